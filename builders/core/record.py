@@ -1,0 +1,96 @@
+"""The one typed multiple-choice record that every source adapter produces and every builder emits."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import datasets
+from datasets import Features, Value
+
+# Hub datasets readers know ``List`` from datasets 4; older ones only ``Sequence``.
+_List = getattr(datasets, "List", datasets.Sequence)
+
+
+@dataclass(frozen=True)
+class MCQRecord:
+    """A multiple-choice item.
+
+    ``choices`` is a tuple so that no transform can mutate the list another record still reads
+    (the WiCkeD reference code read the gold from a list it had already edited through a shallow copy).
+    The gold is tracked by index, never looked up by text.
+    """
+
+    id: str
+    question: str
+    choices: tuple[str, ...]
+    answer: int
+    source: str
+    source_config: str
+    source_split: str
+    source_index: int
+    subject: str | None = None
+    category: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def gold(self) -> str:
+        return self.choices[self.answer]
+
+    def replace(self, **changes: Any) -> "MCQRecord":
+        if "choices" in changes:
+            changes["choices"] = tuple(changes["choices"])
+        return dataclasses.replace(self, **changes)
+
+    def with_metadata(self, **fields: Any) -> "MCQRecord":
+        return dataclasses.replace(self, metadata={**self.metadata, **fields})
+
+    def to_row(self) -> dict[str, Any]:
+        row = {name: getattr(self, name) for name in BASE_COLUMNS}
+        row["choices"] = list(self.choices)
+        row["metadata"] = dict(self.metadata)
+        return row
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "MCQRecord":
+        values = {name: row[name] for name in BASE_COLUMNS}
+        values["choices"] = tuple(row["choices"])
+        return cls(**values, metadata=dict(row.get("metadata") or {}))
+
+
+BASE_FEATURES: dict[str, Any] = {
+    "id": Value("string"),
+    "question": Value("string"),
+    "choices": _List(Value("string")),
+    "answer": Value("int32"),
+    "source": Value("string"),
+    "source_config": Value("string"),
+    "source_split": Value("string"),
+    "source_index": Value("int64"),
+    "subject": Value("string"),
+    "category": Value("string"),
+}
+BASE_COLUMNS = tuple(BASE_FEATURES)
+
+
+def record_features(metadata: Mapping[str, Any]) -> Features:
+    """Explicit Arrow schema: the base columns plus a typed ``metadata`` struct."""
+    features = dict(BASE_FEATURES)
+    if metadata:
+        features["metadata"] = dict(metadata)
+    return Features(features)
+
+
+def list_of(feature: Any) -> Any:
+    return _List(feature)
+
+
+def normalize_text(text: str) -> str:
+    """Whitespace- and case-insensitive form used for duplicate checks."""
+    return " ".join(text.split()).casefold()
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

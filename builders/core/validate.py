@@ -1,0 +1,137 @@
+"""The validator: every build runs it, and nothing is written or published when an invariant breaks."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Iterable
+
+from .adapters import LETTERS
+from .build import Build, Check
+from .errors import ValidationFailed
+from .record import normalize_text
+
+logger = logging.getLogger(__name__)
+MAX_EXAMPLES = 10
+
+
+def _unique_ids(build: Build) -> Iterable[str]:
+    for config, splits in build.configs.items():
+        counts = Counter(r.id for records in splits.values() for r in records)
+        yield from (f"{config}: id {i!r} appears {n} times" for i, n in counts.items() if n > 1)
+
+
+def _per_record(build: Build, problem) -> Iterable[str]:
+    for config, split, records in build.records():
+        for record in records:
+            message = problem(record)
+            if message:
+                yield f"{config}/{split} {record.id}: {message}"
+
+
+def _accounting(build: Build) -> Iterable[str]:
+    for config, split, records in build.records():
+        rows_in = build.source.rows_in.get(split, 0)
+        excluded = build.exclusions.count(split, config)
+        if rows_in != len(records) + excluded:
+            yield f"{config}/{split}: {rows_in} rows in != {len(records)} out + {excluded} excluded"
+    for split, rows_in in build.source.rows_in.items():
+        for config, splits in build.configs.items():
+            if split not in splits and rows_in != build.exclusions.count(split, config):
+                yield f"{config}: split {split!r} ({rows_in} rows in) is missing"
+
+
+def _duplicate_choice(record) -> str | None:
+    normalized = [normalize_text(c) for c in record.choices]
+    if len(set(normalized)) < len(normalized):
+        return "two choices are identical after whitespace and case normalisation"
+    return None
+
+
+COMMON_CHECKS = [
+    Check("unique_ids", "every id appears once per config", _unique_ids),
+    Check("at_least_two_choices", "every item has at least 2 choices",
+          lambda b: _per_record(b, lambda r: len(r.choices) < 2 and f"{len(r.choices)} choices")),
+    Check("answer_in_range", "0 <= answer < len(choices)",
+          lambda b: _per_record(b, lambda r: not 0 <= r.answer < len(r.choices) and f"answer {r.answer}")),
+    Check("no_empty_choice", "no choice is empty or whitespace",
+          lambda b: _per_record(b, lambda r: any(not c.strip() for c in r.choices) and "empty choice")),
+    Check("no_duplicate_choices", "no two choices are identical after whitespace/case normalisation",
+          lambda b: _per_record(b, _duplicate_choice)),
+    Check("rows_accounted", "rows in = rows out + rows excluded, per config and split", _accounting),
+]
+
+
+@dataclass
+class CheckResult:
+    name: str
+    description: str
+    passed: bool
+    violations: int
+    examples: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ValidationReport:
+    passed: bool
+    checks: list[CheckResult]
+    counts: dict[str, dict[str, dict[str, int]]]
+    answer_positions: dict[str, dict[str, dict[str, int]]]
+    exclusion_reasons: dict[str, dict[str, int]]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def to_markdown(self) -> str:
+        lines = ["| check | result | violations |", "|---|---|---|"]
+        lines += [f"| `{c.name}`: {c.description} | {'pass' if c.passed else '**FAIL**'} | {c.violations} |"
+                  for c in self.checks]
+        lines += ["", "| config | split | rows in | rows out | excluded |", "|---|---|---|---|---|"]
+        lines += [f"| {config} | {split} | {n['in']} | {n['out']} | {n['excluded']} |"
+                  for config, splits in self.counts.items() for split, n in splits.items()]
+        width = max((len(p) for splits in self.answer_positions.values() for p in splits.values()), default=0)
+        header = [LETTERS[i] for i in range(width)]
+        lines += ["", "Answer position distribution (share of items whose gold is at each position):", "",
+                  "| config | split | " + " | ".join(header) + " |", "|---|---|" + "---|" * width]
+        for config, splits in self.answer_positions.items():
+            for split, positions in splits.items():
+                total = sum(positions.values()) or 1
+                cells = [f"{positions.get(letter, 0) / total:.1%}" for letter in header]
+                lines.append(f"| {config} | {split} | " + " | ".join(cells) + " |")
+        return "\n".join(lines)
+
+
+def validate(build: Build) -> ValidationReport:
+    """Run the common invariants and the builder's own; raise ValidationFailed if any breaks."""
+    results = [_run_check(check, build) for check in COMMON_CHECKS + list(build.checks)]
+    report = ValidationReport(
+        passed=all(r.passed for r in results),
+        checks=results,
+        counts={config: {split: {"in": build.source.rows_in.get(split, 0), "out": len(records),
+                                 "excluded": build.exclusions.count(split, config)}
+                         for split, records in splits.items()}
+                for config, splits in build.configs.items()},
+        answer_positions={config: {split: _positions(records) for split, records in splits.items()}
+                          for config, splits in build.configs.items()},
+        exclusion_reasons=build.exclusions.reasons(),
+    )
+    if not report.passed:
+        failed = [f"{r.name} ({r.violations}: {r.examples[0]})" for r in results if not r.passed]
+        raise ValidationFailed("validation failed, nothing written: " + "; ".join(failed))
+    return report
+
+
+def _run_check(check: Check, build: Build) -> CheckResult:
+    violations = iter(check.find_violations(build))
+    examples = list(itertools.islice(violations, MAX_EXAMPLES))
+    total = len(examples) + sum(1 for _ in violations)
+    for example in examples:
+        logger.error("invariant %s broken: %s", check.name, example)
+    return CheckResult(check.name, check.description, total == 0, total, examples)
+
+
+def _positions(records) -> dict[str, int]:
+    counts = Counter(LETTERS[r.answer] for r in records if 0 <= r.answer < len(LETTERS))
+    return dict(sorted(counts.items()))

@@ -1,0 +1,215 @@
+"""A real OpenAI-compatible server on 127.0.0.1 for tests of anything that calls an LLM.
+
+Built on llmock (``llmock.testing.LLMockServer``): real uvicorn, real sockets, so the real
+``openai`` client goes through its whole HTTP stack. What llmock gives as is, through the
+:class:`MockLLM` handle (a subclass of llmock's own pytest handle):
+
+* failures, consumed in FIFO order: ``fail(500)``, ``rate_limit(retry_after=0.05)``,
+  ``fail(400, times=None)`` (permanent), ``delay(seconds)`` (for client timeouts);
+* scripted replies, FIFO: ``replies("A", "B")``;
+* a journal of every request the server received: ``chat_requests``, ``chat_bodies``.
+
+What llmock cannot do, and this module adds: scripted replies are a FIFO shared by all
+requests, so with concurrent clients nobody knows which request gets which reply, and a
+failure cannot be decided by what was asked or by how many calls came before. So
+:meth:`MockLLM.respond_with` takes a function of the request (:class:`ChatCall`) returning the
+reply text, a :class:`ScriptedError`, or None for llmock's default answer. It is served by a
+route put in front of llmock's own ``/v1/chat/completions``; llmock's middleware still wraps it,
+so queued failures still fire first and every request is journaled. The route reuses llmock
+internals (``routers.openai.chat_completions`` and the plan the middleware attaches to the
+request), checked against llmock 0.2.2.
+
+Default answers use llmock's ``echo`` style: ``"Hello! You said: <all message contents>"``.
+llmock's token counts are ``len(text) // 4`` of the prompt contents joined by spaces, and
+``max(1, len(reply) // 4)`` of the reply.
+
+Use from a test module::
+
+    from builders.core.llm import ChatRequest
+    from llm_server import fast_client, llm_server  # noqa: F401  (llm_server is a fixture)
+
+    def test_labels(llm_server, tmp_path):
+        llm_server.respond_with(lambda call: "B" if "photosynthesis" in call.user_text else "A")
+        client = fast_client(llm_server, cache_dir=tmp_path / "cache")
+        results = client.complete_many([ChatRequest.from_prompt("...photosynthesis...")])
+        assert results[0].text == "B"
+        assert len(llm_server.chat_requests) == 1
+
+or, without pytest fixtures: ``with start_llmock(responder=...) as server: ...``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from llmock.journal import RequestRecord
+from llmock.pytest_plugin import LLMock
+from llmock.routers.openai import ChatCompletionRequest, chat_completions
+from llmock.scenarios import Reply
+from llmock.simulation import MockResponseSettings, build_error_response
+from llmock.testing import LLMockServer
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from builders.core.llm import LLMClient
+
+CHAT_PATH = "/v1/chat/completions"
+
+
+@dataclass(frozen=True)
+class ScriptedError:
+    """An HTTP error a responder answers with (``retry_after`` sets the Retry-After headers)."""
+
+    status: int
+    retry_after: float | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class ChatCall:
+    """One chat request as the responder sees it. ``index`` counts responder calls from 0."""
+
+    index: int
+    body: dict[str, Any]
+    headers: dict[str, str]
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return list(self.body.get("messages") or [])
+
+    @property
+    def user_text(self) -> str:
+        """Content of the last user message."""
+        users = [m for m in self.messages if m.get("role") == "user"]
+        return str(users[-1].get("content", "")) if users else ""
+
+
+Responder = Callable[[ChatCall], "str | ScriptedError | None"]
+
+
+class MockLLM(LLMock):
+    """llmock's handle (``fail``, ``rate_limit``, ``delay``, ``reply``, ``requests``...) plus
+    per-request scripting and chat-specific views of the journal."""
+
+    def __init__(self, server: LLMockServer, response_style: str) -> None:
+        super().__init__(server)
+        self._response_style = response_style
+        self._responder: Responder | None = None
+        self._lock = threading.Lock()
+        self._counter = itertools.count()
+
+    @property
+    def openai_base_url(self) -> str:
+        """What to pass as ``base_url`` to the openai client or :class:`LLMClient`."""
+        return self.base_url("openai")
+
+    def respond_with(self, responder: Responder | None) -> MockLLM:
+        with self._lock:
+            self._responder = responder
+            self._counter = itertools.count()
+        return self
+
+    def replies(self, *texts: str) -> MockLLM:
+        """Queue reply texts, handed out in arrival order (FIFO) before any responder."""
+        for text in texts:
+            self.reply(text)
+        return self
+
+    @property
+    def chat_requests(self) -> list[RequestRecord]:
+        """Every chat completion request received, in arrival order, failed ones included."""
+        return [record for record in self.requests if record.path == CHAT_PATH]
+
+    @property
+    def chat_bodies(self) -> list[dict[str, Any]]:
+        return [record.body for record in self.chat_requests]
+
+    def reset(self) -> MockLLM:
+        super().reset()
+        self._server.app.state.mock_response_settings = _settings(self._response_style)
+        return self.respond_with(None)
+
+    def _answer(self, body: dict[str, Any], headers: dict[str, str]) -> str | ScriptedError | None:
+        with self._lock:
+            responder, index = self._responder, next(self._counter)
+        return responder(ChatCall(index=index, body=body, headers=headers)) if responder else None
+
+
+@contextmanager
+def start_llmock(
+    *,
+    responder: Responder | None = None,
+    replies: tuple[str, ...] = (),
+    response_style: str = "echo",
+) -> Iterator[MockLLM]:
+    """Start a fresh llmock server on a free 127.0.0.1 port; stop it on exit."""
+    server = LLMockServer(responses=_settings(response_style))
+    mock = MockLLM(server, response_style)
+    _install_scripted_chat_route(server, mock)
+    with server:
+        mock.respond_with(responder).replies(*replies)
+        yield mock
+
+
+@pytest.fixture
+def llm_server() -> Iterator[MockLLM]:
+    """A fresh server per test (about 0.05 s to start once llmock is imported)."""
+    with start_llmock() as server:
+        yield server
+
+
+def fast_client(server: MockLLM, **overrides: Any) -> LLMClient:
+    """An :class:`LLMClient` on ``server`` with test-speed retries, no key needed."""
+    settings: dict[str, Any] = {
+        "model": "mock-model",
+        "base_url": server.openai_base_url,
+        "api_key_env": None,
+        "concurrency": 4,
+        "max_retries": 3,
+        "timeout": 5.0,
+        "backoff_base": 0.001,
+        "backoff_max": 0.01,
+    }
+    settings.update(overrides)
+    if isinstance(settings.get("cache_dir"), str):
+        settings["cache_dir"] = Path(settings["cache_dir"])
+    return LLMClient(**settings)
+
+
+def _settings(response_style: str) -> MockResponseSettings:
+    return MockResponseSettings(response_style=response_style, tool_mode="off").validated()
+
+
+def _install_scripted_chat_route(server: LLMockServer, mock: MockLLM) -> None:
+    app = server.app
+
+    # A plain ``def``: FastAPI runs it in a worker thread, so a slow responder blocks nobody.
+    def scripted_chat(request: Request) -> Response:
+        body = dict(getattr(request.state, "llmock_body", None) or {})
+        plan = request.state.llmock_plan
+        if plan.reply is None:  # a reply queued with ``reply()`` wins, as in llmock
+            outcome = mock._answer(body, {k.lower(): v for k, v in request.headers.items()})
+            if isinstance(outcome, ScriptedError):
+                return build_error_response(
+                    request.url.path, outcome.status, retry_after=outcome.retry_after, message=outcome.message
+                )
+            if outcome is not None:
+                request.state.llmock_plan = replace(plan, reply=Reply(text=outcome))
+        try:
+            parsed = ChatCompletionRequest.model_validate(body)
+        except ValidationError as exc:
+            return build_error_response(request.url.path, 422, message=str(exc).splitlines()[0])
+        result = chat_completions(request, parsed)
+        return result if isinstance(result, Response) else JSONResponse(result.model_dump(mode="json"))
+
+    app.add_api_route(CHAT_PATH, scripted_chat, methods=["POST"])
+    # Routes match in order: move ours in front of llmock's handler for the same path.
+    app.router.routes.insert(0, app.router.routes.pop())
