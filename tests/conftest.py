@@ -31,6 +31,7 @@ os.environ.update(
         "HF_DATASETS_CACHE": os.path.join(HF_HOME, "datasets"),
         "HF_HUB_DISABLE_TELEMETRY": "1",
         "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+        "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
         "HF_UPDATE_DOWNLOAD_COUNTS": "0",  # else load_dataset HEADs s3.amazonaws.com
         "TOKENIZERS_PARALLELISM": "false",
     }

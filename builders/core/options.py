@@ -18,12 +18,13 @@ _AOTA = re.compile(rf"^\W*(?:all|both|each|any)\s+(?:of\s+)?(?:the\s+)?(?:{_ABOV
 _LETTER = r"\(?[A-J]\)?"
 _LETTER_COMBINATION = re.compile(
     # "A and B", "Both (A) and (C)", "A, B and D", "Neither A nor B", "A & B only"
-    rf"^\s*(?:(?:both|either|neither|only)\s+)?{_LETTER}(?:\s*(?:,|&|and|or|nor)\s*{_LETTER})+"
-    r"(?:\s+(?:only|both|are\s+(?:correct|true|right)))?\s*\.?\s*$"
+    # letters stay case-sensitive ("a and b" is prose), the words around them are not
+    rf"^\s*(?:(?i:both|either|neither|only)\s+)?{_LETTER}(?:\s*(?i:,|&|and|or|nor)\s*{_LETTER})+"
+    r"(?:\s+(?i:only|both|are\s+(?:correct|true|right)))?\s*\.?\s*$"
     # inside a sentence only with a verdict, so that "when both G and H are false" (variables) is content
-    rf"|\b(?:both|either|neither)\s+{_LETTER}\s+(?:and|or|nor)\s+{_LETTER}\s+(?:are|is)\s+(?:correct|right|true)\b"
+    rf"|\b(?i:both|either|neither)\s+{_LETTER}\s+(?i:and|or|nor)\s+{_LETTER}\s+(?i:are|is)\s+(?i:correct|right|true)\b"
 )
-_LETTER_REFERENCE = re.compile(rf"\b(?:options?|choices?|answers?)\s+{_LETTER}(?![\w'])|^\s*\(?[A-J]\)\s*$")
+_LETTER_REFERENCE = re.compile(rf"\b(?i:options?|choices?|answers?)\s+{_LETTER}(?![\w'])|^\s*\(?[A-J]\)\s*$")
 
 NOTA_TEXT = "None of the above"
 

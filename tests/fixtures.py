@@ -1,0 +1,154 @@
+"""Small source benchmarks in the exact column layout of their Hub datasets, written by the tests."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+MMLU_TEST = [
+    {"question": "What is 2 + 3?", "subject": "elementary_mathematics", "choices": ["4", "5", "6", "7"], "answer": 1},
+    {"question": "Which gas do plants absorb?", "subject": "high_school_biology",
+     "choices": ["Oxygen", "Nitrogen", "Carbon dioxide", "Helium"], "answer": 2},
+    {"question": "Which is a mammal?", "subject": "high_school_biology", "choices": ["Shark", "Dolphin", "Trout", "Eel"], "answer": 1},
+    {"question": "Capital of Italy?", "subject": "global_facts", "choices": ["Rome", "Milan", "Turin", "Naples"], "answer": 0},
+    {"question": "Which are primes?", "subject": "elementary_mathematics",
+     "choices": ["2", "3", "5", "All of the above"], "answer": 3},
+    {"question": "Which is a noble gas?", "subject": "high_school_chemistry",
+     "choices": ["Neon", "Iron", "Carbon", "None of the above"], "answer": 0},
+    {"question": "Which of these are fruits?", "subject": "nutrition",
+     "choices": ["Apple", "Pear", "Both A and B", "Carrot"], "answer": 2},
+    {"question": "What is 10 / 2?", "subject": "elementary_mathematics", "choices": ["2", "5", "10", "20"], "answer": 1},
+]
+MMLU_DEV = [
+    {"question": "What is 1 + 1?", "subject": "elementary_mathematics", "choices": ["1", "2", "3", "4"], "answer": 1},
+    {"question": "Water boils at sea level at", "subject": "high_school_chemistry",
+     "choices": ["50 C", "90 C", "100 C", "120 C"], "answer": 2},
+    {"question": "Largest planet?", "subject": "astronomy", "choices": ["Mars", "Jupiter", "Venus", "Earth"], "answer": 1},
+]
+
+MMLU_PRO_TEST = [
+    {"question_id": 70, "question": "Which is largest?", "options": ["1", "N/A", "10", "100", "N/A"],
+     "answer": "D", "answer_index": 3, "cot_content": "", "category": "math", "src": "ori_mmlu-x"},
+    {"question_id": 71, "question": "Pick the color.", "options": ["Red", "Dog", "Cat", "Cow", "Hen", "Pig"],
+     "answer": "A", "answer_index": 0, "cot_content": "", "category": "other", "src": "stemez-x"},
+    {"question_id": 72, "question": "Which is even?", "options": ["N/A", "3", "5", "8"],
+     "answer": "D", "answer_index": 3, "cot_content": "", "category": "math", "src": "theoremqa"},
+]
+
+REDUX = {
+    "anatomy": [
+        {"question": "Which organ pumps blood?", "choices": ["Lung", "Heart", "Liver", "Kidney"], "answer": 1,
+         "error_type": "ok", "source": None, "correct_answer": None, "potential_reason": None},
+        {"question": "How many bones in the adult body?", "choices": ["106", "206", "306", "406"], "answer": 0,
+         "error_type": "wrong_groundtruth", "source": None, "correct_answer": "1", "potential_reason": "key"},
+    ],
+    "virology": [
+        {"question": "Viruses are", "choices": ["cells", "acellular", "bacteria", "fungi"], "answer": 1,
+         "error_type": "ok", "source": None, "correct_answer": None, "potential_reason": None},
+    ],
+}
+
+COMMONSENSE_QA = {
+    "train": [
+        {"id": "cqa-1", "question": "Where do you keep milk?", "question_concept": "milk",
+         "choices": {"label": ["A", "B", "C", "D", "E"], "text": ["fridge", "oven", "garden", "roof", "car"]},
+         "answerKey": "A"},
+        {"id": "cqa-2", "question": "What do you use to cut paper?", "question_concept": "paper",
+         "choices": {"label": ["A", "B", "C", "D", "E"], "text": ["spoon", "scissors", "cup", "pillow", "towel"]},
+         "answerKey": "B"},
+    ],
+    "validation": [
+        {"id": "cqa-3", "question": "What falls from clouds?", "question_concept": "clouds",
+         "choices": {"label": ["A", "B", "C", "D", "E"], "text": ["rain", "stones", "books", "shoes", "chairs"]},
+         "answerKey": "A"},
+    ],
+}
+
+TRUTHFUL_QA = [
+    {"question": f"Question {i}?", "mc1_targets": {"choices": [f"true {i}", f"false {i}a", f"false {i}b", f"false {i}c"],
+                                                   "labels": [1, 0, 0, 0]},
+     "mc2_targets": {"choices": [f"true {i}", f"false {i}a"], "labels": [1, 0]}}
+    for i in range(6)
+]
+
+ARC = {
+    "test": [
+        {"id": "Mercury_1", "question": "Which is a conductor?",
+         "choices": {"text": ["wood", "copper", "rubber", "glass"], "label": ["1", "2", "3", "4"]}, "answerKey": "2"},
+        {"id": "Mercury_2", "question": "What makes shadows?",
+         "choices": {"text": ["light blocked", "sound", "heat"], "label": ["A", "B", "C"]}, "answerKey": "A"},
+        {"id": "Mercury_3", "question": "Which is a gas at room temperature?",
+         "choices": {"text": ["iron", "oxygen", "salt", "sand", "ice"], "label": ["A", "B", "C", "D", "E"]},
+         "answerKey": "B"},
+        {"id": "Mercury_4", "question": "Which planet is closest to the Sun?",
+         "choices": {"text": ["Earth", "Mars", "Mercury", "Venus"], "label": ["1", "2", "3", "4"]}, "answerKey": "3"},
+    ],
+    "train": [
+        {"id": "Mercury_5", "question": "Plants make food by",
+         "choices": {"text": ["photosynthesis", "digestion", "respiration", "erosion"], "label": ["A", "B", "C", "D"]},
+         "answerKey": "A"},
+    ],
+}
+
+
+def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row) + "\n")
+    return path
+
+
+def write_parquet(path: Path, rows: list[dict[str, Any]]) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return path
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in row.items()})
+    return path
+
+
+def write_benchmark(name: str, root: Path) -> Path:
+    """Write the fixture of ``name`` under ``root/name`` and return that folder."""
+    folder = root / name
+    if name == "mmlu":
+        write_jsonl(folder / "test.jsonl", MMLU_TEST)
+        write_jsonl(folder / "dev.jsonl", MMLU_DEV)
+    elif name == "mmlu_pro":
+        write_parquet(folder / "test.parquet", MMLU_PRO_TEST)
+    elif name == "mmlu_redux":
+        for subject, rows in REDUX.items():
+            write_jsonl(folder / subject / "test.jsonl", rows)
+    elif name == "commonsense_qa":
+        for split, rows in COMMONSENSE_QA.items():
+            write_jsonl(folder / f"{split}.jsonl", rows)
+    elif name == "truthful_qa":
+        write_jsonl(folder / "validation.jsonl", TRUTHFUL_QA)
+    elif name == "arc_challenge":
+        write_jsonl(folder / "test.jsonl", ARC["test"])
+        write_csv(folder / "train.csv", ARC["train"])
+    else:
+        raise ValueError(name)
+    return folder
+
+
+FIXTURE_SIZES = {
+    "mmlu": {"test": 8, "dev": 3},
+    "mmlu_pro": {"test": 3},
+    "mmlu_redux": {"test": 3},
+    "commonsense_qa": {"train": 2, "validation": 1},
+    "truthful_qa": {"validation": 6},
+    "arc_challenge": {"test": 4, "train": 1},
+}
