@@ -638,9 +638,9 @@ class LocalHub:
             return json_response({"error": f"You already created this {repo_type} repo", "url": url}, status=409)
         private = bool(body.get("private")) or body.get("visibility") == "private"
         repo = Repo(repo_type, repo_id, private, secrets.token_hex(12), _now_iso())
-        initial = self._new_commit(
-            repo, None, "initial commit", "", {".gitattributes": StoredFile.create(DEFAULT_GITATTRIBUTES.encode(), False)}
-        )
+        # Like the Hub, a new repo starts with one commit holding the default .gitattributes.
+        gitattributes = StoredFile.create(DEFAULT_GITATTRIBUTES.encode(), is_lfs=False)
+        initial = self._new_commit(repo, None, "initial commit", "", {".gitattributes": gitattributes})
         repo.branches[DEFAULT_BRANCH] = initial.oid
         self._repos[(repo_type, repo_id)] = repo
         return json_response({"url": url, "name": repo_id, "id": repo.object_id})
@@ -845,7 +845,8 @@ class LocalHub:
     def _lfs_batch_object(self, repo: Repo, obj: dict[str, Any]) -> dict[str, Any]:
         oid, size = str(obj.get("oid", "")), obj.get("size")
         if not SHA256_RE.fullmatch(oid) or not isinstance(size, int) or size < 0:
-            return {"oid": oid, "size": size if isinstance(size, int) else 0, "error": {"code": 422, "message": "Invalid object"}}
+            invalid = {"code": 422, "message": "Invalid object"}
+            return {"oid": oid, "size": size if isinstance(size, int) else 0, "error": invalid}
         if oid in repo.lfs_objects:
             return {"oid": oid, "size": size}  # no "actions": the client skips the upload
         ticket = secrets.token_hex(16)

@@ -185,9 +185,8 @@ def test_upload_goes_through_preupload_lfs_batch_and_commit(published: Published
 
 
 def test_parquet_files_are_lfs_and_readme_is_a_git_blob(local_hub: LocalHub, api: HfApi, published: Published) -> None:
-    infos = api.get_paths_info(
-        published.repo_id, ["README.md", "data/cfg_a.parquet", "data", "missing.txt"], revision="v1.0.0", repo_type="dataset"
-    )
+    paths = ["README.md", "data/cfg_a.parquet", "data", "missing.txt"]
+    infos = api.get_paths_info(published.repo_id, paths, revision="v1.0.0", repo_type="dataset")
     by_path = {info.path: info for info in infos}
     assert sorted(by_path) == ["README.md", "data", "data/cfg_a.parquet"]
     readme, parquet, folder = by_path["README.md"], by_path["data/cfg_a.parquet"], by_path["data"]

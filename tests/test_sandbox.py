@@ -67,6 +67,12 @@ while True:
     except OSError:
         time.sleep(0.05)
 """
+IGNORES_SIGXCPU = """
+import signal
+signal.signal(signal.SIGXCPU, signal.SIG_IGN)
+while True:
+    pass
+"""
 MEMORY_BOMB = """
 chunks = []
 while True:
@@ -80,7 +86,8 @@ for _ in range(10**6):
     nested = [nested]
 repr(nested)
 """
-WRITE_TARGETS = ["/etc/pwned", "/usr/pwned", "/pwned", "/root/pwned", "/sandbox/main.py", str(ESCAPE_PROBE)]
+WRITE_TARGETS = ["/etc/pwned", "/usr/pwned", "/pwned", "/root/pwned", "/sandbox/main.py"]
+WRITE_TARGETS.append(str(ESCAPE_PROBE))
 WRITE_OUTSIDE_TMP = f"""
 for path in {WRITE_TARGETS!r}:
     try:
@@ -126,7 +133,8 @@ except OSError as error:
 
 
 def read_secret_program(token_path: Path) -> str:
-    paths = [str(token_path), "/root/.cache/huggingface/token", "~/.cache/huggingface/token", "/proc/1/environ"]
+    paths = [str(token_path), "/root/.cache/huggingface/token", "~/.cache/huggingface/token"]
+    paths.append("/proc/1/environ")
     return f"""
 import os
 for path in {paths!r}:
@@ -182,6 +190,7 @@ def hostile(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> dict[
         "fork_bomb": FORK_BOMB,
         "sleep_forever": "import time\ntime.sleep(3600)",
         "infinite_loop": "while True:\n    pass",
+        "ignores_sigxcpu": IGNORES_SIGXCPU,
         "memory_bomb": MEMORY_BOMB,
         "recursion": "def f(n):\n    return f(n + 1)\nf(0)",
         "c_stack_overflow": C_STACK_OVERFLOW,
@@ -250,6 +259,14 @@ def test_busy_loop_hits_a_time_limit(hostile: dict[str, RunResult]) -> None:
     assert result.status == "timeout"
     assert result.returncode in (-signal.SIGXCPU, None)
     assert result.seconds < LIMITS.wall_seconds + 2
+
+
+@needs_bwrap
+def test_ignoring_sigxcpu_still_times_out(hostile: dict[str, RunResult]) -> None:
+    result = hostile["ignores_sigxcpu"]
+    # Killed at the hard CPU limit, or by the wall clock on a very busy machine.
+    assert result.status == "timeout"
+    assert result.returncode in (-signal.SIGKILL, None)
 
 
 @needs_bwrap
@@ -352,7 +369,8 @@ def test_hash_seed_is_fixed(sandbox: Sandbox) -> None:
 def test_evaluate_call_returns_repr_only(sandbox: Sandbox) -> None:
     program = "def twice(x):\n    print('noise')\n    return [x] * 2\nprint('import noise')"
     result = sandbox.evaluate_call(program, "twice('a')")
-    assert (result.status, result.stdout, result.stderr) == ("ok", "['a', 'a']", "import noise\nnoise\n")
+    assert (result.status, result.stdout) == ("ok", "['a', 'a']")
+    assert result.stderr == "import noise\nnoise\n"
     literal = sandbox.evaluate_call("", "float('inf'), {1: (2,)}, -0.0")
     assert literal.stdout == "(inf, {1: (2,)}, -0.0)"
     failing = sandbox.evaluate_calls([("", "1 / 0"), ("x = 2", "x + 1")])

@@ -40,6 +40,8 @@ class Build:
     checks: list[Check] = field(default_factory=list)
     statistics: dict[str, str] = field(default_factory=dict)
     extra_files: dict[str, bytes] = field(default_factory=dict)
+    # {config: {column: feature}}: top-level columns beyond the base ones, read from ``MCQRecord.columns``.
+    extra_columns: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     card_template: str | None = None
     card_context: dict[str, Any] = field(default_factory=dict)
 

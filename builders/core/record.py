@@ -34,6 +34,8 @@ class MCQRecord:
     subject: str | None = None
     category: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    # A builder's own top-level columns beyond the base ones (declared in ``Build.extra_columns``).
+    columns: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def gold(self) -> str:
@@ -47,9 +49,13 @@ class MCQRecord:
     def with_metadata(self, **fields: Any) -> "MCQRecord":
         return dataclasses.replace(self, metadata={**self.metadata, **fields})
 
+    def with_columns(self, **values: Any) -> "MCQRecord":
+        return dataclasses.replace(self, columns={**self.columns, **values})
+
     def to_row(self) -> dict[str, Any]:
         row = {name: getattr(self, name) for name in BASE_COLUMNS}
         row["choices"] = list(self.choices)
+        row.update(self.columns)
         row["metadata"] = dict(self.metadata)
         return row
 
@@ -75,9 +81,10 @@ BASE_FEATURES: dict[str, Any] = {
 BASE_COLUMNS = tuple(BASE_FEATURES)
 
 
-def record_features(metadata: Mapping[str, Any]) -> Features:
-    """Explicit Arrow schema: the base columns plus a typed ``metadata`` struct."""
+def record_features(metadata: Mapping[str, Any], columns: Mapping[str, Any] | None = None) -> Features:
+    """Explicit Arrow schema: the base columns, a builder's extra ``columns``, then a typed ``metadata`` struct."""
     features = dict(BASE_FEATURES)
+    features.update(columns or {})
     if metadata:
         features["metadata"] = dict(metadata)
     return Features(features)

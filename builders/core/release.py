@@ -60,7 +60,8 @@ def write_release(build: Build, report: ValidationReport, out_dir: Path, release
     out_dir = Path(out_dir)
     _prepare(out_dir)
     for config, split, records in build.records():
-        write_parquet(records, build.metadata_features.get(config, {}), out_dir / parquet_path(config, split))
+        write_parquet(records, build.metadata_features.get(config, {}), out_dir / parquet_path(config, split),
+                      build.extra_columns.get(config))
     (out_dir / REPORT_FILE).write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n")
     build.exclusions.write_jsonl(out_dir / EXCLUSIONS_FILE)
     (out_dir / BUILD_CONFIG_FILE).write_text(yaml.safe_dump(build_config(build), sort_keys=True, allow_unicode=True))
@@ -83,9 +84,9 @@ def _prepare(out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
 
 
-def write_parquet(records, metadata_features, path: Path) -> None:
+def write_parquet(records, metadata_features, path: Path, column_features=None) -> None:
     """Arrow table with the explicit features in the schema metadata, as ``datasets`` writes it."""
-    features = record_features(metadata_features)
+    features = record_features(metadata_features, column_features)
     rows = [record.to_row() for record in records]
     if "metadata" not in features:
         for row in rows:

@@ -13,9 +13,9 @@ enters a fresh user namespace (``unshare --user``): root is exempt from
 RLIMIT_NPROC, and the new namespace gives every sandbox its own process budget, so
 a fork bomb in one worker cannot starve the others.
 
-``unsafe=True`` runs the same command line (rlimits, deadline, output cap) as a plain
-subprocess without namespaces; only for machines where bubblewrap cannot run and the
-user explicitly accepted the risk.
+``unsafe=True`` runs the program as a plain subprocess of the current user with the same
+rlimits, deadline and output cap but no namespaces (and, for root, no effective process
+limit); only for machines where bubblewrap cannot run and the user accepted the risk.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
+
+from builders.core.errors import UserError
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +59,7 @@ ETC_FILES = ("/etc/ld.so.cache",)
 READ_CHUNK = 64 * KiB
 
 
-class SandboxUnavailable(RuntimeError):
+class SandboxUnavailable(UserError):
     """No working bubblewrap sandbox on this machine; the message says how to fix it."""
 
 
@@ -105,7 +107,8 @@ class _Exit:
     """What the parent observed about a finished process."""
 
     wait_status: int | None  # None: killed by the parent for `reason`
-    cpu_seconds: float
+    cpu_seconds: float  # of the reaped process tree; bwrap's may leave the program out
+    seconds: float
     reason: Literal["timeout", "output_limit"] | None
 
 
@@ -162,7 +165,7 @@ def _prlimit_argv(limits: Limits) -> list[str]:
 def _python_argv(script: str, site_packages: bool) -> list[str]:
     # -S skips site-packages (.pth processing costs ~25 ms per start); -s the user site.
     flags = ["-s", "-B"] if site_packages else ["-S", "-s", "-B"]
-    return [os.path.realpath(sys.executable), *flags, script]
+    return [os.path.abspath(sys.executable), *flags, script]
 
 
 def _program_env(home: str) -> dict[str, str]:
@@ -185,12 +188,24 @@ def _is_within(path: str, roots: Sequence[str]) -> bool:
 
 
 def _interpreter_dirs() -> list[str]:
-    """Directories holding the interpreter, its stdlib and libpython, outside /usr."""
-    candidates = [sys.base_prefix, sys.prefix, str(Path(os.path.realpath(sys.executable)).parents[1])]
+    """Directories holding the interpreter, its stdlib and libpython, outside /usr.
+
+    Raises SandboxUnavailable if one of them would expose the home directory.
+    """
+    executable_prefix = str(Path(os.path.realpath(sys.executable)).parents[1])
+    candidates = [sys.base_prefix, sys.prefix, executable_prefix]
     dirs: list[str] = []
     for candidate in map(os.path.realpath, candidates):
         if not _is_within(candidate, ["/usr", *dirs]):
             dirs.append(candidate)
+    home = os.path.realpath(os.path.expanduser("~"))
+    for path in dirs:
+        if _is_within(home, [path]):
+            raise SandboxUnavailable(
+                f"Python lives in {path}, which contains the home directory {home}; "
+                "mounting it would expose credentials such as ~/.cache/huggingface/token. "
+                "Use an interpreter installed outside the home directory (e.g. in a venv)."
+            )
     return dirs
 
 
@@ -272,17 +287,7 @@ class Sandbox:
 
     def run(self, code: str, stdin: str = "") -> RunResult:
         """Execute `code` as a script, feeding it `stdin`."""
-        started = time.monotonic()
-        with _memfd("stdin", stdin) as stdin_fd:
-            if self.unsafe:
-                outcome, stdout, stderr = self._run_unsandboxed(code, stdin_fd)
-            else:
-                outcome, stdout, stderr = self._run_sandboxed(code, stdin_fd)
-        seconds = time.monotonic() - started
-        status, returncode = _classify(outcome, stderr, self.limits, sandboxed=not self.unsafe)
-        if status != "ok":
-            logger.debug("sandboxed run ended with %s (returncode %s)", status, returncode)
-        return RunResult(status, returncode, _decode(stdout), _decode(stderr), seconds)
+        return self._execute(code, stdin, self.limits)
 
     def run_many(
         self,
@@ -317,6 +322,19 @@ class Sandbox:
 
     # -- internals ------------------------------------------------------------------
 
+    def _execute(self, code: str, stdin: str, limits: Limits) -> RunResult:
+        started = time.monotonic()
+        with _memfd("stdin", stdin) as stdin_fd:
+            if self.unsafe:
+                outcome, stdout, stderr = self._run_unsandboxed(code, stdin_fd, limits)
+            else:
+                outcome, stdout, stderr = self._run_sandboxed(code, stdin_fd, limits)
+        seconds = time.monotonic() - started
+        status, returncode = _classify(outcome, stderr, limits, sandboxed=not self.unsafe)
+        if status != "ok":
+            logger.debug("sandboxed run ended with %s (returncode %s)", status, returncode)
+        return RunResult(status, returncode, _decode(stdout), _decode(stderr), seconds)
+
     def _require_options(self, needed: set[str]) -> None:
         assert self.bwrap is not None
         missing = needed - _bwrap_options(self.bwrap)
@@ -327,14 +345,15 @@ class Sandbox:
             )
 
     def _prove_it_works(self) -> None:
-        result = self.run("print(1)")
+        # Default limits: a tight user limit must not read as a broken sandbox.
+        result = self._execute("print(1)", "", Limits())
         if result.ok and result.stdout == "1\n":
             return
         if os.geteuid() == 0 and self._nested_userns:
             # Without the inner user namespace the process budget is shared by every
             # concurrent sandbox (they all run as uid 65534), but isolation still holds.
             self._nested_userns = False
-            retry = self.run("print(1)")
+            retry = self._execute("print(1)", "", Limits())
             if retry.ok and retry.stdout == "1\n":
                 logger.warning(
                     "user namespaces unavailable inside bwrap (%s); RLIMIT_NPROC is now "
@@ -344,14 +363,15 @@ class Sandbox:
                 return
         raise SandboxUnavailable(
             f"bwrap at {self.bwrap} could not run a sandboxed `print(1)` (status "
-            f"{result.status}, returncode {result.returncode}): {result.stderr.strip()[-500:]!r}. "
+            f"{result.status}, returncode {result.returncode}): "
+            f"{result.stderr.strip()[-500:]!r}. "
             "bwrap needs user namespaces (see /proc/sys/user/max_user_namespaces, "
             "/proc/sys/kernel/unprivileged_userns_clone, or AppArmor's "
             "kernel.apparmor_restrict_unprivileged_userns) or to be run as root. "
             f"{INSTALL_HINT}"
         )
 
-    def _bwrap_argv(self, code_fd: int) -> list[str]:
+    def _bwrap_argv(self, code_fd: int, limits: Limits) -> list[str]:
         assert self.bwrap is not None
         options = _bwrap_options(self.bwrap)
         as_root = os.geteuid() == 0
@@ -366,7 +386,7 @@ class Sandbox:
         argv += _root_mounts()
         argv += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777"]
         if "--size" in options:
-            argv += ["--size", str(self.limits.tmp_bytes)]
+            argv += ["--size", str(limits.tmp_bytes)]
         argv += ["--tmpfs", "/tmp", "--perms", "0755", "--dir", str(Path(SANDBOX_SCRIPT).parent)]
         argv += ["--perms", "0444", "--ro-bind-data", str(code_fd), SANDBOX_SCRIPT]
         argv += ["--remount-ro", "/", "--chdir", "/tmp", "--"]
@@ -381,12 +401,14 @@ class Sandbox:
             ]
             if self._nested_userns:
                 argv += [_util_linux_tool("unshare"), "--user"]
-        return argv + _prlimit_argv(self.limits) + _python_argv(SANDBOX_SCRIPT, self.site_packages)
+        return argv + _prlimit_argv(limits) + _python_argv(SANDBOX_SCRIPT, self.site_packages)
 
-    def _run_sandboxed(self, code: str, stdin_fd: int) -> tuple[_Exit, bytes, bytes]:
+    def _run_sandboxed(
+        self, code: str, stdin_fd: int, limits: Limits
+    ) -> tuple[_Exit, bytes, bytes]:
         with _memfd("code", code) as code_fd:
             process = subprocess.Popen(
-                self._bwrap_argv(code_fd),
+                self._bwrap_argv(code_fd, limits),
                 stdin=stdin_fd,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -395,14 +417,16 @@ class Sandbox:
                 cwd="/",
                 start_new_session=True,
             )
-            return _supervise(process, self.limits)
+            return _supervise(process, limits)
 
-    def _run_unsandboxed(self, code: str, stdin_fd: int) -> tuple[_Exit, bytes, bytes]:
+    def _run_unsandboxed(
+        self, code: str, stdin_fd: int, limits: Limits
+    ) -> tuple[_Exit, bytes, bytes]:
         with tempfile.TemporaryDirectory(prefix="mcqforge-unsafe-") as workdir:
             script = os.path.join(workdir, "main.py")
-            Path(script).write_text(code, encoding="utf-8")
+            Path(script).write_bytes(code.encode("utf-8", errors="surrogatepass"))
             process = subprocess.Popen(
-                _prlimit_argv(self.limits) + _python_argv(script, self.site_packages),
+                _prlimit_argv(limits) + _python_argv(script, self.site_packages),
                 stdin=stdin_fd,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -410,7 +434,7 @@ class Sandbox:
                 cwd=workdir,
                 start_new_session=True,
             )
-            return _supervise(process, self.limits)
+            return _supervise(process, limits)
 
 
 class _memfd:
@@ -418,7 +442,8 @@ class _memfd:
 
     def __init__(self, name: str, text: str) -> None:
         self.fd = os.memfd_create(name)
-        data = text.encode("utf-8")
+        # Lone surrogates become a SyntaxError in the program, not a crash here.
+        data = text.encode("utf-8", errors="surrogatepass")
         written = 0
         while written < len(data):
             written += os.write(self.fd, data[written:])
@@ -435,7 +460,8 @@ def _supervise(process: subprocess.Popen[bytes], limits: Limits) -> tuple[_Exit,
     """Collect capped output until the process exits, the deadline passes or output
     overflows; kill the process group in the last two cases."""
     assert process.stdout is not None and process.stderr is not None
-    deadline = time.monotonic() + limits.wall_seconds
+    started = time.monotonic()
+    deadline = started + limits.wall_seconds
     pidfd = os.pidfd_open(process.pid)
     buffers = {process.stdout.fileno(): bytearray(), process.stderr.fileno(): bytearray()}
     wait_status: int | None = None
@@ -467,7 +493,8 @@ def _supervise(process: subprocess.Popen[bytes], limits: Limits) -> tuple[_Exit,
     process.stdout.close()
     process.stderr.close()
     stdout, stderr = (bytes(buffer[: limits.output_bytes]) for buffer in buffers.values())
-    return _Exit(None if reason else wait_status, cpu_seconds, reason), stdout, stderr
+    seconds = time.monotonic() - started
+    return _Exit(None if reason else wait_status, cpu_seconds, seconds, reason), stdout, stderr
 
 
 def _read_capped(fd: int, buffer: bytearray, cap: int) -> bool:
@@ -509,7 +536,10 @@ def _classify(
         return "ok", 0
     if returncode < 0:
         signum = -returncode
-        over_cpu = signum == signal.SIGKILL and outcome.cpu_seconds >= limits.cpu_seconds
+        # SIGKILL from the hard CPU limit (one second after SIGXCPU). Elapsed time stands
+        # in for CPU time, which bwrap's rusage omits; it is never smaller for one thread.
+        used = max(outcome.cpu_seconds, outcome.seconds)
+        over_cpu = signum == signal.SIGKILL and used >= limits.cpu_seconds + 1
         if signum == signal.SIGXCPU or over_cpu:
             return "timeout", returncode
         return "killed", returncode

