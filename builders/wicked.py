@@ -20,8 +20,9 @@ import numpy as np
 from datasets import Value
 
 from builders.core import cli
-from builders.core.adapters import BENCHMARKS, LoadedSource
+from builders.core.adapters import LoadedSource
 from builders.core.build import Build, Check
+from builders.core.errors import UserError
 from builders.core.options import NOTA_TEXT, is_nota, position_dependent_reason
 from builders.core.record import MCQRecord
 from builders.core.rng import item_rng
@@ -108,7 +109,7 @@ def score_distinct_questions(records: Sequence[MCQRecord], classifier, batch_siz
 
 def build(source: LoadedSource, args: argparse.Namespace) -> Build:
     if args.variants < 1:
-        raise cli.UserError("--variants must be at least 1")
+        raise UserError("--variants must be at least 1")
     classifier = _load_classifier(args)
     originals = source.splits
     all_records = [r for records in originals.values() for r in records]

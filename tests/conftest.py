@@ -16,6 +16,8 @@ import pytest
 
 from hub_server import LocalHub, free_port
 
+pytest_plugins = ["llm_server"]  # the `llm_server` fixture (llmock on 127.0.0.1) for every test module
+
 if "huggingface_hub" in sys.modules or "datasets" in sys.modules:
     raise RuntimeError("huggingface_hub/datasets were imported before tests/conftest.py could set HF_ENDPOINT")
 

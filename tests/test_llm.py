@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from builders.core.llm import ChatRequest, LLMClient, MissingAPIKeyError, request_key
-from llm_server import ChatCall, ScriptedError, fast_client, llm_server, start_llmock  # noqa: F401
+from llm_server import ChatCall, ScriptedError, fast_client, start_llmock
 
 SECRET = "sk-test-Zq8v1X7pLw0-never-log-me"
 

@@ -45,10 +45,6 @@ class Build:
     card_template: str | None = None
     card_context: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def splits(self) -> list[str]:
-        return [s for s in self.source.benchmark.splits if any(s in c for c in self.configs.values())]
-
     def records(self) -> Iterable[tuple[str, str, list[MCQRecord]]]:
         for config, splits in self.configs.items():
             for split, records in splits.items():

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .adapters import BENCHMARKS, LoadedSource, load_benchmark
+from .adapters import LoadedSource, load_benchmark
 from .build import Build
 from .errors import UserError
 from .publish import prepare_release, publish_folder
