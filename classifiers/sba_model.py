@@ -47,13 +47,14 @@ class SBAClassifier:
     max_length: int = 512
 
     @classmethod
-    def load(cls, name_or_path: str, threshold: float | None = None, quantize: bool = True) -> "SBAClassifier":
+    def load(cls, name_or_path: str, threshold: float | None = None, quantize: bool = True,
+             revision: str | None = None) -> "SBAClassifier":
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         try:
-            tokenizer = AutoTokenizer.from_pretrained(name_or_path)
-            model = AutoModelForSequenceClassification.from_pretrained(name_or_path)
+            tokenizer = AutoTokenizer.from_pretrained(name_or_path, revision=revision)
+            model = AutoModelForSequenceClassification.from_pretrained(name_or_path, revision=revision)
         except (OSError, ValueError) as error:
             raise UserError(
                 f"cannot load SBA classifier {name_or_path!r} ({str(error).splitlines()[0][:200]}). Offline, pass "
@@ -65,31 +66,40 @@ class SBAClassifier:
             # int8 dynamic quantisation of the Linear layers roughly halves CPU inference time.
             model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
         config = model.config
+        tokenizer.truncation_side = getattr(config, "sba_truncation_side", "right")
         input_format = getattr(config, "sba_input", "question")
         if input_format not in INPUT_FORMATS:
             raise UserError(f"{name_or_path}: config sba_input must be one of {INPUT_FORMATS}, got {input_format!r}")
         return cls(
             model=model, tokenizer=tokenizer, sba_index=_sba_label_index(config.id2label, name_or_path),
             threshold=threshold if threshold is not None else float(getattr(config, "sba_threshold", DEFAULT_THRESHOLD)),
-            input_format=input_format, name=name_or_path, revision=_revision(name_or_path),
-            max_length=min(512, getattr(tokenizer, "model_max_length", 512) or 512),
+            input_format=input_format, name=name_or_path, revision=_revision(name_or_path, revision),
+            max_length=min(int(getattr(config, "sba_max_length", 512)), getattr(tokenizer, "model_max_length", 512) or 512),
         )
+
+    def encode(self, items: Sequence[tuple[str, Sequence[str]]]) -> list[list[int]]:
+        """Token ids of each item's classifier text, truncated to the model's ``sba_max_length``."""
+        texts = [classifier_text(q, c, self.input_format) for q, c in items]
+        if not texts:
+            return []
+        return self.tokenizer(texts, truncation=True, max_length=self.max_length)["input_ids"]
+
+    @staticmethod
+    def length_batches(encoded: Sequence[Sequence[int]], batch_size: int) -> list[np.ndarray]:
+        """Indices sorted by length, cut into batches: neighbours pad to nearly the same length."""
+        order = np.argsort([len(ids) for ids in encoded], kind="stable")
+        return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
 
     def scores(self, items: Sequence[tuple[str, Sequence[str]]], batch_size: int = 64) -> np.ndarray:
         """P(SBA) for each (question, choices), batched by length to keep padding small."""
         import torch
         from tqdm.auto import tqdm
 
-        texts = [classifier_text(q, c, self.input_format) for q, c in items]
-        if not texts:
-            return np.zeros(0, dtype=np.float32)
-        encoded = self.tokenizer(texts, truncation=True, max_length=self.max_length)["input_ids"]
-        order = np.argsort([len(ids) for ids in encoded], kind="stable")
-        result = np.empty(len(texts), dtype=np.float32)
+        encoded = self.encode(items)
+        result = np.empty(len(encoded), dtype=np.float32)
         torch.set_num_threads(max(1, os.cpu_count() or 1))
         with torch.inference_mode():
-            for start in tqdm(range(0, len(order), batch_size), desc="SBA classifier", leave=False):
-                batch = order[start:start + batch_size]
+            for batch in tqdm(self.length_batches(encoded, batch_size), desc="SBA classifier", leave=False):
                 padded = self.tokenizer.pad({"input_ids": [encoded[i] for i in batch]}, return_tensors="pt")
                 logits = self.model(**padded).logits.float()
                 result[batch] = torch.softmax(logits, dim=-1)[:, self.sba_index].numpy()
@@ -106,7 +116,7 @@ def _sba_label_index(id2label: dict, name: str) -> int:
     raise UserError(f"{name}: cannot tell which label means SBA among {sorted(labels.values())}")
 
 
-def _revision(name_or_path: str) -> str:
+def _revision(name_or_path: str, revision: str | None = None) -> str:
     """The Hub commit of a model id, or a content hash of a local folder's config and weights."""
     path = Path(name_or_path)
     if path.is_dir():
@@ -119,6 +129,6 @@ def _revision(name_or_path: str) -> str:
     try:
         from huggingface_hub import HfApi
 
-        return HfApi().model_info(name_or_path).sha or "unknown"
+        return HfApi().model_info(name_or_path, revision=revision).sha or "unknown"
     except Exception:  # the weights loaded from the local cache; provenance stays honest about it
         return "unknown (loaded from cache)"

@@ -78,6 +78,7 @@ def main(
     build: Callable[[LoadedSource, argparse.Namespace], Build],
     argv: Sequence[str] | None = None,
     source_options: Callable[[argparse.Namespace], dict] = lambda args: {},
+    load_source: Callable[[argparse.Namespace], LoadedSource] | None = None,
 ) -> int:
     """Run one builder end to end. User errors print one line and exit 2, with no traceback."""
     try:
@@ -87,8 +88,11 @@ def main(
             raise UserError("nothing to do: pass --output DIR and/or --push REPO_ID --version X.Y.Z")
         if args.push and not args.version:
             raise UserError("--push needs --version X.Y.Z")
-        source = load_benchmark(args.benchmark, args.source, seed=args.seed, strict=args.strict,
-                                options=source_options(args))
+        if load_source is not None:  # sources that are not multiple choice (GSM8K, MATH) read their own rows
+            source = load_source(args)
+        else:
+            source = load_benchmark(args.benchmark, args.source, seed=args.seed, strict=args.strict,
+                                    options=source_options(args))
         release_build(build(source, args), args)
     except UserError as error:
         print(f"error: {error}", file=sys.stderr)

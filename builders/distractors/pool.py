@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
-from typing import Any, Hashable, Iterable, Protocol, Sequence, runtime_checkable
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Hashable, Iterable, Protocol, Sequence, runtime_checkable
 
 logger = logging.getLogger(__name__)
 
@@ -95,6 +95,20 @@ def build_pool(question_id: str, gold: str, outputs: Sequence[tuple[str, str | N
     gold_key = equivalence.key(gold)
     if gold_key is None:
         raise ValueError(f"{question_id}: the gold answer {gold!r} is not a valid answer")
+    invalid, groups = _group(outputs, equivalence)
+    pool = Pool(question_id, gold, [], dict(sorted(invalid.items())))
+    _merge_groups(pool, gold_key, groups, pairwise_same(equivalence))
+    return pool
+
+
+def comparison_group(gold: str, outputs: Sequence[tuple[str, str | None]], equivalence: Equivalence) -> list[str]:
+    """The gold, then every answer spelling that :func:`build_pool` may compare pairwise: engines with a
+    batch ``prepare(groups)`` judge these pairs in advance, in parallel."""
+    _, groups = _group(outputs, equivalence)
+    return [gold] + [group.representative for group in groups.values()]
+
+
+def _group(outputs: Sequence[tuple[str, str | None]], equivalence: Equivalence) -> tuple[Counter, dict[Hashable, "_Group"]]:
     invalid: Counter = Counter()
     groups: dict[Hashable, _Group] = {}
     for model, answer in outputs:
@@ -105,9 +119,7 @@ def build_pool(question_id: str, gold: str, outputs: Sequence[tuple[str, str | N
         group = groups.setdefault(key, _Group(key))
         group.texts[answer.strip()] += 1
         group.models.append(model)
-    pool = Pool(question_id, gold, [], dict(sorted(invalid.items())))
-    _merge_groups(pool, gold_key, groups, pairwise_same(equivalence))
-    return pool
+    return invalid, groups
 
 
 def _merge_groups(pool: Pool, gold_key: Hashable, groups: dict[Hashable, _Group], same) -> None:
@@ -213,3 +225,14 @@ def distractor_models(pools: Iterable[Pool]) -> dict[str, int]:
             for model in candidate.models:
                 counts[model] += 1
     return dict(sorted(counts.items()))
+
+
+def respell(pool: Pool, spell: Callable[[str], str]) -> Pool:
+    """The pool with each candidate shown as ``spell(text)``, for engines with a canonical spelling (GSM8K
+    numbers): the spellings models used stay in ``variants``. ``spell`` must map a class to one text."""
+    candidates = []
+    for candidate in pool.candidates:
+        text = spell(candidate.text)
+        variants = tuple(sorted({candidate.text, *candidate.variants} - {text}))
+        candidates.append(Candidate(text, candidate.models, variants))
+    return replace(pool, candidates=sorted(candidates, key=lambda c: (-c.count, c.text)))

@@ -1,0 +1,176 @@
+"""The MATH equivalence engine at full scale: all 5,000 MATH test golds against a synthetic pool.
+
+    python benchmarks/math_equivalence.py --data ../shared/data [--limit N] [--timeout 5] [--hostile 20]
+
+Each problem gets at least 10 candidate answers, labelled by how they were made:
+
+* ``retypeset``: the gold written differently but equal (``\\frac{1}{2}`` as ``1/2`` and ``0.5``,
+  ``n`` as ``n.0``, ``\\sqrt{n}`` as ``n^{1/2}``, a two-term sum swapped, braces, spaces, ``\\dfrac``);
+* ``perturbed``: the gold changed (plus one, negated, times ten, a digit changed);
+* ``other``: the golds of four other problems;
+* ``hostile`` (``--hostile`` problems): ``2^{2^{40}}``-style answers that make sympy hang.
+
+The pools are built exactly as ``builders.math_mc`` builds them (``make_pools``: one batch task per
+problem, then :func:`build_pool`). Printed: time per stage, items/s, peak memory, timeouts, and how the
+re-typeset equivalents were merged: *recall* (share merged into the gold's class) and *precision* (share
+of the merges into the gold's class whose candidate really is the gold: a re-typeset, or a candidate with
+the gold's exact spelling); merges of other candidates are listed for inspection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import logging
+import re
+import resource
+import time
+from collections import Counter
+from fractions import Fraction
+from pathlib import Path
+
+import sys
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # run as a script from anywhere
+
+from builders.distractors.collect import make_pools  # noqa: E402
+from builders.distractors.math_answers import MathEquivalence, answer_key, boxed_contents, display_form  # noqa: E402
+from builders.distractors.sources import OpenItem  # noqa: E402
+
+HOSTILE = [r"2^{2^{40}}", r"10^{10^{10}}", r"9^{9^{9^{9}}}"]
+_INT = re.compile(r"^-?\d+$")
+_FRAC = re.compile(r"^(-?)\\[dt]?frac\{(\d+)\}\{(\d+)\}$")
+_SQRT = re.compile(r"^(\d*)\\sqrt\{(\d+)\}$")
+_SUM = re.compile(r"^([^+\-(){}\[\],=<>]+)\+([^+\-(){}\[\],=<>]+)$")
+
+
+def retypesets(gold: str) -> list[str]:
+    """Spellings of ``gold`` that mean the same."""
+    found = []
+    if _INT.match(gold):
+        found += [f"{gold}.0", rf"\frac{{{2 * int(gold)}}}{{2}}"]
+    fraction = _FRAC.match(gold)
+    if fraction:
+        sign, numerator, denominator = fraction.groups()
+        found.append(f"{sign}{numerator}/{denominator}")
+        value = Fraction(int(numerator), int(denominator))
+        if all(p in (2, 5) for p in _prime_factors(value.denominator)) and value.denominator > 1:
+            found.append(sign + format(float(value), "f").rstrip("0"))
+    root = _SQRT.match(gold)
+    if root:
+        factor, radicand = root.groups()
+        found.append(f"{factor}{'' if not factor else ' '}{radicand}^{{1/2}}".strip())
+    terms = _SUM.match(gold)
+    if terms:
+        found.append(f"{terms.group(2)}+{terms.group(1)}")
+    found += [f"{{{gold}}}", gold.replace(r"\frac", r"\dfrac") if r"\frac" in gold else f" {gold} "]
+    return list(dict.fromkeys(f for f in found if f != gold))[:4]
+
+
+def _prime_factors(n: int) -> list[int]:
+    factors, p = [], 2
+    while p * p <= n:
+        while n % p == 0:
+            factors.append(p)
+            n //= p
+        p += 1
+    return factors + ([n] if n > 1 else [])
+
+
+def perturbations(gold: str) -> list[str]:
+    if _INT.match(gold):
+        n = int(gold)
+        return list(dict.fromkeys(str(v) for v in (n + 1, -n if n else 7, 10 * n if n else 3)))
+    found = []
+    digits = [i for i, c in enumerate(gold) if c.isdigit()]
+    for position in digits[:2]:
+        found.append(gold[:position] + str((int(gold[position]) + 1) % 10) + gold[position + 1:])
+    found.append(f"-({gold})" if not gold.startswith("-") else gold[1:])
+    found.append(f"{gold}+1")
+    return list(dict.fromkeys(found))[:3]
+
+
+def synthetic_outputs(golds: list[str], hostile: int, seed: int) -> tuple[list[list[tuple[str, str]]], list[dict]]:
+    rng = np.random.default_rng(seed)
+    outputs, labels = [], []
+    for index, gold in enumerate(golds):
+        others = [golds[int(j)] for j in rng.choice(len(golds), size=5, replace=False) if int(j) != index][:4]
+        made = [(a, "retypeset") for a in retypesets(gold)] + [(a, "perturbed") for a in perturbations(gold)]
+        made += [(a, "other") for a in others]
+        if index < hostile:
+            made.append((HOSTILE[index % len(HOSTILE)], "hostile"))
+        outputs.append([(f"m{k}", display_form(answer)) for k, (answer, _) in enumerate(made)])
+        labels.append({display_form(answer): kind for answer, kind in made})
+    return outputs, labels
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N problems")
+    parser.add_argument("--timeout", type=float, default=5.0, help="hard limit per math-verify task (s)")
+    parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--hostile", type=int, default=20, help="problems that also get a hanging answer")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    logging.basicConfig(level=getattr(logging, os.environ.get("LOG_LEVEL", "ERROR")))
+
+    start = time.perf_counter()
+    rows = [json.loads(line) for line in open(args.data / "math" / "test.jsonl", encoding="utf-8")][: args.limit]
+    golds = [display_form(boxed_contents(r["solution"])[-1]) for r in rows]
+    outputs, labels = synthetic_outputs(golds, args.hostile, args.seed)
+    items = [OpenItem(f"math/test/{i}", "test", i, r["problem"], g, g, "") for i, (r, g) in enumerate(zip(rows, golds))]
+    answers = {item.id: out for item, out in zip(items, outputs)}
+    candidates = sum(len(o) for o in outputs)
+    print(f"{len(items)} problems, {candidates} candidates ({candidates / len(items):.1f} per problem), "
+          f"{Counter(k for lab in labels for k in lab.values())}")
+    print(f"stage read+synthesise: {time.perf_counter() - start:.1f} s")
+
+    start = time.perf_counter()
+    with MathEquivalence(args.workers, args.timeout) as equivalence:
+        pools = make_pools(items, answers, equivalence)
+    seconds = time.perf_counter() - start
+    stats = equivalence.stats
+    print(f"stage pools (math-verify, hard limit {args.timeout} s): {seconds:.1f} s, {len(items) / seconds:.1f} problems/s, "
+          f"{stats.pairs} pairs judged ({stats.pairs / seconds:.0f}/s), {stats.timeouts} timeouts, "
+          f"{stats.errors} errors, {stats.skipped} skipped after two timeouts; hanging answers: {stats.hanging}")
+    report_merges(items, pools, labels)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(f"peak memory: {peak:.0f} MiB (parent), {children:.0f} MiB (largest worker)")
+
+
+def report_merges(items, pools, labels) -> None:
+    merged_retypeset = total_retypeset = merged_exact = 0
+    unexpected: list[tuple[str, str, str]] = []
+    for item, label in zip(items, labels):
+        pool = pools[item.id]
+        in_pool = {t for c in pool.candidates for t in (c.text, *c.variants)}
+        for answer, kind in label.items():
+            merged = answer not in in_pool
+            if kind == "retypeset":
+                total_retypeset += 1
+                merged_retypeset += merged
+            elif merged and answer_key(answer) == answer_key(item.gold):
+                merged_exact += 1
+            elif merged:
+                unexpected.append((item.gold, answer, kind))
+    merges = merged_retypeset + merged_exact + len(unexpected)
+    print(f"re-typeset equivalents: {merged_retypeset} of {total_retypeset} merged into the gold "
+          f"(recall {merged_retypeset / max(1, total_retypeset):.3f})")
+    print(f"merges into the gold: {merges}; {merged_retypeset} re-typesets + {merged_exact} identical spellings, "
+          f"{len(unexpected)} others (precision {(merged_retypeset + merged_exact) / max(1, merges):.3f})")
+    for gold, answer, kind in unexpected[:30]:
+        print(f"  merged {kind}: {answer!r} into gold {gold!r}")
+    missed = [(item.gold, a) for item, label in zip(items, labels) for a, k in label.items()
+              if k == "retypeset" and a in {t for c in pools[item.id].candidates for t in (c.text, *c.variants)}]
+    for gold, answer in missed[:30]:
+        print(f"  not merged re-typeset: {answer!r} vs gold {gold!r}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""Full-scale perturbation timings: every config of the MMLU test set (14,042) and dev split, end to end.
+
+    python benchmarks/perturbations.py --data ../shared/data [--output DIR] [--twice]
+
+Runs the builder's stages in this process and prints the seconds of each (load, build every config
+with its prompts, validate, write the release with its lm-eval task folders), source items/s, records/s
+and the peak memory. ``--twice`` builds a second time and checks that the Parquet is byte-identical.
+The target is under 2 minutes on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import logging
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from builders import perturbations  # noqa: E402
+from builders.core import cli  # noqa: E402
+from builders.core.adapters import load_benchmark  # noqa: E402
+from builders.core.release import ReleaseInfo, write_release  # noqa: E402
+from builders.core.validate import validate  # noqa: E402
+
+TARGET_SECONDS = 120
+
+
+def builder_args(output: Path) -> argparse.Namespace:
+    parser = cli.builder_parser("perturbations", "", perturbations.BENCHMARK_NAMES, "mmlu")
+    perturbations.add_arguments(parser)
+    return parser.parse_args(["--output", str(output)])
+
+
+class Stages:
+    """Wall and CPU seconds per stage (CPU time shows what a busy shared machine hides)."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, float, float]] = []
+
+    def run(self, name: str, action):
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = action()
+        self.rows.append((name(result) if callable(name) else name, time.perf_counter() - wall, time.process_time() - cpu))
+        return result
+
+
+def timed_build(source_dir: Path, output: Path) -> tuple[Stages, int, int, int]:
+    """Stage timings, source items, configs and records written."""
+    stages = Stages()
+    source = stages.run("load", lambda: load_benchmark("mmlu", str(source_dir)))
+    build = stages.run(lambda b: f"build {len(b.configs)} configs (perturb, demonstrations, prompts, task folders)",
+                       lambda: perturbations.build(source, builder_args(output)))
+    report = stages.run(lambda r: f"validate ({len(r.checks)} checks)", lambda: validate(build))
+    stages.run("write release (Parquet, card, task folders)", lambda: write_release(build, report, output, ReleaseInfo()))
+    records = sum(len(r) for _, _, r in build.records())
+    return stages, sum(source.rows_in.values()), len(build.configs), records
+
+
+def parquet_digest(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*.parquet")):
+        digest.update(path.relative_to(folder).as_posix().encode() + path.read_bytes())
+    return digest.hexdigest()
+
+
+def folder_mib(folder: Path) -> float:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**20
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    parser.add_argument("--output", type=Path, help="keep the release here (default: a temporary folder)")
+    parser.add_argument("--twice", action="store_true", help="build again and compare the Parquet bytes")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    with tempfile.TemporaryDirectory() as tmp:
+        output = args.output or Path(tmp) / "a"
+        stages, items, configs, records = timed_build(args.data / "mmlu", output)
+        total = sum(wall for _, wall, _ in stages.rows)
+        print(f"MMLU test+dev from {args.data / 'mmlu'}: {items} source items, {configs} configs, "
+              f"{records} records written, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}\n")
+        print("| stage | wall seconds | CPU seconds |\n|---|---|---|")
+        for name, wall, cpu in stages.rows:
+            print(f"| {name} | {wall:.1f} | {cpu:.1f} |")
+        print(f"| **total** | **{total:.1f}** | {sum(cpu for _, _, cpu in stages.rows):.1f} |\n")
+        print(f"{items / total:.0f} source items/s, {records / total:.0f} records/s; "
+              f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB; "
+              f"release {folder_mib(output):.0f} MiB; target < {TARGET_SECONDS} s: "
+              f"{'met' if total < TARGET_SECONDS else 'MISSED'}")
+        if args.twice:
+            timed_build(args.data / "mmlu", Path(tmp) / "b")
+            print(f"byte-identical Parquet across two builds: {parquet_digest(output) == parquet_digest(Path(tmp) / 'b')}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""GSM8K answers: extraction from model outputs, numeric normalisation, equivalence, random numbers.
+
+Extraction, first match wins: the ``#### N`` line (GSM8K's own format), then ``\\boxed{N}``, then
+"The answer is N", then the last number in the text. Every number is normalised: thousands commas,
+``$``, ``%`` and units are dropped, ``18.0`` is ``18``, ``3/4`` is kept as an exact fraction. Two
+answers are equivalent when their exact (rational) values are equal.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+
+import numpy as np
+
+NUMBER = r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+(?![\d.,]))?|-?\.\d+"
+_NUMBER = re.compile(NUMBER)
+_HASHES = re.compile(r"####\s*\$?\s*(" + NUMBER + ")")
+_BOXED = re.compile(r"\\boxed\{\s*\\?\$?\s*(" + NUMBER + r")\s*(?:\\%|%)?\s*(?:\\text\{[^}]*\}\s*)?\}")
+_ANSWER_IS = re.compile(r"answer\s+is\s*:?\s*\$?\\?\$?\s*(" + NUMBER + ")", re.IGNORECASE)
+# Enough for GSM8K; longer digit strings are copying accidents, not answers.
+MAX_DIGITS = 30
+
+
+def parse_number(text: str) -> Fraction | None:
+    """The exact value of one number as written ("1,234.50", "-3", "3/4"), or None."""
+    cleaned = text.replace(",", "").replace(" ", "")
+    if not cleaned or len(cleaned) > MAX_DIGITS:
+        return None
+    try:
+        if "/" in cleaned:
+            numerator, denominator = cleaned.split("/")
+            value = Fraction(Decimal(numerator)) / Fraction(Decimal(denominator))
+        else:
+            value = Fraction(Decimal(cleaned))
+    except (InvalidOperation, ValueError, ZeroDivisionError):
+        return None
+    return value
+
+
+def format_number(value: Fraction) -> str:
+    """Canonical text: "18", "18.5", "-0.25"; a fraction with no finite decimal stays "1/3"."""
+    if value.denominator == 1:
+        return str(value.numerator)
+    denominator = value.denominator
+    for prime in (2, 5):
+        while denominator % prime == 0:
+            denominator //= prime
+    if denominator != 1:
+        return f"{value.numerator}/{value.denominator}"
+    text = format(Decimal(value.numerator) / Decimal(value.denominator), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def normalize_number(text: str) -> str | None:
+    value = parse_number(text)
+    return None if value is None else format_number(value)
+
+
+def extract_answer_text(output: str) -> str | None:
+    """The final answer's number as the model wrote it ("1,000.00"), or None when there is no number."""
+    for pattern in (_HASHES, _BOXED, _ANSWER_IS):
+        matches = pattern.findall(output)
+        if matches:
+            return matches[-1].strip()
+    numbers = _NUMBER.findall(output)
+    return numbers[-1].strip() if numbers else None
+
+
+def extract_answer(output: str) -> str | None:
+    """The normalised final answer of a GSM8K-style output, or None when there is no number."""
+    text = extract_answer_text(output)
+    return None if text is None else normalize_number(text)
+
+
+def gold_answer(answer_field: str) -> str | None:
+    """The ``#### N`` line of a GSM8K ``answer`` field, normalised; None when it is missing."""
+    matches = _HASHES.findall(answer_field)
+    return normalize_number(matches[-1]) if matches else None
+
+
+class NumericEquivalence:
+    """Exact numeric equality after normalisation; anything that is not a number is invalid."""
+
+    def key(self, answer: str) -> Fraction | None:
+        return parse_number(answer.strip().lstrip("$").rstrip("%"))
+
+    def spell(self, answer: str) -> str:
+        """The canonical text of a valid answer (what the options show)."""
+        return format_number(self.key(answer))
+
+
+# ---- the paper's ablation: random numbers instead of models' answers -------------------------------
+
+
+def random_offsets(value: Fraction) -> list[int]:
+    """The non-zero integer offsets d in [-w, w], ``w = max(10, ceil(|gold| / 2))``; a non-negative gold
+    keeps ``gold + d >= 0`` (GSM8K answers are counts and amounts)."""
+    width = max(10, math.ceil(abs(value) / 2))
+    return [d for d in range(-width, width + 1) if d != 0 and (value < 0 or value + d >= 0)]
+
+
+def random_distractors(gold: str, count: int, rng: np.random.Generator) -> list[str]:
+    """``count`` distinct numbers ``gold + d``, d drawn uniformly without replacement from
+    :func:`random_offsets`; a fractional gold keeps its fractional part."""
+    value = parse_number(gold)
+    if value is None:
+        raise ValueError(f"gold {gold!r} is not a number")
+    offsets = random_offsets(value)
+    if len(offsets) < count:
+        raise ValueError(f"only {len(offsets)} random numbers around {gold}")
+    chosen = rng.choice(len(offsets), size=count, replace=False)
+    return [format_number(value + offsets[int(i)]) for i in sorted(chosen)]
+
+
+def random_interval(gold: str) -> tuple[str, str]:
+    """The closed interval the random distractors of ``gold`` come from (for records and the card)."""
+    value = parse_number(gold)
+    offsets = random_offsets(value)
+    return format_number(value + offsets[0]), format_number(value + offsets[-1])

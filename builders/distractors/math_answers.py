@@ -1,0 +1,495 @@
+"""MATH answers: the last ``\\boxed{}``, and equivalence through math-verify under hard time limits.
+
+Extraction takes the last ``\\boxed{...}`` or ``\\fbox{...}`` with balanced braces (``\\boxed 5`` too);
+an output without one falls back to Minerva's "The final answer is $X$" line, the format of the
+standard 4-shot Minerva prompt. A solution whose boxed answers differ is an ambiguous gold.
+
+Equivalence has two levels. :meth:`MathEquivalence.key` is a cheap canonical spelling (spaces,
+``\\left``/``\\right``, ``\\dfrac``...): equal keys are the same answer without asking anyone.
+:meth:`MathEquivalence.same` asks math-verify (``parse`` of the answer wrapped in ``$...$``, then
+``verify``), always in worker processes under a hard wall-clock limit (:mod:`.workers`); a timeout
+means "not equivalent" and is logged and counted.
+
+For speed, :meth:`MathEquivalence.prepare` judges all pairs of a question's answers in one task per
+question. Each answer is parsed once per worker, and a pair whose two sides are plain scalar
+expressions with clearly different numeric values (at fixed pseudo-random values of their free
+symbols; a factor of 100 either way is kept, for percentages) is decided "different" without calling
+``verify``: math-verify's equality of such expressions implies equal values. Everything else
+(equations, sets, intervals, tuples, matrices, text, unparseable answers) goes to ``verify``. A
+question whose task hits the hard limit is judged again pair by pair, so one hanging answer costs
+only its own pairs.
+"""
+
+from __future__ import annotations
+
+import cmath
+import hashlib
+import logging
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Iterable, Sequence
+
+from .workers import HardTimeoutPool, Outcome, cpu_workers
+
+logger = logging.getLogger(__name__)
+
+WORKER_FUNCTION = "builders.distractors.math_answers:judge"
+_BOX = re.compile(r"\\(?:boxed|fbox)\b")
+_FINAL_ANSWER = re.compile(r"final answer is\s*\$(.+?)\$", re.IGNORECASE | re.DOTALL)
+
+
+# ---- extraction ------------------------------------------------------------------------------------
+
+
+def boxed_contents(text: str) -> list[str]:
+    """Every ``\\boxed{...}`` / ``\\fbox{...}`` content in order, braces balanced; unclosed ones skipped."""
+    found = []
+    for match in _BOX.finditer(text):
+        rest = text[match.end():]
+        stripped = rest.lstrip()
+        if stripped.startswith("{"):
+            content = _balanced(stripped)
+            if content is not None:
+                found.append(content.strip())
+        elif rest[:1] == " ":  # "\boxed 5": the argument is the next token
+            token = re.match(r"\s*([^\s$]+)", rest)
+            if token:
+                found.append(token.group(1))
+    return found
+
+
+def _balanced(text: str) -> str | None:
+    depth = 0
+    for index, char in enumerate(text):
+        if char == "{" and (index == 0 or text[index - 1] != "\\"):
+            depth += 1
+        elif char == "}" and text[index - 1] != "\\":
+            depth -= 1
+            if depth == 0:
+                return text[1:index]
+    return None
+
+
+def extract_answer(output: str) -> str | None:
+    """The last boxed answer, else Minerva's final-answer line; None when neither gives text."""
+    boxed = [b for b in boxed_contents(output) if b]
+    if boxed:
+        return boxed[-1]
+    finals = _FINAL_ANSWER.findall(output)
+    if finals and finals[-1].strip():
+        return finals[-1].strip()
+    return None
+
+
+# ---- spelling ----------------------------------------------------------------------------------------
+
+_THIN_SPACES = re.compile(r"\\[,;:! ]")
+_LEFT_RIGHT = re.compile(r"\\(?:left|right)(?![A-Za-z])")
+_DISPLAY = re.compile(r"\\(?:displaystyle|textstyle)(?![A-Za-z])")
+_SMALL_FRAC = re.compile(r"\\[dt]frac(?![A-Za-z])")
+
+
+def display_form(answer: str) -> str:
+    """The spelling shown as an option. Every option goes through it, the gold included, so that
+    typesetting habits (``\\dfrac`` in MATH's solutions, ``\\frac`` in models') do not give the gold away."""
+    text = _strip_outer_braces(_strip_ends(answer))
+    text = _DISPLAY.sub("", text)
+    text = _SMALL_FRAC.sub(r"\\frac", text)
+    return _strip_ends(" ".join(text.split()))
+
+
+def _strip_ends(text: str) -> str:
+    """Without surrounding spaces, ``$`` and a final period ("$\\frac{9}{7}$." is \\frac{9}{7})."""
+    while True:
+        stripped = text.strip().strip("$").rstrip(".")
+        if stripped == text:
+            return text
+        text = stripped
+
+
+def _strip_outer_braces(text: str) -> str:
+    """``{x}`` is LaTeX grouping around the whole answer (``\\{x\\}`` would be a set): drop it."""
+    while text.startswith("{") and _balanced(text) == text[1:-1]:
+        text = text[1:-1].strip()
+    return text
+
+
+def answer_key(answer: str) -> str | None:
+    """Canonical spelling: no spaces, no ``\\left``/``\\right``, thin spaces or trailing period."""
+    text = display_form(answer)
+    text = _THIN_SPACES.sub("", text)
+    text = _LEFT_RIGHT.sub("", text)
+    text = "".join(text.split())
+    return text or None
+
+
+# ---- the worker side ----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Answer:
+    text: str
+    value: complex | None  # numeric fingerprint of a plain scalar expression, else None
+    parsed: list | None = None  # math-verify's parse, made when first needed
+
+
+_CACHE: dict[str, _Answer] = {}
+_CACHE_LIMIT = 200_000
+# math-verify's own signal-based limit inside the worker (seconds). It stops slow pure-Python sympy
+# work cheaply; C-level work (a huge integer power) ignores signals, which is what the parent's hard
+# limit is for. Set per task from the hard limit.
+_soft_timeout = 5
+# Plain numbers ("-12", "3.5", "7/2", "\frac{7}{2}") get their value without math-verify's parse, which
+# costs ~10 ms: most pairs of MATH answers are two numbers, and their values decide them.
+_SIMPLE_NUMBER = re.compile(r"^(-?)(?:(\d{1,30})(?:\.(\d{1,30}))?|\\frac\{(\d{1,30})\}\{(\d{1,30})\}|(\d{1,30})/(\d{1,30}))$")
+
+
+def _simple_value(answer: str) -> complex | None:
+    match = _SIMPLE_NUMBER.match(answer)
+    if match is None:
+        return None
+    sign, whole, decimals, numerator, denominator, top, bottom = match.groups()
+    if whole is not None:
+        value = Fraction(int(whole + (decimals or "")), 10 ** len(decimals or ""))
+    else:
+        top, bottom = (numerator, denominator) if numerator is not None else (top, bottom)
+        if int(bottom) == 0:
+            return None
+        value = Fraction(int(top), int(bottom))
+    return complex(float(-value if sign else value))
+
+
+def _answer(text: str) -> _Answer:
+    cached = _CACHE.get(text)
+    if cached is None:
+        value = _simple_value(text)
+        cached = _Answer(text, value)
+        if value is None:
+            cached.parsed = _math_verify_parse(text)
+            cached.value = _fingerprint(cached.parsed)
+        if len(_CACHE) >= _CACHE_LIMIT:
+            _CACHE.clear()
+        _CACHE[text] = cached
+    return cached
+
+
+def _parsed(answer: _Answer) -> list:
+    if answer.parsed is None:
+        answer.parsed = _math_verify_parse(answer.text)
+    return answer.parsed
+
+
+def _math_verify_parse(text: str) -> list:
+    from math_verify import parse
+
+    return parse(f"${text}$", parsing_timeout=_soft_timeout)
+
+
+def _symbol_value(name: str) -> float:
+    digest = hashlib.sha256(name.encode("utf-8")).digest()
+    return 0.5 + int.from_bytes(digest[:4], "little") / 2**32  # in [0.5, 1.5): away from 0 and 1
+
+
+def _fingerprint(parsed: list) -> complex | None:
+    """The value of a plain scalar expression at fixed symbol values, or None when not that kind."""
+    import sympy
+
+    if not parsed or not isinstance(parsed[0], sympy.Expr) or isinstance(parsed[0], sympy.MatrixBase):
+        return None
+    expression = parsed[0]
+    if expression.atoms(sympy.core.function.AppliedUndef):  # f(x) with f unknown: no value
+        return None
+    try:
+        values = {s: _symbol_value(s.name) for s in expression.free_symbols}
+        number = complex(expression.evalf(20, subs=values))
+    except (TypeError, ValueError, ArithmeticError, AttributeError, RecursionError):
+        return None
+    if cmath.isnan(number):
+        return None
+    return number  # may be infinite: 2^{2^{40}} is a scalar too large for a float
+
+
+def _close(a: complex, b: complex) -> bool:
+    return abs(a - b) <= 1e-3 * max(1.0, abs(a), abs(b))
+
+
+def clearly_different(a: complex | None, b: complex | None) -> bool:
+    """Both plain scalars whose values differ, also after a factor of 100 (percent) either way."""
+    if a is None or b is None:
+        return False
+    if cmath.isinf(a) or cmath.isinf(b):  # astronomically large: only another such value may equal it
+        return cmath.isinf(a) != cmath.isinf(b)
+    return not (_close(a, b) or _close(a, 100 * b) or _close(100 * a, b))
+
+
+def _is_continuum(parsed: list) -> bool:
+    """An interval of positive length or a union of sets (which sympy keeps only for intervals)."""
+    import sympy
+
+    if not parsed:
+        return False
+    first = parsed[0]
+    if isinstance(first, sympy.Interval):
+        return first.measure != 0
+    return isinstance(first, sympy.Union)
+
+
+def _scalar_and_continuum(left: _Answer, right: _Answer) -> bool:
+    """A number against an interval: math-verify compares them as {number} and the interval, never equal."""
+    for scalar, other in ((left, right), (right, left)):
+        if scalar.value is not None and other.value is None and _is_continuum(_parsed(other)):
+            return True
+    return False
+
+
+class _TimeoutCounter(logging.Handler):
+    """Counts math-verify's own timeout warnings (it returns False on a timeout and only logs it)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if str(record.msg).startswith("Timeout"):
+            self.count += 1
+
+
+_timeouts = _TimeoutCounter()
+
+
+def _verify(gold: str, answer: str) -> tuple[bool, bool]:
+    """(equivalent, whether a soft timeout fired on the way)."""
+    from math_verify import verify
+
+    before = _timeouts.count
+    left, right = _answer(gold), _answer(answer)
+    if clearly_different(left.value, right.value) or _scalar_and_continuum(left, right):
+        return False, _timeouts.count > before
+    result = bool(verify(_parsed(left), _parsed(right), timeout_seconds=_soft_timeout))
+    return result, _timeouts.count > before
+
+
+def _install_timeout_counter() -> None:
+    math_verify_logger = logging.getLogger("math_verify")
+    if _timeouts not in math_verify_logger.handlers:
+        math_verify_logger.addHandler(_timeouts)
+        math_verify_logger.setLevel(logging.WARNING)
+        math_verify_logger.propagate = False  # counted here, reported by the parent
+
+
+def _read(text: str) -> tuple[complex | None, bool, bool]:
+    """What the parent needs to pre-judge pairs: (value, is a continuum, math-verify read it in time)."""
+    before = _timeouts.count
+    answer = _answer(text)
+    parsed = _parsed(answer)
+    return answer.value, _is_continuum(parsed), _timeouts.count == before
+
+
+def judge(task: tuple) -> object:
+    """Worker entry point; the last element of every task is the soft time limit.
+
+    ``("read", texts, soft)``: :func:`_read` of each text; ``("pairs", [(a, b), ...], soft)``:
+    (equivalent, timed out) per pair, in order."""
+    global _soft_timeout
+    _install_timeout_counter()
+    kind, argument, _soft_timeout = task
+    if kind == "read":
+        return [_read(text) for text in argument]
+    if kind == "pairs":
+        return [_verify(a, b) for a, b in argument]
+    raise ValueError(f"unknown task {kind!r}")
+
+
+# ---- the parent side ---------------------------------------------------------------------------------
+# The parent never parses an answer with sympy (an answer is untrusted and may hang sympy): it only
+# compares the plain numbers the workers send back.
+
+
+@dataclass(frozen=True)
+class Reading:
+    value: complex | None
+    continuum: bool
+
+
+def prejudge(a: Reading, b: Reading) -> bool:
+    """True when the pair is certainly not equivalent for math-verify, from the readings alone."""
+    if clearly_different(a.value, b.value):
+        return True
+    return (a.value is not None and b.value is None and b.continuum) or \
+        (b.value is not None and a.value is None and a.continuum)
+
+
+@dataclass
+class EquivalenceStats:
+    answers: int = 0  # distinct answers read (plain numbers are read without a worker)
+    pairs: int = 0  # pairs judged
+    prejudged: int = 0  # of which decided "different" from the workers' readings, without verify
+    timeouts: int = 0  # pairs judged "not equivalent" because their task hit a time limit
+    errors: int = 0  # pairs judged "not equivalent" because math-verify raised or a worker crashed
+    skipped: int = 0  # pairs judged "not equivalent" unasked: one side hangs
+    timed_out: list[tuple[str, str]] = field(default_factory=list)
+    hanging: list[str] = field(default_factory=list)  # answers that could not be read in time
+
+
+CHUNK = 16  # answers per read task
+
+
+class MathEquivalence:
+    """math-verify equivalence of MATH answers, in worker processes with a hard limit per task.
+
+    ``prepare`` first reads every distinct answer once (in chunks, in parallel): its value when it is a
+    plain scalar, whether it is an interval. Pairs these readings decide are never sent to math-verify;
+    the others go, one task per question. ``timeout`` is the hard limit of one task. An answer whose
+    reading hits the limit, or that is in two timed-out pairs, "hangs": it is judged not equivalent to
+    anything without asking again.
+    """
+
+    def __init__(self, workers: int | None = None, timeout: float = 5.0, memory_limit: int | None = None) -> None:
+        self.timeout = timeout
+        options = {} if memory_limit is None else {"memory_limit": memory_limit}
+        self._pool = HardTimeoutPool(WORKER_FUNCTION, workers or cpu_workers(), timeout,
+                                     preload=("sympy", "math_verify"), **options)
+        self._soft = max(1, int(timeout / 2))
+        self._known: dict[tuple[str, str], bool] = {}
+        self._readings: dict[str, Reading] = {}
+        self._timeouts_by_answer: dict[str, int] = {}
+        self.stats = EquivalenceStats()
+
+    def __enter__(self) -> "MathEquivalence":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def key(self, answer: str) -> str | None:
+        return answer_key(answer)
+
+    def same(self, a: str, b: str) -> bool:
+        if answer_key(a) == answer_key(b):
+            return True
+        known = self._lookup(a, b)
+        if known is None:
+            self.prepare([[a, b]])
+            known = self._lookup(a, b)
+        return bool(known)
+
+    def _lookup(self, a: str, b: str) -> bool | None:
+        found = self._known.get((a, b))
+        return self._known.get((b, a)) if found is None else found
+
+    def prepare(self, groups: Iterable[Sequence[str]]) -> None:
+        """Judge every pair within each group (a question's gold first, then its answers)."""
+        groups = [list(dict.fromkeys(g)) for g in groups]
+        todo = [[pair for pair in _pairs(g) if self._lookup(*pair) is None] for g in groups]
+        todo = [pairs for pairs in todo if pairs]
+        self._read(list(dict.fromkeys(a for pairs in todo for pair in pairs for a in pair)))
+        batches = [self._prejudge(pairs) for pairs in todo]
+        self._verify_batches([b for b in batches if b])
+
+    # -- stage 1: read every answer once
+
+    def _read(self, answers: list[str]) -> None:
+        unread = [a for a in answers if a not in self._readings and not self._is_hanging(a)]
+        for answer in unread:
+            value = _simple_value(answer)
+            if value is not None:  # a plain number: no worker needed
+                self._readings[answer] = Reading(value, False)
+        unread = [a for a in unread if a not in self._readings]
+        self.stats.answers += len(unread)
+        chunks = [unread[i:i + CHUNK] for i in range(0, len(unread), CHUNK)]
+        retry: list[str] = []
+        for chunk, outcome in zip(chunks, self._pool.map([("read", c, self._soft) for c in chunks])):
+            if outcome.ok:
+                for answer, reading in zip(chunk, outcome.value):
+                    self._take_reading(answer, *reading)
+            else:
+                retry.extend(chunk)
+        for answer, outcome in zip(retry, self._pool.map([("read", [a], self._soft) for a in retry])):
+            if outcome.ok:
+                self._take_reading(answer, *outcome.value[0])
+            else:
+                self._hangs(answer, outcome.error or "error")
+
+    def _take_reading(self, answer: str, value: complex | None, continuum: bool, in_time: bool) -> None:
+        if in_time:
+            self._readings[answer] = Reading(value, continuum)
+        else:
+            self._hangs(answer, "math-verify's own time limit")
+
+    def _hangs(self, answer: str, why: str) -> None:
+        self._timeouts_by_answer[answer] = 2
+        self.stats.hanging.append(answer[:200])
+        logger.warning("reading %.100r with math-verify failed (%s): it is judged equivalent to nothing", answer, why)
+
+    # -- stage 2: the pairs the readings leave open
+
+    def _prejudge(self, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Settle what the readings decide; return the pairs that need math-verify."""
+        open_pairs = []
+        for a, b in pairs:
+            if self._is_hanging(a) or self._is_hanging(b):
+                self._store(a, b, False)
+                self.stats.skipped += 1
+            elif prejudge(self._readings[a], self._readings[b]):
+                self._store(a, b, False)
+                self.stats.prejudged += 1
+            else:
+                open_pairs.append((a, b))
+        return open_pairs
+
+    def _verify_batches(self, batches: list[list[tuple[str, str]]]) -> None:
+        retry: list[tuple[str, str]] = []
+        for batch, outcome in zip(batches, self._pool.map([("pairs", b, self._soft) for b in batches])):
+            if outcome.ok:
+                for (a, b), (result, timed_out) in zip(batch, outcome.value):
+                    self._settle(a, b, result, timed_out)
+            else:
+                logger.warning("math-verify task for %d pairs failed (%s); judging them one by one",
+                               len(batch), outcome.error)
+                retry.extend(batch)
+        # One pair per worker at a time, so that an answer seen in two timeouts stops costing time.
+        while retry:
+            round_, retry = retry[:self._pool.size], retry[self._pool.size:]
+            asked = [pair for pair in round_ if self._prejudge([pair])]
+            for (a, b), outcome in zip(asked, self._pool.map([("pairs", [pair], self._soft) for pair in asked])):
+                if outcome.ok:
+                    self._settle(a, b, *outcome.value[0])
+                else:
+                    self._record_failure(a, b, outcome)
+
+    def _is_hanging(self, answer: str) -> bool:
+        return self._timeouts_by_answer.get(answer, 0) >= 2
+
+    def _store(self, a: str, b: str, result: bool) -> None:
+        self._known[(a, b)] = result
+        self.stats.pairs += 1
+
+    def _settle(self, a: str, b: str, result: bool, timed_out: bool) -> None:
+        """A worker's verdict; a soft timeout that left the pair unequal counts as a timeout."""
+        if timed_out and not result:
+            self._record_failure(a, b, Outcome(False, error="timeout", detail="math-verify's own time limit"))
+        else:
+            self._store(a, b, bool(result))
+
+    def _record_failure(self, a: str, b: str, outcome: Outcome) -> None:
+        self._store(a, b, False)
+        if outcome.error != "timeout":
+            self.stats.errors += 1
+            logger.warning("math-verify failed on %.100r vs %.100r (%s: %s): judged not equivalent",
+                           a, b, outcome.error, outcome.detail)
+            return
+        self.stats.timeouts += 1
+        self.stats.timed_out.append((a[:200], b[:200]))
+        logger.warning("math-verify timed out on %.100r vs %.100r (%s): judged not equivalent", a, b, outcome.detail)
+        for answer in (a, b):
+            self._timeouts_by_answer[answer] = self._timeouts_by_answer.get(answer, 0) + 1
+            if self._is_hanging(answer) and answer[:200] not in self.stats.hanging:
+                self.stats.hanging.append(answer[:200])
+
+
+def _pairs(group: Sequence[str]) -> list[tuple[str, str]]:
+    return [(group[i], group[j]) for i in range(len(group)) for j in range(i + 1, len(group))]

@@ -1,0 +1,227 @@
+"""Pools to multiple-choice sets: draws, records, the builders' invariants and the card's statistics.
+
+Set ``k`` of an item draws N-1 distractors from the item's pool and shuffles the N options, both with
+``item_rng(seed, item id, builder, "set", k)``: an item's options depend on nothing but the seed, the
+item and the pool. Configs are ``default`` (= ``set_0``) and ``set_0`` ... ``set_{K-1}``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+from datasets import Value
+
+from builders.core.adapters import LETTERS
+from builders.core.build import Build, Check, Configs
+from builders.core.record import MCQRecord, list_of
+from builders.core.rng import item_rng
+from builders.core.steps import Exclude, ExclusionLog
+
+from .pool import Candidate, Pool, PoolSummary, distractor_models, summarize_pools
+from .sources import OpenItem
+
+GOLD, POOL, RANDOM = "gold", "pool", "random"
+METADATA_FEATURES = {
+    "gold_text": Value("string"),  # the gold answer as written in the source
+    "choice_origins": list_of(Value("string")),  # per option: gold, pool or random
+    "choice_models": list_of(list_of(Value("string"))),  # per option: the models that gave it (gold: none)
+    "pool_size": Value("int32"),
+    "set_index": Value("int32"),
+    "solution": Value("string"),
+}
+
+
+@dataclass(frozen=True)
+class SetOptions:
+    builder: str
+    choices: int
+    sets: int
+    seed: int
+    draw: str = "weighted"  # or "uniform"
+
+
+@dataclass(frozen=True)
+class Option:
+    text: str
+    origin: str
+    models: tuple[str, ...] = ()
+
+
+RandomDistractors = Callable[[OpenItem, int, np.random.Generator], list[str]]
+
+
+def config_names(sets: int) -> list[str]:
+    return ["default"] + [f"set_{k}" for k in range(sets)]
+
+
+def draw_from_pool(pool: Pool, count: int, rng: np.random.Generator, draw: str) -> list[Candidate]:
+    """``count`` distinct candidates, uniformly or with probability proportional to their model count."""
+    weights = None
+    if draw == "weighted":
+        counts = np.array([c.count for c in pool.candidates], dtype=float)
+        weights = counts / counts.sum()
+    chosen = rng.choice(pool.size, size=count, replace=False, p=weights)
+    return [pool.candidates[int(i)] for i in sorted(chosen)]
+
+
+def make_record(item: OpenItem, distractors: Sequence[Option], rng: np.random.Generator, set_index: int,
+                pool_size: int, dataset: str, extra_metadata: Mapping | None = None) -> MCQRecord:
+    """The gold and the distractors in the order of one permutation drawn from ``rng``."""
+    options = [Option(item.gold, GOLD)] + list(distractors)
+    order = [int(i) for i in rng.permutation(len(options))]
+    shuffled = [options[i] for i in order]
+    return MCQRecord(
+        id=item.id, question=item.question, choices=tuple(o.text for o in shuffled), answer=order.index(0),
+        source=dataset, source_config=item.config, source_split=item.split, source_index=item.index,
+        subject=item.subject, category=item.category,
+        metadata={"gold_text": item.gold_text, "choice_origins": [o.origin for o in shuffled],
+                  "choice_models": [list(o.models) for o in shuffled], "pool_size": pool_size,
+                  "set_index": set_index, "solution": item.solution, **(extra_metadata or {}), **item.metadata},
+    )
+
+
+def build_sets(items: Mapping[str, Sequence[OpenItem]], pools: Mapping[str, Pool] | None, options: SetOptions,
+               dataset: str, random_distractors: RandomDistractors | None = None,
+               no_predictions: set[str] | frozenset = frozenset()) -> tuple[Configs, ExclusionLog]:
+    """Every config and split; items without enough distractors are excluded from every config."""
+    needed = options.choices - 1
+    names = config_names(options.sets)
+    configs: Configs = {name: {} for name in names}
+    exclusions = ExclusionLog()
+    for split, split_items in items.items():
+        for name in names:
+            configs[name][split] = []
+        for item in split_items:
+            pool = pools.get(item.id) if pools is not None else None
+            if pools is not None and (pool is None or pool.size < needed):
+                reason = "no_predictions" if item.id in no_predictions else "pool_too_small"
+                size = pool.size if pool is not None else 0
+                exclusions.add(split, item.id, item.index, "distractors",
+                               Exclude(reason, "pool", f"{size} distractors, {needed} needed"))
+                continue
+            for k in range(options.sets):
+                record = _set_record(item, pool, k, options, dataset, random_distractors)
+                configs[f"set_{k}"][split].append(record)
+                if k == 0:
+                    configs["default"][split].append(record)
+    return configs, exclusions
+
+
+def _set_record(item: OpenItem, pool: Pool | None, k: int, options: SetOptions, dataset: str,
+                random_distractors: RandomDistractors | None) -> MCQRecord:
+    rng = item_rng(options.seed, item.id, options.builder, "set", k)
+    needed = options.choices - 1
+    if pool is None:
+        distractors = [Option(text, RANDOM) for text in random_distractors(item, needed, rng)]
+        size = 0
+    else:
+        distractors = [Option(c.text, POOL, c.models) for c in draw_from_pool(pool, needed, rng, options.draw)]
+        size = pool.size
+    return make_record(item, distractors, rng, k, size, dataset)
+
+
+# ---- builder invariants ------------------------------------------------------------------------------
+
+
+def make_checks(golds: Mapping[str, str], equivalent: Callable[[str, str], bool], pools: Mapping[str, Pool] | None,
+                random_ok: Callable[[str, str], bool] | None = None) -> list[Check]:
+    """The issue's three invariants, judged with the same equivalence that built the pools."""
+
+    def one_gold(build: Build) -> Iterable[str]:
+        for config, split, records in build.records():
+            for record in records:
+                gold = golds[record.id]
+                matches = [i for i, c in enumerate(record.choices) if equivalent(gold, c)]
+                if matches != [record.answer]:
+                    yield f"{config}/{split} {record.id}: options {matches} are equivalent to the gold, answer is {record.answer}"
+
+    def distinct(build: Build) -> Iterable[str]:
+        for config, split, records in build.records():
+            for record in records:
+                choices = record.choices
+                for i in range(len(choices)):
+                    for j in range(i + 1, len(choices)):
+                        if equivalent(choices[i], choices[j]):
+                            yield f"{config}/{split} {record.id}: options {i} and {j} are equivalent"
+
+    def from_pool(build: Build) -> Iterable[str]:
+        for config, split, records in build.records():
+            for record in records:
+                yield from _origin_violations(config, split, record, golds, pools, random_ok)
+
+    return [
+        Check("one_gold_equivalent", "exactly one option is equivalent to the gold, and it is the answer", one_gold),
+        Check("options_not_equivalent", "no two options are equivalent to each other", distinct),
+        Check("distractors_from_pool", "every distractor is a pool candidate with its models (or a random "
+              "number from the documented interval)", from_pool),
+    ]
+
+
+def _origin_violations(config, split, record: MCQRecord, golds, pools, random_ok) -> Iterable[str]:
+    origins, models = record.metadata["choice_origins"], record.metadata["choice_models"]
+    for index, (text, origin, option_models) in enumerate(zip(record.choices, origins, models)):
+        where = f"{config}/{split} {record.id} option {index}"
+        if origin == GOLD:
+            if index != record.answer or text != golds[record.id]:
+                yield f"{where}: marked gold but is not the answer's gold text"
+        elif origin == POOL:
+            candidate = pools[record.id].candidate(text) if pools is not None and record.id in pools else None
+            if candidate is None:
+                yield f"{where}: {text!r} is not in the pool"
+            elif tuple(option_models) != candidate.models:
+                yield f"{where}: models {option_models} differ from the pool's {list(candidate.models)}"
+        elif origin == RANDOM:
+            if random_ok is None or not random_ok(golds[record.id], text):
+                yield f"{where}: {text!r} is not a random number from the documented interval"
+        else:
+            yield f"{where}: unknown origin {origin!r}"
+
+
+# ---- statistics for the card -------------------------------------------------------------------------
+
+
+def pool_statistics(pools: Sequence[Pool], choices: int) -> dict[str, str]:
+    summary = summarize_pools(pools)
+    return {
+        "Distractor pools": _pool_table(summary, choices),
+        "Models": _model_table(summary, distractor_models(pools)),
+    }
+
+
+def _pool_table(summary: PoolSummary, choices: int) -> str:
+    lines = [f"{summary.questions} questions have a pool; mean pool size {summary.mean_size:.2f} distinct wrong answers. "
+             f"Equivalence merges: {summary.merges} spellings joined another spelling's class, "
+             f"{summary.gold_merges} of them the gold's.", "",
+             "Questions that have enough distractors for N options (pool size at least N-1); the others are "
+             "excluded for that N. This build uses N = " + str(choices) + ".", "",
+             "| N options | questions kept | questions excluded |", "|---|---|---|"]
+    lines += [f"| {n} | {kept} | {summary.questions - kept} |" for n, kept in summary.eligible_by_choices.items()]
+    lines += ["", "Pool sizes:", "", "| distinct wrong answers | questions |", "|---|---|"]
+    lines += [f"| {size} | {count} |" for size, count in summary.size_histogram.items()]
+    return "\n".join(lines)
+
+
+def _model_table(summary: PoolSummary, contributed: Mapping[str, int]) -> str:
+    lines = ["| model | answers | correct | invalid (no extractable answer) | pool candidates it gave |",
+             "|---|---|---|---|---|"]
+    for model, answers in summary.answers_by_model.items():
+        lines.append(f"| {model} | {answers} | {summary.correct_by_model.get(model, 0)} | "
+                     f"{summary.invalid_by_model.get(model, 0)} | {contributed.get(model, 0)} |")
+    return "\n".join(lines)
+
+
+def position_table(configs: Configs) -> str:
+    """Share of the gold at each position over all sets together (each set is listed in the validation)."""
+    counts: Counter = Counter()
+    for name, splits in configs.items():
+        if name == "default":
+            continue
+        for records in splits.values():
+            counts.update(LETTERS[r.answer] for r in records)
+    total = sum(counts.values()) or 1
+    letters = sorted(counts)
+    return ("| " + " | ".join(letters) + " |\n|" + "---|" * len(letters) + "\n| "
+            + " | ".join(f"{counts[letter] / total:.1%}" for letter in letters) + " |")

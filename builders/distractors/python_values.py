@@ -1,0 +1,342 @@
+"""Python values as answers: PythonIO's predicted outputs, parsed, compared and written out.
+
+A predicted output is untrusted text. It is first parsed with :func:`parse_literal`, a bounded
+``ast.literal_eval`` (length and nesting capped before anything is built). Only a text that is valid
+Python syntax but not a literal (``[0] * 3``, ``float('inf')``) is evaluated, and only in the sandbox
+(:func:`evaluate_expressions`), which sends back ``repr`` of the value, parsed again as a literal.
+
+Two answers are the same when their *values* are equal under Python's ``==``: ``[1,2]`` and ``[1, 2]``,
+``'a'`` and ``"a"``, ``{1, 2}`` and ``{2, 1}``, ``1`` and ``1.0`` are each one answer. :func:`value_key`
+is a hashable canonical key with exactly that equality, so pools can group answers by key. Every
+answer is shown as :func:`format_value` of its value (``repr`` with sets sorted), so an option's
+spelling never tells the gold (written by ``repr``) from the models' answers (written by hand).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import logging
+import math
+import re
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+MAX_LITERAL_CHARS = 10_000  # longer texts are not parsed at all
+MAX_LITERAL_DEPTH = 32  # syntax-tree depth: [[[...]]] deeper than this is refused
+DEFAULT_MAX_OUTPUT_CHARS = 1_000  # longest formatted value kept as an answer option
+EXPRESSION_SECONDS = 2.0  # per expression, inside the sandbox
+EXPRESSIONS_PER_RUN = 64
+
+
+class NotALiteral(ValueError):
+    """The text is not a (bounded) Python literal, or the value is not one PythonIO can compare."""
+
+
+# ---- parsing ---------------------------------------------------------------------------------------
+
+
+def parse_expression(text: str) -> ast.Expression:
+    """Parse (never run) ``text`` as one Python expression, within the length and depth caps."""
+    text = text.strip()
+    if not text:
+        raise NotALiteral("empty")
+    if len(text) > MAX_LITERAL_CHARS:
+        raise NotALiteral(f"longer than {MAX_LITERAL_CHARS} characters")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+        raise NotALiteral(f"not a Python expression: {type(error).__name__}") from None
+    if _depth(tree.body) > MAX_LITERAL_DEPTH:
+        raise NotALiteral(f"nested deeper than {MAX_LITERAL_DEPTH}")
+    return tree
+
+
+def _depth(node: ast.AST) -> int:
+    """Depth of the tree, without recursion (a hostile text must not blow the stack)."""
+    deepest, stack = 0, [(node, 1)]
+    while stack:
+        current, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(current))
+    return deepest
+
+
+def parse_literal(text: str) -> Any:
+    """The value of a Python literal text; NotALiteral for anything else (nothing is executed)."""
+    tree = parse_expression(text)
+    try:
+        value = ast.literal_eval(tree)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError) as error:
+        raise NotALiteral(f"not a literal: {type(error).__name__}") from None
+    value_key(value)  # refuses NaN, which equals nothing, not even itself
+    return value
+
+
+def is_expression(text: str) -> bool:
+    try:
+        parse_expression(text)
+    except NotALiteral:
+        return False
+    return True
+
+
+# ---- equality and spelling --------------------------------------------------------------------------
+
+
+def value_key(value: Any) -> Hashable:
+    """A hashable key with Python's ``==`` on literal values: equal keys iff equal values.
+
+    Numbers keep their own value (``1``, ``1.0`` and ``True`` are equal and hash alike in Python);
+    lists and tuples stay apart (``[1] != (1,)``); sets and dicts ignore order.
+    """
+    if value is None:
+        return ("none",)
+    if isinstance(value, (bool, int, float, complex)):
+        real, imag = (value.real, value.imag) if isinstance(value, complex) else (value, 0)
+        if any(isinstance(part, float) and math.isnan(part) for part in (real, imag)):
+            raise NotALiteral("NaN equals nothing, not even itself")
+        return ("number", real, imag)
+    if isinstance(value, str):
+        return ("str", value)
+    if isinstance(value, bytes):
+        return ("bytes", value)
+    if isinstance(value, list):
+        return ("list", tuple(value_key(item) for item in value))
+    if isinstance(value, tuple):
+        return ("tuple", tuple(value_key(item) for item in value))
+    if isinstance(value, (set, frozenset)):
+        return ("set", frozenset(value_key(item) for item in value))
+    if isinstance(value, dict):
+        return ("dict", frozenset((value_key(k), value_key(v)) for k, v in value.items()))
+    raise NotALiteral(f"values of type {type(value).__name__} are not compared")
+
+
+def format_value(value: Any) -> str:
+    """``repr``, except that set elements are sorted, so the text never depends on hash order."""
+    if isinstance(value, (set, frozenset)):
+        if not value:
+            return "set()" if isinstance(value, set) else "frozenset()"
+        body = "{" + ", ".join(format_value(item) for item in _sorted_elements(value)) + "}"
+        return body if isinstance(value, set) else f"frozenset({body})"
+    if isinstance(value, list):
+        return "[" + ", ".join(format_value(item) for item in value) + "]"
+    if isinstance(value, tuple):
+        if len(value) == 1:
+            return f"({format_value(value[0])},)"
+        return "(" + ", ".join(format_value(item) for item in value) + ")"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{format_value(k)}: {format_value(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+def _sorted_elements(values: Iterable[Any]) -> list[Any]:
+    items = list(values)
+    try:
+        return sorted(items)
+    except TypeError:  # mixed types: order by their text, which is deterministic too
+        return sorted(items, key=format_value)
+
+
+def canonical_text(text: str, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
+    """The formatted value of a literal text; NotALiteral if it is not one or is too long."""
+    formatted = format_value(parse_literal(text))
+    if len(formatted) > max_chars:
+        raise NotALiteral(f"value longer than {max_chars} characters")
+    return formatted
+
+
+@dataclass(frozen=True)
+class PythonValueEquivalence:
+    """The pool's :class:`~builders.distractors.pool.Equivalence` for PythonIO.
+
+    ``spellings`` maps answer texts to their canonical text (or None), as :func:`normalize_predictions`
+    made them, sandboxed evaluations included; any other text is parsed as a bounded literal. So a key
+    is never more than a parse: no answer runs here. Keys depend on values only: 2 == 2.0, [1,2] == [1, 2].
+    """
+
+    max_chars: int = DEFAULT_MAX_OUTPUT_CHARS
+    spellings: Mapping[str, str | None] = field(default_factory=dict)
+
+    def spell(self, answer: str) -> str | None:
+        """The canonical text of an answer (``repr`` of its value, sets sorted), or None."""
+        if answer in self.spellings:
+            return self.spellings[answer]
+        try:
+            return canonical_text(answer, self.max_chars)
+        except NotALiteral:
+            return None
+
+    def key(self, answer: str) -> Hashable | None:
+        text = self.spellings.get(answer) if answer in self.spellings else answer
+        return _cached_key(text, self.max_chars) if text is not None else None
+
+    def same(self, a: str, b: str) -> bool:
+        key_a, key_b = self.key(a), self.key(b)
+        return key_a is not None and key_a == key_b
+
+
+@lru_cache(maxsize=65536)
+def _cached_key(answer: str, max_chars: int) -> Hashable | None:
+    try:
+        value = parse_literal(answer)
+        if len(format_value(value)) > max_chars:
+            return None  # too long to be an option: the same rule as canonical_text
+        return value_key(value)
+    except NotALiteral:
+        return None
+
+
+# ---- predictions that are expressions, not literals: evaluated in the sandbox only ---------------------
+
+# Reads a JSON list of expression texts on stdin; writes one JSON line per expression. Each expression
+# gets fresh builtins (so one cannot change what the next sees) and a wall-clock alarm.
+EVALUATE_SCRIPT = r"""
+import builtins, json, os, signal, sys
+_out = sys.stdout
+sys.stdout = open(os.devnull, "w")
+class _Timeout(BaseException):
+    pass
+def _alarm(signum, frame):
+    raise _Timeout()
+signal.signal(signal.SIGALRM, _alarm)
+job = json.loads(sys.stdin.read())
+for index, text in enumerate(job["texts"]):
+    result = {"i": index}
+    try:
+        signal.setitimer(signal.ITIMER_REAL, job["seconds"])
+        try:
+            value = eval(compile(text, "<prediction>", "eval"), {"__builtins__": dict(vars(builtins))})
+            shown = repr(value)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        result.update(ok=True, repr=shown[: job["max_chars"] + 1])
+    except _Timeout:
+        result.update(ok=False, error="timeout")
+    except BaseException as error:
+        result.update(ok=False, error=type(error).__name__)
+    _out.write(json.dumps(result) + "\n")
+    _out.flush()
+"""
+
+
+def evaluate_expressions(sandbox, texts: Sequence[str], max_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+                         seconds: float = EXPRESSION_SECONDS) -> dict[str, str | None]:
+    """{text: canonical text of its value, or None}, each text evaluated only inside ``sandbox``.
+
+    Texts go to the sandbox in batches; when a batch dies (timeout, memory), the expression it died on
+    is given up and the rest of the batch is run again.
+    """
+    results: dict[str, str | None] = {}
+    pending = [list(texts[i:i + EXPRESSIONS_PER_RUN]) for i in range(0, len(texts), EXPRESSIONS_PER_RUN)]
+    while pending:
+        jobs = [json.dumps({"texts": batch, "seconds": seconds, "max_chars": max_chars}) for batch in pending]
+        runs = sandbox.run_many([EVALUATE_SCRIPT] * len(jobs), jobs)
+        retry = []
+        for batch, run in zip(pending, runs):
+            lines = _result_lines(run.stdout, len(batch))
+            for index, text in enumerate(batch):
+                if index in lines:
+                    results[text] = _canonical_repr(lines[index], max_chars)
+                else:
+                    results[text] = None  # the one the run died on; the rest are run again
+                    if index + 1 < len(batch):
+                        retry.append(batch[index + 1:])
+                    break
+        pending = retry
+    return results
+
+
+def _result_lines(stdout: str, expected: int) -> dict[int, dict]:
+    """Result lines by index; anything else the program wrote is ignored."""
+    lines: dict[int, dict] = {}
+    for line in stdout.splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and isinstance(row.get("i"), int) and 0 <= row["i"] < expected:
+            lines.setdefault(row["i"], row)
+    return lines
+
+
+def _canonical_repr(row: Mapping[str, Any], max_chars: int) -> str | None:
+    if not row.get("ok") or not isinstance(row.get("repr"), str):
+        return None
+    try:
+        return canonical_text(row["repr"], max_chars)
+    except NotALiteral:
+        return None
+
+
+def normalize_predictions(texts: Iterable[str], sandbox=None,
+                          max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> dict[str, str | None]:
+    """{predicted text (stripped): canonical text of its value, or None when it has no comparable value}.
+
+    Literals are parsed here; syntactically valid non-literals go to ``sandbox`` (when it is None they are
+    invalid); sentences and other non-Python text are invalid without running anything.
+    """
+    results: dict[str, str | None] = {}
+    to_evaluate: list[str] = []
+    for text in dict.fromkeys(t.strip() for t in texts):
+        try:
+            results[text] = canonical_text(text, max_chars)
+        except NotALiteral:
+            results[text] = None
+            if sandbox is not None and is_expression(text):
+                to_evaluate.append(text)
+    if to_evaluate:
+        logger.info("evaluating %d non-literal predicted outputs in the sandbox", len(to_evaluate))
+        results.update(evaluate_expressions(sandbox, to_evaluate, max_chars))
+    return results
+
+
+# ---- the answer in a model's reply ------------------------------------------------------------------
+
+_ANSWER_TAG = re.compile(r"\[ANSWER\](.*?)(?:\[/ANSWER\]|$)", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(r"```[a-zA-Z0-9_]*\n?(.*?)```", re.DOTALL)
+
+
+def extract_predicted_output(reply: str, call: str | None = None) -> str | None:
+    """The predicted output in a reply to the output-prediction prompt, or None.
+
+    Takes the last ``[ANSWER] ... [/ANSWER]`` block (else the last code fence, else the whole reply);
+    when that block is ``assert CALL == VALUE`` or ``CALL == VALUE``, the VALUE part.
+    """
+    tagged = _ANSWER_TAG.findall(reply)
+    fenced = _FENCE.findall(reply)
+    answer = (tagged or fenced or [reply])[-1].strip()
+    answer = _strip_wrapping_backticks(answer)
+    value = _right_of_equality(answer, call)
+    return value if value else None
+
+
+def _strip_wrapping_backticks(text: str) -> str:
+    if len(text) >= 2 and text[0] == "`" and text[-1] == "`" and "`" not in text[1:-1]:
+        return text[1:-1].strip()
+    return text
+
+
+def _right_of_equality(answer: str, call: str | None) -> str:
+    body = answer[len("assert"):].strip() if answer.startswith("assert ") else answer
+    try:
+        tree = ast.parse(body, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return answer if body is answer else body
+    node = tree.body
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq):
+        left = ast.get_source_segment(body, node.left) or ""
+        if call is None or _same_syntax(left, call) or isinstance(node.left, ast.Call):
+            return (ast.get_source_segment(body, node.comparators[0]) or "").strip()
+    return body
+
+
+def _same_syntax(a: str, b: str) -> bool:
+    try:
+        return ast.dump(ast.parse(a, mode="eval")) == ast.dump(ast.parse(b, mode="eval"))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False

@@ -1,0 +1,190 @@
+"""MATH-MC: MATH as multiple choice, with real models' wrong answers as distractors.
+
+Zhang et al. (2024), "Multiple-Choice Questions are Efficient and Robust LLM Evaluators". The gold is
+the last boxed expression of the solution; a solution whose boxed answers are not all equivalent is an
+ambiguous gold and is excluded. Models' predictions (read from files and/or generated with the 4-shot
+Minerva prompt) give one boxed answer each; math-verify, in worker processes under a hard time limit,
+decides which answers are equivalent. The distinct wrong answers form the question's pool; each of K
+sets draws N-1 of them and shuffles the options.
+
+    python -m builders.math_mc --source ../shared/data/math --predictions ../shared/data/predictions/math_test.jsonl --output out/
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from typing import Sequence
+
+from datasets import Value
+
+from builders.core import cli
+from builders.core.adapters import RowContext
+from builders.core.build import Build
+from builders.core.steps import Exclude, ExclusionLog
+from builders.distractors import collect, mc
+from builders.distractors.math_answers import MathEquivalence, answer_key, boxed_contents, display_form, extract_answer
+from builders.distractors.pool import pool_report
+from builders.distractors.prompts import math_request
+from builders.distractors.sources import (
+    MATH_SUBJECTS, OpenEndedSource, OpenItem, load_open_ended, open_benchmark, text_field,
+)
+
+logger = logging.getLogger(__name__)
+
+NAME = "math_mc"
+MATH_CITATION = """@inproceedings{hendrycks2021math,
+  title={Measuring Mathematical Problem Solving With the {MATH} Dataset},
+  author={Hendrycks, Dan and Burns, Collin and Kadavath, Saurav and Arora, Akul and Basart, Steven and Tang, Eric and Song, Dawn and Steinhardt, Jacob},
+  booktitle={NeurIPS Datasets and Benchmarks},
+  year={2021}
+}"""
+MATH = open_benchmark("math", "EleutherAI/hendrycks_math", None, ("train", "test"), "mit", MATH_CITATION, "MATH",
+                      subconfigs=MATH_SUBJECTS)
+# Questions with a usable gold in the paper (Zhang et al., 2024): kept / source rows.
+PAPER_GOLD_COUNTS = {"train": ("7.3K", "7.5K"), "test": ("4.9K", "5K")}
+EXTRA_METADATA = {"level": Value("string")}
+
+
+def math_item(row: dict, ctx: RowContext) -> OpenItem:
+    row_id = f"math/{ctx.split}/{ctx.index}"
+    problem = text_field(row, "problem", row_id)
+    solution = text_field(row, "solution", row_id)
+    boxed = [b for b in boxed_contents(solution) if answer_key(b)]
+    if not boxed:
+        raise Exclude("no_gold_answer", "solution", "no non-empty \\boxed{} in the solution")
+    gold = display_form(boxed[-1])
+    alternatives = tuple(dict.fromkeys(display_form(b) for b in boxed if answer_key(b) != answer_key(gold)))
+    return OpenItem(row_id, ctx.split, ctx.index, problem, gold, boxed[-1], solution, ctx.config,
+                    subject=row.get("type") if isinstance(row.get("type"), str) else None,
+                    metadata={"level": row.get("level") if isinstance(row.get("level"), str) else None},
+                    gold_alternatives=alternatives)
+
+
+def load_source(args: argparse.Namespace) -> OpenEndedSource:
+    return load_open_ended(MATH, math_item, args.source, args.splits, "problem", strict=args.strict)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    group = collect.add_distractor_arguments(parser, "MATH-MC distractors", random_allowed=False)
+    group.add_argument("--equivalence-timeout", type=float, default=5.0,
+                       help="hard wall-clock limit (seconds) of one math-verify comparison; a timeout means "
+                            "'not equivalent'")
+    group.add_argument("--equivalence-workers", type=int, default=None,
+                       help="math-verify worker processes (default: one per CPU)")
+
+
+def _extract(output: str) -> str | None:
+    answer = extract_answer(output)
+    return display_form(answer) if answer is not None else None
+
+
+def _extracted(output: str) -> str | None:
+    """An answer given already extracted: boxed or not, in the options' spelling."""
+    boxed = boxed_contents(output)
+    text = display_form(boxed[-1] if boxed else output)
+    return text or None
+
+
+def drop_ambiguous_golds(items: dict[str, list[OpenItem]], equivalence: MathEquivalence) -> ExclusionLog:
+    """Remove (in place) items whose boxed answers are not all equivalent to the gold."""
+    exclusions = ExclusionLog()
+    equivalence.prepare([[i.gold, *i.gold_alternatives] for s in items.values() for i in s if i.gold_alternatives])
+    for split, split_items in items.items():
+        kept = []
+        for item in split_items:
+            differing = [a for a in item.gold_alternatives if not equivalence.same(item.gold, a)]
+            if differing:
+                exclusions.add(split, item.id, item.index, "gold",
+                               Exclude("ambiguous_gold", "solution", f"boxed {differing[0]!r} and {item.gold!r}"))
+            else:
+                kept.append(item)
+        items[split] = kept
+    return exclusions
+
+
+def build(source: OpenEndedSource, args: argparse.Namespace) -> Build:
+    collect.check_arguments(args)
+    items = {split: list(split_items) for split, split_items in source.items.items()}
+    equivalence = MathEquivalence(args.equivalence_workers, args.equivalence_timeout)
+    try:
+        gold_exclusions = drop_ambiguous_golds(items, equivalence)
+        all_items = [item for split_items in items.values() for item in split_items]
+        collected = collect.collect_predictions(source, args, all_items, lambda doc: doc.get("problem"),
+                                                lambda q: math_request(q, args.max_tokens or 1024))
+        answers = {item.id: collect.answers_for(item, collected, _extract, _extracted) for item in all_items}
+        pools = collect.make_pools(all_items, answers, equivalence)
+    finally:
+        equivalence.close()  # every pair validation asks was judged above; a miss would restart workers
+    if args.pool:
+        collect.write_pool_report(args.pool, pool_report(pools.values()))
+    options = mc.SetOptions(NAME, args.choices, args.sets, args.seed, args.draw)
+    configs, exclusions = mc.build_sets(items, pools, options, source.dataset,
+                                        no_predictions={i for i, a in answers.items() if not a})
+    exclusions.extend(source.exclusions)
+    exclusions.extend(gold_exclusions)
+    statistics = {"Gold answers": gold_table(source, gold_exclusions, items),
+                  **mc.pool_statistics(list(pools.values()), args.choices),
+                  "Equivalence engine": engine_text(equivalence),
+                  "Answer positions over all sets": mc.position_table(configs)}
+    golds = {item.id: item.gold for item in all_items}
+    return Build(
+        builder=NAME,
+        title="MATH-MC",
+        method_citation=mc_citation(),
+        source=source,
+        params=collect.recorded(cli.recorded_params(args)),
+        configs=configs,
+        metadata_features={name: {**mc.METADATA_FEATURES, **EXTRA_METADATA} for name in configs},
+        exclusions=exclusions,
+        checks=mc.make_checks(golds, equivalence.same, pools),
+        statistics=statistics,
+        extra_files={"pools.jsonl": pool_report(pools.values()).encode()},
+        card_context={
+            "choices": args.choices, "sets": args.sets, "draw": args.draw, "timeout": args.equivalence_timeout,
+            "prediction_files": len(args.predictions), "generated_models": list(args.generate_with),
+            "predictions_read": collected.report.read, "predictions_matched": collected.report.matched,
+            "predictions_unmatched": collected.report.unmatched, "predictions_duplicate": collected.report.duplicates,
+        },
+    )
+
+
+def mc_citation() -> str:
+    from builders.gsm_mc import CITATION
+
+    return CITATION
+
+
+def gold_table(source: OpenEndedSource, gold_exclusions: ExclusionLog, items: dict[str, list[OpenItem]]) -> str:
+    reasons = source.exclusions.reasons()
+    ambiguous = gold_exclusions.reasons()
+    lines = ["| split | source rows | no boxed gold | ambiguous gold | usable gold | paper (usable / rows) |",
+             "|---|---|---|---|---|---|"]
+    for split, rows in source.rows_in.items():
+        paper = PAPER_GOLD_COUNTS.get(split, ("-", "-"))
+        lines.append(f"| {split} | {rows} | {reasons.get(split, {}).get('no_gold_answer', 0)} | "
+                     f"{ambiguous.get(split, {}).get('ambiguous_gold', 0)} | {len(items.get(split, []))} | "
+                     f"{paper[0]} / {paper[1]} |")
+    return "\n".join(lines)
+
+
+def engine_text(equivalence: MathEquivalence) -> str:
+    stats = equivalence.stats
+    text = (f"{stats.answers} distinct answers were read by math-verify in worker processes (plain numbers need "
+            f"no reading); {stats.pairs} pairs of answers were judged, {stats.prejudged} of them from the readings "
+            f"alone (values that differ). {stats.timeouts} comparisons hit the time limit and {stats.errors} failed: "
+            f"they count as not equivalent; {stats.skipped} pairs involved an answer that could not be read in time.")
+    if stats.hanging:
+        text += " Answers that could not be read or compared in time: " + \
+            ", ".join(f"`{a}`" for a in stats.hanging[:10]) + "."
+    return text
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = cli.builder_parser("python -m builders.math_mc", __doc__.split("\n\n")[0], ["math"], "math")
+    add_arguments(parser)
+    return cli.main(parser, build, argv, load_source=load_source)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,383 @@
+"""MMLU-Pro+ metrics: ``python -m builders.metrics mmlu-pro-plus`` (or ``python -m builders.mmlu_pro_plus metrics``).
+
+From one or more models' predictions on MMLU-Pro ("before") and on an MMLU-Pro+ release ("after"), per model:
+
+- accuracy per modification group on MMLU-Pro+, and its drop against MMLU-Pro on the same questions;
+- the shortcut selection ratios of Taghanaki et al. (2024), over the true-positive-pair (TPP) questions:
+  SSR_wrong = stayed on the previously chosen wrong option / TPP total, and
+  SSR_partial = stayed on the original answer alone / TPP total;
+- the correct pair identification ratio CPI = TPP questions answered with the (correct) pair option /
+  (PFPP + CFPP questions answered with the (wrong) pair option), with its counts; a zero denominator gives
+  no ratio (null), never an infinity.
+
+Predictions are joined on MMLU-Pro's ``question_id``: a prediction's id may be the question id itself or the
+release's record id (``mmlu_pro/test/70``). Letters or indices are read against the options of each side:
+MMLU-Pro+ keeps the original options in place and appends its new ones, so a letter means the same
+option on both sides. A null prediction (no answer extracted) counts as wrong and is counted.
+
+    python -m builders.metrics mmlu-pro-plus --dataset out/ --before mmlu_pro.jsonl --after plus.jsonl --output m/
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from builders import metrics
+from builders.core.adapters import LETTERS
+from builders.core.errors import UserError
+from builders.core.predictions import (SCORES, Prediction, PredictionError, is_lm_eval_samples,
+                                       read_lm_eval_samples, resolve_prediction)
+
+logger = logging.getLogger(__name__)
+
+TPP = "true_positive_pair"
+PFPP = "partial_false_positive_pair"
+CFPP = "complete_false_positive_pair"
+UNCHANGED = "unchanged"
+GROUPS = (TPP, PFPP, CFPP, UNCHANGED)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One MMLU-Pro+ question, as the metrics need it."""
+
+    question_id: str
+    record_id: str
+    modification: str
+    answer: int  # on MMLU-Pro+
+    original_answer: int  # on MMLU-Pro
+    original_options: int  # options MMLU-Pro had (MMLU-Pro+ appends after them)
+    options: int
+    pair_option: int | None
+
+
+def item_from_row(row: Mapping[str, Any]) -> Item:
+    meta = row.get("metadata") or {}
+    question_id = meta.get("question_id")
+    group = row["modification"]
+    added = {TPP: 2, PFPP: 1, CFPP: 1}.get(group, 0)
+    return Item(str(question_id if question_id is not None else row["id"]), str(row["id"]), group, int(row["answer"]),
+                int(meta["original_answer_index"]), len(row["choices"]) - added, len(row["choices"]),
+                meta.get("pair_option_index"))
+
+
+def load_items(dataset: str, config: str, split: str, revision: str | None) -> dict[str, Item]:
+    """question_id -> Item of an MMLU-Pro+ release folder or Hub repo."""
+    import datasets
+
+    try:
+        rows = datasets.load_dataset(dataset, config, split=split, revision=revision)
+    except Exception as error:  # datasets raises many types; the user needs one line
+        raise UserError(f"cannot load {dataset} ({config}/{split}): {type(error).__name__}: {error}") from None
+    if "modification" not in rows.column_names:
+        raise UserError(f"{dataset} has no 'modification' column: not an MMLU-Pro+ release")
+    return items_by_question(item_from_row(row) for row in rows)
+
+
+def items_by_question(items: Iterable[Item]) -> dict[str, Item]:
+    by_question: dict[str, Item] = {}
+    for item in items:
+        if item.question_id in by_question:
+            raise UserError(f"question_id {item.question_id} appears twice in the dataset")
+        by_question[item.question_id] = item
+    return by_question
+
+
+# ---- reading predictions ----------------------------------------------------------------------------------
+
+
+def _lm_eval_id_field(file: Path) -> str:
+    """MMLU-Pro docs carry ``question_id``; MMLU-Pro+ releases ``id``. doc_id (a row index) is never a key."""
+    with open(file, encoding="utf-8") as handle:
+        first = next((line for line in handle if line.strip()), "{}")
+    doc = (json.loads(first).get("doc") or {}) if first.strip() else {}
+    for name in ("question_id", "id"):
+        if name in doc:
+            return name
+    raise PredictionError(f"{file}: the logged docs have neither 'question_id' nor 'id' to join on")
+
+
+def read_side(paths: Sequence[str | Path], score: str = "auto", model: str | None = None) -> list[Prediction]:
+    """Predictions from lm-eval sample logs (files or folders) or plain JSONL ``{model, id|question_id, pred}``."""
+    found: list[Prediction] = []
+    for path in map(Path, paths):
+        files = sorted(path.rglob("samples_*.jsonl")) if path.is_dir() else [path]
+        if not files or not all(f.is_file() for f in files):
+            raise PredictionError(f"{path}: no predictions file (or lm-eval samples_*.jsonl log) there")
+        for file in files:
+            if is_lm_eval_samples(file):
+                found.extend(read_lm_eval_samples(file, model=model, score=score, id_field=_lm_eval_id_field(file)))
+            else:
+                found.extend(_read_plain(file, model))
+    return found
+
+
+def _read_plain(file: Path, model: str | None) -> Iterable[Prediction]:
+    """Plain JSONL ``{model, id, pred}``; MMLU-Pro's own result rows name the id ``question_id``."""
+    with open(file, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise PredictionError(f"{file}:{number}: invalid JSON ({error.msg})") from None
+            if not isinstance(row, dict):
+                raise PredictionError(f"{file}:{number}: each line must be a JSON object")
+            yield _plain_prediction(row, model, f"{file}:{number}")
+
+
+def _plain_prediction(row: Mapping[str, Any], model: str | None, where: str) -> Prediction:
+    name = model or row.get("model")
+    item_id = row["id"] if "id" in row else row.get("question_id")
+    pred = row.get("pred")
+    if not isinstance(name, str) or not name:
+        raise PredictionError(f"{where}: 'model' must be a non-empty string (or pass a model name)")
+    if isinstance(item_id, bool) or not isinstance(item_id, (str, int)):
+        raise PredictionError(f"{where}: 'id' (or 'question_id') must be a string or an integer")
+    if "pred" not in row or isinstance(pred, bool) or not (pred is None or isinstance(pred, (int, str))):
+        raise PredictionError(f"{where}: 'pred' must be an option index, a letter or null")
+    return Prediction(name, str(item_id), pred)
+
+
+def key_of(prediction_id: str, record_to_question: Mapping[str, str]) -> str:
+    return record_to_question.get(prediction_id, prediction_id)
+
+
+def index_predictions(predictions: Sequence[Prediction], items: Mapping[str, Item], side: str) -> dict[str, dict[str, int | None]]:
+    """model -> question_id -> option index (None: no answer), letters read against that side's options."""
+    record_to_question = {item.record_id: q for q, item in items.items()}
+    by_model: dict[str, dict[str, int | None]] = defaultdict(dict)
+    for p in predictions:
+        question = key_of(p.id, record_to_question)
+        if question not in items:
+            continue
+        if question in by_model[p.model]:
+            raise UserError(f"{side}: {p.model} has two predictions for question {question}")
+        item = items[question]
+        size = item.original_options if side == "before" else item.options
+        by_model[p.model][question] = resolve_prediction(p.pred, tuple(LETTERS[:size]))
+    return dict(by_model)
+
+
+# ---- the metrics ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class GroupAccuracy:
+    items: int = 0
+    correct_before: int = 0
+    correct_after: int = 0
+
+    @property
+    def accuracy_before(self) -> float | None:
+        return 100.0 * self.correct_before / self.items if self.items else None
+
+    @property
+    def accuracy_after(self) -> float | None:
+        return 100.0 * self.correct_after / self.items if self.items else None
+
+    @property
+    def drop(self) -> float | None:
+        """Percentage points lost from MMLU-Pro to MMLU-Pro+ on the same questions."""
+        return None if not self.items else self.accuracy_before - self.accuracy_after
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "accuracy_before": self.accuracy_before, "accuracy_after": self.accuracy_after,
+                "drop": self.drop}
+
+
+@dataclass
+class ModelMetrics:
+    model: str
+    groups: dict[str, GroupAccuracy] = field(default_factory=lambda: {g: GroupAccuracy() for g in GROUPS})
+    overall: GroupAccuracy = field(default_factory=GroupAccuracy)
+    tpp_total: int = 0
+    tpp_before_wrong: int = 0  # a wrong option (not "no answer") chosen on MMLU-Pro
+    tpp_before_correct: int = 0
+    tpp_stayed_wrong: int = 0  # the same wrong option chosen again on MMLU-Pro+
+    tpp_stayed_partial: int = 0  # the original answer alone chosen on both
+    tpp_pair_chosen: int = 0  # the (correct) pair option chosen on a TPP question
+    pfpp_pair_chosen: int = 0  # the (wrong) pair option chosen on a PFPP question
+    cfpp_pair_chosen: int = 0
+    no_answer_before: int = 0
+    no_answer_after: int = 0
+
+    @property
+    def ssr_wrong(self) -> float | None:
+        return self.tpp_stayed_wrong / self.tpp_total if self.tpp_total else None
+
+    @property
+    def ssr_partial(self) -> float | None:
+        return self.tpp_stayed_partial / self.tpp_total if self.tpp_total else None
+
+    @property
+    def cpi_denominator(self) -> int:
+        return self.pfpp_pair_chosen + self.cfpp_pair_chosen
+
+    @property
+    def cpi(self) -> float | None:
+        """None when no wrong pair option was ever chosen: the ratio is undefined, not infinite."""
+        return self.tpp_pair_chosen / self.cpi_denominator if self.cpi_denominator else None
+
+    def to_dict(self) -> dict[str, Any]:
+        counts = {k: v for k, v in asdict(self).items() if isinstance(v, int)}
+        return {
+            "model": self.model,
+            "overall": self.overall.to_dict(),
+            "groups": {g: a.to_dict() for g, a in self.groups.items()},
+            "ssr_wrong": self.ssr_wrong, "ssr_partial": self.ssr_partial,
+            "cpi": self.cpi, "cpi_numerator": self.tpp_pair_chosen, "cpi_denominator": self.cpi_denominator,
+            "cpi_note": None if self.cpi_denominator else
+            "undefined: no PFPP or CFPP question was answered with its pair option (denominator 0)",
+            "counts": counts,
+        }
+
+
+def score_model(model: str, items: Mapping[str, Item], before: Mapping[str, int | None],
+                after: Mapping[str, int | None]) -> ModelMetrics:
+    """Metrics over the questions this model answered (a row, possibly null) on both sides."""
+    result = ModelMetrics(model)
+    for question in sorted(set(before) & set(after)):
+        item, old, new = items[question], before[question], after[question]
+        right_before, right_after = old == item.original_answer, new == item.answer
+        for tally in (result.groups[item.modification], result.overall):
+            tally.items += 1
+            tally.correct_before += right_before
+            tally.correct_after += right_after
+        result.no_answer_before += old is None
+        result.no_answer_after += new is None
+        pair_chosen = new is not None and new == item.pair_option
+        if item.modification == TPP:
+            result.tpp_total += 1
+            result.tpp_before_correct += right_before
+            result.tpp_before_wrong += old is not None and not right_before
+            result.tpp_stayed_wrong += old is not None and not right_before and new == old
+            result.tpp_stayed_partial += right_before and new == item.original_answer
+            result.tpp_pair_chosen += pair_chosen
+        elif item.modification == PFPP:
+            result.pfpp_pair_chosen += pair_chosen
+        elif item.modification == CFPP:
+            result.cfpp_pair_chosen += pair_chosen
+    return result
+
+
+@dataclass
+class Report:
+    dataset: str
+    models: list[ModelMetrics]
+    notes: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"dataset": self.dataset, "models": [m.to_dict() for m in self.models], "notes": self.notes}
+
+
+def compute(items: Mapping[str, Item], before: Sequence[Prediction], after: Sequence[Prediction],
+            dataset: str = "", only: Sequence[str] = ()) -> Report:
+    before_by_model = index_predictions(before, items, "before")
+    after_by_model = index_predictions(after, items, "after")
+    models = sorted(set(before_by_model) & set(after_by_model))
+    if only:
+        missing = sorted(set(only) - set(models))
+        if missing:
+            raise UserError(f"models {missing} lack predictions on one side; both sides have {models}")
+        models = sorted(only)
+    if not models:
+        raise UserError(f"no model has predictions on both sides (before: {sorted(before_by_model)}, "
+                        f"after: {sorted(after_by_model)})")
+    notes = [f"only on the {side} side (left out): {sorted(set(by_model) - set(models))}"
+             for side, by_model in (("before", before_by_model), ("after", after_by_model))
+             if set(by_model) - set(models)]
+    results = []
+    for model in models:
+        scored = score_model(model, items, before_by_model[model], after_by_model[model])
+        unmatched = len(items) - scored.overall.items
+        if unmatched:
+            notes.append(f"{model}: {unmatched} of {len(items)} questions lack a prediction on one side (left out)")
+        results.append(scored)
+    return Report(dataset, results, notes)
+
+
+# ---- output -------------------------------------------------------------------------------------------------
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _ratio(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+def to_markdown(report: Report) -> str:
+    lines = [f"## MMLU-Pro+ metrics ({report.dataset})", "",
+             "Accuracy (%) on MMLU-Pro+ per group, and the drop in percentage points from MMLU-Pro on the same questions.", "",
+             "| model | items | overall | drop | " + " | ".join(f"{g} | drop" for g in GROUPS) + " |",
+             "|---|---|---|---|" + "---|---|" * len(GROUPS)]
+    for m in report.models:
+        cells = [f"{_pct(m.groups[g].accuracy_after)} ({m.groups[g].items}) | {_pct(m.groups[g].drop)}" for g in GROUPS]
+        lines.append(f"| {m.model} | {m.overall.items} | {_pct(m.overall.accuracy_after)} | {_pct(m.overall.drop)} | "
+                     + " | ".join(cells) + " |")
+    lines += ["", "Shortcut selection and correct pair identification (TPP = true positive pair questions).", "",
+              "| model | TPP | SSR_wrong (stayed wrong / TPP) | SSR_partial (stayed on X alone / TPP) | "
+              "CPI = TPP pair chosen / (PFPP + CFPP pair chosen) |", "|---|---|---|---|---|"]
+    for m in report.models:
+        cpi = f"{_ratio(m.cpi)} = {m.tpp_pair_chosen} / ({m.pfpp_pair_chosen} + {m.cfpp_pair_chosen})"
+        if m.cpi is None:
+            cpi += " (undefined: denominator 0)"
+        lines.append(f"| {m.model} | {m.tpp_total} | {_ratio(m.ssr_wrong)} = {m.tpp_stayed_wrong} / {m.tpp_total} | "
+                     f"{_ratio(m.ssr_partial)} = {m.tpp_stayed_partial} / {m.tpp_total} | {cpi} |")
+    lines += [""] + [f"Note: {note}." for note in report.notes]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_outputs(report: Report, out_dir: Path) -> dict[str, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"markdown": out_dir / "mmlu_pro_plus_metrics.md", "json": out_dir / "mmlu_pro_plus_metrics.json"}
+    paths["markdown"].write_text(to_markdown(report), encoding="utf-8")
+    paths["json"].write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return paths
+
+
+# ---- the subcommand ------------------------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dataset", required=True, metavar="DIR|REPO_ID", help="the MMLU-Pro+ release folder or Hub repo")
+    parser.add_argument("--revision", help="Hub revision of --dataset, e.g. v1.0.0")
+    parser.add_argument("--config", default="default")
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--before", nargs="+", required=True, metavar="PATH",
+                        help="predictions on MMLU-Pro: lm-eval samples_*.jsonl logs or folders, or JSONL "
+                             "{model, id|question_id, pred} with letters or indices")
+    parser.add_argument("--after", nargs="+", required=True, metavar="PATH", help="predictions on MMLU-Pro+")
+    parser.add_argument("--model", action="append", default=[], help="only this model (repeatable; default: every "
+                                                                     "model with predictions on both sides)")
+    parser.add_argument("--before-model-name", help="name for every prediction on the before side (single-model logs)")
+    parser.add_argument("--after-model-name", help="name for every prediction on the after side")
+    parser.add_argument("--score", choices=SCORES, default="auto", help="lm-eval multiple-choice scoring")
+    parser.add_argument("--output", type=Path, help="write mmlu_pro_plus_metrics.md and .json here")
+
+
+def run(args: argparse.Namespace) -> int:
+    items = load_items(args.dataset, args.config, args.split, args.revision)
+    before = read_side(args.before, args.score, args.before_model_name)
+    after = read_side(args.after, args.score, args.after_model_name)
+    report = compute(items, before, after, Path(args.dataset).name if Path(args.dataset).exists() else args.dataset,
+                     args.model)
+    print(to_markdown(report))
+    if args.output:
+        paths = write_outputs(report, args.output)
+        print("wrote " + ", ".join(str(p) for p in paths.values()))
+    return 0
+
+
+metrics.register(metrics.Subcommand(
+    "mmlu-pro-plus", "MMLU-Pro+: accuracy per group and drop vs MMLU-Pro, SSR_wrong, SSR_partial, CPI",
+    add_arguments, run))

