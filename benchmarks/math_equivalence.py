@@ -25,21 +25,22 @@ import os
 import logging
 import re
 import resource
+import subprocess
+import sys
+import tempfile
 import time
 from collections import Counter
 from fractions import Fraction
 from pathlib import Path
-
-import sys
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script from anywhere
 
-from builders.distractors.collect import make_pools  # noqa: E402
-from builders.distractors.math_answers import MathEquivalence, answer_key, boxed_contents, display_form  # noqa: E402
-from builders.distractors.sources import OpenItem  # noqa: E402
+from builders.distractors.collect import make_pools
+from builders.distractors.math_answers import MathEquivalence, answer_key, boxed_contents, display_form
+from builders.distractors.sources import OpenItem
 
 HOSTILE = [r"2^{2^{40}}", r"10^{10^{10}}", r"9^{9^{9^{9}}}"]
 _INT = re.compile(r"^-?\d+$")
@@ -116,11 +117,13 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--hostile", type=int, default=20, help="problems that also get a hanging answer")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-build", action="store_true", help="skip the MATH-MC build from the real predictions")
     args = parser.parse_args()
     logging.basicConfig(level=getattr(logging, os.environ.get("LOG_LEVEL", "ERROR")))
 
     start = time.perf_counter()
-    rows = [json.loads(line) for line in open(args.data / "math" / "test.jsonl", encoding="utf-8")][: args.limit]
+    with open(args.data / "math" / "test.jsonl", encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle][: args.limit]
     golds = [display_form(boxed_contents(r["solution"])[-1]) for r in rows]
     outputs, labels = synthetic_outputs(golds, args.hostile, args.seed)
     items = [OpenItem(f"math/test/{i}", "test", i, r["problem"], g, g, "") for i, (r, g) in enumerate(zip(rows, golds))]
@@ -142,6 +145,26 @@ def main() -> None:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"peak memory: {peak:.0f} MiB (parent), {children:.0f} MiB (largest worker)")
+    if not args.no_build:
+        real_build(args.data)
+
+
+def real_build(data: Path) -> None:
+    """MATH-MC from the real predictions, as a user runs it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        process = subprocess.Popen([sys.executable, "-m", "builders.math_mc", "--source", str(data / "math"),
+                                    "--predictions", str(data / "predictions" / "math_test.jsonl"),
+                                    "--output", str(Path(tmp) / "out"), "--log-level", "WARNING"], cwd=REPO)
+        _, status, usage = os.wait4(process.pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit("the MATH-MC build failed")
+        print(f"MATH-MC from the real predictions (10 sets x 4 options): {time.perf_counter() - start:.1f} s wall, "
+              f"peak {usage.ru_maxrss / 1024:.0f} MiB")
+        card = (Path(tmp) / "out" / "README.md").read_text(encoding="utf-8")
+        for heading in ("### Gold answers", "### Distractor pools", "### Equivalence engine"):
+            section = card.split(heading, 1)[1].split("###", 1)[0].strip()
+            print(f"{heading[4:]}:\n{section[:1500]}\n")
 
 
 def report_merges(items, pools, labels) -> None:

@@ -26,19 +26,14 @@ from builders.distractors.gsm8k import (
     NUMBER, NumericEquivalence, extract_answer_text, gold_answer, normalize_number, parse_number,
     random_distractors, random_offsets,
 )
-from builders.distractors.pool import pool_report, respell
+from builders.distractors.pool import Pool, pool_report, respell
 from builders.distractors.prompts import gsm8k_request
 from builders.distractors.sources import OpenEndedSource, OpenItem, load_open_ended, open_benchmark, text_field
 
 logger = logging.getLogger(__name__)
 
 NAME = "gsm_mc"
-CITATION = """@article{zhang2024multiple,
-  title={Multiple-Choice Questions are Efficient and Robust {LLM} Evaluators},
-  author={Zhang, Ziyin and Jiang, Zhaokun and Xu, Lizhen and Hao, Hongkun and Wang, Rui},
-  journal={arXiv preprint arXiv:2405.11966},
-  year={2024}
-}"""
+CITATION = mc.PAPER_CITATION
 GSM8K_CITATION = """@article{cobbe2021gsm8k,
   title={Training Verifiers to Solve Math Word Problems},
   author={Cobbe, Karl and Kosaraju, Vineet and Bavarian, Mohammad and Chen, Mark and Jun, Heewoo and Kaiser, Lukasz and Plappert, Matthias and Tworek, Jerry and Hilton, Jacob and Nakano, Reiichiro and Hesse, Christopher and Schulman, John},
@@ -86,27 +81,15 @@ def build(source: OpenEndedSource, args: argparse.Namespace) -> Build:
     all_items = [item for split_items in items.values() for item in split_items]
     equivalence = NumericEquivalence()
     options = mc.SetOptions(NAME, args.choices, args.sets, args.seed, args.draw)
-    pools, statistics, collected = None, {}, None
+    pools, collected, statistics = None, None, {}
     if args.distractors == "pool":
-        collected = collect.collect_predictions(source, args, all_items, lambda doc: doc.get("question"),
-                                                lambda q: gsm8k_request(q, args.max_tokens or 512))
-        answers = {item.id: collect.answers_for(item, collected, extract_answer_text, _number_text)
-                   for item in all_items}
-        # Pools see the spellings models wrote, so "1,000" joining "1000" counts as a merge; options
-        # show the canonical number.
-        pools = {i: respell(pool, equivalence.spell)
-                 for i, pool in collect.make_pools(all_items, answers, equivalence).items()}
-        if args.pool:
-            collect.write_pool_report(args.pool, pool_report(pools.values()))
+        pools, collected, unanswered = model_pools(source, args, all_items, equivalence)
         statistics = mc.pool_statistics(list(pools.values()), args.choices)
-        configs, exclusions = mc.build_sets(items, pools, options, source.dataset,
-                                            no_predictions={i for i, a in answers.items() if not a})
+        configs, exclusions = mc.build_sets(items, pools, options, source.dataset, no_predictions=unanswered)
     else:
         configs, exclusions = mc.build_sets(items, None, options, source.dataset,
                                             random_distractors=lambda item, n, rng: random_distractors(item.gold, n, rng))
     exclusions.extend(source.exclusions)
-    golds = {item.id: item.gold for item in all_items}
-    same = lambda a, b: equivalence.key(a) == equivalence.key(b)  # noqa: E731
     statistics["Answer positions over all sets"] = mc.position_table(configs)
     return Build(
         builder=NAME,
@@ -117,11 +100,25 @@ def build(source: OpenEndedSource, args: argparse.Namespace) -> Build:
         configs=configs,
         metadata_features={name: mc.METADATA_FEATURES for name in configs},
         exclusions=exclusions,
-        checks=mc.make_checks(golds, same, pools, random_ok),
+        checks=mc.make_checks({item.id: item.gold for item in all_items}, equivalence.equal, pools, random_ok),
         statistics=statistics,
         extra_files={"pools.jsonl": pool_report(pools.values()).encode()} if pools is not None else {},
         card_context=_card_context(args, collected),
     )
+
+
+def model_pools(source: OpenEndedSource, args: argparse.Namespace, items: list[OpenItem],
+                equivalence: NumericEquivalence) -> tuple[dict[str, Pool], collect.Collected, set[str]]:
+    """The pools from the predictions, and the items no model answered."""
+    collected = collect.collect_predictions(source, args, items, lambda doc: doc.get("question"),
+                                            lambda q: gsm8k_request(q, args.max_tokens or 512))
+    answers = {item.id: collect.answers_for(item, collected, extract_answer_text, _number_text) for item in items}
+    # Pools see the spellings models wrote, so "1,000" joining "1000" counts as a merge; options show
+    # the canonical number.
+    pools = {i: respell(pool, equivalence.spell) for i, pool in collect.make_pools(items, answers, equivalence).items()}
+    if args.pool:
+        collect.write_pool_report(args.pool, pool_report(pools.values()))
+    return pools, collected, {i for i, a in answers.items() if not a}
 
 
 def _card_context(args: argparse.Namespace, collected: collect.Collected | None) -> dict:

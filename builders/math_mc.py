@@ -24,7 +24,7 @@ from builders.core.build import Build
 from builders.core.steps import Exclude, ExclusionLog
 from builders.distractors import collect, mc
 from builders.distractors.math_answers import MathEquivalence, answer_key, boxed_contents, display_form, extract_answer
-from builders.distractors.pool import pool_report
+from builders.distractors.pool import Pool, pool_report
 from builders.distractors.prompts import math_request
 from builders.distractors.sources import (
     MATH_SUBJECTS, OpenEndedSource, OpenItem, load_open_ended, open_benchmark, text_field,
@@ -110,49 +110,52 @@ def build(source: OpenEndedSource, args: argparse.Namespace) -> Build:
     try:
         gold_exclusions = drop_ambiguous_golds(items, equivalence)
         all_items = [item for split_items in items.values() for item in split_items]
-        collected = collect.collect_predictions(source, args, all_items, lambda doc: doc.get("problem"),
-                                                lambda q: math_request(q, args.max_tokens or 1024))
-        answers = {item.id: collect.answers_for(item, collected, _extract, _extracted) for item in all_items}
-        pools = collect.make_pools(all_items, answers, equivalence)
+        pools, collected, unanswered = model_pools(source, args, all_items, equivalence)
     finally:
         equivalence.close()  # every pair validation asks was judged above; a miss would restart workers
-    if args.pool:
-        collect.write_pool_report(args.pool, pool_report(pools.values()))
     options = mc.SetOptions(NAME, args.choices, args.sets, args.seed, args.draw)
-    configs, exclusions = mc.build_sets(items, pools, options, source.dataset,
-                                        no_predictions={i for i, a in answers.items() if not a})
+    configs, exclusions = mc.build_sets(items, pools, options, source.dataset, no_predictions=unanswered)
     exclusions.extend(source.exclusions)
     exclusions.extend(gold_exclusions)
     statistics = {"Gold answers": gold_table(source, gold_exclusions, items),
                   **mc.pool_statistics(list(pools.values()), args.choices),
                   "Equivalence engine": engine_text(equivalence),
                   "Answer positions over all sets": mc.position_table(configs)}
-    golds = {item.id: item.gold for item in all_items}
     return Build(
         builder=NAME,
         title="MATH-MC",
-        method_citation=mc_citation(),
+        method_citation=mc.PAPER_CITATION,
         source=source,
         params=collect.recorded(cli.recorded_params(args)),
         configs=configs,
         metadata_features={name: {**mc.METADATA_FEATURES, **EXTRA_METADATA} for name in configs},
         exclusions=exclusions,
-        checks=mc.make_checks(golds, equivalence.same, pools),
+        checks=mc.make_checks({item.id: item.gold for item in all_items}, equivalence.same, pools),
         statistics=statistics,
         extra_files={"pools.jsonl": pool_report(pools.values()).encode()},
-        card_context={
-            "choices": args.choices, "sets": args.sets, "draw": args.draw, "timeout": args.equivalence_timeout,
-            "prediction_files": len(args.predictions), "generated_models": list(args.generate_with),
-            "predictions_read": collected.report.read, "predictions_matched": collected.report.matched,
-            "predictions_unmatched": collected.report.unmatched, "predictions_duplicate": collected.report.duplicates,
-        },
+        card_context=_card_context(args, collected),
     )
 
 
-def mc_citation() -> str:
-    from builders.gsm_mc import CITATION
+def model_pools(source: OpenEndedSource, args: argparse.Namespace, items: list[OpenItem],
+                equivalence: MathEquivalence) -> tuple[dict[str, Pool], collect.Collected, set[str]]:
+    """The pools from the predictions, and the items no model answered."""
+    collected = collect.collect_predictions(source, args, items, lambda doc: doc.get("problem"),
+                                            lambda q: math_request(q, args.max_tokens or 1024))
+    answers = {item.id: collect.answers_for(item, collected, _extract, _extracted) for item in items}
+    pools = collect.make_pools(items, answers, equivalence)
+    if args.pool:
+        collect.write_pool_report(args.pool, pool_report(pools.values()))
+    return pools, collected, {i for i, a in answers.items() if not a}
 
-    return CITATION
+
+def _card_context(args: argparse.Namespace, collected: collect.Collected) -> dict:
+    return {
+        "choices": args.choices, "sets": args.sets, "draw": args.draw, "timeout": args.equivalence_timeout,
+        "prediction_files": len(args.predictions), "generated_models": list(args.generate_with),
+        "predictions_read": collected.report.read, "predictions_matched": collected.report.matched,
+        "predictions_unmatched": collected.report.unmatched, "predictions_duplicate": collected.report.duplicates,
+    }
 
 
 def gold_table(source: OpenEndedSource, gold_exclusions: ExclusionLog, items: dict[str, list[OpenItem]]) -> str:

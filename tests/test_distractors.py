@@ -293,3 +293,5 @@ def test_generation_uses_the_cache_on_a_second_run(llm_server, tmp_path):
     saved = read_predictions(str(tmp_path / "saved.jsonl"), dict.get)
     matched, report = match_predictions(saved, {"test": list(questions["test"].values())})
     assert report.matched == 4 and [p.model for p in matched[("test", 1)]] == ["m1", "m2"]
+    as_list = generate_predictions(["m1"], {"test": ["What is 3 + 3?"]}, gsm8k_request, settings)
+    assert [(p.question_index, p.output) for p in as_list.predictions] == [(0, answers["What is 3 + 3?"])]

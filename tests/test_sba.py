@@ -22,7 +22,8 @@ from classifiers import sba
 from classifiers.evaluation import metrics_at, threshold_for_recall
 from classifiers.labelling import parse_label
 from classifiers.sba_model import SBAClassifier
-from fixtures import MMLU_TEST, TRUTHFUL_QA, write_benchmark, write_jsonl
+from builders.core.options import position_dependent_reason
+from fixtures import MMLU_DEV, MMLU_TEST, write_benchmark, write_jsonl
 from llm_server import ScriptedError, llm_server, start_llmock  # noqa: F401  (llm_server is a fixture)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -292,22 +293,29 @@ def test_predict_and_wicked_use_the_trained_folder(trained, tmp_path):
     assert [r["id"] for r in predicted] == ["q/0", "q/1", "q/2", "q/3"]
     assert all(r["is_sba"] == (r["sba_score"] >= threshold) for r in predicted)
 
+    # WiCkeD scores each distinct coherent question of every split once, in one call: score the same list
+    # here, and put the threshold at their median so that both outcomes occur.
+    coherent = [r for r in MMLU_TEST + MMLU_DEV if position_dependent_reason(r["choices"]) is None]
+    scores = SBAClassifier.load(str(folder)).scores([(r["question"], tuple(r["choices"])) for r in coherent])
+    expected = {r["question"]: float(s) for r, s in zip(coherent, scores)}
+    median = float(np.median(scores))
     source = write_benchmark("mmlu", tmp_path)
     out = tmp_path / "wicked"
     assert wicked.main(["--benchmark", "mmlu", "--source", str(source), "--sba-classifier", str(folder),
-                        "--variants", "1", "--output", str(out)]) == 0
+                        "--sba-threshold", str(median), "--variants", "1", "--output", str(out)]) == 0
     rows = pq.read_table(out / "variant_0" / "test-00000-of-00001.parquet").to_pylist()
+    originals = {r["id"]: r for r in pq.read_table(out / "original" / "test-00000-of-00001.parquet").to_pylist()}
     scored = [r for r in rows if r["metadata"]["skip_reason"] in (None, "single_best_answer")]
     assert len(rows) == 8 and len(scored) == 5  # 3 items have position-dependent options and are never scored
-    classifier = SBAClassifier.load(str(folder))
-    expected = classifier.scores([(r["question"], tuple(MMLU_TEST[r["source_index"]]["choices"])) for r in scored])
-    for row, score in zip(scored, expected):
+    assert 0 < sum(r["metadata"]["is_sba"] for r in scored) < 5
+    for row in scored:
         meta = row["metadata"]
-        assert meta["sba_score"] == pytest.approx(float(score), abs=1e-6)
-        assert meta["is_sba"] == (meta["sba_score"] >= threshold)
+        assert meta["sba_score"] == pytest.approx(expected[row["question"]], abs=1e-6)
+        assert meta["is_sba"] == (meta["sba_score"] >= median)
         assert (meta["skip_reason"] == "single_best_answer") == meta["is_sba"]
-    card = (out / "README.md").read_text()
-    assert f"threshold {threshold}" in card
+        unchanged = (row["choices"], row["answer"]) == (originals[row["id"]]["choices"], originals[row["id"]]["answer"])
+        assert unchanged == meta["is_sba"]
+    assert f"threshold {median}" in (out / "README.md").read_text()
 
 
 def test_push_publishes_a_model_card_and_tag(trained, local_hub, tmp_path, capsys):

@@ -40,13 +40,14 @@ class GenerationRun:
 
 def generate_predictions(
     models: Sequence[str],
-    questions: Mapping[str, Mapping[int, str]],
+    questions: Mapping[str, Mapping[int, str] | Sequence[str]],
     request_for: Callable[[str], ChatRequest],
     settings: EndpointSettings,
 ) -> GenerationRun:
-    """Ask every model every question (``questions``: split -> {row index: question text})."""
+    """Ask every model every question. ``questions``: split -> {row index: question text}, or split ->
+    texts in row order; a prediction's ``question_index`` is that row index."""
     run = GenerationRun()
-    places = [(split, index) for split, texts in questions.items() for index in sorted(texts)]
+    places = [(split, index) for split, texts in questions.items() for index in _indices(texts)]
     requests = [request_for(questions[split][index]) for split, index in places]
     for model in models:
         with LLMClient(model, base_url=settings.base_url, api_key_env=settings.api_key_env,
@@ -64,6 +65,10 @@ def generate_predictions(
         if failed:
             logger.warning("%s: %d of %d requests failed and are left out", model, failed, len(requests))
     return run
+
+
+def _indices(texts: Mapping[int, str] | Sequence[str]) -> list[int]:
+    return sorted(texts) if isinstance(texts, Mapping) else list(range(len(texts)))
 
 
 def write_predictions(predictions: Sequence[Prediction], path: Path) -> None:

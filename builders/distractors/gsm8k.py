@@ -87,6 +87,10 @@ class NumericEquivalence:
     def key(self, answer: str) -> Fraction | None:
         return parse_number(answer.strip().lstrip("$").rstrip("%"))
 
+    def equal(self, a: str, b: str) -> bool:
+        """Equal keys. Deliberately not named ``same``: keys alone decide, no pairwise pass is needed."""
+        return self.key(a) is not None and self.key(a) == self.key(b)
+
     def spell(self, answer: str) -> str:
         """The canonical text of a valid answer (what the options show)."""
         return format_number(self.key(answer))

@@ -10,14 +10,18 @@ Equivalence has two levels. :meth:`MathEquivalence.key` is a cheap canonical spe
 ``verify``), always in worker processes under a hard wall-clock limit (:mod:`.workers`); a timeout
 means "not equivalent" and is logged and counted.
 
-For speed, :meth:`MathEquivalence.prepare` judges all pairs of a question's answers in one task per
-question. Each answer is parsed once per worker, and a pair whose two sides are plain scalar
-expressions with clearly different numeric values (at fixed pseudo-random values of their free
-symbols; a factor of 100 either way is kept, for percentages) is decided "different" without calling
-``verify``: math-verify's equality of such expressions implies equal values. Everything else
-(equations, sets, intervals, tuples, matrices, text, unparseable answers) goes to ``verify``. A
-question whose task hits the hard limit is judged again pair by pair, so one hanging answer costs
-only its own pairs.
+For speed, :meth:`MathEquivalence.prepare` works in two stages over all questions at once.
+1. Every distinct answer is *read* once, in chunks spread over the workers: math-verify parses it, and
+   a plain scalar expression gets a numeric value (at fixed pseudo-random values of its free symbols;
+   infinite when too large for a float, as ``2^{2^{40}}``); an interval gets a flag. Plain numbers
+   ("-12", "3.5", "\\frac{7}{2}") get their value by regex in the parent, without any parse.
+2. A pair is settled "different" from these readings alone when both are scalars whose values differ
+   (also after a factor of 100 either way, for percentages) or a scalar meets an interval: math-verify's
+   equality implies equal values there. Only the other pairs (equations, sets, tuples, text, values
+   that agree) go to ``verify``, in one task per question; a question whose task fails is judged again
+   pair by pair, so one hanging answer costs only its own pairs. An answer that cannot be read in
+   time is equivalent to nothing.
+The parent never parses an answer with sympy: it only compares the numbers the workers send back.
 """
 
 from __future__ import annotations

@@ -24,6 +24,12 @@ from .pool import Candidate, Pool, PoolSummary, distractor_models, summarize_poo
 from .sources import OpenItem
 
 GOLD, POOL, RANDOM = "gold", "pool", "random"
+PAPER_CITATION = """@article{zhang2024multiple,
+  title={Multiple-Choice Questions are Efficient and Robust {LLM} Evaluators},
+  author={Zhang, Ziyin and Jiang, Zhaokun and Xu, Lizhen and Hao, Hongkun and Wang, Rui},
+  journal={arXiv preprint arXiv:2405.11966},
+  year={2024}
+}"""
 METADATA_FEATURES = {
     "gold_text": Value("string"),  # the gold answer as written in the source
     "choice_origins": list_of(Value("string")),  # per option: gold, pool or random
@@ -192,7 +198,8 @@ def pool_statistics(pools: Sequence[Pool], choices: int) -> dict[str, str]:
 
 
 def _pool_table(summary: PoolSummary, choices: int) -> str:
-    lines = [f"{summary.questions} questions have a pool; mean pool size {summary.mean_size:.2f} distinct wrong answers. "
+    lines = [f"{summary.questions} questions, {summary.answered} of them answered by at least one model; their mean "
+             f"pool size is {summary.mean_size:.2f} distinct wrong answers. "
              f"Equivalence merges: {summary.merges} spellings joined another spelling's class, "
              f"{summary.gold_merges} of them the gold's.", "",
              "Questions that have enough distractors for N options (pool size at least N-1); the others are "

@@ -184,7 +184,8 @@ def pool_report(pools: Iterable[Pool]) -> str:
 @dataclass(frozen=True)
 class PoolSummary:
     questions: int
-    mean_size: float
+    answered: int  # questions with at least one prediction (valid or not)
+    mean_size: float  # over the answered questions
     size_histogram: dict[int, int]
     eligible_by_choices: dict[int, int]  # N -> questions whose pool has at least N-1 candidates
     invalid_by_model: dict[str, int]
@@ -204,9 +205,11 @@ def summarize_pools(pools: Sequence[Pool], choices: Iterable[int] = range(2, 9))
         answered.update(pool.correct)
         for candidate in pool.candidates:
             answered.update(candidate.models)
+    with_answers = [p for p in pools if p.candidates or p.invalid or p.correct]
     return PoolSummary(
         questions=len(pools),
-        mean_size=sum(p.size for p in pools) / len(pools) if pools else 0.0,
+        answered=len(with_answers),
+        mean_size=sum(p.size for p in with_answers) / len(with_answers) if with_answers else 0.0,
         size_histogram=dict(sorted(sizes.items())),
         eligible_by_choices={n: sum(1 for p in pools if p.size >= n - 1) for n in choices},
         invalid_by_model=dict(sorted(invalid.items())),

@@ -8,8 +8,9 @@ an exception inside the task gives ``error="error"``. The pool keeps going in ev
 
 The task function is named as ``"module:function"`` so that a fresh interpreter can import it.
 Workers start from a forkserver that has imported that module once, so a replacement starts in
-milliseconds instead of re-importing sympy. Each worker caps its address space (``RLIMIT_AS``), so a
-runaway big-integer power fails with MemoryError instead of eating the machine's memory.
+milliseconds instead of re-importing sympy. Each worker caps the growth of its address space
+(``RLIMIT_AS``, ``memory_limit`` above what it maps at start), so a runaway big-integer power fails with
+MemoryError instead of eating the machine's memory.
 """
 
 from __future__ import annotations
@@ -54,9 +55,21 @@ def _resolve(function: str) -> Callable[[Any], Any]:
     return getattr(importlib.import_module(module), name)
 
 
+def _address_space() -> int:
+    """This process's current virtual memory size in bytes (Linux), 0 when unknown."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[0]) * resource.getpagesize()
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def _worker_main(function: str, connection, memory_limit: int | None) -> None:
     if memory_limit:
-        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+        # Headroom above what the worker already maps (imported libraries reserve address space that
+        # is never used), so the limit stops runaway growth, not ordinary work.
+        limit = _address_space() + memory_limit
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     run = _resolve(function)
     connection.send(READY)  # a task's clock starts only once its worker is up
     while True:
