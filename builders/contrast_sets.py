@@ -49,7 +49,7 @@ PAPER_THRESHOLD = 0.85
 DEFAULT_EMBEDDER_ID = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_CACHE_DIR = "~/.cache/mcqforge/embeddings"
 # Options about how the build runs, not what it contains: left out of the recorded build config.
-RUNTIME_OPTIONS = {"cache_dir", "batch_size", "batch_tokens"}
+RUNTIME_OPTIONS = {"cache_dir", "batch_size", "batch_tokens", "embed_threads"}
 # Float32 block products can land a hair away from the float64 value: candidates are found with this
 # margin and then every edge is decided on float64 similarities.
 CANDIDATE_MARGIN = 1e-3
@@ -59,6 +59,7 @@ WEIGHT_SCALE = 1_000_000  # tie-break weights as integers: networkx's blossom al
 RANDOM_DRAWS = 64  # rejection draws for a random partner before falling back to an exhaustive scan
 MAX_CACHE_SHARDS = 64
 
+CONFIG_NAMES = ("contrast", "contrast_subset_original", "random_pairs", "choices_only")
 CONTRAST_CONFIGS = ("contrast", "contrast_subset_original", "choices_only")
 PAIR_FEATURES = {
     "pair_id": Value("string"),
@@ -112,6 +113,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--batch-size", type=int, default=256, help="most texts per embedding batch")
     group.add_argument("--batch-tokens", type=int, default=1024,
                        help="most padded tokens per embedding batch (texts are batched longest first)")
+    group.add_argument("--embed-threads", type=int, default=1,
+                       help="torch threads while embedding on CPU; more pay off only on an otherwise idle machine")
 
 
 # ---- embeddings: each distinct normalised option text once, cached on disk --------------------------
@@ -251,22 +254,25 @@ class EmbeddingStats:
 
 
 @dataclass(frozen=True)
-class Batching:
-    """Texts are embedded longest first, in batches of at most ``max_texts`` texts and ``max_tokens`` padded
-    tokens: short options go in large batches and long ones in small, so little time goes into padding
-    (2.5 times faster than fixed batches of 64 on the UnifiedQA options)."""
+class Encoding:
+    """How the model runs. Texts are embedded longest first, in batches of at most ``max_texts`` texts and
+    ``max_tokens`` padded tokens: short options go in large batches and long ones in small, so little time
+    goes into padding (2.5 times faster than fixed batches of 64 on the UnifiedQA options). ``threads`` is
+    torch's intra-op thread count while encoding: on a busy 2-core machine one thread was 3.7 times faster
+    than two, whose OpenMP workers wait on each other whenever one is descheduled."""
 
     max_texts: int = 256
     max_tokens: int = 1024
+    threads: int = 1
 
 
 def embed_texts(texts: Sequence[str], embedder: Embedder, cache: EmbeddingCache,
-                batching: Batching = Batching()) -> tuple[np.ndarray, EmbeddingStats]:
+                encoding: Encoding = Encoding()) -> tuple[np.ndarray, EmbeddingStats]:
     """Unit-norm float32 embeddings of ``texts``; the model is loaded only when the cache misses a text."""
     keys = [text_hash(text) for text in texts]
     found, cached = cache.get(keys)
     missing = np.flatnonzero(~found)
-    new = _encode([texts[i] for i in missing], embedder, batching) if len(missing) else None
+    new = _encode([texts[i] for i in missing], embedder, encoding) if len(missing) else None
     dimension = (cached if cached is not None else new).shape[1] if len(texts) else 0
     vectors = np.empty((len(texts), dimension), dtype=np.float32)
     if cached is not None:
@@ -279,7 +285,8 @@ def embed_texts(texts: Sequence[str], embedder: Embedder, cache: EmbeddingCache,
     return vectors, stats
 
 
-def _encode(texts: list[str], embedder: Embedder, batching: Batching) -> np.ndarray:
+def _encode(texts: list[str], embedder: Embedder, encoding: Encoding) -> np.ndarray:
+    import torch
     from sentence_transformers import SentenceTransformer
 
     try:
@@ -289,11 +296,16 @@ def _encode(texts: list[str], embedder: Embedder, batching: Batching) -> np.ndar
     lengths = _token_lengths(model, texts)
     order = np.argsort(-lengths, kind="stable")
     parts = []
-    batches = token_batches(lengths[order], batching)
-    with _autocast(model.device.type, embedder.dtype):
-        for batch in tqdm(batches, desc="embed", leave=False, disable=not logger.isEnabledFor(logging.INFO)):
-            parts.append(model.encode([texts[i] for i in order[batch]], batch_size=batch.stop - batch.start,
-                                      normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False))
+    batches = token_batches(lengths[order], encoding)
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(encoding.threads)
+    try:
+        with _autocast(model.device.type, embedder.dtype):
+            for batch in tqdm(batches, desc="embed", leave=False, disable=not logger.isEnabledFor(logging.INFO)):
+                parts.append(model.encode([texts[i] for i in order[batch]], batch_size=batch.stop - batch.start,
+                                          normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False))
+    finally:
+        torch.set_num_threads(previous_threads)
     vectors = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
     vectors[order] = np.concatenate(parts).astype(np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -309,12 +321,12 @@ def _token_lengths(model, texts: list[str]) -> np.ndarray:
     return np.array([len(ids) for ids in encoded["input_ids"]])
 
 
-def token_batches(sorted_lengths: np.ndarray, batching: Batching) -> list[slice]:
+def token_batches(sorted_lengths: np.ndarray, encoding: Encoding) -> list[slice]:
     """Consecutive slices of texts sorted longest first; a batch's first text is its longest."""
     batches, start = [], 0
     while start < len(sorted_lengths):
-        size = max(1, min(batching.max_texts, batching.max_tokens // max(1, int(sorted_lengths[start]))))
-        batches.append(slice(start, start + size))
+        size = max(1, min(encoding.max_texts, encoding.max_tokens // max(1, int(sorted_lengths[start]))))
+        batches.append(slice(start, min(start + size, len(sorted_lengths))))
         start += size
     return batches
 
@@ -685,7 +697,7 @@ def mine(records: Sequence[MCQRecord], args: argparse.Namespace, stopwatch: Stop
     with stopwatch.stage("embed"):
         embedder = resolve_embedder(args.embedder, args.embed_dtype)
         embeddings, stats = embed_texts(pool.texts, embedder, EmbeddingCache(args.cache_dir, embedder),
-                                        Batching(args.batch_size, args.batch_tokens))
+                                        Encoding(args.batch_size, args.batch_tokens, args.embed_threads))
     with stopwatch.stage("edges"):
         edges = find_edges(pool, embeddings, args.threshold)
     with stopwatch.stage("matching"):
@@ -698,11 +710,14 @@ def mine(records: Sequence[MCQRecord], args: argparse.Namespace, stopwatch: Stop
 def build(source: LoadedSource, args: argparse.Namespace, stopwatch: Stopwatch | None = None) -> Build:
     if not 0 < args.threshold <= 1:
         raise UserError("--threshold must be in (0, 1]")
-    if args.batch_size < 1 or args.batch_tokens < 1:
-        raise UserError("--batch-size and --batch-tokens must be at least 1")
+    if min(args.batch_size, args.batch_tokens, args.embed_threads) < 1:
+        raise UserError("--batch-size, --batch-tokens and --embed-threads must be at least 1")
     stopwatch = stopwatch or Stopwatch()
     records = [r for split in source.splits.values() for r in split]
     mined = mine(records, args, stopwatch)
+    if not mined.pairs:
+        raise UserError(f"no contrast pair among {len(mined.pool)} items ({len(mined.edges)} edges): try a larger "
+                        "source, --cross-split, or a lower --threshold")
     with stopwatch.stage("configs"):
         configs, first_at_a, random_gold_first = make_configs(source, mined, args)
         exclusions = make_exclusions(source, mined)
@@ -716,7 +731,7 @@ def build(source: LoadedSource, args: argparse.Namespace, stopwatch: Stopwatch |
         method_citation=CITATION,
         source=source,
         params={k: v for k, v in cli.recorded_params(args).items() if k not in RUNTIME_OPTIONS},
-        configs={name: configs[name] for name in ("contrast", "contrast_subset_original", "random_pairs", "choices_only")},
+        configs=configs,
         metadata_features=features,
         exclusions=exclusions,
         checks=CHECKS,
@@ -728,27 +743,37 @@ def build(source: LoadedSource, args: argparse.Namespace, stopwatch: Stopwatch |
     )
 
 
-def make_configs(source: LoadedSource, mined: Mined, args: argparse.Namespace):
-    splits = list(source.splits)
-    configs = {name: {split: [] for split in splits} for name in (*CONTRAST_CONFIGS, "random_pairs")}
+def make_configs(source: LoadedSource, mined: Mined,
+                 args: argparse.Namespace) -> tuple[dict, dict[str, bool], dict[str, bool]]:
+    """The four configs, and the answer-position draws of ``contrast`` (per pair) and ``random_pairs``."""
     first_at_a = balanced_flags([p.id for p in mined.pairs], args.seed, "pair_order")
-    vertex_of = {r.id: v for v, r in enumerate(mined.pool.records)}
-    matched = [vertex_of[r.id] for p in mined.pairs for r in (p.first, p.second)]
-    partners = random_partners(mined.pool, mined.embeddings, args.threshold, matched, args.seed)
-    gold_first = balanced_flags([mined.pool.records[v].id for v in matched], args.seed, "random_pair_order")
+    random_rows, gold_first = random_pair_records(mined, args)
+    configs = {name: {split: [] for split in source.splits} for name in CONFIG_NAMES}
     for pair in mined.pairs:
         cross = source_name(pair.first) != source_name(pair.second)
         for record, contrast in zip((pair.first, pair.second), contrast_records(pair, first_at_a[pair.id], cross)):
             split = record.source_split
             configs["contrast"][split].append(contrast)
-            configs["choices_only"][split].append(contrast.replace(question=""))
             configs["contrast_subset_original"][split].append(record.with_metadata(
                 **{k: v for k, v in contrast.metadata.items() if k in PAIR_FEATURES}))
-            v, r = vertex_of[record.id], partners[vertex_of[record.id]]
-            similarity = float(_row_dot(mined.embeddings, mined.pool.gold[[v]], mined.pool.gold[[r]])[0])
-            configs["random_pairs"][split].append(
-                random_pair_record(record, mined.pool.records[r], pair, gold_first[record.id], similarity))
-    return configs, first_at_a, gold_first
+            configs["random_pairs"][split].append(random_rows[record.id])
+            configs["choices_only"][split].append(contrast.replace(question=""))
+    # datasets cannot read a Parquet file without rows: a split with no pair is left out (all its rows are excluded)
+    return {name: {s: rows for s, rows in splits.items() if rows} for name, splits in configs.items()}, first_at_a, gold_first
+
+
+def random_pair_records(mined: Mined, args: argparse.Namespace) -> tuple[dict[str, MCQRecord], dict[str, bool]]:
+    vertex_of = {r.id: v for v, r in enumerate(mined.pool.records)}
+    pair_of = {r.id: p for p in mined.pairs for r in (p.first, p.second)}
+    matched = [vertex_of[i] for i in pair_of]
+    partners = random_partners(mined.pool, mined.embeddings, args.threshold, matched, args.seed)
+    gold_first = balanced_flags(list(pair_of), args.seed, "random_pair_order")
+    rows = {}
+    for v in matched:
+        record, partner = mined.pool.records[v], mined.pool.records[partners[v]]
+        similarity = float(_row_dot(mined.embeddings, mined.pool.gold[[v]], mined.pool.gold[[partners[v]]])[0])
+        rows[record.id] = random_pair_record(record, partner, pair_of[record.id], gold_first[record.id], similarity)
+    return rows, gold_first
 
 
 def make_exclusions(source: LoadedSource, mined: Mined) -> ExclusionLog:

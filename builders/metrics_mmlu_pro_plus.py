@@ -31,6 +31,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from builders import metrics
 from builders.core.adapters import LETTERS
 from builders.core.errors import UserError
+from builders.core.sources import iter_json_lines
 from builders.core.predictions import (SCORES, Prediction, PredictionError, is_lm_eval_samples,
                                        read_lm_eval_samples, resolve_prediction)
 
@@ -120,17 +121,8 @@ def read_side(paths: Sequence[str | Path], score: str = "auto", model: str | Non
 
 def _read_plain(file: Path, model: str | None) -> Iterable[Prediction]:
     """Plain JSONL ``{model, id, pred}``; MMLU-Pro's own result rows name the id ``question_id``."""
-    with open(file, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise PredictionError(f"{file}:{number}: invalid JSON ({error.msg})") from None
-            if not isinstance(row, dict):
-                raise PredictionError(f"{file}:{number}: each line must be a JSON object")
-            yield _plain_prediction(row, model, f"{file}:{number}")
+    for number, row in iter_json_lines(file, PredictionError):
+        yield _plain_prediction(row, model, f"{file}:{number}")
 
 
 def _plain_prediction(row: Mapping[str, Any], model: str | None, where: str) -> Prediction:

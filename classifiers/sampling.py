@@ -25,7 +25,6 @@ from .data import write_jsonl
 logger = logging.getLogger(__name__)
 
 SAMPLE_INFO = "sample.json"
-PAPER_SOURCES = ("mmlu", "mmlu_pro", "truthful_qa", "commonsense_qa")
 
 
 @dataclass

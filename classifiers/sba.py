@@ -23,11 +23,11 @@ from typing import Sequence
 from builders.core.errors import UserError
 
 from .data import label_provenance, labelled_only, read_labelled, write_jsonl
-from .sampling import PAPER_SOURCES
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_CACHE = Path("~/.cache/mcqforge/sba-labels")
+PAPER_SOURCES = ("mmlu", "mmlu_pro", "truthful_qa", "commonsense_qa")  # WiCkeD, section 3.2
 
 
 # ---- sample ----------------------------------------------------------------------------------------

@@ -349,6 +349,18 @@ def test_publish_to_the_hub_and_load_back(local_hub, tmp_path, cache_dir):
 
 def test_token_batches_bound_the_padded_tokens():
     lengths = np.array([300, 200, 10, 10, 10, 10, 10, 9, 8])
-    batches = cs.token_batches(lengths, cs.Batching(max_texts=4, max_tokens=400))
+    batches = cs.token_batches(lengths, cs.Encoding(max_texts=4, max_tokens=400))
     assert batches == [slice(0, 1), slice(1, 3), slice(3, 7), slice(7, 9)]
-    assert cs.token_batches(np.array([900]), cs.Batching(max_texts=4, max_tokens=400)) == [slice(0, 1)]
+    assert cs.token_batches(np.array([900]), cs.Encoding(max_texts=4, max_tokens=400)) == [slice(0, 1)]
+
+
+def test_a_split_without_pairs_is_left_out_and_no_pair_at_all_is_an_error(tmp_path, cache_dir, capsys):
+    for (source, split), rows in UNIFIEDQA.items():
+        if (source, split) != ("sci", "train"):  # the train split keeps only the bees, who have no partner
+            write_jsonl(tmp_path / "a" / source / f"{split}.jsonl", rows)
+    build = cs.build(load_benchmark("unifiedqa", str(tmp_path / "a")), builder_args(cache_dir))
+    assert counts(build) == {config: {"test": 8} for config in CONFIGS}
+    assert validate(build).counts["contrast"] == {"test": {"in": 11, "out": 8, "excluded": 3}}
+    write_jsonl(tmp_path / "b" / "misc" / "train.jsonl", UNIFIEDQA[("misc", "train")])
+    assert cs.main(["--source", str(tmp_path / "b"), "--cache-dir", str(cache_dir), "--output", str(tmp_path / "out")]) == 2
+    assert "error: no contrast pair among 1 items (0 edges)" in capsys.readouterr().err

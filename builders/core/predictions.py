@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from .errors import UserError
+from .sources import iter_json_lines
 
 logger = logging.getLogger(__name__)
 
@@ -93,17 +94,7 @@ def is_lm_eval_samples(file: Path) -> bool:
 
 
 def _json_lines(file: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with open(file, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise PredictionError(f"{file}:{number}: invalid JSON ({error.msg})") from None
-            if not isinstance(row, dict):
-                raise PredictionError(f"{file}:{number}: each line must be a JSON object")
-            yield number, row
+    return iter_json_lines(file, PredictionError)
 
 
 # ---- plain JSONL ------------------------------------------------------------------------------------

@@ -135,17 +135,23 @@ def read_rows(file: Path) -> list[dict[str, Any]]:
 
 
 def _read_jsonl(file: Path) -> Iterator[dict[str, Any]]:
+    for _, row in iter_json_lines(file):
+        yield row
+
+
+def iter_json_lines(file: Path, error: type[Exception] = SourceError) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; a bad line raises ``error`` naming file and line."""
     with open(file, encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
             if not line.strip():
                 continue
             try:
                 row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise SourceError(f"{file}:{number}: invalid JSON ({error.msg})") from None
+            except json.JSONDecodeError as problem:
+                raise error(f"{file}:{number}: invalid JSON ({problem.msg})") from None
             if not isinstance(row, dict):
-                raise SourceError(f"{file}:{number}: each line must be a JSON object")
-            yield row
+                raise error(f"{file}:{number}: each line must be a JSON object")
+            yield number, row
 
 
 def _check_objects(rows: Any, file: Path) -> list[dict[str, Any]]:

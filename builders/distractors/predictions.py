@@ -17,7 +17,6 @@ logged, never silently used; a second prediction of the same model on the same q
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 from builders.core.errors import UserError
+from builders.core.sources import iter_json_lines
 
 logger = logging.getLogger(__name__)
 
@@ -81,18 +81,8 @@ def _split_spec(spec: str) -> tuple[str | None, Path]:
 
 
 def _read_file(file: Path, model_override: str | None, doc_question) -> Iterator[Prediction]:
-    with open(file, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            origin = f"{file}:{number}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise UserError(f"{origin}: invalid JSON ({error.msg})") from None
-            if not isinstance(row, dict):
-                raise UserError(f"{origin}: each line must be a JSON object")
-            yield from _from_row(row, file, origin, model_override, doc_question)
+    for number, row in iter_json_lines(file, UserError):
+        yield from _from_row(row, file, f"{file}:{number}", model_override, doc_question)
 
 
 def _from_row(row: dict, file: Path, origin: str, model_override: str | None, doc_question) -> Iterator[Prediction]:
