@@ -57,7 +57,6 @@ BLOCK_ELEMENTS = 1 << 24  # similarities held at once by one block product (64 M
 GATHER_ELEMENTS = 1 << 22  # float64 values held at once when re-scoring candidate edges
 WEIGHT_SCALE = 1_000_000  # tie-break weights as integers: networkx's blossom algorithm is exact on integers
 RANDOM_DRAWS = 64  # rejection draws for a random partner before falling back to an exhaustive scan
-MAX_CACHE_SHARDS = 64
 
 CONFIG_NAMES = ("contrast", "contrast_subset_original", "random_pairs", "choices_only")
 CONTRAST_CONFIGS = ("contrast", "contrast_subset_original", "choices_only")
@@ -108,7 +107,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR,
                        help="embedding cache, keyed by (embedder, revision, text hash); 'none' disables it")
     group.add_argument("--embed-dtype", choices=["float32", "bfloat16"], default="float32",
-                       help="precision of the embedding model's forward pass; bfloat16 (autocast) is about 1.5x "
+                       help="precision of the embedding model's forward pass; bfloat16 (autocast) is about 2x "
                             "faster on CPUs with native bfloat16 and moves similarities by about 1e-4")
     group.add_argument("--batch-size", type=int, default=256, help="most texts per embedding batch")
     group.add_argument("--batch-tokens", type=int, default=1024,
@@ -188,51 +187,34 @@ class EmbeddingCache:
 
     def get(self, keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray | None]:
         """(mask of the keys found, their vectors in key order)."""
-        location: dict[str, tuple[int, int]] = {}
         shards = self.shards()
+        location: dict[str, tuple[int, int]] = {}
         for shard, keys_file in enumerate(shards):
             for row, key in enumerate(np.load(keys_file).astype(str)):
                 location.setdefault(key, (shard, row))
-        found = np.array([key in location for key in keys], dtype=bool)
-        if not found.any():
+        hits = [(i, *location[key]) for i, key in enumerate(keys) if key in location]
+        found = np.zeros(len(keys), dtype=bool)
+        if not hits:
             return found, None
-        wanted = [location[key] for key in keys if key in location]
+        index, shard_of, row_of = (np.array(column) for column in zip(*hits))
+        found[index] = True
         vectors = None
-        for shard, keys_file in enumerate(shards):
-            rows = [(i, row) for i, (s, row) in enumerate(wanted) if s == shard]
-            if not rows:
-                continue
-            stored = np.load(_vectors_file(keys_file), mmap_mode="r")
+        for shard in np.unique(shard_of):
+            stored = np.load(_vectors_file(shards[shard]), mmap_mode="r")
             if vectors is None:
-                vectors = np.empty((len(wanted), stored.shape[1]), dtype=np.float32)
-            targets, sources = zip(*rows)
-            vectors[list(targets)] = stored[list(sources)]
+                vectors = np.empty((len(hits), stored.shape[1]), dtype=np.float32)
+            chosen = shard_of == shard
+            vectors[chosen] = stored[row_of[chosen]]
         return found, vectors
 
     def put(self, keys: Sequence[str], vectors: np.ndarray) -> None:
+        """One new shard per call: runs that embed nothing new write nothing."""
         if self.folder is None or not len(keys):
             return
-        self._write_shard(np.array(keys, dtype="S64"), np.ascontiguousarray(vectors, dtype=np.float32))
-        if len(self.shards()) > MAX_CACHE_SHARDS:
-            self._compact()
-
-    def _write_shard(self, keys: np.ndarray, vectors: np.ndarray) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         name = f"{time.time_ns()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        _atomic_save(self.folder / f"{name}.vectors.npy", vectors)
-        _atomic_save(self.folder / f"{name}.keys.npy", keys)
-
-    def _compact(self) -> None:
-        """Merge the shards into one, so that a long-lived cache does not grow into thousands of files."""
-        shards = self.shards()
-        keys = np.concatenate([np.load(f) for f in shards])
-        vectors = np.concatenate([np.load(_vectors_file(f)) for f in shards])
-        _, first = np.unique(keys, return_index=True)
-        first.sort()
-        self._write_shard(keys[first], vectors[first])
-        for keys_file in shards:
-            keys_file.unlink(missing_ok=True)
-            _vectors_file(keys_file).unlink(missing_ok=True)
+        _atomic_save(self.folder / f"{name}.vectors.npy", np.ascontiguousarray(vectors, dtype=np.float32))
+        _atomic_save(self.folder / f"{name}.keys.npy", np.array(keys, dtype="S64"))
 
 
 def _vectors_file(keys_file: Path) -> Path:
@@ -287,21 +269,17 @@ def embed_texts(texts: Sequence[str], embedder: Embedder, cache: EmbeddingCache,
 
 def _encode(texts: list[str], embedder: Embedder, encoding: Encoding) -> np.ndarray:
     import torch
-    from sentence_transformers import SentenceTransformer
 
-    try:
-        model = SentenceTransformer(embedder.path)
-    except Exception as error:  # a broken model folder raises many types; the user needs one line
-        raise UserError(f"cannot load embedder {embedder.id!r}: {type(error).__name__}: {error}") from None
+    model = _load_model(embedder)
     lengths = _token_lengths(model, texts)
     order = np.argsort(-lengths, kind="stable")
     parts = []
-    batches = token_batches(lengths[order], encoding)
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(encoding.threads)
     try:
         with _autocast(model.device.type, embedder.dtype):
-            for batch in tqdm(batches, desc="embed", leave=False, disable=not logger.isEnabledFor(logging.INFO)):
+            for batch in tqdm(token_batches(lengths[order], encoding), desc="embed", leave=False,
+                              disable=not logger.isEnabledFor(logging.INFO)):
                 parts.append(model.encode([texts[i] for i in order[batch]], batch_size=batch.stop - batch.start,
                                           normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False))
     finally:
@@ -310,6 +288,15 @@ def _encode(texts: list[str], embedder: Embedder, encoding: Encoding) -> np.ndar
     vectors[order] = np.concatenate(parts).astype(np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors / np.where(norms > 0, norms, 1.0)
+
+
+def _load_model(embedder: Embedder):
+    from sentence_transformers import SentenceTransformer
+
+    try:
+        return SentenceTransformer(embedder.path)
+    except Exception as error:  # a broken model folder raises many types; the user needs one line
+        raise UserError(f"cannot load embedder {embedder.id!r}: {type(error).__name__}: {error}") from None
 
 
 def _token_lengths(model, texts: list[str]) -> np.ndarray:
@@ -513,17 +500,15 @@ def maximum_matching(num_vertices: int, first: np.ndarray, second: np.ndarray, w
         return Matching(empty, empty, empty)
     graph = sparse.coo_matrix((np.ones(len(first)), (first, second)), shape=(num_vertices, num_vertices))
     _, component = csgraph.connected_components(graph, directed=False)
-    sizes = np.bincount(component, minlength=1)
     edge_component = component[first]
-    order = np.argsort(edge_component, kind="stable")
-    starts = np.flatnonzero(np.r_[True, np.diff(edge_component[order]) != 0]) if len(order) else np.empty(0, int)
+    order = np.argsort(edge_component, kind="stable")  # the edges of each component, consecutive
     matched: list[int] = []
-    for group in np.split(order, starts[1:]) if len(order) else []:
+    for group in np.split(order, np.flatnonzero(np.diff(edge_component[order])) + 1):
         if len(group) == 1:
             matched.append(int(group[0]))
-        else:
+        elif len(group) > 1:
             matched.extend(_match_component(group, first, second, weights))
-    return Matching(np.array(sorted(matched), dtype=np.int64), component, sizes[component])
+    return Matching(np.array(sorted(matched), dtype=np.int64), component, np.bincount(component)[component])
 
 
 def _match_component(group: np.ndarray, first: np.ndarray, second: np.ndarray, weights: np.ndarray) -> list[int]:
@@ -605,17 +590,15 @@ def balanced_flags(keys: Sequence[str], seed: int, purpose: str) -> dict[str, bo
 def contrast_records(pair: Pair, first_at_a: bool, cross_source: bool) -> tuple[MCQRecord, MCQRecord]:
     """Both questions get the same two options in the same order; the pair's generator chose the order."""
     options = (pair.first.gold, pair.second.gold) if first_at_a else (pair.second.gold, pair.first.gold)
-    first_answer = 0 if first_at_a else 1
+    members = [(pair.first, pair.second, pair.first_similarity, pair.second_similarity, pair.first_replaced),
+               (pair.second, pair.first, pair.second_similarity, pair.first_similarity, pair.second_replaced)]
     made = []
-    for member, (record, partner, answer) in enumerate(
-            [(pair.first, pair.second, first_answer), (pair.second, pair.first, 1 - first_answer)]):
-        own_similarity, partner_similarity = (
-            (pair.first_similarity, pair.second_similarity) if member == 0 else (pair.second_similarity, pair.first_similarity))
+    for member, (record, partner, own_similarity, partner_similarity, replaced) in enumerate(members):
+        answer = 0 if (member == 0) == first_at_a else 1  # the first's gold is options[0] iff first_at_a
         made.append(record.replace(choices=options, answer=answer).with_metadata(
             pair_id=pair.id, partner_id=partner.id, pair_member=member, gold_similarity=own_similarity,
             partner_gold_similarity=partner_similarity, golds_similarity=pair.golds_similarity,
-            replaced_distractor=pair.first_replaced if member == 0 else pair.second_replaced,
-            cross_source=cross_source, component_size=pair.component_size,
+            replaced_distractor=replaced, cross_source=cross_source, component_size=pair.component_size,
             original_answer_index=record.answer, original_num_choices=len(record.choices),
         ))
     return made[0], made[1]
@@ -685,14 +668,20 @@ class Mined:
     not_mined: list[tuple[MCQRecord, Exclude]] = field(default_factory=list)
 
 
-def mine(records: Sequence[MCQRecord], args: argparse.Namespace, stopwatch: Stopwatch) -> Mined:
+def eligible_records(records: Sequence[MCQRecord]) -> tuple[list[MCQRecord], list[tuple[MCQRecord, Exclude]]]:
+    """"All of the above" or "A and B" cannot be the answer of a two-option question: such items are not mined."""
     eligible, not_mined = [], []
     for record in records:
         reason = position_dependent_reason((record.gold,))
-        if reason:  # "All of the above" cannot be the answer of a two-option question
+        if reason:
             not_mined.append((record, Exclude("position_dependent_gold", f"choices[{record.answer}]", reason)))
         else:
             eligible.append(record)
+    return eligible, not_mined
+
+
+def mine(records: Sequence[MCQRecord], args: argparse.Namespace, stopwatch: Stopwatch) -> Mined:
+    eligible, not_mined = eligible_records(records)
     pool = make_pool(eligible, args.cross_source, args.cross_split)
     with stopwatch.stage("embed"):
         embedder = resolve_embedder(args.embedder, args.embed_dtype)

@@ -52,7 +52,12 @@ def add_sample(sub) -> None:
 
 
 def run_sample(args: argparse.Namespace) -> None:
-    from .sampling import draw_from_benchmark, parse_sizes, parse_source_args, write_sample
+    from .sampling import (
+        draw_from_benchmark,
+        parse_sizes,
+        parse_source_args,
+        write_sample,
+    )
 
     sources = parse_source_args(args.source or list(PAPER_SOURCES))
     sizes = parse_sizes(args.size, 1000)
@@ -91,7 +96,13 @@ def add_label(sub) -> None:
 
 
 def run_label(args: argparse.Namespace) -> None:
-    from .labelling import DEFAULT_TEMPLATE, label_with_humans, label_with_llm, load_template, read_questions
+    from .labelling import (
+        DEFAULT_TEMPLATE,
+        label_with_humans,
+        label_with_llm,
+        load_template,
+        read_questions,
+    )
 
     rows = read_questions(args.input)
     if args.human:

@@ -154,7 +154,7 @@ def load_backbone(backbone: str, layers: int = ALL_LAYERS):
     try:
         tokenizer = AutoTokenizer.from_pretrained(backbone)
         model = AutoModelForSequenceClassification.from_pretrained(
-            backbone, num_labels=2, id2label=dict(enumerate(LABELS)), label2id={l: i for i, l in enumerate(LABELS)},
+            backbone, num_labels=2, id2label=dict(enumerate(LABELS)), label2id={name: i for i, name in enumerate(LABELS)},
             **depth,
         )
     except (OSError, ValueError) as error:
@@ -218,6 +218,7 @@ def train(questions: Sequence[LabelledQuestion], backbone: str, output: Path, re
     import torch
 
     _check_recipe(recipe)
+    backbone = str(backbone)
     started = time.time()
     device = pick_device(device)
     seed_everything(seed)
@@ -352,7 +353,7 @@ def _save(model, tokenizer, output: Path, recipe: Recipe, threshold: float, info
     config.sba_input = recipe.input_format
     config.sba_max_length = recipe.max_length
     config.sba_truncation_side = recipe.truncation_side
-    config.sba_training = json.loads(json.dumps(info))  # plain JSON types only
+    config.sba_training = json.loads(json.dumps(info, default=str))  # plain JSON types only
     output.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(output)
     tokenizer.save_pretrained(output)

@@ -5,12 +5,10 @@ to the local Hub, predict, and build WiCkeD with the trained folder."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -18,13 +16,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from builders import wicked
+from builders.core.options import position_dependent_reason
 from classifiers import sba
 from classifiers.evaluation import metrics_at, threshold_for_recall
 from classifiers.labelling import parse_label
 from classifiers.sba_model import SBAClassifier
-from builders.core.options import position_dependent_reason
 from fixtures import MMLU_DEV, MMLU_TEST, write_benchmark, write_jsonl
-from llm_server import ScriptedError, llm_server, start_llmock  # noqa: F401  (llm_server is a fixture)
+from llm_server import llm_server, start_llmock  # noqa: F401  (llm_server is a fixture)
 
 REPO = Path(__file__).resolve().parents[1]
 
