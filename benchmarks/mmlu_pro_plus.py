@@ -6,7 +6,7 @@
    valid JSON (some in a ```json fence), malformed text, HTTP 400, and options that break each rejection rule
    (empty, "both", a letter reference, too long, a copy of the answer, a near-copy of the answer).
 2. Builds MMLU-Pro+ twice as a user would (``python -m builders.mmlu_pro_plus``, one process each): with a cold
-   cache, then with the LLM replies and similarities cached. Reports seconds, items/s, peak RSS, the group counts
+   cache, then with the LLM replies and embeddings cached. Reports seconds, items/s, peak RSS, the group counts
    against the requested ones, the rejections by reason, and whether the Parquet files are byte-identical.
 3. Computes the metrics end to end: the "before" side is the real MMLU-Pro predictions of 29 models
    (``predictions/mmlu_pro_test.jsonl``); the "after" side is SYNTHETIC, derived from them by a fixed behaviour

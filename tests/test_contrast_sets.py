@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from builders import contrast_sets as cs
+from builders.core import embeddings
 from builders.core.adapters import load_benchmark
 from builders.core.errors import UserError
 from builders.core.record import MCQRecord
@@ -212,21 +213,21 @@ def test_balanced_flags_put_exactly_half_at_a():
 
 
 def test_embedding_cache_hits_on_the_second_run_and_is_keyed_by_model(tmp_path):
-    embedder = cs.resolve_embedder(None)
+    embedder = embeddings.resolve_embedder(None)
     assert embedder.id == "sentence-transformers/all-MiniLM-L6-v2" and embedder.revision.startswith("sha256:")
-    cache = cs.EmbeddingCache(tmp_path, embedder)
-    first, stats = cs.embed_texts(["a cat", "a dog"], embedder, cache)
+    cache = embeddings.EmbeddingCache(tmp_path, embedder)
+    first, stats = embeddings.embed_texts(["a cat", "a dog"], embedder, cache)
     assert (stats.from_cache, stats.embedded) == (0, 2)
     assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-6)
     # the same (model, revision): no model is needed at all, so a wrong path cannot matter
-    offline = cs.Embedder(embedder.id, embedder.revision, str(tmp_path / "no-model-here"))
-    second, stats = cs.embed_texts(["a dog", "a cat"], offline, cs.EmbeddingCache(tmp_path, offline))
+    offline = embeddings.Embedder(embedder.id, embedder.revision, str(tmp_path / "no-model-here"))
+    second, stats = embeddings.embed_texts(["a dog", "a cat"], offline, embeddings.EmbeddingCache(tmp_path, offline))
     assert (stats.from_cache, stats.embedded) == (2, 0)
     assert np.array_equal(second, first[::-1])
     with pytest.raises(UserError, match="cannot load embedder"):  # a miss must load the model
-        cs.embed_texts(["a bird"], offline, cs.EmbeddingCache(tmp_path, offline))
-    other = cs.Embedder(embedder.id, "sha256:another-revision", embedder.path)
-    _, stats = cs.embed_texts(["a cat"], other, cs.EmbeddingCache(tmp_path, other))
+        embeddings.embed_texts(["a bird"], offline, embeddings.EmbeddingCache(tmp_path, offline))
+    other = embeddings.Embedder(embedder.id, "sha256:another-revision", embedder.path)
+    _, stats = embeddings.embed_texts(["a cat"], other, embeddings.EmbeddingCache(tmp_path, other))
     assert (stats.from_cache, stats.embedded) == (0, 1)
 
 
@@ -349,9 +350,9 @@ def test_publish_to_the_hub_and_load_back(local_hub, tmp_path, cache_dir):
 
 def test_token_batches_bound_the_padded_tokens():
     lengths = np.array([300, 200, 10, 10, 10, 10, 10, 9, 8])
-    batches = cs.token_batches(lengths, cs.Encoding(max_texts=4, max_tokens=400))
+    batches = embeddings.token_batches(lengths, embeddings.Encoding(max_texts=4, max_tokens=400))
     assert batches == [slice(0, 1), slice(1, 3), slice(3, 7), slice(7, 9)]
-    assert cs.token_batches(np.array([900]), cs.Encoding(max_texts=4, max_tokens=400)) == [slice(0, 1)]
+    assert embeddings.token_batches(np.array([900]), embeddings.Encoding(max_texts=4, max_tokens=400)) == [slice(0, 1)]
 
 
 def test_a_split_without_pairs_is_left_out_and_no_pair_at_all_is_an_error(tmp_path, cache_dir, capsys):
