@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -23,6 +24,7 @@ logger = logging.getLogger(__name__)
 
 CARD_TEMPLATE = CARDS_DIR / "sba_classifier.md"
 EVALUATIONS_FILE = "sba_evaluations.json"
+_HUB_ID = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
 
 
 def read_model_config(folder: Path) -> dict[str, Any]:
@@ -92,9 +94,7 @@ class _DataView(dict):
 
 def _base_model(backbone: str) -> str | None:
     """A Hub id for the card's base_model; a local folder (e.g. the packaged MiniLM) is not one."""
-    if not backbone or Path(backbone).exists() or backbone.count("/") > 1:
-        return None
-    return backbone
+    return backbone if _HUB_ID.match(backbone or "") and not Path(backbone).exists() else None
 
 
 def _summary(training: dict[str, Any]) -> str:

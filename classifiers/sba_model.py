@@ -2,8 +2,15 @@
 
 The WiCkeD builder and ``python -m classifiers.sba predict`` both call :meth:`SBAClassifier.scores`.
 A classifier is any transformers sequence-classification folder or Hub id. Its config may carry
-``sba_threshold`` and ``sba_input`` (``question`` or ``question_choices``); the label named ``SBA`` is
-the positive class, and for two unnamed labels (the paper's released model) it is label 1.
+``sba_threshold``, ``sba_input`` (``question`` or ``question_choices``), ``sba_max_length`` (tokens, default
+512) and ``sba_truncation_side`` (``right``, or ``left`` to keep the options of a long question); the
+label named ``SBA`` is the positive class, and for two unnamed labels (the paper's released model) it
+is label 1. Folders written by ``python -m classifiers.sba train`` carry all of these.
+
+Inference quantises the Linear layers to int8 (dynamic quantisation) and sorts the questions by
+length so that each batch pads to nearly one length. Dynamic quantisation scales activations per
+batch, so a score can differ in the third decimal with the other questions of its batch: the same
+list of questions always gives the same scores.
 """
 
 from __future__ import annotations
