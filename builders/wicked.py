@@ -57,6 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--sba-threshold", type=float, default=None,
                        help="P(SBA) at or above which an item is copied unchanged (default: the classifier config's, else 0.5)")
     group.add_argument("--sba-batch-size", type=int, default=64)
+    group.add_argument("--sba-int8", action="store_true",
+                       help="int8 dynamic quantisation: about 2x faster on CPU, but a score may shift slightly "
+                            "with the other questions in its batch, so outputs can depend on the item subset")
     group.add_argument("--nota-position", choices=["last", "random"], default="last",
                        help="'last' follows the paper; 'random' spreads NOTA answers over all positions")
     group.add_argument("--redux-keep-all", action="store_true",
@@ -151,7 +154,7 @@ def _load_classifier(args: argparse.Namespace):
         return None
     from classifiers.sba_model import SBAClassifier
 
-    return SBAClassifier.load(args.sba_classifier, threshold=args.sba_threshold)
+    return SBAClassifier.load(args.sba_classifier, threshold=args.sba_threshold, quantize=args.sba_int8)
 
 
 # ---- statistics for the card -------------------------------------------------------------------------

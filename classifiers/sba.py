@@ -84,7 +84,8 @@ def add_label(sub) -> None:
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: the openai client's)")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
                         help="environment variable holding the API key; 'none' for a keyless local server (vLLM)")
-    parser.add_argument("--template", type=Path, default=None, help="prompt template YAML (default: templates/sba_label_v1.yaml)")
+    parser.add_argument("--template", type=Path, default=None,
+                        help="prompt template YAML (default: templates/sba_label_v1.yaml)")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--max-retries", type=int, default=6)
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
@@ -185,7 +186,8 @@ def run_train(args: argparse.Namespace) -> None:
 def add_evaluate(sub) -> None:
     parser = sub.add_parser("evaluate", help="precision, recall, F1 and confusion matrix on a labelled file")
     parser.add_argument("--model", required=True, help="model folder or Hub id")
-    parser.add_argument("--labels", type=Path, required=True, help="labelled JSON lines (e.g. the human-labelled eval split)")
+    parser.add_argument("--labels", type=Path, required=True,
+                        help="labelled JSON lines (e.g. the human-labelled eval split)")
     parser.add_argument("--threshold", type=float, help="decision threshold (default: the model config's)")
     parser.add_argument("--target-recall", type=float, default=0.989,
                         help="also choose the threshold that reaches this SBA recall and report its precision")
@@ -204,7 +206,8 @@ def run_evaluate(args: argparse.Namespace) -> None:
     classifier = SBAClassifier.load(args.model, threshold=args.threshold)
     scores = classifier.scores([(q.question, q.choices) for q in questions], batch_size=args.batch_size)
     try:
-        evaluation = evaluate_scores(args.model, args.labels.name, [q.source for q in questions],
+        shown = Path(args.model).name if Path(args.model).is_dir() else args.model  # no machine path on a card
+        evaluation = evaluate_scores(shown, args.labels.name, [q.source for q in questions],
                                      [q.is_sba for q in questions], scores, classifier.threshold, args.target_recall)
     except ValueError as error:
         raise UserError(f"{args.labels}: {error}") from None
@@ -244,7 +247,8 @@ def run_push(args: argparse.Namespace) -> None:
 
 def add_predict(sub) -> None:
     parser = sub.add_parser("predict", help="score questions with a classifier (the WiCkeD builder's inference)")
-    parser.add_argument("--model", required=True, help="model folder or Hub id (e.g. ahmedselhady/bert-base-uncased-sba-clf)")
+    parser.add_argument("--model", required=True,
+                        help="model folder or Hub id (e.g. ahmedselhady/bert-base-uncased-sba-clf)")
     parser.add_argument("--input", type=Path, required=True, help="JSON lines with question and choices")
     parser.add_argument("--output", type=Path, required=True, help="the input rows with sba_score and is_sba added")
     parser.add_argument("--threshold", type=float, help="default: the model config's")
@@ -270,7 +274,8 @@ def run_predict(args: argparse.Namespace) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m classifiers.sba", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__.split("\n\n", 1)[1])
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     for add in (add_sample, add_label, add_train, add_evaluate, add_push, add_predict):

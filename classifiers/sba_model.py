@@ -54,7 +54,7 @@ class SBAClassifier:
     max_length: int = 512
 
     @classmethod
-    def load(cls, name_or_path: str, threshold: float | None = None, quantize: bool = True,
+    def load(cls, name_or_path: str, threshold: float | None = None, quantize: bool = False,
              revision: str | None = None) -> "SBAClassifier":
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -70,7 +70,9 @@ class SBAClassifier:
             ) from None
         model.eval()
         if quantize:
-            # int8 dynamic quantisation of the Linear layers roughly halves CPU inference time.
+            # int8 dynamic quantisation of the Linear layers halves CPU inference time, but it scales
+            # activations per batch, so a score moves slightly with its batch neighbours: opt-in only,
+            # because by default an item's output must not depend on which other items are built.
             model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
         config = model.config
         tokenizer.truncation_side = getattr(config, "sba_truncation_side", "right")
@@ -129,7 +131,9 @@ def _revision(name_or_path: str, revision: str | None = None) -> str:
     if path.is_dir():
         digest = hashlib.sha256()
         for file in sorted(path.iterdir()):
-            if file.is_file() and file.suffix in (".json", ".safetensors", ".bin", ".txt"):
+            # the weights, config and tokenizer; not the evaluation reports `evaluate --record` adds
+            if (file.is_file() and file.suffix in (".json", ".safetensors", ".bin", ".txt")
+                    and file.name != "sba_evaluations.json"):
                 digest.update(file.name.encode())
                 digest.update(hashlib.sha256(file.read_bytes()).digest())
         return "sha256:" + digest.hexdigest()

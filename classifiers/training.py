@@ -240,35 +240,13 @@ def train(questions: Sequence[LabelledQuestion], backbone: str, output: Path, re
     total_steps = max(1, math.ceil(recipe.epochs * steps_per_epoch))
     if max_steps is not None:
         total_steps = min(total_steps, max_steps)
-    optimizer, scheduler = _optimizer(model, recipe, total_steps)
-    rng = np.random.default_rng(seed)
-    lengths = [len(ids) for ids in encoded]
-    step, window, losses, epoch_losses = 0, [], [], []
-    while step < total_steps:
-        epoch_sum, epoch_count = 0.0, 0
-        for batch in length_bucketed_batches(lengths, recipe.batch_size, rng):
-            if step >= total_steps:
-                break
-            padded = tokenizer.pad({"input_ids": [encoded[i] for i in batch]}, return_tensors="pt").to(device)
-            logits = model(**padded).logits
-            loss = loss_fn(logits.float(), targets[batch].to(device))
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], 1.0)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            step += 1
-            window.append(loss.item())
-            epoch_sum, epoch_count = epoch_sum + loss.item(), epoch_count + 1
-            if len(window) == log_every or step == total_steps:
-                losses.append(float(np.mean(window)))
-                logger.info("step %d/%d loss %.4f (%.0f s)", step, total_steps, losses[-1], time.time() - started)
-                window = []
-        epoch_losses.append(epoch_sum / max(1, epoch_count))
+    losses, epoch_losses = _fit(model, tokenizer, encoded, targets, loss_fn, recipe, total_steps, device, seed,
+                                log_every, started)
     output = Path(output)
     model.eval()
     info = {
-        "recipe": asdict(recipe), "backbone": describe_backbone(backbone), "seed": seed, "device": device, "steps": step,
+        "recipe": asdict(recipe), "backbone": describe_backbone(backbone), "seed": seed, "device": device,
+        "steps": total_steps,
         "trainable_parameters": trainable, "total_parameters": total, "epoch_losses": [round(x, 5) for x in epoch_losses],
         "data": {**(provenance or {}), **_data_counts(fit, calibration)},
         "software": _software(),
@@ -282,6 +260,37 @@ def train(questions: Sequence[LabelledQuestion], backbone: str, output: Path, re
     _save(model, tokenizer, output, recipe, threshold=threshold, info=info)
     logger.info("wrote %s (threshold %.4f) in %.0f s", output, threshold, info["seconds"])
     return TrainResult(output, losses, epoch_losses, threshold, calibration_report, info["seconds"], info)
+
+
+def _fit(model, tokenizer, encoded, targets, loss_fn, recipe: Recipe, total_steps: int, device: str, seed: int,
+         log_every: int, started: float) -> tuple[list[float], list[float]]:
+    """The optimisation loop: (mean loss of each logged window, mean loss of each epoch)."""
+    import torch
+
+    optimizer, scheduler = _optimizer(model, recipe, total_steps)
+    rng = np.random.default_rng(seed)
+    lengths = [len(ids) for ids in encoded]
+    trained = [p for p in model.parameters() if p.requires_grad]
+    step, window, losses, epoch_losses = 0, [], [], []
+    while step < total_steps:
+        epoch = []
+        for batch in length_bucketed_batches(lengths, recipe.batch_size, rng)[: total_steps - step]:
+            padded = tokenizer.pad({"input_ids": [encoded[i] for i in batch]}, return_tensors="pt").to(device)
+            loss = loss_fn(model(**padded).logits.float(), targets[batch].to(device))
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(trained, 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            step += 1
+            window.append(loss.item())
+            epoch.append(loss.item())
+            if len(window) == log_every or step == total_steps:
+                losses.append(float(np.mean(window)))
+                logger.info("step %d/%d loss %.4f (%.0f s)", step, total_steps, losses[-1], time.time() - started)
+                window = []
+        epoch_losses.append(float(np.mean(epoch)))
+    return losses, epoch_losses
 
 
 def describe_backbone(backbone: str) -> str:

@@ -315,6 +315,18 @@ def test_predict_and_wicked_use_the_trained_folder(trained, tmp_path):
     assert f"threshold {median}" in (out / "README.md").read_text()
 
 
+def test_a_score_does_not_depend_on_the_other_questions_in_its_batch(trained):
+    """WiCkeD output must not depend on the item subset: the default (fp32) scores are per-item."""
+    folder, _ = trained
+    classifier = SBAClassifier.load(str(folder))
+    items = [(r["question"], tuple(r["choices"])) for r in MMLU_TEST + MMLU_DEV]
+    together = classifier.scores(items, batch_size=64)
+    alone = np.array([classifier.scores([item])[0] for item in items])
+    subset_in_reverse = classifier.scores(items[1::3][::-1], batch_size=3)[::-1]
+    np.testing.assert_allclose(together, alone, atol=1e-5)
+    np.testing.assert_allclose(together[1::3], subset_in_reverse, atol=1e-5)
+
+
 def test_push_publishes_a_model_card_and_tag(trained, local_hub, tmp_path, capsys):
     folder, labels = trained
     assert sba.main(["evaluate", "--model", str(folder), "--labels", str(labels), "--record"]) == 0
@@ -330,3 +342,16 @@ def test_push_publishes_a_model_card_and_tag(trained, local_hub, tmp_path, capsy
     loaded = SBAClassifier.load(repo, revision="v1.0.0")
     assert loaded.threshold == config["sba_threshold"] and loaded.input_format == "question_choices"
     assert sba.main(["push", str(folder), "--repo", repo, "--version", "1.0.0"]) == 2  # a tag is never rewritten
+
+
+def test_a_folder_with_unnamed_labels_reads_as_the_papers_classifier(tmp_path):
+    """The paper's released classifier names no label and has no sba_* config: label 1 is SBA, threshold 0.5."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    backbone = minilm_path()
+    AutoModelForSequenceClassification.from_pretrained(backbone, num_labels=2).save_pretrained(tmp_path / "paper")
+    AutoTokenizer.from_pretrained(backbone).save_pretrained(tmp_path / "paper")
+    classifier = SBAClassifier.load(str(tmp_path / "paper"))
+    assert (classifier.sba_index, classifier.threshold, classifier.input_format, classifier.max_length) == (
+        1, 0.5, "question", 512)
+    assert classifier.revision.startswith("sha256:")
