@@ -26,7 +26,7 @@ llmock's token counts are ``len(text) // 4`` of the prompt contents joined by sp
 Use from a test module::
 
     from builders.core.llm import ChatRequest
-    from llm_server import fast_client, llm_server  # noqa: F401  (llm_server is a fixture)
+    from llm_server import fast_client  # the `llm_server` fixture comes from conftest (pytest_plugins)
 
     def test_labels(llm_server, tmp_path):
         llm_server.respond_with(lambda call: "B" if "photosynthesis" in call.user_text else "A")

@@ -24,7 +24,7 @@ from builders.core.errors import UserError, ValidationFailed
 from builders.core.record import MCQRecord
 from builders.core.validate import validate
 from fixtures import write_jsonl
-from llm_server import ScriptedError, fast_client, llm_server  # noqa: F401  (llm_server is a fixture)
+from llm_server import ScriptedError, fast_client
 
 LETTERS = "ABCDEFGHIJKL"
 

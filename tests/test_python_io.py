@@ -14,7 +14,6 @@ from pathlib import Path
 
 import datasets
 import pytest
-from llm_server import llm_server  # noqa: F401  (fixture)
 
 from builders import python_io, python_io_pairs
 from builders.core.record import MCQRecord

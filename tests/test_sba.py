@@ -22,7 +22,7 @@ from classifiers.evaluation import metrics_at, threshold_for_recall
 from classifiers.labelling import parse_label
 from classifiers.sba_model import SBAClassifier
 from fixtures import MMLU_DEV, MMLU_TEST, write_benchmark, write_jsonl
-from llm_server import llm_server, start_llmock  # noqa: F401  (llm_server is a fixture)
+from llm_server import start_llmock
 
 REPO = Path(__file__).resolve().parents[1]
 
