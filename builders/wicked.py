@@ -26,10 +26,10 @@ from builders.core.errors import UserError
 from builders.core.options import NOTA_TEXT, is_nota, position_dependent_reason
 from builders.core.record import MCQRecord
 from builders.core.rng import item_rng
+from classifiers.sba_model import BATCH_SIZE, PAPER_CLASSIFIER
 
 NAME = "wicked"
 BENCHMARK_NAMES = ["mmlu", "mmlu_pro", "mmlu_redux", "commonsense_qa", "truthful_qa", "arc_challenge"]
-PAPER_CLASSIFIER = "ahmedselhady/bert-base-uncased-sba-clf"
 SBA_SKIP = "single_best_answer"
 METADATA_FEATURES = {
     "is_sba": Value("bool"),
@@ -56,10 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "'none' treats every item as non-SBA")
     group.add_argument("--sba-threshold", type=float, default=None,
                        help="P(SBA) at or above which an item is copied unchanged (default: the classifier config's, else 0.5)")
-    group.add_argument("--sba-batch-size", type=int, default=64)
-    group.add_argument("--sba-int8", action="store_true",
-                       help="int8 dynamic quantisation: about 2x faster on CPU, but a score may shift slightly "
-                            "with the other questions in its batch, so outputs can depend on the item subset")
+    group.add_argument("--sba-batch-size", type=int, default=BATCH_SIZE, help="questions per forward pass (scores do not depend on it)")
     group.add_argument("--nota-position", choices=["last", "random"], default="last",
                        help="'last' follows the paper; 'random' spreads NOTA answers over all positions")
     group.add_argument("--redux-keep-all", action="store_true",
@@ -154,7 +151,7 @@ def _load_classifier(args: argparse.Namespace):
         return None
     from classifiers.sba_model import SBAClassifier
 
-    return SBAClassifier.load(args.sba_classifier, threshold=args.sba_threshold, quantize=args.sba_int8)
+    return SBAClassifier.load(args.sba_classifier, threshold=args.sba_threshold)
 
 
 # ---- statistics for the card -------------------------------------------------------------------------

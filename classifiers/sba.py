@@ -23,6 +23,7 @@ from typing import Sequence
 from builders.core.errors import UserError
 
 from .data import label_provenance, labelled_only, read_labelled, write_jsonl
+from .sba_model import BATCH_SIZE
 
 logger = logging.getLogger(__name__)
 
@@ -194,7 +195,7 @@ def add_evaluate(sub) -> None:
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the report as JSON too")
     parser.add_argument("--record", action="store_true",
                         help="keep the report in the model folder, so `push` puts it on the model card")
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--batch-size", type=int, default=BATCH_SIZE)
     parser.set_defaults(run=run_evaluate)
 
 
@@ -252,7 +253,7 @@ def add_predict(sub) -> None:
     parser.add_argument("--input", type=Path, required=True, help="JSON lines with question and choices")
     parser.add_argument("--output", type=Path, required=True, help="the input rows with sba_score and is_sba added")
     parser.add_argument("--threshold", type=float, help="default: the model config's")
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--batch-size", type=int, default=BATCH_SIZE)
     parser.set_defaults(run=run_predict)
 
 

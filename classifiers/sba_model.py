@@ -7,10 +7,11 @@ A classifier is any transformers sequence-classification folder or Hub id. Its c
 label named ``SBA`` is the positive class, and for two unnamed labels (the paper's released model) it
 is label 1. Folders written by ``python -m classifiers.sba train`` carry all of these.
 
-Inference quantises the Linear layers to int8 (dynamic quantisation) and sorts the questions by
-length so that each batch pads to nearly one length. Dynamic quantisation scales activations per
-batch, so a score can differ in the third decimal with the other questions of its batch: the same
-list of questions always gives the same scores.
+Inference runs every Linear layer in int8 (:class:`classifiers.int8.Int8Linear`: weights per output channel, activations
+per token) and batches only questions of exactly the same token length, so nothing is padded. Integer
+sums are exact and every remaining float operation (attention, layer norm) works within one question,
+so a question's score is bit-identical whichever other questions share its batch: WiCkeD's output does
+not depend on the item subset, order or batch size. The threshold is calibrated on these same scores.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ logger = logging.getLogger(__name__)
 
 PAPER_CLASSIFIER = "ahmedselhady/bert-base-uncased-sba-clf"
 DEFAULT_THRESHOLD = 0.5
+BATCH_SIZE = 32  # questions of one length per forward pass; scores do not depend on it
 INPUT_FORMATS = ("question", "question_choices")
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -54,10 +56,11 @@ class SBAClassifier:
     max_length: int = 512
 
     @classmethod
-    def load(cls, name_or_path: str, threshold: float | None = None, quantize: bool = False,
+    def load(cls, name_or_path: str, threshold: float | None = None,
              revision: str | None = None) -> "SBAClassifier":
-        import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        from .int8 import int8_linears
 
         try:
             tokenizer = AutoTokenizer.from_pretrained(name_or_path, revision=revision)
@@ -68,12 +71,7 @@ class SBAClassifier:
                 "--sba-classifier PATH to a local model folder (e.g. the output of `python -m classifiers.sba train`) "
                 "or --sba-classifier none to alter every item."
             ) from None
-        model.eval()
-        if quantize:
-            # int8 dynamic quantisation of the Linear layers halves CPU inference time, but it scales
-            # activations per batch, so a score moves slightly with its batch neighbours: opt-in only,
-            # because by default an item's output must not depend on which other items are built.
-            model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+        model = int8_linears(model.eval())  # see classifiers/int8.py
         config = model.config
         tokenizer.truncation_side = getattr(config, "sba_truncation_side", "right")
         input_format = getattr(config, "sba_input", "question")
@@ -94,13 +92,16 @@ class SBAClassifier:
         return self.tokenizer(texts, truncation=True, max_length=self.max_length)["input_ids"]
 
     @staticmethod
-    def length_batches(encoded: Sequence[Sequence[int]], batch_size: int) -> list[np.ndarray]:
-        """Indices sorted by length, cut into batches: neighbours pad to nearly the same length."""
-        order = np.argsort([len(ids) for ids in encoded], kind="stable")
-        return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+    def length_batches(encoded: Sequence[Sequence[int]], batch_size: int) -> list[list[int]]:
+        """Indices grouped by exact token length, cut into batches: no batch needs padding."""
+        by_length: dict[int, list[int]] = {}
+        for index, ids in enumerate(encoded):
+            by_length.setdefault(len(ids), []).append(index)
+        return [group[start:start + batch_size] for length in sorted(by_length)
+                for group in [by_length[length]] for start in range(0, len(group), batch_size)]
 
-    def scores(self, items: Sequence[tuple[str, Sequence[str]]], batch_size: int = 64) -> np.ndarray:
-        """P(SBA) for each (question, choices), batched by length to keep padding small."""
+    def scores(self, items: Sequence[tuple[str, Sequence[str]]], batch_size: int = BATCH_SIZE) -> np.ndarray:
+        """P(SBA) for each (question, choices); each score is independent of the rest of the list."""
         import torch
         from tqdm.auto import tqdm
 
@@ -109,8 +110,8 @@ class SBAClassifier:
         torch.set_num_threads(max(1, os.cpu_count() or 1))
         with torch.inference_mode():
             for batch in tqdm(self.length_batches(encoded, batch_size), desc="SBA classifier", leave=False):
-                padded = self.tokenizer.pad({"input_ids": [encoded[i] for i in batch]}, return_tensors="pt")
-                logits = self.model(**padded).logits.float()
+                input_ids = torch.tensor([encoded[i] for i in batch])
+                logits = self.model(input_ids=input_ids).logits.float()
                 result[batch] = torch.softmax(logits, dim=-1)[:, self.sba_index].numpy()
         return result
 

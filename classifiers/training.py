@@ -329,7 +329,7 @@ def _optimizer(model, recipe: Recipe, total_steps: int):
 
 def calibrate(model_dir: Path, calibration: Sequence[LabelledQuestion], target_recall: float
               ) -> tuple[float, dict[str, Any]]:
-    """Choose the threshold on held-out labels, scored by the same (quantised) inference WiCkeD uses."""
+    """Choose the threshold on held-out labels, scored by the same int8 inference WiCkeD runs."""
     classifier = SBAClassifier.load(str(model_dir))
     scores = classifier.scores([(q.question, q.choices) for q in calibration])
     truth = [q.is_sba for q in calibration]
