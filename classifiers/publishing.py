@@ -20,10 +20,11 @@ from builders.core.errors import UserError
 from builders.core.publish import Published, prepare_release, publish_folder
 from builders.core.release import CARDS_DIR, ChangelogEntry, ReleaseInfo
 
+from .sba_model import EVALUATIONS_FILE
+
 logger = logging.getLogger(__name__)
 
 CARD_TEMPLATE = CARDS_DIR / "sba_classifier.md"
-EVALUATIONS_FILE = "sba_evaluations.json"
 _HUB_ID = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
 
 

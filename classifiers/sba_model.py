@@ -16,7 +16,6 @@ not depend on the item subset, order or batch size. The threshold is calibrated 
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from dataclasses import dataclass
@@ -26,11 +25,13 @@ from typing import Sequence
 import numpy as np
 
 from builders.core.errors import UserError
+from builders.core.sources import content_revision
 
 logger = logging.getLogger(__name__)
 
 PAPER_CLASSIFIER = "ahmedselhady/bert-base-uncased-sba-clf"
 DEFAULT_THRESHOLD = 0.5
+EVALUATIONS_FILE = "sba_evaluations.json"  # written into a model folder by `evaluate --record`
 BATCH_SIZE = 32  # questions of one length per forward pass; scores do not depend on it
 INPUT_FORMATS = ("question", "question_choices")
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -130,14 +131,8 @@ def _revision(name_or_path: str, revision: str | None = None) -> str:
     """The Hub commit of a model id, or a content hash of a local folder's config and weights."""
     path = Path(name_or_path)
     if path.is_dir():
-        digest = hashlib.sha256()
-        for file in sorted(path.iterdir()):
-            # the weights, config and tokenizer; not the evaluation reports `evaluate --record` adds
-            if (file.is_file() and file.suffix in (".json", ".safetensors", ".bin", ".txt")
-                    and file.name != "sba_evaluations.json"):
-                digest.update(file.name.encode())
-                digest.update(hashlib.sha256(file.read_bytes()).digest())
-        return "sha256:" + digest.hexdigest()
+        # not the evaluation reports `evaluate --record` adds: they do not change the model
+        return content_revision(path, ignore=(EVALUATIONS_FILE,))
     try:
         from huggingface_hub import HfApi
 

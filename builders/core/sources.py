@@ -86,7 +86,7 @@ class RawSource:
 
 def read_local(path: Path, splits: tuple[str, ...], configs: tuple[str, ...] = ()) -> RawSource:
     """Read a local copy: one file per split, or one sub-folder per config when ``configs`` is set."""
-    raw = RawSource(dataset=str(path), config="local", revision=_local_revision(path))
+    raw = RawSource(dataset=str(path), config="local", revision=content_revision(path))
     if configs and path.is_dir() and any(p.is_dir() for p in path.iterdir()):
         for config_dir in sorted(p for p in path.iterdir() if p.is_dir()):
             for split, file in _split_files(config_dir, splits).items():
@@ -178,13 +178,20 @@ def _csv_value(cell: str) -> Any:
     return cell
 
 
-def _local_revision(path: Path) -> str:
-    """A content hash stands in for the Hub's commit sha of a local copy."""
+def content_revision(path: Path, ignore: tuple[str, ...] = ()) -> str:
+    """A content hash that stands in for the Hub commit sha of a local file or folder (models too).
+
+    Folders are hashed recursively (file names and contents), skipping ``.git`` and the names in ``ignore``.
+    """
     digest = hashlib.sha256()
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    root = path.parent if path.is_file() else path
+    files = [path] if path.is_file() else sorted(
+        p for p in path.rglob("*")
+        if p.is_file() and not {".git", *ignore} & set(p.relative_to(root).parts))
     for file in files:
-        digest.update(str(file.relative_to(path.parent if path.is_file() else path)).encode())
-        digest.update(hashlib.sha256(file.read_bytes()).digest())
+        digest.update(str(file.relative_to(root)).encode())
+        with open(file, "rb") as f:
+            digest.update(hashlib.file_digest(f, "sha256").digest())
     return "sha256:" + digest.hexdigest()
 
 
