@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import builtins
 import gzip
-import hashlib
 import importlib.util
 import json
 import logging
@@ -28,7 +27,7 @@ from typing import Any
 from builders.core.adapters import Benchmark
 from builders.core.errors import SourceError, UserError
 from builders.core.record import MCQRecord
-from builders.core.sandbox import Limits, Sandbox
+from builders.core.sandbox import SCRIPT_PRELUDE, Limits, Sandbox
 from builders.core.sources import RawSource, content_revision, parse_spec, read_hub, read_local
 from builders.core.steps import Exclude
 from builders.distractors.python_values import (
@@ -444,14 +443,7 @@ def call_signature(call: str) -> str:
 # Reads {program, calls, indices, seconds, max_chars} as JSON on stdin; runs the program once, then each
 # call in order in its namespace (as the original tests do), writing one JSON line per call. The program's
 # own prints go nowhere; a per-call alarm stops slow calls so that the next ones still run.
-VERIFY_SCRIPT = r"""
-import json, os, signal, sys
-_out = sys.stdout
-sys.stdout = open(os.devnull, "w")
-class _Timeout(BaseException):
-    pass
-def _alarm(signum, frame):
-    raise _Timeout()
+VERIFY_SCRIPT = SCRIPT_PRELUDE + r"""
 def _describe(error):
     if isinstance(error, _Timeout):
         return "timeout"
@@ -459,7 +451,6 @@ def _describe(error):
 def _emit(row):
     _out.write(json.dumps(row) + "\n")
     _out.flush()
-signal.signal(signal.SIGALRM, _alarm)
 job = json.loads(sys.stdin.read())
 namespace = {"__name__": "__program__"}
 try:

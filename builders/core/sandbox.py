@@ -59,6 +59,21 @@ ETC_FILES = ("/etc/ld.so.cache",)
 READ_CHUNK = 64 * KiB
 
 
+# The start of every script that runs untrusted code: the code's own prints go nowhere (results go to the
+# saved `_out`), and SIGALRM raises `_Timeout`, a BaseException that the code's `except Exception` cannot
+# swallow, so a per-call alarm (`signal.setitimer`) always stops a slow call.
+SCRIPT_PRELUDE = r"""
+import builtins, json, os, signal, sys
+_out = sys.stdout
+sys.stdout = open(os.devnull, "w")
+class _Timeout(BaseException):
+    pass
+def _alarm(signum, frame):
+    raise _Timeout()
+signal.signal(signal.SIGALRM, _alarm)
+"""
+
+
 class SandboxUnavailable(UserError):
     """No working bubblewrap sandbox on this machine; the message says how to fix it."""
 

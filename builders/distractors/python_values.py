@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from builders.core.sandbox import SCRIPT_PRELUDE
+
 logger = logging.getLogger(__name__)
 
 MAX_LITERAL_CHARS = 10_000  # longer texts are not parsed at all
@@ -195,15 +197,7 @@ def _cached_key(answer: str, max_chars: int) -> Hashable | None:
 
 # Reads a JSON list of expression texts on stdin; writes one JSON line per expression. Each expression
 # gets fresh builtins (so one cannot change what the next sees) and a wall-clock alarm.
-EVALUATE_SCRIPT = r"""
-import builtins, json, os, signal, sys
-_out = sys.stdout
-sys.stdout = open(os.devnull, "w")
-class _Timeout(BaseException):
-    pass
-def _alarm(signum, frame):
-    raise _Timeout()
-signal.signal(signal.SIGALRM, _alarm)
+EVALUATE_SCRIPT = SCRIPT_PRELUDE + r"""
 job = json.loads(sys.stdin.read())
 for index, text in enumerate(job["texts"]):
     result = {"i": index}
