@@ -124,11 +124,7 @@ def model_pools(source: OpenEndedSource, args: argparse.Namespace, items: list[O
 def _card_context(args: argparse.Namespace, collected: collect.Collected | None) -> dict:
     return {
         "choices": args.choices, "sets": args.sets, "distractors": args.distractors, "draw": args.draw,
-        "prediction_files": len(args.predictions), "generated_models": list(args.generate_with),
-        "predictions_read": collected.report.read if collected else 0,
-        "predictions_matched": collected.report.matched if collected else 0,
-        "predictions_unmatched": collected.report.unmatched if collected else 0,
-        "predictions_duplicate": collected.report.duplicates if collected else 0,
+        **collect.card_context(args, collected),
     }
 
 

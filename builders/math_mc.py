@@ -152,9 +152,7 @@ def model_pools(source: OpenEndedSource, args: argparse.Namespace, items: list[O
 def _card_context(args: argparse.Namespace, collected: collect.Collected) -> dict:
     return {
         "choices": args.choices, "sets": args.sets, "draw": args.draw, "timeout": args.equivalence_timeout,
-        "prediction_files": len(args.predictions), "generated_models": list(args.generate_with),
-        "predictions_read": collected.report.read, "predictions_matched": collected.report.matched,
-        "predictions_unmatched": collected.report.unmatched, "predictions_duplicate": collected.report.duplicates,
+        **collect.card_context(args, collected),
     }
 
 

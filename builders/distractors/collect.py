@@ -80,6 +80,14 @@ class Collected:
     generation: GenerationRun | None = None
 
 
+def card_context(args: argparse.Namespace, collected: Collected | None) -> dict:
+    """What a card says about the predictions behind the pools (all zero when none were read)."""
+    report = collected.report if collected else MatchReport()
+    return {"prediction_files": len(args.predictions), "generated_models": list(args.generate_with),
+            "predictions_read": report.read, "predictions_matched": report.matched,
+            "predictions_unmatched": report.unmatched, "predictions_duplicate": report.duplicates}
+
+
 def collect_predictions(source: OpenEndedSource, args: argparse.Namespace, items: Sequence[OpenItem],
                         doc_question: Callable[[Mapping], str | None],
                         request_for: Callable[[str], ChatRequest]) -> Collected:
