@@ -15,7 +15,6 @@ import time
 STARTED = time.perf_counter()
 
 import argparse  # noqa: E402
-import hashlib  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import resource  # noqa: E402
@@ -24,7 +23,8 @@ import sys  # noqa: E402
 import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+from harness import REPO, parquet_digest  # noqa: E402
+
 PAPER = (820, 7611)
 STAGES = ["imports", "load", "embed", "edges", "matching", "configs", "validate", "write"]
 
@@ -61,13 +61,6 @@ def run_build(argv: list[str]) -> tuple[float, dict]:
     if result.returncode != 0:
         sys.exit(f"build failed:\n{result.stderr[-3000:]}")
     return seconds, json.loads(result.stdout.strip().splitlines()[-1])
-
-
-def parquet_digest(folder: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(folder.rglob("*.parquet")):
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
 
 
 def report(runs: list[tuple[str, float, dict]], rows: int, identical: bool) -> None:

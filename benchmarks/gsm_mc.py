@@ -10,16 +10,14 @@ that the Parquet files are byte-identical.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from harness import REPO, parquet_digest, run_builder
+
 sys.path.insert(0, str(REPO))  # run as a script from anywhere
 
 
@@ -72,21 +70,9 @@ def in_process(data: Path, sets: int, choices: int, out: Path) -> None:
 
 
 def run_cli(data: Path, sets: int, choices: int, out: Path) -> tuple[float, float]:
-    start = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "builders.gsm_mc", "--source", str(data / "gsm8k"),
-                                "--predictions", str(data / "predictions" / "gsm8k_test.jsonl"), "--sets", str(sets),
-                                "--choices", str(choices), "--output", str(out), "--log-level", "WARNING"], cwd=REPO)
-    _, status, usage = os.wait4(process.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit("build failed")
-    return time.perf_counter() - start, usage.ru_maxrss / 1024
-
-
-def parquet_digest(folder: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(folder.rglob("*.parquet")):
-        digest.update(path.relative_to(folder).as_posix().encode() + path.read_bytes())
-    return digest.hexdigest()
+    return run_builder("gsm_mc", ["--source", str(data / "gsm8k"), "--predictions",
+                                  str(data / "predictions" / "gsm8k_test.jsonl"), "--sets", str(sets),
+                                  "--choices", str(choices), "--output", str(out)])
 
 
 def main() -> None:

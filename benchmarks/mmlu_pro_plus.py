@@ -27,7 +27,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from harness import REPO, parquet_digest, run_builder
+
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 # Share (%) of TPP prompts the scripted server answers in each way, by a hash of the question.
@@ -68,24 +69,6 @@ def responder(call):
         return ScriptedError(400, message="scripted refusal")
     reply = json.dumps({"option": option, "rationale": "scripted"})
     return f"```json\n{reply}\n```" if kind == "fenced" else reply
-
-
-def run_build(argv: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one build process."""
-    start = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "builders.mmlu_pro_plus", *argv, "--log-level", "WARNING"],
-                               cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
-    _, status, usage = os.wait4(process.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"build failed: {argv}")
-    return time.perf_counter() - start, usage.ru_maxrss / 1024
-
-
-def parquet_digest(folder: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(folder.rglob("*.parquet")):
-        digest.update(path.relative_to(folder).as_posix().encode() + path.read_bytes())
-    return digest.hexdigest()
 
 
 def release_rows(folder: Path) -> list[dict]:
@@ -137,7 +120,7 @@ def main() -> None:
         timings = {}
         for run in ("cold", "warm"):
             requests_before = len(server.chat_requests)
-            seconds, peak = run_build([*base, "--output", str(work / run)])
+            seconds, peak = run_builder("mmlu_pro_plus", [*base, "--output", str(work / run)])
             timings[run] = (seconds, peak, len(server.chat_requests) - requests_before)
         identical = parquet_digest(work / "cold") == parquet_digest(work / "warm")
         rows = release_rows(work / "cold")

@@ -11,7 +11,6 @@ The target is under 2 minutes on a 2-core machine.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import logging
 import os
 import resource
@@ -20,7 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from harness import REPO, parquet_digest
+
 sys.path.insert(0, str(REPO))
 
 from builders import perturbations  # noqa: E402
@@ -61,13 +61,6 @@ def timed_build(source_dir: Path, output: Path) -> tuple[Stages, int, int, int]:
     stages.run("write release (Parquet, card, task folders)", lambda: write_release(build, report, output, ReleaseInfo()))
     records = sum(len(r) for _, _, r in build.records())
     return stages, sum(source.rows_in.values()), len(build.configs), records
-
-
-def parquet_digest(folder: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(folder.rglob("*.parquet")):
-        digest.update(path.relative_to(folder).as_posix().encode() + path.read_bytes())
-    return digest.hexdigest()
 
 
 def folder_mib(folder: Path) -> float:

