@@ -56,7 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "'none' treats every item as non-SBA")
     group.add_argument("--sba-threshold", type=float, default=None,
                        help="P(SBA) at or above which an item is copied unchanged (default: the classifier config's, else 0.5)")
-    group.add_argument("--sba-batch-size", type=int, default=BATCH_SIZE, help="questions per forward pass (scores do not depend on it)")
+    group.add_argument("--sba-batch-size", type=int, default=BATCH_SIZE,
+                       help="questions per classifier forward pass (scores do not depend on it)")
     group.add_argument("--nota-position", choices=["last", "random"], default="last",
                        help="'last' follows the paper; 'random' spreads NOTA answers over all positions")
     group.add_argument("--redux-keep-all", action="store_true",

@@ -7,11 +7,12 @@ A classifier is any transformers sequence-classification folder or Hub id. Its c
 label named ``SBA`` is the positive class, and for two unnamed labels (the paper's released model) it
 is label 1. Folders written by ``python -m classifiers.sba train`` carry all of these.
 
-Inference runs every Linear layer in int8 (:class:`classifiers.int8.Int8Linear`: weights per output channel, activations
-per token) and batches only questions of exactly the same token length, so nothing is padded. Integer
-sums are exact and every remaining float operation (attention, layer norm) works within one question,
-so a question's score is bit-identical whichever other questions share its batch: WiCkeD's output does
-not depend on the item subset, order or batch size. The threshold is calibrated on these same scores.
+Inference runs every Linear layer in int8 (:class:`classifiers.int8.Int8Linear`: weights per output
+channel, activations per token) and batches only questions of exactly the same token length, so nothing
+is padded. Integer sums are exact and every remaining float operation (attention, layer norm) works
+within one question, so a question's score is bit-identical whichever other questions share its batch:
+WiCkeD's output does not depend on the item subset, order or batch size. Training calibrates the
+threshold on these same scores.
 """
 
 from __future__ import annotations
@@ -98,8 +99,11 @@ class SBAClassifier:
         by_length: dict[int, list[int]] = {}
         for index, ids in enumerate(encoded):
             by_length.setdefault(len(ids), []).append(index)
-        return [group[start:start + batch_size] for length in sorted(by_length)
-                for group in [by_length[length]] for start in range(0, len(group), batch_size)]
+        batches = []
+        for length in sorted(by_length):
+            group = by_length[length]
+            batches.extend(group[start:start + batch_size] for start in range(0, len(group), batch_size))
+        return batches
 
     def scores(self, items: Sequence[tuple[str, Sequence[str]]], batch_size: int = BATCH_SIZE) -> np.ndarray:
         """P(SBA) for each (question, choices); each score is independent of the rest of the list."""
