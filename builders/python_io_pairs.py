@@ -27,7 +27,7 @@ from typing import Any
 from builders.core.adapters import Benchmark
 from builders.core.errors import SourceError, UserError
 from builders.core.record import MCQRecord
-from builders.core.sandbox import SCRIPT_PRELUDE, Limits, Sandbox
+from builders.core.sandbox import SCRIPT_PRELUDE, Limits, Sandbox, json_rows
 from builders.core.sources import RawSource, content_revision, parse_spec, read_hub, read_local
 from builders.core.steps import Exclude
 from builders.distractors.python_values import (
@@ -561,13 +561,7 @@ def _judge_run(batch: list[Pair], run, max_chars: int, verified: dict, rejected:
 
 def _verify_lines(stdout: str, expected: int) -> tuple[dict[int, dict], str | None]:
     lines: dict[int, dict] = {}
-    for line in stdout.splitlines():
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(row, dict):
-            continue
+    for row in json_rows(stdout):
         if "program_error" in row and not lines:
             return {}, str(row["program_error"])
         if isinstance(row.get("i"), int) and 0 <= row["i"] < expected:

@@ -16,10 +16,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import sys
 from pathlib import Path
 from typing import Sequence
 
+from builders.core.cli import exit_code
 from builders.core.errors import UserError
 
 from .data import label_provenance, labelled_only, read_labelled, write_jsonl
@@ -288,15 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        args.run(args)
-    except UserError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    return 0
+    return exit_code(lambda: args.run(args))
 
 
 if __name__ == "__main__":

@@ -613,7 +613,7 @@ class LocalHub:
 
     def _validate_yaml(self, request: Request, params: dict[str, str]) -> Response:
         content = (request.json() or {}).get("content") or ""
-        error = _front_matter_error(content)
+        error = _parse_front_matter(content)[1]
         if error:
             return json_response({"errors": [{"message": error}], "warnings": []}, status=400)
         return json_response({"errors": [], "warnings": []})
@@ -691,7 +691,7 @@ class LocalHub:
         if repo.repo_type == "model":
             info["modelId"] = repo.repo_id
         readme = commit.files.get("README.md")
-        card_data = _front_matter(readme.data.decode("utf-8", "replace")) if readme else None
+        card_data = _parse_front_matter(readme.data.decode("utf-8", "replace"))[0] if readme else None
         if card_data:
             info["cardData"] = card_data
         return info
@@ -1083,39 +1083,20 @@ def _ranged_response(data: bytes, range_header: str | None, headers: dict[str, s
     return Response(206, data[start : end + 1], {**headers, "Content-Range": f"bytes {start}-{end}/{total}"})
 
 
-def _front_matter_text(readme: str) -> str | None:
+def _parse_front_matter(readme: str) -> tuple[dict[str, Any] | None, str | None]:
+    """(YAML metadata of a README, why it is invalid). Checked only when PyYAML happens to be importable:
+    the server itself stays stdlib-only, and cardData is optional."""
     match = re.match(r"---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(\r?\n|$)", readme, re.DOTALL)
-    return match.group(1) if match else None
-
-
-def _front_matter(readme: str) -> dict[str, Any] | None:
-    """YAML metadata of a README, when PyYAML happens to be importable (cardData is optional)."""
-    text = _front_matter_text(readme)
-    try:
-        import yaml  # optional: the server itself stays stdlib-only
-    except ImportError:
-        return None
-    if text is None:
-        return None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _front_matter_error(readme: str) -> str | None:
-    text = _front_matter_text(readme)
     try:
         import yaml
     except ImportError:
-        return None
-    if text is None:
-        return None
+        return None, None
+    if match is None:
+        return None, None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.safe_load(match.group(1))
     except yaml.YAMLError as err:
-        return f"Invalid YAML in README.md metadata: {err}"
+        return None, f"Invalid YAML in README.md metadata: {err}"
     if data is not None and not isinstance(data, dict):
-        return "README.md metadata must be a YAML mapping"
-    return None
+        return None, "README.md metadata must be a YAML mapping"
+    return data, None

@@ -154,8 +154,9 @@ def mmlu_redux_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
     return record.with_metadata(error_type=error_type)
 
 
-def commonsense_qa_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
-    row_id = f"{ctx.benchmark}/{_text(row, 'id', ctx.default_id)}"
+def _labelled_choices(row: dict[str, Any], row_id: str) -> tuple[list[str], list[str], int]:
+    """(labels, texts, gold index) of a `choices: {label, text}` + `answerKey` row (CommonsenseQA, ARC):
+    the gold is found among the labels, never among the texts."""
     choices = _get(row, "choices", row_id)
     if not isinstance(choices, Mapping):
         raise MalformedRow(row_id, "choices", f"expected {{label, text}}, got {type(choices).__name__}")
@@ -163,7 +164,12 @@ def commonsense_qa_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
     texts = _string_list(choices.get("text"), "choices.text", row_id)
     if len(labels) != len(texts):
         raise MalformedRow(row_id, "choices", f"{len(labels)} labels for {len(texts)} texts")
-    answer = _label_index(_get(row, "answerKey", row_id), labels, "answerKey", row_id)
+    return labels, texts, _label_index(_get(row, "answerKey", row_id), labels, "answerKey", row_id)
+
+
+def commonsense_qa_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
+    row_id = f"{ctx.benchmark}/{_text(row, 'id', ctx.default_id)}"
+    _, texts, answer = _labelled_choices(row, row_id)
     return ctx.record(
         row_id, _text(row, "question", row_id), texts, answer,
         metadata={"question_concept": row.get("question_concept")},
@@ -171,16 +177,9 @@ def commonsense_qa_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
 
 
 def arc_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
-    """ARC labels are "A"-"E" or "1"-"5": the gold is found among the labels, never among the texts."""
+    """ARC labels are "A"-"E" or "1"-"5" (kept in the metadata)."""
     row_id = f"{ctx.benchmark}/{_text(row, 'id', ctx.default_id)}"
-    choices = _get(row, "choices", row_id)
-    if not isinstance(choices, Mapping):
-        raise MalformedRow(row_id, "choices", f"expected {{text, label}}, got {type(choices).__name__}")
-    labels = _string_list(choices.get("label"), "choices.label", row_id)
-    texts = _string_list(choices.get("text"), "choices.text", row_id)
-    if len(labels) != len(texts):
-        raise MalformedRow(row_id, "choices", f"{len(labels)} labels for {len(texts)} texts")
-    answer = _label_index(_get(row, "answerKey", row_id), labels, "answerKey", row_id)
+    labels, texts, answer = _labelled_choices(row, row_id)
     return ctx.record(row_id, _text(row, "question", row_id), texts, answer, metadata={"labels": list(labels)})
 
 

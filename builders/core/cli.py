@@ -80,8 +80,9 @@ def main(
     source_options: Callable[[argparse.Namespace], dict] = lambda args: {},
     load_source: Callable[[argparse.Namespace], LoadedSource] | None = None,
 ) -> int:
-    """Run one builder end to end. User errors print one line and exit 2, with no traceback."""
-    try:
+    """Run one builder end to end."""
+
+    def run() -> None:
         args = parse_args(parser, argv)
         logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         if not args.output and not args.push:
@@ -94,6 +95,14 @@ def main(
             source = load_benchmark(args.benchmark, args.source, seed=args.seed, strict=args.strict,
                                     options=source_options(args))
         release_build(build(source, args), args)
+
+    return exit_code(run)
+
+
+def exit_code(command: Callable[[], None]) -> int:
+    """Run a command-line action: user errors print one line and exit 2, with no traceback."""
+    try:
+        command()
     except UserError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -20,6 +20,7 @@ limit); only for machines where bubblewrap cannot run and the user accepted the 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import selectors
@@ -243,6 +244,18 @@ def _root_mounts() -> tuple[str, ...]:
             args += ["--perms", "0755", "--dir", str(parent)]
         args += ["--ro-bind", path, path]
     return tuple(args)
+
+
+def json_rows(stdout: str) -> Iterator[dict]:
+    """The JSON objects a sandboxed script wrote one per line; any other line is skipped, since the
+    untrusted code may have written to the saved stdout too."""
+    for line in stdout.splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict):
+            yield row
 
 
 def build_call_script(program: str, call: str) -> str:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from builders.core.sandbox import SCRIPT_PRELUDE
+from builders.core.sandbox import SCRIPT_PRELUDE, json_rows
 
 logger = logging.getLogger(__name__)
 
@@ -248,12 +248,8 @@ def evaluate_expressions(sandbox, texts: Sequence[str], max_chars: int = DEFAULT
 def _result_lines(stdout: str, expected: int) -> dict[int, dict]:
     """Result lines by index; anything else the program wrote is ignored."""
     lines: dict[int, dict] = {}
-    for line in stdout.splitlines():
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(row, dict) and isinstance(row.get("i"), int) and 0 <= row["i"] < expected:
+    for row in json_rows(stdout):
+        if isinstance(row.get("i"), int) and 0 <= row["i"] < expected:
             lines.setdefault(row["i"], row)
     return lines
 
