@@ -32,7 +32,7 @@ STAGES = ["imports", "load", "embed", "edges", "matching", "configs", "validate"
 def child(argv: list[str]) -> None:
     """One build, stage by stage, as ``python -m builders.contrast_sets`` runs it; prints one JSON line."""
     sys.path.insert(0, str(REPO))
-    from builders import contrast_sets as cs
+    from builders.contrast_sets import builder as cs
     from builders.core import cli
     from builders.core.adapters import load_benchmark
     from builders.core.release import write_release

@@ -33,13 +33,13 @@ class Stages:
 
 
 def in_process(data: Path, sets: int, choices: int, out: Path) -> None:
-    from builders import gsm_mc
+    from builders.gsm_mc import builder as gsm_mc
     from builders.core import cli
     from builders.core.release import write_release
     from builders.core.validate import validate
-    from builders.distractors import collect, mc
-    from builders.distractors.gsm8k import NumericEquivalence, extract_answer_text
-    from builders.distractors.pool import respell
+    from builders.from_predictions import collect, sets as mc
+    from builders.gsm_mc.answers import NumericEquivalence, extract_answer_text
+    from builders.from_predictions.pools import respell
 
     parser = cli.builder_parser("gsm_mc", "", ["gsm8k"], "gsm8k")
     gsm_mc.add_arguments(parser)

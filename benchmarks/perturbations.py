@@ -23,7 +23,7 @@ from harness import REPO, parquet_digest
 
 sys.path.insert(0, str(REPO))
 
-from builders import perturbations  # noqa: E402
+from builders.perturbations import builder as perturbations  # noqa: E402
 from builders.core import cli  # noqa: E402
 from builders.core.adapters import load_benchmark  # noqa: E402
 from builders.core.release import ReleaseInfo, write_release  # noqa: E402

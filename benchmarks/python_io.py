@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from builders import python_io, python_io_pairs
+from builders.python_io import builder as python_io, problems as python_io_pairs
 from builders.core.sandbox import Sandbox
 
 

@@ -12,7 +12,7 @@ import datasets
 import numpy as np
 import pytest
 
-from builders import contrast_sets as cs
+from builders.contrast_sets import builder as cs
 from builders.core import embeddings
 from builders.core.adapters import load_benchmark
 from builders.core.errors import UserError

@@ -10,13 +10,15 @@ import numpy as np
 import pytest
 
 from builders.core.errors import UserError
-from builders.distractors import gsm8k, math_answers
-from builders.distractors.generate import EndpointSettings, generate_predictions, write_predictions
-from builders.distractors.math_answers import MathEquivalence
-from builders.distractors.pool import Candidate, build_pool, pool_report, pool_rows, respell, summarize_pools
-from builders.distractors.predictions import match_predictions, read_predictions
-from builders.distractors.prompts import GSM8K_EXEMPLARS, MATH_EXEMPLARS, gsm8k_request, math_request
-from builders.distractors.workers import HardTimeoutPool, WorkerPoolError
+from builders.gsm_mc import answers as gsm8k
+from builders.math_mc import answers as math_answers
+from builders.from_predictions.generate import EndpointSettings, generate_predictions, write_predictions
+from builders.math_mc.answers import MathEquivalence
+from builders.from_predictions.pools import Candidate, build_pool, pool_report, pool_rows, respell, summarize_pools
+from builders.from_predictions.predictions import match_predictions, read_predictions
+from builders.gsm_mc.prompts import GSM8K_EXEMPLARS, gsm8k_request
+from builders.math_mc.prompts import MATH_EXEMPLARS, math_request
+from builders.core.workers import HardTimeoutPool, WorkerPoolError
 
 
 class Numbers:

@@ -10,7 +10,7 @@ from pathlib import Path
 import datasets
 import pytest
 
-from builders import gsm_mc
+from builders.gsm_mc import builder as gsm_mc
 from builders.core import cli
 from builders.core.errors import ValidationFailed
 from builders.core.validate import validate

@@ -9,7 +9,7 @@ from pathlib import Path
 import datasets
 import pytest
 
-from builders import math_mc
+from builders.math_mc import builder as math_mc
 from builders.core import cli
 from builders.core.errors import ValidationFailed
 from builders.core.validate import validate

@@ -15,7 +15,9 @@ import datasets
 import pytest
 from scipy.stats import kendalltau
 
-from builders import metrics, perturbations
+import builders.metrics as metrics_cli
+from builders.metrics import ranking as metrics
+from builders.perturbations import builder as perturbations
 from builders.core.predictions import PredictionError, read_predictions, resolve_prediction
 from fixtures import write_jsonl
 
@@ -223,7 +225,7 @@ def write_hand_logs(root: Path) -> tuple[Path, Path]:
 def test_cli_ranking_from_lm_eval_logs(tmp_path, capsys):
     original, perturbed = write_hand_logs(tmp_path / "logs")
     out = tmp_path / "out"
-    assert metrics.main(["ranking", "--original", str(original), "--perturbed", str(perturbed), "--output", str(out),
+    assert metrics_cli.main(["ranking", "--original", str(original), "--perturbed", str(perturbed), "--output", str(out),
                          "--perturbed-name", "shuffle"]) == 0
     assert (out / "ranking.csv").read_text() == EXPECTED_CSV
     printed = capsys.readouterr().out
@@ -257,7 +259,7 @@ def test_cli_ranking_from_jsonl_with_the_dataset_gold(tmp_path):
             lines.append({"model": "by_text", "id": item_id, "pred": row["choices"].index(f"{item_id.split('/')[-1]}a")})
         files[name] = write_jsonl(tmp_path / f"{name}.jsonl", lines)
     out = tmp_path / "out"
-    assert metrics.main(["ranking", "--original", str(files["original"]), "--perturbed", str(files[config]),
+    assert metrics_cli.main(["ranking", "--original", str(files["original"]), "--perturbed", str(files[config]),
                          "--dataset", str(release), "--perturbed-config", config, "--output", str(out)]) == 0
     result = json.loads((out / "ranking.json").read_text())
     accuracy = {m["model"]: (m["accuracy_before"], m["accuracy_after"]) for m in result["models"]}
@@ -270,28 +272,22 @@ def test_cli_ranking_from_jsonl_with_the_dataset_gold(tmp_path):
 
 def test_cli_errors(tmp_path, capsys):
     path = write_jsonl(tmp_path / "p.jsonl", [{"model": "m", "id": "q1", "pred": 1}])
-    assert metrics.main(["ranking", "--original", str(path), "--perturbed", str(path), "--output", str(tmp_path / "o")]) == 2
+    assert metrics_cli.main(["ranking", "--original", str(path), "--perturbed", str(path), "--output", str(tmp_path / "o")]) == 2
     assert "plain JSONL predictions need --dataset" in capsys.readouterr().err
     original, perturbed = write_hand_logs(tmp_path / "logs")
     (perturbed / "delta").rename(perturbed.parent / "elsewhere")
-    assert metrics.main(["ranking", "--original", str(original), "--perturbed", str(perturbed), "--output", str(tmp_path / "o")]) == 2
+    assert metrics_cli.main(["ranking", "--original", str(original), "--perturbed", str(perturbed), "--output", str(tmp_path / "o")]) == 2
     assert "different models: only original ['delta']" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        metrics.main(["no-such-subcommand"])
+        metrics_cli.main(["no-such-subcommand"])
 
 
-def test_subcommands_are_a_registry(monkeypatch, capsys):
-    assert "ranking" in metrics.SUBCOMMANDS
-    with pytest.raises(ValueError, match="registered twice"):
-        metrics.register(metrics.SUBCOMMANDS["ranking"])
-    seen = []
-    command = metrics.Subcommand("echo-test", "a test subcommand", lambda p: p.add_argument("--word"),
-                                 lambda args: seen.append(args.word) or 0)
-    monkeypatch.setitem(metrics.SUBCOMMANDS, command.name, command)
-    assert metrics.main(["echo-test", "--word", "hi"]) == 0 and seen == ["hi"]
+def test_subcommands_are_a_plain_table(capsys):
+    assert set(metrics_cli.SUBCOMMANDS) == {"ranking", "mmlu-pro-plus"}
     with pytest.raises(SystemExit):
-        metrics.main(["--help"])
-    assert "echo-test" in capsys.readouterr().out and "ranking" in metrics.parser().format_help()
+        metrics_cli.main(["--help"])
+    out = capsys.readouterr().out
+    assert "ranking" in out and "mmlu-pro-plus" in out
 
 
 def test_module_command_line_lists_the_subcommands():

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from builders import metrics, metrics_mmlu_pro_plus as mm
+import builders.metrics as metrics
+from builders.mmlu_pro_plus import metrics as mm
 from builders.core.errors import UserError
 from builders.core.predictions import Prediction
 from fixtures import write_jsonl
@@ -117,7 +118,7 @@ def test_lm_eval_logs_join_on_question_id_and_record_id(tmp_path):
 
 
 def test_command_on_a_built_release(tmp_path, capsys):
-    from builders import mmlu_pro_plus
+    from builders.mmlu_pro_plus import builder as mmlu_pro_plus
     from test_mmlu_pro_plus import source_rows
 
     source = write_jsonl(tmp_path / "src" / "test.jsonl", source_rows()).parent

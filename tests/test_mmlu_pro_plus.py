@@ -17,7 +17,7 @@ from pathlib import Path
 import datasets
 import pytest
 
-from builders import mmlu_pro_plus as mpp
+from builders.mmlu_pro_plus import builder as mpp
 from builders.core import cli
 from builders.core.adapters import load_benchmark
 from builders.core.errors import UserError, ValidationFailed

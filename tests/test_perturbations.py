@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 import yaml
 
-from builders import perturbation_prompts as prompts
-from builders import perturbations
+from builders.perturbations import prompts
+from builders.perturbations import builder as perturbations
 from builders.core import cli
 from builders.core.adapters import LETTERS, load_benchmark
 from builders.core.errors import ValidationFailed

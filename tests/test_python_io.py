@@ -15,11 +15,11 @@ from pathlib import Path
 import datasets
 import pytest
 
-from builders import python_io, python_io_pairs
+from builders.python_io import builder as python_io, problems as python_io_pairs
 from builders.core.record import MCQRecord
 from builders.core.sandbox import Limits, Sandbox, find_bwrap
-from builders.distractors import mc
-from builders.distractors.python_values import (
+from builders.from_predictions import sets as mc
+from builders.python_io.values import (
     MAX_LITERAL_DEPTH,
     NotALiteral,
     PythonValueEquivalence,

@@ -22,11 +22,11 @@ from builders.core import cli
 from builders.core.adapters import RowContext
 from builders.core.build import Build
 from builders.core.steps import Exclude, ExclusionLog
-from builders.distractors import collect, mc
-from builders.distractors.math_answers import MathEquivalence, answer_key, boxed_contents, display_form, extract_answer
-from builders.distractors.pool import Pool, pool_report
-from builders.distractors.prompts import math_request
-from builders.distractors.sources import (
+from builders.from_predictions import collect, sets as mc
+from builders.math_mc.answers import MathEquivalence, answer_key, boxed_contents, display_form, extract_answer
+from builders.from_predictions.pools import Pool, pool_report
+from builders.math_mc.prompts import math_request
+from builders.from_predictions.sources import (
     MATH_SUBJECTS, OpenEndedSource, OpenItem, load_open_ended, open_benchmark, text_field,
 )
 
@@ -186,6 +186,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_arguments(parser)
     return cli.main(parser, build, argv, load_source=load_source)
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

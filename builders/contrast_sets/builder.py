@@ -748,6 +748,3 @@ def make_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     return cli.main(make_parser(), build, argv)
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

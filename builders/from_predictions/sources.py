@@ -55,7 +55,7 @@ ItemReader = Callable[[dict[str, Any], RowContext], OpenItem]
 
 
 def _not_multiple_choice(row: dict[str, Any], ctx: RowContext):
-    raise TypeError(f"{ctx.benchmark} is open-ended: read it with builders.distractors.sources.load_open_ended")
+    raise TypeError(f"{ctx.benchmark} is open-ended: read it with builders.from_predictions.sources.load_open_ended")
 
 
 def open_benchmark(name: str, hub_id: str, config: str | None, splits: tuple[str, ...], license: str,

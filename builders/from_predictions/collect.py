@@ -13,7 +13,7 @@ from builders.core.errors import UserError
 from builders.core.llm import ChatRequest
 
 from .generate import EndpointSettings, GenerationRun, generate_predictions, write_predictions
-from .pool import Equivalence, Pool, build_pool, comparison_group
+from .pools import Equivalence, Pool, build_pool, comparison_group
 from .predictions import MatchReport, Prediction, match_predictions, read_predictions
 from .sources import OpenEndedSource, OpenItem
 

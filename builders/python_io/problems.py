@@ -30,7 +30,7 @@ from builders.core.record import MCQRecord
 from builders.core.sandbox import SCRIPT_PRELUDE, Limits, Sandbox, json_rows
 from builders.core.sources import RawSource, content_revision, parse_spec, read_hub, read_local
 from builders.core.steps import Exclude
-from builders.distractors.python_values import (
+from builders.python_io.values import (
     DEFAULT_MAX_OUTPUT_CHARS,
     NotALiteral,
     format_value,

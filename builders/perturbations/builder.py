@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 from datasets import Value
 
-from builders import perturbation_prompts as prompts
+from builders.perturbations import prompts
 from builders.core import cli
 from builders.core.adapters import BENCHMARKS, LETTERS, LoadedSource
 from builders.core.build import Build, Check
@@ -41,7 +41,7 @@ logger = logging.getLogger(__name__)
 
 NAME = "perturbations"
 BENCHMARK_NAMES = [name for name, benchmark in BENCHMARKS.items() if benchmark.fewshot_split]
-TRIVIAL_FILE = Path(__file__).resolve().parent / "data" / "trivial_fewshot.jsonl"
+TRIVIAL_FILE = Path(__file__).resolve().parent / "trivial_fewshot.jsonl"
 TASKS_DIR = "lm_eval"
 
 # The paper's two symbol sets; options beyond the fourth take the extension, in order. The common
@@ -687,6 +687,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_arguments(parser)
     return cli.main(parser, build, argv)
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

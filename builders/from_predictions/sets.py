@@ -20,7 +20,7 @@ from builders.core.record import MCQRecord, list_of
 from builders.core.rng import item_rng
 from builders.core.steps import Exclude, ExclusionLog
 
-from .pool import Candidate, Pool, PoolSummary, distractor_models, summarize_pools
+from .pools import Candidate, Pool, PoolSummary, distractor_models, summarize_pools
 from .sources import OpenItem
 
 GOLD, POOL, RANDOM = "gold", "pool", "random"

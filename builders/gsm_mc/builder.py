@@ -21,14 +21,14 @@ from builders.core import cli
 from builders.core.build import Build
 from builders.core.adapters import RowContext
 from builders.core.steps import Exclude
-from builders.distractors import collect, mc
-from builders.distractors.gsm8k import (
+from builders.from_predictions import collect, sets as mc
+from builders.gsm_mc.answers import (
     NUMBER, NumericEquivalence, extract_answer_text, gold_answer, normalize_number, parse_number,
     random_distractors, random_offsets,
 )
-from builders.distractors.pool import Pool, pool_report, respell
-from builders.distractors.prompts import gsm8k_request
-from builders.distractors.sources import OpenEndedSource, OpenItem, load_open_ended, open_benchmark, text_field
+from builders.from_predictions.pools import Pool, pool_report, respell
+from builders.gsm_mc.prompts import gsm8k_request
+from builders.from_predictions.sources import OpenEndedSource, OpenItem, load_open_ended, open_benchmark, text_field
 
 logger = logging.getLogger(__name__)
 
@@ -133,6 +133,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_arguments(parser)
     return cli.main(parser, build, argv, load_source=load_source)
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,6 +1,6 @@
-"""Metrics over model predictions: python -m builders.metrics SUBCOMMAND [options].
+"""Leaderboard sensitivity: ``python -m builders.metrics ranking`` [options].
 
-``ranking`` compares a leaderboard on an original and a perturbed config (Alzahrani et al., 2024):
+It compares a leaderboard on an original and a perturbed config (Alzahrani et al., 2024):
 per-model accuracy, ΔAcc, RStd (the standard deviation of the recall per gold position, Zheng et al.,
 2024) and ΔRStd, each model's rank before and after, Kendall's k_τ = 1 − 2·discordant/(n(n−1)/2), how
 many models moved and the largest move; as Markdown, CSV, JSON and a PNG slope chart.
@@ -9,22 +9,16 @@ many models moved and the largest move; as Markdown, CSV, JSON and a PNG slope c
 
 Predictions are lm-eval sample logs or JSONL ``{model, id, pred}`` (see :mod:`builders.core.predictions`);
 plain JSONL needs ``--dataset`` for the gold answers.
-
-Adding a subcommand: write ``add_arguments(parser)`` and ``run(args) -> int`` and register them with
-``register(Subcommand("name", "one-line help", add_arguments, run))``, here or in a module listed in
-``SUBCOMMAND_MODULES`` (imported before the parser is built).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import importlib
 import io
 import json
 import logging
 import math
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -34,29 +28,6 @@ from builders.core.errors import UserError
 from builders.core.predictions import SCORES, Prediction, read_predictions, resolve_prediction
 
 logger = logging.getLogger(__name__)
-
-
-# ---- the subcommand registry ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Subcommand:
-    name: str
-    help: str
-    add_arguments: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int]
-
-
-SUBCOMMANDS: dict[str, Subcommand] = {}
-# Modules that register further subcommands when imported (e.g. "builders.metrics_mmlu_pro_plus").
-SUBCOMMAND_MODULES: tuple[str, ...] = ("builders.metrics_mmlu_pro_plus",)
-
-
-def register(command: Subcommand) -> Subcommand:
-    if command.name in SUBCOMMANDS:
-        raise ValueError(f"metrics subcommand {command.name!r} is registered twice")
-    SUBCOMMANDS[command.name] = command
-    return command
 
 
 # ---- accuracy, RStd, ranks and k_τ ---------------------------------------------------------------------
@@ -361,7 +332,7 @@ def write_outputs(ranking: Ranking, out_dir: Path) -> dict[str, Path]:
 # ---- the `ranking` subcommand ----------------------------------------------------------------------------
 
 
-def add_ranking_arguments(parser: argparse.ArgumentParser) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--original", nargs="+", required=True, metavar="PATH",
                         help="predictions on the original config: lm-eval samples_*.jsonl logs or --output_path "
                              "folders, or JSONL {model, id, pred}")
@@ -381,7 +352,7 @@ def add_ranking_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--perturbed-name", default=None, help="label of the perturbed side (default: its config)")
 
 
-def run_ranking(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     if args.dataset and not args.perturbed_config:
         raise UserError("--dataset needs --perturbed-config (the config the perturbed predictions are on)")
     sides = []
@@ -395,49 +366,3 @@ def run_ranking(args: argparse.Namespace) -> int:
     print(to_markdown(ranking))
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0
-
-
-register(Subcommand("ranking", "leaderboard sensitivity: accuracy, RStd, ranks and k_τ, original vs perturbed",
-                    add_ranking_arguments, run_ranking))
-
-
-# ---- the command line ------------------------------------------------------------------------------------
-
-
-def load_subcommand_modules() -> None:
-    for module in SUBCOMMAND_MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as error:
-            if error.name != module:
-                raise
-            logger.debug("metrics subcommand module %s is not there", module)
-
-
-def parser() -> argparse.ArgumentParser:
-    load_subcommand_modules()
-    top = argparse.ArgumentParser(prog="python -m builders.metrics", description=__doc__.split("\n\n")[0])
-    top.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    commands = top.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
-    for command in SUBCOMMANDS.values():
-        sub = commands.add_parser(command.name, help=command.help, description=command.help,
-                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-        command.add_arguments(sub)
-    return top
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        return SUBCOMMANDS[args.command].run(args)
-    except UserError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    # Run the importable module, not this __main__ copy: subcommand modules register into builders.metrics.
-    from builders.metrics import main as _main
-
-    raise SystemExit(_main())

@@ -154,7 +154,7 @@ def canonical_text(text: str, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
 
 @dataclass(frozen=True)
 class PythonValueEquivalence:
-    """The pool's :class:`~builders.distractors.pool.Equivalence` for PythonIO.
+    """The pool's :class:`~builders.from_predictions.pools.Equivalence` for PythonIO.
 
     ``spellings`` maps answer texts to their canonical text (or None), as :func:`normalize_predictions`
     made them, sandboxed evaluations included; any other text is parsed as a bounded literal. So a key

@@ -1,0 +1,5 @@
+"""MATH-MC: MATH as multiple choice, with real models' wrong answers as distractors."""
+
+from .builder import main
+
+__all__ = ["main"]
