@@ -40,7 +40,7 @@ sys.path.insert(0, str(REPO))  # run as a script from anywhere
 
 from builders.from_predictions.collect import make_pools
 from builders.math_mc.answers import MathEquivalence, answer_key, boxed_contents, display_form
-from builders.from_predictions.sources import OpenItem
+from builders.core.record import OpenItem
 
 HOSTILE = [r"2^{2^{40}}", r"10^{10^{10}}", r"9^{9^{9^{9}}}"]
 _INT = re.compile(r"^-?\d+$")

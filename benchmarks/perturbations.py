@@ -23,19 +23,18 @@ from harness import REPO, parquet_digest
 
 sys.path.insert(0, str(REPO))
 
-from builders.perturbations import builder as perturbations  # noqa: E402
+from builders import perturbations  # noqa: E402
 from builders.core import cli  # noqa: E402
-from builders.core.adapters import load_benchmark  # noqa: E402
+from builders.core.benchmarks import BENCHMARKS  # noqa: E402
 from builders.core.release import ReleaseInfo, write_release  # noqa: E402
+from builders.core.sources import load_source  # noqa: E402
 from builders.core.validate import validate  # noqa: E402
 
 TARGET_SECONDS = 120
 
 
 def builder_args(output: Path) -> argparse.Namespace:
-    parser = cli.builder_parser("perturbations", "", perturbations.BENCHMARK_NAMES, "mmlu")
-    perturbations.add_arguments(parser)
-    return parser.parse_args(["--output", str(output)])
+    return cli.builder_parser(perturbations.BUILDER).parse_args(["--output", str(output)])
 
 
 class Stages:
@@ -54,9 +53,9 @@ class Stages:
 def timed_build(source_dir: Path, output: Path) -> tuple[Stages, int, int, int]:
     """Stage timings, source items, configs and records written."""
     stages = Stages()
-    source = stages.run("load", lambda: load_benchmark("mmlu", str(source_dir)))
+    source = stages.run("load", lambda: load_source(BENCHMARKS["mmlu"], str(source_dir)))
     build = stages.run(lambda b: f"build {len(b.configs)} configs (perturb, demonstrations, prompts, task folders)",
-                       lambda: perturbations.build(source, builder_args(output)))
+                       lambda: perturbations.BUILDER.build(source, builder_args(output)))
     report = stages.run(lambda r: f"validate ({len(r.checks)} checks)", lambda: validate(build))
     stages.run("write release (Parquet, card, task folders)", lambda: write_release(build, report, output, ReleaseInfo()))
     records = sum(len(r) for _, _, r in build.records())

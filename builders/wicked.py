@@ -3,9 +3,11 @@
 Elhady, Agirre and Artetxe (2025), section 3.1. For every item that is not single-best-answer (SBA):
 draw one option with the per-item generator, remove it, and add "None of the above". If the removed
 option was the gold, NOTA becomes the answer; otherwise the gold keeps its text at its new index.
-SBA items, detected by a BERT classifier, are copied unchanged, and so are items whose options already
-depend on each other ("None of the above", "All of the above", "A and B", letter references): adding
-NOTA to them would be incoherent. The paper does not skip those; the card counts them.
+SBA items are copied unchanged: a BERT classifier decides (the paper), or an LLM judge asked at build
+time (``--sba-judge MODEL``: the two are alternatives). Items whose options already refer to each
+other ("None of the above", "Both a and c", "Option B") and items with duplicated options are copied
+unchanged too, with the reason: adding NOTA to them would be incoherent. The paper does not skip
+those; the card counts them.
 
     python -m builders.wicked --benchmark mmlu --source ../data/mmlu --sba-classifier none --output out/
 """
@@ -13,27 +15,40 @@ NOTA to them would be incoherent. The paper does not skip those; the card counts
 from __future__ import annotations
 
 import argparse
+import json
+import logging
+import re
 from collections import Counter
-from typing import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
 
 import numpy as np
 from datasets import Value
 
-from builders.core import cli
-from builders.core.adapters import LoadedSource
-from builders.core.build import Build, Check
+from builders.core import api, cli, llm, lm_eval_tasks
+from builders.core.benchmarks import BENCHMARKS
+from builders.core.build import Build, Builder, Check, TaskLocation
 from builders.core.errors import UserError
-from builders.core.options import NOTA_TEXT, is_nota, position_dependent_reason
+from builders.core.options import NOTA_TEXT, position_dependent_reason
 from builders.core.record import MCQRecord
 from builders.core.rng import item_rng
-from classifiers.sba_model import BATCH_SIZE, PAPER_CLASSIFIER
+from builders.core.sources import LoadedSource, duplicate_option
+from builders.core.tables import Statistics, Table, counts_table
+from classifiers.sba_model import BATCH_SIZE, EVALUATIONS_FILE, PAPER_CLASSIFIER
+
+logger = logging.getLogger(__name__)
 
 NAME = "wicked"
 BENCHMARK_NAMES = ["mmlu", "mmlu_pro", "mmlu_redux", "commonsense_qa", "truthful_qa", "arc_challenge"]
 SBA_SKIP = "single_best_answer"
+DUPLICATE_SKIP = "duplicate_choices"
+JUDGE_FAILED_SKIP = "sba_judge_failed"
+SHOTS = 5  # the paper evaluates 5-shot through lm-eval's MMLU prompt
 METADATA_FEATURES = {
     "is_sba": Value("bool"),
     "sba_score": Value("float32"),
+    "sba_judge": Value("string"),
     "removed_index": Value("int32"),
     "nota_index": Value("int32"),
     "nota_is_answer": Value("bool"),
@@ -56,12 +71,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "'none' treats every item as non-SBA")
     group.add_argument("--sba-threshold", type=float, default=None,
                        help="P(SBA) at or above which an item is copied unchanged (default: the classifier config's, else 0.5)")
-    group.add_argument("--sba-batch-size", type=int, default=BATCH_SIZE,
-                       help="questions per classifier forward pass (scores do not depend on it)")
+    group.add_argument("--sba-judge", metavar="MODEL", default=None,
+                       help="decide SBA with this LLM instead of the classifier: one request per distinct item, with "
+                            "the version-2 labelling rule; an item whose judgement fails is copied unchanged")
     group.add_argument("--nota-position", choices=["last", "random"], default="last",
                        help="'last' follows the paper; 'random' spreads NOTA answers over all positions")
     group.add_argument("--redux-keep-all", action="store_true",
                        help="mmlu_redux: keep every item, not only error_type == 'ok'")
+    runtime = cli.runtime_group(parser, "SBA classifier")
+    runtime.add_argument("--sba-batch-size", type=int, default=BATCH_SIZE,
+                         help="sequences per classifier forward pass (scores do not depend on it)")
+    llm.add_llm_arguments(cli.runtime_group(parser, "SBA judge endpoint"))
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    if args.variants < 1:
+        raise UserError("--variants must be at least 1")
+    if args.sba_batch_size < 1:
+        raise UserError("--sba-batch-size must be at least 1")
+    if args.sba_threshold is not None and not 0 <= args.sba_threshold <= 1:
+        raise UserError("--sba-threshold is a probability between 0 and 1")
+    if args.sba_judge and args.sba_classifier.lower() not in ("none", PAPER_CLASSIFIER.lower()):
+        raise UserError("--sba-judge and --sba-classifier are alternatives: pass one of them")
+    if args.sba_judge and args.sba_threshold is not None:
+        raise UserError("--sba-threshold applies to the classifier, not to --sba-judge")
 
 
 # ---- the per-item transform ------------------------------------------------------------------------
@@ -69,7 +102,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_nota(record: MCQRecord, seed: int, variant: int, nota_position: str) -> MCQRecord:
     """Remove one uniformly drawn option and add NOTA; the gold is tracked by index."""
-    rng = item_rng(seed, record.id, NAME, variant)
+    rng = item_rng(seed, record.content_key, NAME, variant)
     size = len(record.choices)
     removed = int(rng.integers(size))
     nota_index = size - 1 if nota_position == "last" else int(rng.integers(size))
@@ -86,85 +119,210 @@ def add_nota(record: MCQRecord, seed: int, variant: int, nota_position: str) -> 
     )
 
 
-def wicked_variant(record: MCQRecord, sba_score: float | None, threshold: float, skip_reason: str | None,
-                   seed: int, variant: int, nota_position: str) -> MCQRecord:
-    is_sba = sba_score is not None and sba_score >= threshold
-    if skip_reason is None and is_sba:
-        skip_reason = SBA_SKIP
+@dataclass(frozen=True)
+class SBAVerdict:
+    """What decided whether an item is SBA: a classifier score, a judge's label (None: the judgement failed)."""
+
+    is_sba: bool
+    score: float | None = None
+    judge: str | None = None
+    judge_failed: bool = False
+
+
+NOT_JUDGED = SBAVerdict(False)
+
+
+def skip_reason(record: MCQRecord) -> str | None:
+    """Why adding NOTA to this item would be incoherent, or None."""
+    if duplicate_option(record.choices) is not None:
+        return DUPLICATE_SKIP
+    return position_dependent_reason(record.choices)
+
+
+def wicked_variant(record: MCQRecord, verdict: SBAVerdict, reason: str | None, seed: int, variant: int,
+                   nota_position: str) -> MCQRecord:
+    if reason is None and verdict.judge_failed:
+        reason = JUDGE_FAILED_SKIP
+    elif reason is None and verdict.is_sba:
+        reason = SBA_SKIP
     unchanged = record.with_metadata(
-        is_sba=is_sba, sba_score=sba_score, removed_index=None, nota_index=None, nota_is_answer=False,
-        original_answer_index=record.answer, skip_reason=skip_reason,
+        is_sba=verdict.is_sba, sba_score=verdict.score, sba_judge=verdict.judge, removed_index=None,
+        nota_index=None, nota_is_answer=False, original_answer_index=record.answer, skip_reason=reason,
     )
-    return unchanged if skip_reason else add_nota(unchanged, seed, variant, nota_position)
+    return unchanged if reason else add_nota(unchanged, seed, variant, nota_position)
+
+
+# ---- SBA: the classifier or the judge, once per distinct item ------------------------------------------
+
+
+def sba_key(record: MCQRecord) -> tuple:
+    return record.question, record.choices, record.answer
+
+
+@dataclass
+class SBADecisions:
+    """The verdict for each distinct (question, choices, answer), and what the card says about how."""
+
+    verdicts: dict[tuple, SBAVerdict]
+    card: dict[str, Any] | None  # None: no SBA detection (--sba-classifier none)
+    labelled: tuple[dict[str, Any], ...] = ()  # the classifier's recorded evaluations on labelled questions
+
+    def verdict(self, record: MCQRecord) -> SBAVerdict:
+        return self.verdicts.get(sba_key(record), NOT_JUDGED)
+
+
+def decide_sba(records: Sequence[MCQRecord], args: argparse.Namespace, benchmark: str) -> SBADecisions:
+    keys = list(dict.fromkeys(sba_key(r) for r in records))
+    if args.sba_judge:
+        return judge_sba(keys, args)
+    if args.sba_classifier.lower() == "none":
+        return SBADecisions({}, None)
+    return classify_sba(keys, args, benchmark)
+
+
+def classify_sba(keys: Sequence[tuple], args: argparse.Namespace, benchmark: str) -> SBADecisions:
+    from classifiers.sba_model import SBAClassifier
+
+    classifier = SBAClassifier.load(args.sba_classifier, threshold=args.sba_threshold)
+    scores = classifier.scores(keys, batch_size=args.sba_batch_size)
+    verdicts = {key: SBAVerdict(float(score) >= classifier.threshold, float(score)) for key, score in zip(keys, scores)}
+    card = {"method": "classifier", "name": classifier.name, "revision": classifier.revision,
+            "threshold": classifier.threshold, "input": classifier.input_format}
+    return SBADecisions(verdicts, card, labelled_shares(args.sba_classifier, classifier.revision, benchmark))
+
+
+def judge_sba(keys: Sequence[tuple], args: argparse.Namespace) -> SBADecisions:
+    """Ask the judge about each distinct item with the version-2 labelling template, through the one LLM
+    client (concurrency, retries, on-disk cache: a rerun pays for nothing twice). A reply that does not
+    parse, names no valid alternative, or fails is no verdict: the item is copied unchanged."""
+    from classifiers.labelling import label_with_llm, load_template
+
+    template = load_template()
+    rows = [{"id": f"item-{i}", "question": q, "choices": list(c), "answer": a} for i, (q, c, a) in enumerate(keys)]
+    with llm.LLMSettings.from_args(args).client(args.sba_judge) as client:
+        run = label_with_llm(rows, client, template)
+    logger.info("SBA judge: %s", run.usage)
+    verdicts = {key: SBAVerdict(row["label"] == "SBA", judge=row["label"], judge_failed=row["label"] is None)
+                for key, row in zip(keys, run.rows)}
+    counts = Counter(row["label"] or "failed" for row in run.rows)
+    card = {"method": "judge", "name": args.sba_judge, "template": template.version, "questions": len(keys),
+            "sba": counts["SBA"], "sca": counts["SCA"], "failed": counts["failed"]}
+    return SBADecisions(verdicts, card)
+
+
+def labelled_shares(classifier: str, revision: str, benchmark: str) -> tuple[dict[str, Any], ...]:
+    """What ``classifiers.sba evaluate --record`` measured for this benchmark on labelled questions."""
+    return tuple({"labels": Path(str(e.get("labels_file", "?"))).name, **e["per_source"][benchmark],
+                  "model_threshold": e.get("threshold")}
+                 for e in recorded_evaluations(classifier, revision) if benchmark in (e.get("per_source") or {}))
+
+
+def recorded_evaluations(classifier: str, revision: str) -> list[dict[str, Any]]:
+    """The evaluations stored with the classifier: in its folder, or in its Hub repo (none when absent)."""
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError
+
+    path = Path(classifier)
+    try:
+        if not path.is_dir():
+            commit = revision if re.fullmatch(r"[0-9a-f]{40}", revision) else None
+            path = Path(hf_hub_download(classifier, EVALUATIONS_FILE, revision=commit)).parent
+        file = path / EVALUATIONS_FILE
+        return json.loads(file.read_text(encoding="utf-8")) if file.is_file() else []
+    except (OSError, ValueError, EntryNotFoundError) as error:
+        logger.info("no recorded evaluation for %s (%s)", classifier, str(error).splitlines()[0][:120])
+        return []
 
 
 # ---- the build ---------------------------------------------------------------------------------------
 
 
-def score_distinct_questions(records: Sequence[MCQRecord], classifier, batch_size: int) -> dict[tuple, float]:
-    """Each distinct (question, choices) is scored once per build, whatever the variants and splits."""
-    keys = list(dict.fromkeys((r.question, r.choices) for r in records))
-    scores = classifier.scores(keys, batch_size=batch_size)
-    return {key: float(score) for key, score in zip(keys, scores)}
-
-
 def build(source: LoadedSource, args: argparse.Namespace) -> Build:
-    if args.variants < 1:
-        raise UserError("--variants must be at least 1")
-    classifier = _load_classifier(args)
-    originals = source.splits
+    originals = source.items
     all_records = [r for records in originals.values() for r in records]
-    skip_reasons = {r.id: position_dependent_reason(r.choices) for r in all_records}
-    scores: dict[tuple, float] = {}
-    if classifier is not None:
-        to_score = [r for r in all_records if skip_reasons[r.id] is None]
-        scores = score_distinct_questions(to_score, classifier, args.sba_batch_size)
-    threshold = classifier.threshold if classifier else 1.0
+    reasons = {r.id: skip_reason(r) for r in all_records}
+    sba = decide_sba([r for r in all_records if reasons[r.id] is None], args, source.benchmark.name)
     configs = {"original": dict(originals)}
     for variant in range(args.variants):
         configs[f"variant_{variant}"] = {
-            split: [wicked_variant(r, scores.get((r.question, r.choices)), threshold, skip_reasons[r.id],
-                                   args.seed, variant, args.nota_position) for r in records]
+            split: [wicked_variant(r, sba.verdict(r), reasons[r.id], args.seed, variant, args.nota_position)
+                    for r in records]
             for split, records in originals.items()
         }
-    adapter_features = dict(source.benchmark.metadata_features)
-    metadata_features = {name: adapter_features for name in configs}
-    metadata_features.update({name: {**adapter_features, **METADATA_FEATURES} for name in configs if name != "original"})
-    classifier_info = {"name": classifier.name, "revision": classifier.revision, "threshold": threshold,
-                       "input": classifier.input_format} if classifier else None
+    benchmark_features = dict(source.benchmark.metadata_features)
+    metadata_features = {name: benchmark_features for name in configs}
+    metadata_features.update({name: {**benchmark_features, **METADATA_FEATURES} for name in configs if name != "original"})
+    threshold = sba.card["threshold"] if sba.card and sba.card["method"] == "classifier" else None
+    tasks = TaskPlan.for_source(source, args.variants)
     return Build(
         builder=NAME,
         title=f"WiCkeD {source.benchmark.pretty_name}",
         method_citation=CITATION,
         source=source,
-        params={**cli.recorded_params(args), "sba_threshold": threshold if classifier else None},
+        params={"sba_threshold": threshold},
         configs=configs,
         metadata_features=metadata_features,
         exclusions=source.exclusions,
         checks=CHECKS,
-        statistics=statistics(configs, classifier_info, scores),
-        card_context={"classifier": classifier_info, "variants": args.variants, "nota_position": args.nota_position},
+        statistics=statistics(configs, sba),
+        card_context={"sba": sba.card, "variants": args.variants, "nota_position": args.nota_position,
+                      "tasks": tasks.card()},
+        lm_eval_tasks=tasks.files,
     )
-
-
-def _load_classifier(args: argparse.Namespace):
-    if args.sba_classifier.lower() == "none":
-        return None
-    from classifiers.sba_model import SBAClassifier
-
-    return SBAClassifier.load(args.sba_classifier, threshold=args.sba_threshold)
 
 
 # ---- statistics for the card -------------------------------------------------------------------------
 
 
-def statistics(configs, classifier_info, scores) -> dict[str, str]:
+def statistics(configs, sba: SBADecisions) -> Statistics:
+    first = configs["variant_0"]
+    outcomes = Counter(r.metadata["skip_reason"] or "altered" for records in first.values() for r in records)
+    tables = [counts_table("Items altered and copied unchanged", outcomes, "outcome", "items (all splits)", sba_note(sba)),
+              altered_and_flagged(first)]
+    if sba.labelled:
+        tables.append(Table(
+            "SBA on labelled questions",
+            ("labels", "questions", "labelled SBA", "flagged SBA", "precision", "recall", "model threshold"),
+            [(e["labels"], e["n"], e["labelled_share"], e["flagged_share"], e["precision"], e["recall"],
+              e["model_threshold"]) for e in sba.labelled],
+            note="What the classifier's recorded evaluation measured on this benchmark's labelled questions (version-2 "
+                 "labels): the share labelled SBA, next to the share it flags at its own threshold.",
+            percent=("labelled SBA", "flagged SBA", "precision", "recall")))
+    return Statistics(tables + nota_rates(configs))
+
+
+def sba_note(sba: SBADecisions) -> str:
+    card = sba.card
+    if card is None:
+        return "No SBA detection was used (`--sba-classifier none`): every coherent item was altered."
+    if card["method"] == "judge":
+        return (f"SBA judge `{card['name']}` (template `{card['template']}`) was asked about {card['questions']} "
+                f"distinct items: {card['sba']} SBA (copied unchanged), {card['sca']} SCA (altered), {card['failed']} "
+                "without a usable answer (copied unchanged as `sba_judge_failed`).")
+    flagged = sum(v.is_sba for v in sba.verdicts.values())
+    return (f"Classifier `{card['name']}` (revision `{card['revision']}`, input: {card['input']}) scored "
+            f"{len(sba.verdicts)} distinct items; {flagged} reached the threshold {card['threshold']} and were copied "
+            "unchanged.")
+
+
+def altered_and_flagged(records_by_split) -> Table:
+    rows = []
+    for split, records in records_by_split.items():
+        reasons = Counter(r.metadata["skip_reason"] or "altered" for r in records)
+        referring = sum(n for reason, n in reasons.items() if reason.startswith("has_"))
+        n = len(records)
+        rows.append((split, n, reasons["altered"] / n, reasons[SBA_SKIP] / n, referring / n, reasons[DUPLICATE_SKIP] / n,
+                     reasons[JUDGE_FAILED_SKIP] / n))
+    return Table("Altered and flagged SBA", ("split", "items", "altered", "flagged SBA", "options refer to options",
+                                             "duplicate options", "judge failed"), rows,
+                 note="Shares of each split's items (the same in every variant).",
+                 percent=("altered", "flagged SBA", "options refer to options", "duplicate options", "judge failed"))
+
+
+def nota_rates(configs) -> list[Table]:
     variants = [name for name in configs if name != "original"]
-    splits = list(configs["original"])
-    rows = ["| split | variant | items | altered | NOTA is the answer | NOTA rate among altered | expected (mean 1/k) |",
-            "|---|---|---|---|---|---|---|"]
-    summary = ["| split | mean NOTA-answer rate | std across variants |", "|---|---|---|"]
-    for split in splits:
+    per_variant, summary = [], []
+    for split in configs["original"]:
         rates = []
         for variant in variants:
             records = configs[variant][split]
@@ -173,25 +331,166 @@ def statistics(configs, classifier_info, scores) -> dict[str, str]:
             rate = nota / len(altered) if altered else 0.0
             expected = float(np.mean([1 / len(r.choices) for r in altered])) if altered else 0.0
             rates.append(rate)
-            rows.append(f"| {split} | {variant} | {len(records)} | {len(altered)} | {nota} | {rate:.4f} | {expected:.4f} |")
-        summary.append(f"| {split} | {np.mean(rates):.4f} | {np.std(rates):.4f} |")
-    first = configs[variants[0]]
-    skipped = Counter(r.metadata["skip_reason"] or "altered" for records in first.values() for r in records)
-    skip_rows = ["| outcome | items (all splits) |", "|---|---|"] + [f"| {k} | {v} |" for k, v in sorted(skipped.items())]
-    if classifier_info:
-        sba = sum(1 for s in scores.values() if s >= classifier_info["threshold"])
-        classifier_text = (f"Classifier `{classifier_info['name']}` (revision `{classifier_info['revision']}`, input: "
-                           f"{classifier_info['input']}) scored {len(scores)} distinct questions; {sba} reached the "
-                           f"threshold {classifier_info['threshold']} and were copied unchanged.")
-    else:
-        classifier_text = "No SBA classifier was used (`--sba-classifier none`): every coherent item was altered."
-    return {
-        "Items altered and copied unchanged": classifier_text + "\n\n" + "\n".join(skip_rows),
-        "NOTA-answer rate": "\n".join(summary) + "\n\n" + "\n".join(rows),
-    }
+            per_variant.append((split, variant, len(records), len(altered), nota, rate, expected))
+        summary.append((split, float(np.mean(rates)), float(np.std(rates))))
+    return [Table("NOTA-answer rate", ("split", "mean NOTA-answer rate", "std across variants"), summary),
+            Table("NOTA-answer rate per variant",
+                  ("split", "variant", "items", "altered", "NOTA is the answer", "NOTA rate among altered",
+                   "expected (mean 1/k)"), per_variant)]
 
 
-# ---- builder invariants -------------------------------------------------------------------------------
+# ---- lm-eval tasks: lm-eval's MMLU prompt, 5-shot from the config's own few-shot split ------------------
+
+TASK_UTILS = '''
+
+# ---- WiCkeD (written by mcqforge's WiCkeD builder) ----
+
+
+def subject_of(doc):
+    return (doc.get("subject") or doc.get("category") or "").replace("_", " ")
+
+
+def description(doc):
+    """lm-eval's MMLU task description for the item's subject."""
+    subject = subject_of(doc)
+    return f"The following are multiple choice questions (with answers){' about ' + subject if subject else ''}.\\n\\n"
+
+
+def load_with_prompts(config, repo=None, revision=None, eval_split="test", fewshot_split=None, shots=0, **_):
+    """The config, with a ``prompt`` column on ``eval_split``: the description of the item's subject, the first
+    ``shots`` items of that subject in ``fewshot_split`` (in order, answered), then the item; exactly the
+    context lm-eval's ``mmlu`` tasks build with ``fewshot_config: sampler: first_n`` per subject."""
+    data = load_release(config, repo, revision)
+    pools = {}
+    if fewshot_split and shots:
+        for doc in data[fewshot_split]:
+            pools.setdefault(subject_of(doc), []).append(f"{mc_text(doc)} {LETTERS[doc['answer']]}\\n\\n")
+
+    def with_prompt(doc):
+        demonstrations = "".join(pools.get(subject_of(doc), [])[:shots])
+        return {"prompt": description(doc) + demonstrations + mc_text(doc)}
+
+    data[eval_split] = data[eval_split].map(with_prompt)
+    return data
+'''
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    """The release's lm-eval tasks: one per config (``original``, ``variant_k``) and a group over the variants."""
+
+    benchmark: str
+    configs: tuple[str, ...]
+    eval_split: str
+    fewshot_split: str | None
+    shots: int
+
+    @classmethod
+    def for_source(cls, source: LoadedSource, variants: int) -> "TaskPlan":
+        splits = list(source.items)
+        eval_split = next((s for s in ("test", "validation") if s in splits),
+                          next((s for s in splits if s != source.benchmark.fewshot_split), splits[0]))
+        fewshot = source.benchmark.fewshot_split
+        usable = fewshot in splits and fewshot != eval_split
+        return cls(source.benchmark.name, ("original", *[f"variant_{k}" for k in range(variants)]), eval_split,
+                   fewshot if usable else None, SHOTS if usable else 0)
+
+    def task(self, config: str) -> str:
+        return f"{NAME}_{self.benchmark}_{config}"
+
+    @property
+    def group(self) -> str:
+        return f"{NAME}_{self.benchmark}_variants"
+
+    def card(self) -> dict[str, Any]:
+        return {"original": self.task("original"), "group": self.group, "eval_split": self.eval_split,
+                "fewshot_split": self.fewshot_split, "shots": self.shots}
+
+    def files(self, location: TaskLocation) -> dict[str, bytes]:
+        folder = lm_eval_tasks.TASKS_DIR
+        files = {f"{folder}/utils.py": (lm_eval_tasks.UTILS + TASK_UTILS).encode(),
+                 f"{folder}/README.md": self.readme(location).encode()}
+        manifest = []
+        for config in self.configs:
+            entry = {"task": self.task(config), **lm_eval_tasks.dataset_settings(location, config),
+                     "test_split": self.eval_split, "output_type": "multiple_choice", "num_fewshot": 0,
+                     "doc_to_text": "prompt", "doc_to_choice": lm_eval_tasks.Function("utils.mc_choices"),
+                     "doc_to_target": "answer",
+                     "metric_list": [{"metric": "acc", "aggregation": "mean", "higher_is_better": True}],
+                     "metadata": {"version": 1.0}}
+            entry["custom_dataset"] = lm_eval_tasks.Function("utils.load_with_prompts")
+            entry["dataset_kwargs"].update(eval_split=self.eval_split, fewshot_split=self.fewshot_split, shots=self.shots)
+            comment = (f"WiCkeD {self.benchmark}, config {config!r}: lm-eval's MMLU prompt, {self.shots}-shot from the "
+                       f"config's {self.fewshot_split or 'none'} split. The demonstrations are in the prompt: run it "
+                       "without --num_fewshot.")
+            files[f"{folder}/{self.task(config)}.yaml"] = lm_eval_tasks.to_yaml(entry, comment)
+            role = {"role": "original"} if config == "original" else {"role": "variant", "variant": int(config.split("_")[1])}
+            manifest.append({"task": self.task(config), "config": config, "split": self.eval_split, **role})
+        variants = [self.task(c) for c in self.configs if c != "original"]
+        files[f"{folder}/{self.group}.yaml"] = lm_eval_tasks.to_yaml(
+            lm_eval_tasks.group(self.group, variants),
+            "The mean accuracy over the WiCkeD variants; `python -m builders.evaluate` adds the std and the drop.")
+        files[lm_eval_tasks.MANIFEST] = lm_eval_tasks.manifest(NAME, location, manifest,
+                                                               [{"group": self.group, "tasks": variants}])
+        return files
+
+    def readme(self, location: TaskLocation) -> str:
+        where = (f"the release folder they sit in, else `{location.repo_id}` at `{location.revision}`" if location.repo_id
+                 else "the release folder they sit in (this build was not published)")
+        shots = (f"the first {self.shots} items of the same subject in the config's `{self.fewshot_split}` split (transformed "
+                 "like the rest of the config)" if self.shots else "no demonstrations (the source has no few-shot split)")
+        return f"""# lm-evaluation-harness tasks
+
+`{self.task('original')}` evaluates the source unchanged, `{self.task('variant_0')}` ... each WiCkeD variant, and the
+group `{self.group}` reports the mean accuracy over the variants. Every task scores the letter after "Answer:"
+in lm-eval's MMLU prompt (the subject's description, then {shots}, then the item), on the `{self.eval_split}`
+split; the YAML files read the dataset from {where}. The demonstrations are already in each prompt: run
+without `--num_fewshot`.
+
+```
+lm_eval --model hf --model_args pretrained=MODEL --include_path lm_eval \\
+  --tasks {self.task('original')},{self.group} --log_samples --output_path results/
+```
+
+`python -m builders.evaluate` runs every task of `manifest.json` and reports the accuracy on `original`, on each
+variant, the variants' mean and standard deviation, and the drop.
+"""
+
+
+# ---- builder invariants: written independently of the code that built the items -----------------------
+
+_QUANTIFIERS = {"all", "none", "both", "neither", "nither", "nether", "either", "any", "each"}
+_OTHER_OPTIONS = {"above", "below", "these", "them", "those", "preceding", "foregoing", "options", "choices", "answers",
+                  "others"}
+_PHRASES = (("of", "the", "above"), ("of", "above"), ("listed", "above"), ("mentioned", "above"),
+            ("given", "above"), ("combination", "of", "these"), ("combinations", "of", "these"))
+_LABEL_GLUE = {"and", "or", "nor", "&", "both", "either", "neither", "only", "above", "option", "options", "choice",
+               "choices", "answer", "answers", "all", "of", "are", "is", "correct", "true", "will", "be"}
+_NUMBER_CUES = {"both", "either", "neither", "option", "options", "choice", "choices", "answer", "answers", "above"}
+
+
+def refers_to_other_options(option: str) -> bool:
+    """A second detector, on words: the option is split into words, and it refers to the other options if it
+    is a bare quantifier ("Both"), opens with a quantifier of the other options ("None of these"), holds
+    "of the above", or is made only of option labels and joining words ("a. and b. above", "Both 2 and 3")."""
+    words = [w.strip("().:;!?\"'") for w in re.split(r"[\s,]+", option.lower())]
+    words = [w for w in words if w]
+    if not words:
+        return False
+    if len(words) == 1 and words[0] in _QUANTIFIERS - {"all", "any", "each"}:
+        return True
+    if words[0] in _QUANTIFIERS and _OTHER_OPTIONS & set(words[1:5]):
+        return True
+    if any(tuple(words[i:i + len(p)]) == p for p in _PHRASES for i in range(len(words))):
+        return True
+    letters = [w for w in words if len(w) == 1 and w in "abcdefghij"]
+    numbers = [w for w in words if len(w) == 1 and w in "123456789"]
+    rest = [w for w in words if w not in letters and w not in numbers]
+    if not all(w in _LABEL_GLUE for w in rest):
+        return False
+    if letters and numbers:  # "(a) 1, (b) 1, (c) 1": the answers to a question's parts
+        return False
+    return len(letters) >= 2 or (len(numbers) >= 2 and bool(_NUMBER_CUES & set(rest)))
 
 
 def _pairs(build: Build):
@@ -202,21 +501,30 @@ def _pairs(build: Build):
                 yield config, split, record, originals[record.id]
 
 
+def _altered(build: Build):
+    return ((c, s, r, o) for c, s, r, o in _pairs(build) if r.metadata["removed_index"] is not None)
+
+
 def _altered_shape(build: Build):
-    for config, split, record, original in _pairs(build):
-        if record.metadata["removed_index"] is None:
-            continue
-        notas = sum(is_nota(c) for c in record.choices)
-        if notas != 1 or record.choices.count(NOTA_TEXT) != 1:
-            yield f"{config}/{split} {record.id}: {notas} NOTA-like options"
+    for config, split, record, original in _altered(build):
+        referring = [c for c in record.choices if refers_to_other_options(c)]
+        if referring != [NOTA_TEXT]:
+            yield f"{config}/{split} {record.id}: options referring to the others: {referring}"
         if len(record.choices) != len(original.choices):
             yield f"{config}/{split} {record.id}: {len(record.choices)} choices, original had {len(original.choices)}"
 
 
+def _no_reference_altered(build: Build):
+    for config, split, record, original in _altered(build):
+        referring = [c for c in original.choices if refers_to_other_options(c)]
+        if referring:
+            yield f"{config}/{split} {record.id}: altered, but option {referring[0]!r} refers to the others"
+        if len({" ".join(c.split()) for c in original.choices}) < len(original.choices):
+            yield f"{config}/{split} {record.id}: altered, but two options are the same text"
+
+
 def _gold_tracked(build: Build):
-    for config, split, record, original in _pairs(build):
-        if record.metadata["removed_index"] is None:
-            continue
+    for config, split, record, original in _altered(build):
         nota_answer = record.choices[record.answer] == NOTA_TEXT
         if nota_answer != record.metadata["nota_is_answer"]:
             yield f"{config}/{split} {record.id}: nota_is_answer flag disagrees with the answer"
@@ -234,17 +542,34 @@ def _unaltered_equal(build: Build):
             yield f"{config}/{split} {record.id}: copied item differs from the original"
 
 
+def _sba_copied(build: Build):
+    for config, split, record, _ in _pairs(build):
+        if record.metadata["is_sba"] and record.metadata["removed_index"] is not None:
+            yield f"{config}/{split} {record.id}: flagged SBA but altered"
+
+
 CHECKS = [
-    Check("one_nota_same_length", "every altered item has exactly one NOTA and as many choices as the original", _altered_shape),
+    Check("one_nota_same_length", "every altered item has as many choices as the original, and its only option that "
+          "refers to the others is the added NOTA (a word-level detector, not the builder's)", _altered_shape),
+    Check("no_reference_altered", "no altered item had an option referring to the others, or two equal options "
+          "(the same word-level detector)", _no_reference_altered),
     Check("gold_tracked", "choices[answer] is the original gold text, or NOTA when the gold was removed (then absent)", _gold_tracked),
     Check("unaltered_equal_original", "items copied unchanged (SBA or skipped) equal the original", _unaltered_equal),
+    Check("sba_copied_unchanged", "no item flagged SBA was altered", _sba_copied),
 ]
 
 
+BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [BENCHMARKS[name] for name in BENCHMARK_NAMES], add_arguments,
+                  build, check_arguments, llm_models=lambda args: [args.sba_judge] if args.sba_judge else [])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli.builder_parser("python -m builders.wicked", __doc__.split("\n\n")[0], BENCHMARK_NAMES, "mmlu")
-    add_arguments(parser)
-    return cli.main(parser, build, argv, source_options=lambda args: {"redux_keep_all": args.redux_keep_all})
+    return cli.main(BUILDER, argv)
+
+
+def build_dataset(data, **options) -> api.BuildResult:
+    """Build WiCkeD from rows in memory (see :mod:`builders.core.api`)."""
+    return api.build_dataset(BUILDER, data, **options)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,12 @@
 """The JSON-lines files the SBA pipeline passes from verb to verb.
 
-One row per question: ``id``, ``source``, ``question``, ``choices`` and, when known, ``answer`` (the
-0-based gold index). ``label`` adds ``label`` (``SBA``, ``SCA`` or null when the labeller gave no
-usable answer), ``confidence``, ``labeller``, ``template`` and, for an unlabelled row, ``raw_reply``.
-The shared ``sba_labels`` files (id, source, question, choices, label, confidence) read the same way.
+One row per question: ``id``, ``source``, ``question``, ``choices`` and ``answer`` (the 0-based index of
+the key; ``sample`` writes it, and the cross-encoder cannot train or score without it). ``label`` adds
+``label`` (``SBA``, ``SCA`` or null when the labeller gave no usable answer), ``alternative`` (for an SBA
+label under the version-2 rule: the 0-based index of the remaining option that would become acceptable
+without the key), ``confidence``, ``labeller``, ``template`` and, for an unlabelled row, ``raw_reply``.
+The shared ``sba_labels`` files read the same way once their ``answer`` is joined in (see
+``benchmarks/sba.py``).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ class LabelledQuestion:
     question: str
     choices: tuple[str, ...]
     label: str | None
+    answer: int | None = None  # index of the key
+    alternative: int | None = None  # index of the remaining option an SBA label names
 
     @property
     def is_sba(self) -> bool:
@@ -105,10 +110,25 @@ def read_labelled(path: Path) -> list[LabelledQuestion]:
         seen.add(row_id)
         try:
             label = normalize_label(row.get("label"))
+            answer = option_index(row.get("answer"), choices, "answer")
+            alternative = option_index(row.get("alternative"), choices, "alternative")
         except ValueError as error:
             raise UserError(f"{path}: row {row_id}: {error}") from None
-        questions.append(LabelledQuestion(row_id, str(row.get("source") or source_of(row_id)), question, choices, label))
+        if alternative is not None and (label != SBA or alternative == answer):
+            raise UserError(f"{path}: row {row_id}: 'alternative' names a remaining option that would become "
+                            f"acceptable, so it needs label SBA and must differ from the answer")
+        questions.append(LabelledQuestion(row_id, str(row.get("source") or source_of(row_id)), question, choices, label,
+                                          answer, alternative))
     return questions
+
+
+def option_index(value: Any, choices: Sequence[str], field: str) -> int | None:
+    """A 0-based option index (or null) checked against the choices."""
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < len(choices):
+        raise ValueError(f"'{field}' must be an option index in 0..{len(choices) - 1}, got {value!r}")
+    return value
 
 
 def labelled_only(questions: Sequence[LabelledQuestion], path: Path) -> list[LabelledQuestion]:

@@ -1,5 +1,6 @@
-"""SBA metrics: precision, recall and F1 for the positive class (SBA), the confusion matrix, and the
-threshold that reaches a target recall together with the precision it costs."""
+"""SBA metrics: ROC AUC, precision, recall and F1 for the positive class (SBA), the share of questions
+flagged next to the share labelled SBA, the confusion matrix, and the threshold that reaches a target
+recall together with the precision it costs."""
 
 from __future__ import annotations
 
@@ -39,9 +40,15 @@ class Metrics:
         """Share of questions called SBA: WiCkeD copies these unchanged."""
         return (self.tp + self.fp) / self.n if self.n else 0.0
 
+    @property
+    def labelled_share(self) -> float:
+        """Share of questions labelled SBA: what a perfect classifier would flag."""
+        return (self.tp + self.fn) / self.n if self.n else 0.0
+
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "precision": round(self.precision, 4), "recall": round(self.recall, 4),
-                "f1": round(self.f1, 4), "flagged_share": round(self.flagged_share, 4)}
+                "f1": round(self.f1, 4), "flagged_share": round(self.flagged_share, 4),
+                "labelled_share": round(self.labelled_share, 4)}
 
 
 def metrics_at(is_sba: Sequence[bool], scores: Sequence[float], threshold: float) -> Metrics:
@@ -52,6 +59,20 @@ def metrics_at(is_sba: Sequence[bool], scores: Sequence[float], threshold: float
         tp=int(np.sum(truth & predicted)), fp=int(np.sum(~truth & predicted)),
         fn=int(np.sum(truth & ~predicted)), tn=int(np.sum(~truth & ~predicted)),
     )
+
+
+def roc_auc(is_sba: Sequence[bool], scores: Sequence[float]) -> float | None:
+    """The chance that a random SBA question scores above a random SCA one (ties count half); None
+    unless both labels occur."""
+    truth = np.asarray(is_sba, dtype=bool)
+    values = np.asarray(scores, dtype=np.float64)
+    positives, negatives = int(truth.sum()), int((~truth).sum())
+    if not positives or not negatives:
+        return None
+    _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)
+    ranks = ((ends - counts + 1 + ends) / 2)[inverse]  # 1-based ranks, ties at their average
+    return float((ranks[truth].sum() - positives * (positives + 1) / 2) / (positives * negatives))
 
 
 def threshold_for_recall(is_sba: Sequence[bool], scores: Sequence[float], target_recall: float) -> float:
@@ -79,12 +100,14 @@ def confusion_table(m: Metrics) -> str:
     ])
 
 
-def metrics_row(name: str, m: Metrics) -> str:
-    return (f"| {name} | {m.n} | {m.tp + m.fn} | {m.precision:.3f} | {m.recall:.3f} | {m.f1:.3f} | "
-            f"{m.flagged_share:.3f} |")
+def metrics_row(name: str, m: Metrics, auc: float | None) -> str:
+    shown_auc = "n/a" if auc is None else f"{auc:.3f}"
+    return (f"| {name} | {m.n} | {m.tp + m.fn} | {shown_auc} | {m.precision:.3f} | {m.recall:.3f} | {m.f1:.3f} | "
+            f"{m.flagged_share:.3f} | {m.labelled_share:.3f} |")
 
 
-METRICS_HEADER = "| set | questions | labelled SBA | precision | recall | F1 | flagged SBA |\n|---|---|---|---|---|---|---|"
+METRICS_HEADER = ("| set | questions | labelled SBA | ROC AUC | precision | recall | F1 | flagged SBA | labelled SBA |\n"
+                  "|---|---|---|---|---|---|---|---|---|")
 
 
 @dataclass(frozen=True)
@@ -100,11 +123,14 @@ class Evaluation:
     at_target: Metrics
     per_source: dict[str, Metrics]
     per_source_at_target: dict[str, Metrics]
+    auc: float | None
+    per_source_auc: dict[str, float | None]
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.model, "labels_file": self.labels_file, "threshold": self.threshold,
             "target_recall": self.target_recall, "chosen_threshold": self.chosen_threshold,
+            "auc": self.auc, "per_source_auc": self.per_source_auc,
             "overall": self.overall.to_dict(), "at_target": self.at_target.to_dict(),
             "per_source": {k: v.to_dict() for k, v in self.per_source.items()},
             "per_source_at_target": {k: v.to_dict() for k, v in self.per_source_at_target.items()},
@@ -114,14 +140,14 @@ class Evaluation:
         lines = [
             f"SBA classifier `{self.model}` on `{self.labels_file}`.", "",
             f"### At the model's threshold {self.threshold:.4f}", "",
-            METRICS_HEADER, metrics_row("all", self.overall),
-            *[metrics_row(source, m) for source, m in self.per_source.items()], "",
+            METRICS_HEADER, metrics_row("all", self.overall, self.auc),
+            *[metrics_row(source, m, self.per_source_auc[source]) for source, m in self.per_source.items()], "",
             confusion_table(self.overall), "",
             f"### At the threshold for recall >= {self.target_recall}: {self.chosen_threshold:.4f}", "",
             f"Reaching recall {self.at_target.recall:.3f} costs precision {self.at_target.precision:.3f} "
             f"(flags {self.at_target.flagged_share:.1%} of the questions as SBA).", "",
-            METRICS_HEADER, metrics_row("all", self.at_target),
-            *[metrics_row(source, m) for source, m in self.per_source_at_target.items()], "",
+            METRICS_HEADER, metrics_row("all", self.at_target, self.auc),
+            *[metrics_row(source, m, self.per_source_auc[source]) for source, m in self.per_source_at_target.items()], "",
             confusion_table(self.at_target),
         ]
         return "\n".join(lines)
@@ -140,5 +166,6 @@ def evaluate_scores(model: str, labels_file: str, sources: Sequence[str], is_sba
     return Evaluation(
         model=model, labels_file=labels_file, threshold=float(threshold), target_recall=target_recall,
         chosen_threshold=chosen, overall=metrics_at(truth, values, threshold), at_target=metrics_at(truth, values, chosen),
-        per_source=by_source(threshold), per_source_at_target=by_source(chosen),
+        per_source=by_source(threshold), per_source_at_target=by_source(chosen), auc=roc_auc(truth, values),
+        per_source_auc={s: roc_auc(truth[names == s], values[names == s]) for s in sorted(set(sources))},
     )

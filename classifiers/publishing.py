@@ -72,6 +72,7 @@ def render_model_card(folder: Path, release: ReleaseInfo) -> ModelCard:
         "repo_id": release.repo_id or "<your-namespace>/<model>",
         "version": release.version,
         "threshold": float(config.get("sba_threshold", 0.5)),
+        "kind": config.get("sba_kind", "sequence"),
         "input_format": config.get("sba_input", "question"),
         "max_length": config.get("sba_max_length", 512),
         "truncation_side": config.get("sba_truncation_side", "right"),

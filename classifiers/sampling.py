@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from builders.core.adapters import BENCHMARKS, load_benchmark
+from builders.core.benchmarks import BENCHMARKS
+from builders.core.sources import load_source
 from builders.core.errors import UserError
 from builders.core.options import position_dependent_reason
 from builders.core.record import MCQRecord
@@ -41,12 +42,14 @@ class SourceSample:
 
 def draw_from_benchmark(name: str, spec: str | None, size: int, seed: int, splits: Sequence[str] | None,
                         keep_position_dependent: bool) -> SourceSample:
-    loaded = load_benchmark(name, spec, seed=seed)
-    chosen_splits = _splits(loaded.benchmark.name, list(loaded.splits), loaded.benchmark.fewshot_split, splits)
-    records = [r for split in chosen_splits for r in loaded.splits[split]]
+    if name not in BENCHMARKS:
+        raise UserError(f"unknown benchmark {name!r}; choose one of {sorted(BENCHMARKS)}")
+    loaded = load_source(BENCHMARKS[name], spec, seed=seed)
+    chosen_splits = _splits(loaded.benchmark.name, list(loaded.items), loaded.benchmark.fewshot_split, splits)
+    records = [r for split in chosen_splits for r in loaded.items[split]]
     # Options that refer to each other ("all of the above") make WiCkeD skip the item anyway: no label needed.
     eligible = [r for r in records if keep_position_dependent or position_dependent_reason(r.choices) is None]
-    source = SourceSample(name, loaded.spec.describe(), loaded.dataset, loaded.revision, chosen_splits,
+    source = SourceSample(name, loaded.source_description, loaded.dataset, loaded.revision, chosen_splits,
                           len(eligible), len(records) - len(eligible))
     source.drawn = stratified_draw(eligible, size, seed)
     logger.info("%s: drew %d of %d eligible questions from %s", name, len(source.drawn), len(eligible), chosen_splits)

@@ -19,7 +19,7 @@ import logging
 from pathlib import Path
 from typing import Sequence
 
-from builders.core.cli import exit_code
+from builders.core.cli import HelpFormatter, exit_code
 from builders.core.errors import UserError
 
 from .data import label_provenance, labelled_only, read_labelled, write_jsonl
@@ -27,7 +27,6 @@ from .sba_model import BATCH_SIZE
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_CACHE = Path("~/.cache/mcqforge/sba-labels")
 PAPER_SOURCES = ("mmlu", "mmlu_pro", "truthful_qa", "commonsense_qa")  # WiCkeD, section 3.2
 
 
@@ -76,24 +75,21 @@ def run_sample(args: argparse.Namespace) -> None:
 
 
 def add_label(sub) -> None:
-    parser = sub.add_parser("label", help="label questions SBA/SCA with an OpenAI-compatible model, or merge human labels")
+    from builders.core.llm import add_llm_arguments
+
+    parser = sub.add_parser("label", formatter_class=HelpFormatter,
+                            help="label questions SBA/SCA with an OpenAI-compatible model, or merge human labels")
     parser.add_argument("input", type=Path, help="JSON lines with id, question, choices (and answer), e.g. from `sample`")
     parser.add_argument("--output", type=Path, required=True, help="the labelled JSON-lines file")
     parser.add_argument("--human", type=Path, metavar="FILE",
                         help="take the labels from this JSONL/CSV file (id, label[, confidence]) instead of a model")
     parser.add_argument("--model", help="chat model name, e.g. gpt-4o-mini or the model a vLLM server serves")
-    parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: the openai client's)")
-    parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
-                        help="environment variable holding the API key; 'none' for a keyless local server (vLLM)")
     parser.add_argument("--template", type=Path, default=None,
-                        help="prompt template YAML (default: templates/sba_label_v1.yaml)")
-    parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--max-retries", type=int, default=6)
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
-    parser.add_argument("--backoff", type=float, default=1.0, help="first retry delay in seconds (doubles, with jitter)")
+                        help="prompt template: a YAML file, or a shipped one by name: v2 (the default: an SBA "
+                             "label names the option that would become acceptable), v1, or paper (the WiCkeD "
+                             "paper's prompt, replying 'Class: 1' or 'Class: 0')")
     parser.add_argument("--max-tokens", type=int, default=64)
-    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE,
-                        help="reply cache: a re-run (after a crash or a kill) pays for no reply twice")
+    add_llm_arguments(parser.add_argument_group("LLM endpoint (for --model)"))
     parser.set_defaults(run=run_label)
 
 
@@ -106,19 +102,18 @@ def run_label(args: argparse.Namespace) -> None:
         read_questions,
     )
 
-    rows = read_questions(args.input)
     if args.human:
-        run = label_with_humans(rows, args.human)
+        run = label_with_humans(read_questions(args.input), args.human)
     else:
         if not args.model:
             raise UserError("label needs --model (an LLM labeller) or --human FILE (human labels)")
-        from builders.core.llm import LLMClient
+        from builders.core.llm import LLMSettings, check_endpoint
 
         template = load_template(args.template or DEFAULT_TEMPLATE)
-        key_env = None if args.api_key_env.lower() == "none" else args.api_key_env
-        with LLMClient(args.model, base_url=args.base_url, api_key_env=key_env,
-                       cache_dir=args.cache_dir.expanduser(), concurrency=args.concurrency,
-                       max_retries=args.max_retries, timeout=args.timeout, backoff_base=args.backoff) as client:
+        settings = LLMSettings.from_args(args)
+        check_endpoint(settings)
+        rows = read_questions(args.input)
+        with settings.client(args.model) as client:
             run = label_with_llm(rows, client, template, args.max_tokens)
     write_jsonl(args.output, run.rows)
     counts = ", ".join(f"{k} {v}" for k, v in run.counts.items())
@@ -130,6 +125,7 @@ def run_label(args: argparse.Namespace) -> None:
 
 
 def add_train(sub) -> None:
+    from .sba_model import INPUT_FORMATS
     from .training import DEFAULT_BACKBONE, DEFAULT_RECIPE, RECIPES
 
     parser = sub.add_parser("train", help="fine-tune a classifier on a labelled file")
@@ -143,7 +139,11 @@ def add_train(sub) -> None:
                              "WiCkeD's: question only, last layer and head, 2 epochs at 1e-4")
     presets = "; ".join(f"{name}: {vars(r)}" for name, r in sorted(RECIPES.items()))
     recipe = parser.add_argument_group("recipe settings", f"Each defaults to the --recipe preset's ({presets}).")
-    recipe.add_argument("--input", dest="input_format", choices=["question", "question_choices"])
+    recipe.add_argument("--kind", choices=sorted(INPUT_FORMATS),
+                        help="'sequence': one sequence per question gives P(SBA); 'cross_encoder': one (question, key, "
+                             "option) pair per remaining option gives P(that option is acceptable too), and the "
+                             "question's score is their maximum (needs each row's 'answer')")
+    recipe.add_argument("--input", dest="input_format", choices=sorted({f for fs in INPUT_FORMATS.values() for f in fs}))
     recipe.add_argument("--backbone-layers", type=int,
                         help="keep only the bottom N encoder layers of the backbone (0 = all); inference costs N/L")
     recipe.add_argument("--train-layers", type=int, help="top encoder layers to train (0 = all: full fine-tuning)")
@@ -165,7 +165,7 @@ def add_train(sub) -> None:
     parser.set_defaults(run=run_train)
 
 
-RECIPE_FIELDS = ("input_format", "backbone_layers", "train_layers", "epochs", "learning_rate", "batch_size", "max_length",
+RECIPE_FIELDS = ("kind", "input_format", "backbone_layers", "train_layers", "epochs", "learning_rate", "batch_size", "max_length",
                  "truncation_side", "class_weight", "warmup_ratio", "weight_decay", "calibration_fraction",
                  "target_recall")
 
@@ -205,7 +205,8 @@ def run_evaluate(args: argparse.Namespace) -> None:
 
     questions = labelled_only(read_labelled(args.labels), args.labels)
     classifier = SBAClassifier.load(args.model, threshold=args.threshold)
-    scores = classifier.scores([(q.question, q.choices) for q in questions], batch_size=args.batch_size)
+    require_answers(classifier, [(q.id, q.answer) for q in questions], args.labels)
+    scores = classifier.scores([(q.question, q.choices, q.answer) for q in questions], batch_size=args.batch_size)
     try:
         shown = Path(args.model).name if Path(args.model).is_dir() else args.model  # no machine path on a card
         evaluation = evaluate_scores(shown, args.labels.name, [q.source for q in questions],
@@ -222,6 +223,14 @@ def run_evaluate(args: argparse.Namespace) -> None:
         if not Path(args.model).is_dir():
             raise UserError("--record needs --model to be a local folder")
         record_evaluation(Path(args.model), report)
+
+
+def require_answers(classifier, answers: Sequence[tuple[str, int | None]], path: Path) -> None:
+    """A cross-encoder reads (question, key, option) pairs: every row must name its key, checked before scoring."""
+    missing = [row_id for row_id, answer in answers if answer is None]
+    if classifier.needs_answer and missing:
+        raise UserError(f"{path}: {classifier.name} is a cross-encoder and needs each row's 'answer' (the key index); "
+                        f"{len(missing)} rows have none, e.g. {missing[0]}")
 
 
 # ---- push ------------------------------------------------------------------------------------------
@@ -250,7 +259,8 @@ def add_predict(sub) -> None:
     parser = sub.add_parser("predict", help="score questions with a classifier (the WiCkeD builder's inference)")
     parser.add_argument("--model", required=True,
                         help="model folder or Hub id (e.g. ahmedselhady/bert-base-uncased-sba-clf)")
-    parser.add_argument("--input", type=Path, required=True, help="JSON lines with question and choices")
+    parser.add_argument("--input", type=Path, required=True,
+                        help="JSON lines with id, question, choices and answer (the key index; a cross-encoder needs it)")
     parser.add_argument("--output", type=Path, required=True, help="the input rows with sba_score and is_sba added")
     parser.add_argument("--threshold", type=float, help="default: the model config's")
     parser.add_argument("--batch-size", type=int, default=BATCH_SIZE)
@@ -263,7 +273,9 @@ def run_predict(args: argparse.Namespace) -> None:
 
     rows = read_questions(args.input)
     classifier = SBAClassifier.load(args.model, threshold=args.threshold)
-    scores = classifier.scores([(row["question"], row["choices"]) for row in rows], batch_size=args.batch_size)
+    require_answers(classifier, [(row["id"], row.get("answer")) for row in rows], args.input)
+    scores = classifier.scores([(row["question"], row["choices"], row.get("answer")) for row in rows],
+                               batch_size=args.batch_size)
     write_jsonl(args.output, [{**row, "sba_score": round(float(s), 6), "is_sba": bool(s >= classifier.threshold)}
                               for row, s in zip(rows, scores)])
     flagged = int((scores >= classifier.threshold).sum())

@@ -1,12 +1,19 @@
 """Fine-tuning an SBA classifier on labelled questions.
 
 The result is a standard transformers sequence-classification folder. Its config names the labels
-(``SCA`` = 0, ``SBA`` = 1), and carries ``sba_threshold``, ``sba_input``, ``sba_max_length``,
-``sba_truncation_side`` (what :class:`classifiers.sba_model.SBAClassifier` reads) and
-``sba_training``, the provenance of the run (data, recipe, losses, calibration).
+(``SCA`` = 0, ``SBA`` = 1), and carries ``sba_kind``, ``sba_threshold``, ``sba_input``,
+``sba_max_length``, ``sba_truncation_side`` (what :class:`classifiers.sba_model.SBAClassifier` reads)
+and ``sba_training``, the provenance of the run (data, recipe, losses, calibration).
 
-Batches are length-sorted buckets with dynamic padding; every random draw comes from the seed, so
-the same data, recipe and seed give the same model on the same machine.
+A ``sequence`` model learns the item's label from one sequence per item. A ``cross_encoder`` learns,
+for each remaining option j of an item, whether (question, key, option j) is acceptable too: the
+option an SBA label names (``alternative``) is a positive, the other non-key options are negatives,
+and every remaining option of an SCA item is a negative. An SBA label that names no option (version-1
+labels, human labels) still trains it, as a multiple-instance target: the item's best-scored option
+is pushed towards acceptable, as the item's score is the maximum over its options.
+
+Batches are length-sorted buckets of items with dynamic padding; every random draw comes from the
+seed, so the same data, recipe and seed give the same model on the same machine.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from builders.core.rng import item_rng
 
 from .data import LABELS, LabelledQuestion
 from .evaluation import metrics_at, threshold_for_recall
-from .sba_model import INPUT_FORMATS, SBAClassifier, classifier_text
+from .sba_model import CROSS_ENCODER, INPUT_FORMATS, SEQUENCE, Encoded, Item, SBAClassifier, encode_items
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +50,7 @@ class Recipe:
     """Every training choice; ``train_layers`` counts the top encoder layers trained (0 = all)."""
 
     name: str
+    kind: str  # "sequence" (one sequence per item) or "cross_encoder" (one pair per remaining option)
     input_format: str
     backbone_layers: int  # keep only the bottom N encoder layers of the backbone (0 = all): N/L of the cost
     train_layers: int
@@ -61,19 +69,28 @@ class Recipe:
 RECIPES = {
     # WiCkeD, section 3.2: question text, all frozen but the last encoder layer and the head, 2 epochs at 1e-4.
     "paper": Recipe(
-        name="paper", input_format="question", backbone_layers=ALL_LAYERS, train_layers=1, epochs=2,
+        name="paper", kind=SEQUENCE, input_format="question", backbone_layers=ALL_LAYERS, train_layers=1, epochs=2,
         learning_rate=1e-4, batch_size=16, max_length=512, truncation_side="right", class_weight="none",
         warmup_ratio=0.0, weight_decay=0.0, calibration_fraction=0.0, target_recall=0.95,
     ),
     # The best recipe measured on the shared labels, chosen on a held-out part of the train split
     # (classifiers/README.md): question and options, the bottom 3 layers fully fine-tuned, class-weighted.
     "mcqforge": Recipe(
-        name="mcqforge", input_format="question_choices", backbone_layers=3, train_layers=ALL_LAYERS, epochs=4,
+        name="mcqforge", kind=SEQUENCE, input_format="question_choices", backbone_layers=3, train_layers=ALL_LAYERS, epochs=4,
         learning_rate=5e-5, batch_size=16, max_length=128, truncation_side="left", class_weight="balanced",
         warmup_ratio=0.1, weight_decay=0.01, calibration_fraction=0.15, target_recall=0.95,
     ),
+    # SBA as what it means: is some remaining option acceptable once the key is removed? One pair
+    # (question, key, option j) per remaining option, P(acceptable), the maximum over the options.
+    # Batches count items (all the pairs of an item train together).
+    "cross_encoder": Recipe(
+        name="cross_encoder", kind=CROSS_ENCODER, input_format="question_key_option", backbone_layers=2,
+        train_layers=ALL_LAYERS, epochs=3, learning_rate=1e-4, batch_size=8, max_length=48, truncation_side="left",
+        class_weight="balanced", warmup_ratio=0.1, weight_decay=0.01, calibration_fraction=0.15, target_recall=0.95,
+    ),
 }
 DEFAULT_RECIPE = "mcqforge"
+UNKNOWN = -1  # the target of a pair whose acceptability no label states
 
 
 @dataclass
@@ -97,8 +114,10 @@ def recipe_with(name: str, **overrides: Any) -> Recipe:
 
 
 def _check_recipe(recipe: Recipe) -> None:
-    if recipe.input_format not in INPUT_FORMATS:
-        raise UserError(f"--input must be one of {INPUT_FORMATS}")
+    if recipe.kind not in INPUT_FORMATS:
+        raise UserError(f"--kind must be one of {sorted(INPUT_FORMATS)}")
+    if recipe.input_format not in INPUT_FORMATS[recipe.kind]:
+        raise UserError(f"--input of a {recipe.kind} model must be one of {INPUT_FORMATS[recipe.kind]}")
     if recipe.class_weight not in ("none", "balanced"):
         raise UserError("--class-weight must be 'none' or 'balanced'")
     if recipe.truncation_side not in ("left", "right"):
@@ -219,6 +238,11 @@ def train(questions: Sequence[LabelledQuestion], backbone: str, output: Path, re
     import torch
 
     _check_recipe(recipe)
+    if recipe.kind == CROSS_ENCODER:
+        missing = [q.id for q in questions if q.answer is None]
+        if missing:
+            raise UserError(f"a cross-encoder trains on (question, key, option) pairs, but {len(missing)} rows have no "
+                            f"'answer' (the key index), e.g. {missing[0]}; `classifiers.sba sample` writes it")
     backbone = str(backbone)
     started = time.time()
     device = pick_device(device)
@@ -229,19 +253,15 @@ def train(questions: Sequence[LabelledQuestion], backbone: str, output: Path, re
     model, tokenizer = load_backbone(backbone, recipe.backbone_layers)
     tokenizer.truncation_side = recipe.truncation_side
     trainable, total = freeze_lower_layers(model, recipe.train_layers)
-    logger.info("training %d of %d parameters of %s on %s (%d questions, %d held for calibration)",
-                trainable, total, backbone, device, len(fit), len(calibration))
     model.to(device).train()
-    encoded = tokenizer([classifier_text(q.question, q.choices, recipe.input_format) for q in fit],
-                        truncation=True, max_length=recipe.max_length)["input_ids"]
-    targets = torch.tensor([int(q.is_sba) for q in fit])
-    loss_fn = torch.nn.CrossEntropyLoss(weight=_class_weights(targets, recipe.class_weight).to(device))
-    steps_per_epoch = math.ceil(len(fit) / recipe.batch_size)
+    examples = TrainingExamples.build(fit, tokenizer, recipe)
+    logger.info("training %d of %d parameters of %s on %s (%d questions, %d sequences; %d held for calibration)",
+                trainable, total, backbone, device, len(fit), len(examples.encoded.input_ids), len(calibration))
+    steps_per_epoch = math.ceil(len(examples.items) / recipe.batch_size)
     total_steps = max(1, math.ceil(recipe.epochs * steps_per_epoch))
     if max_steps is not None:
         total_steps = min(total_steps, max_steps)
-    losses, epoch_losses = _fit(model, tokenizer, encoded, targets, loss_fn, recipe, total_steps, device, seed,
-                                log_every, started)
+    losses, epoch_losses = _fit(model, tokenizer, examples, recipe, total_steps, device, seed, log_every, started)
     output = Path(output)
     model.eval()
     info = {
@@ -262,21 +282,72 @@ def train(questions: Sequence[LabelledQuestion], backbone: str, output: Path, re
     return TrainResult(output, losses, epoch_losses, threshold, calibration_report, info["seconds"], info)
 
 
-def _fit(model, tokenizer, encoded, targets, loss_fn, recipe: Recipe, total_steps: int, device: str, seed: int,
+@dataclass(frozen=True)
+class TrainingExamples:
+    """The sequences of the training items, with a target per sequence and the item each belongs to.
+
+    A target is 1 (SBA item, or the option its label names), 0, or UNKNOWN (a remaining option of an SBA
+    item whose label names none: only the item's best option is trained, towards 1).
+    """
+
+    encoded: Encoded
+    targets: np.ndarray
+    items: list[np.ndarray]  # the sequence indices of each item that has any
+
+    @classmethod
+    def build(cls, questions: Sequence[LabelledQuestion], tokenizer, recipe: Recipe) -> "TrainingExamples":
+        encoded = encode_items(tokenizer, [Item(q.question, q.choices, q.answer) for q in questions], recipe.kind,
+                               recipe.input_format, recipe.max_length)
+        targets = np.array([_target(questions[owner], option) for owner, option in zip(encoded.owners, encoded.options)],
+                           dtype=np.int64)
+        order = np.argsort(encoded.owners, kind="stable")
+        items = [group for group in np.split(order, np.flatnonzero(np.diff(encoded.owners[order])) + 1) if group.size]
+        return cls(encoded, targets, items)
+
+    def class_weights(self, mode: str):
+        """Per class; 'balanced' weighs the positive units (known positives, multiple-instance items) as
+        much as the negatives."""
+        import torch
+
+        if mode == "none":
+            return torch.ones(2)
+        positives = int(np.sum(self.targets == 1)) + sum(
+            1 for item in self.items if np.any(self.targets[item] == UNKNOWN))
+        counts = torch.tensor([float(np.sum(self.targets == 0)), float(positives)]).clamp(min=1)
+        return counts.sum() / (2 * counts)
+
+
+def _target(question: LabelledQuestion, option: int) -> int:
+    if option < 0 or not question.is_sba:  # a whole-item sequence, or a remaining option of an SCA item
+        return int(question.is_sba)
+    if question.alternative is None:
+        return UNKNOWN
+    return int(option == question.alternative)
+
+
+def _fit(model, tokenizer, examples: TrainingExamples, recipe: Recipe, total_steps: int, device: str, seed: int,
          log_every: int, started: float) -> tuple[list[float], list[float]]:
     """The optimisation loop: (mean loss of each logged window, mean loss of each epoch)."""
     import torch
 
     optimizer, scheduler = _optimizer(model, recipe, total_steps)
     rng = np.random.default_rng(seed)
-    lengths = [len(ids) for ids in encoded]
+    encoded = examples.encoded
+    lengths = [max(len(encoded.input_ids[k]) for k in item) for item in examples.items]
+    weights = examples.class_weights(recipe.class_weight).to(device)
+    with_types = getattr(model.config, "type_vocab_size", 0) > 1
     trained = [p for p in model.parameters() if p.requires_grad]
     step, window, losses, epoch_losses = 0, [], [], []
     while step < total_steps:
         epoch = []
         for batch in length_bucketed_batches(lengths, recipe.batch_size, rng)[: total_steps - step]:
-            padded = tokenizer.pad({"input_ids": [encoded[i] for i in batch]}, return_tensors="pt").to(device)
-            loss = loss_fn(model(**padded).logits.float(), targets[batch].to(device))
+            sequences = np.concatenate([examples.items[i] for i in batch])
+            features = {"input_ids": [encoded.input_ids[k] for k in sequences]}
+            if with_types:
+                features["token_type_ids"] = [encoded.token_type_ids[k] for k in sequences]
+            padded = tokenizer.pad(features, return_tensors="pt").to(device)
+            loss = weighted_loss(model(**padded).logits, torch.as_tensor(examples.targets[sequences], device=device),
+                                 torch.as_tensor(encoded.owners[sequences], device=device), weights)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(trained, 1.0)
             optimizer.step()
@@ -293,21 +364,31 @@ def _fit(model, tokenizer, encoded, targets, loss_fn, recipe: Recipe, total_step
     return losses, epoch_losses
 
 
+def weighted_loss(logits, targets, owners, weights):
+    """Class-weighted cross-entropy over the sequences with a known target, plus, for each item whose
+    positive option is unknown, the cross-entropy of its best option against "acceptable"."""
+    import torch
+
+    log_p = torch.log_softmax(logits.float(), dim=-1)
+    known = targets != UNKNOWN
+    known_targets = targets[known]
+    total = -(log_p[known, known_targets] * weights[known_targets]).sum()
+    weight_sum = weights[known_targets].sum()
+    if not bool(known.all()):
+        _, item = torch.unique(owners[~known], return_inverse=True)
+        best = torch.full((int(item.max()) + 1,), -torch.inf, device=logits.device)
+        best = best.scatter_reduce(0, item, log_p[~known, 1], reduce="amax")
+        total = total - best.sum() * weights[1]
+        weight_sum = weight_sum + weights[1] * best.numel()
+    return total / weight_sum
+
+
 def describe_backbone(backbone: str) -> str:
     """A Hub id as is; a local folder by its last two path parts, so no machine path reaches a model card."""
     path = Path(backbone)
     if not path.exists():
         return backbone
     return "local folder " + "/".join(path.resolve().parts[-2:])
-
-
-def _class_weights(targets, mode: str):
-    import torch
-
-    if mode == "none":
-        return torch.ones(2)
-    counts = torch.bincount(targets, minlength=2).float().clamp(min=1)
-    return counts.sum() / (2 * counts)  # "balanced": each class weighs as much as the other in the loss
 
 
 def _optimizer(model, recipe: Recipe, total_steps: int):
@@ -329,9 +410,9 @@ def _optimizer(model, recipe: Recipe, total_steps: int):
 
 def calibrate(model_dir: Path, calibration: Sequence[LabelledQuestion], target_recall: float
               ) -> tuple[float, dict[str, Any]]:
-    """Choose the threshold on held-out labels, scored by the same int8 inference WiCkeD runs."""
+    """Choose the threshold on held-out labels, scored by the same inference WiCkeD runs."""
     classifier = SBAClassifier.load(str(model_dir))
-    scores = classifier.scores([(q.question, q.choices) for q in calibration])
+    scores = classifier.scores([(q.question, q.choices, q.answer) for q in calibration])
     truth = [q.is_sba for q in calibration]
     if not any(truth):
         logger.warning("no SBA question among the %d calibration questions; keeping threshold 0.5", len(calibration))
@@ -368,6 +449,7 @@ def _save(model, tokenizer, output: Path, recipe: Recipe, threshold: float, info
     config.id2label = dict(enumerate(LABELS))
     config.label2id = {label: i for i, label in enumerate(LABELS)}
     config.sba_threshold = float(threshold)
+    config.sba_kind = recipe.kind
     config.sba_input = recipe.input_format
     config.sba_max_length = recipe.max_length
     config.sba_truncation_side = recipe.truncation_side

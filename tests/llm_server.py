@@ -36,15 +36,21 @@ Use from a test module::
         assert len(llm_server.chat_requests) == 1
 
 or, without pytest fixtures: ``with start_llmock(responder=...) as server: ...``.
+
+For answers no real server library gives (a 200 whose JSON is cut short, an HTML page with status
+200, a response sent one byte a second), :func:`start_raw_server` runs a plain ``http.server``
+whose answer function writes each response by hand (:class:`RawExchange`).
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -213,3 +219,100 @@ def _install_scripted_chat_route(server: LLMockServer, mock: MockLLM) -> None:
     app.add_api_route(CHAT_PATH, scripted_chat, methods=["POST"])
     # Routes match in order: move ours in front of llmock's handler for the same path.
     app.router.routes.insert(0, app.router.routes.pop())
+
+
+# -- plain http.server endpoints, for answers llmock cannot give -------------------------------------
+
+
+class RawExchange:
+    """One request to a :func:`start_raw_server`, answered by hand. ``index`` counts requests from 0."""
+
+    def __init__(self, handler: BaseHTTPRequestHandler, index: int, stopping: threading.Event) -> None:
+        self.index = index
+        self.method = handler.command
+        self.path = handler.path
+        self._handler = handler
+        self._stopping = stopping
+
+    def send(self, status: int, body: str | bytes, content_type: str = "application/json") -> None:
+        """A whole, well-framed response (its Content-Length is the body's), whatever the body holds."""
+        data = body.encode() if isinstance(body, str) else body
+        self._handler.send_response(status)
+        self._handler.send_header("Content-Type", content_type)
+        self._handler.send_header("Content-Length", str(len(data)))
+        self._handler.end_headers()
+        self._handler.wfile.write(data)
+
+    def drip(self, response: bytes, every: float = 1.0, at_once: int = 0) -> None:
+        """Write ``response`` (status line, headers and body as they go on the wire): its first ``at_once``
+        bytes at once, then one byte every ``every`` seconds, until it is all out, the client hangs up or
+        the server stops."""
+        pieces = [response[:at_once]] + [response[i : i + 1] for i in range(at_once, len(response))]
+        for number, piece in enumerate(piece for piece in pieces if piece):
+            if self._stopping.wait(every if number else 0):
+                return
+            try:
+                self._handler.wfile.write(piece)
+                self._handler.wfile.flush()
+            except OSError:
+                return
+
+
+@dataclass
+class RawServer:
+    base_url: str  # what to pass as ``base_url``: http://127.0.0.1:<port>/v1
+    requests: list[str] = field(default_factory=list)  # "METHOD /path" of every request, in arrival order
+
+
+@contextmanager
+def start_raw_server(answer: Callable[[RawExchange], None]) -> Iterator[RawServer]:
+    """A plain ``http.server`` on a free 127.0.0.1 port; ``answer`` writes the whole response of each request."""
+    stopping, counter, lock = threading.Event(), itertools.count(), threading.Lock()
+    server_info = RawServer(base_url="")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            self._answer()
+
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self._answer()
+
+        def _answer(self) -> None:
+            with lock:
+                index = next(counter)
+                server_info.requests.append(f"{self.command} {self.path}")
+            answer(RawExchange(self, index, stopping))
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    server_info.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    thread = threading.Thread(target=server.serve_forever, name="raw-http-server", daemon=True)
+    thread.start()
+    try:
+        yield server_info
+    finally:
+        stopping.set()
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def chat_completion_json(text: str, model: str = "mock-model") -> str:
+    """The body of a well-formed chat completion whose reply is ``text``."""
+    return json.dumps({
+        "id": "chatcmpl-raw", "object": "chat.completion", "created": 0, "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+    })
+
+
+def http_response_bytes(status_line: str, body: str, content_type: str = "application/json") -> bytes:
+    """A whole HTTP/1.1 response as it goes on the wire, for :meth:`RawExchange.drip`."""
+    data = body.encode()
+    headers = [f"HTTP/1.1 {status_line}", f"Content-Type: {content_type}", f"Content-Length: {len(data)}",
+               "Connection: close"]
+    return ("\r\n".join(headers) + "\r\n\r\n").encode() + data

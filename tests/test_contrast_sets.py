@@ -14,7 +14,9 @@ import pytest
 
 from builders.contrast_sets import builder as cs
 from builders.core import embeddings
-from builders.core.adapters import load_benchmark
+from builders.core import cli
+from builders.core.benchmarks import BENCHMARKS
+from builders.core.sources import load_source
 from builders.core.errors import UserError
 from builders.core.record import MCQRecord
 from builders.core.validate import validate
@@ -67,11 +69,11 @@ def cache_dir(tmp_path_factory) -> Path:
 
 
 def builder_args(cache: Path, *argv: str) -> argparse.Namespace:
-    return cs.make_parser().parse_args(["--cache-dir", str(cache), *argv])
+    return cli.builder_parser(cs.BUILDER).parse_args(["--cache-dir", str(cache), *argv])
 
 
 def build_fixture(tmp_path: Path, cache: Path, *argv: str):
-    source = load_benchmark("unifiedqa", str(write_unifiedqa(tmp_path)))
+    source = load_source(BENCHMARKS["unifiedqa"], str(write_unifiedqa(tmp_path)))
     return cs.build(source, builder_args(cache, *argv))
 
 
@@ -359,7 +361,7 @@ def test_a_split_without_pairs_is_left_out_and_no_pair_at_all_is_an_error(tmp_pa
     for (source, split), rows in UNIFIEDQA.items():
         if (source, split) != ("sci", "train"):  # the train split keeps only the bees, who have no partner
             write_jsonl(tmp_path / "a" / source / f"{split}.jsonl", rows)
-    build = cs.build(load_benchmark("unifiedqa", str(tmp_path / "a")), builder_args(cache_dir))
+    build = cs.build(load_source(BENCHMARKS["unifiedqa"], str(tmp_path / "a")), builder_args(cache_dir))
     assert counts(build) == {config: {"test": 8} for config in CONFIGS}
     assert validate(build).counts["contrast"] == {"test": {"in": 11, "out": 8, "excluded": 3}}
     write_jsonl(tmp_path / "b" / "misc" / "train.jsonl", UNIFIEDQA[("misc", "train")])

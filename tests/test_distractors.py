@@ -10,12 +10,15 @@ import numpy as np
 import pytest
 
 from builders.core.errors import UserError
+from builders.core.llm import LLMSettings
 from builders.gsm_mc import answers as gsm8k
 from builders.math_mc import answers as math_answers
-from builders.from_predictions.generate import EndpointSettings, generate_predictions, write_predictions
+from builders.core.predictions import match_predictions, read_predictions, require_texts, write_predictions
+from builders.core.record import OpenItem
+from builders.from_predictions.collect import item_of
+from builders.from_predictions.generate import generate_predictions
 from builders.math_mc.answers import MathEquivalence
 from builders.from_predictions.pools import Candidate, build_pool, pool_report, pool_rows, respell, summarize_pools
-from builders.from_predictions.predictions import match_predictions, read_predictions
 from builders.gsm_mc.prompts import GSM8K_EXEMPLARS, gsm8k_request
 from builders.math_mc.prompts import MATH_EXEMPLARS, math_request
 from builders.core.workers import HardTimeoutPool, WorkerPoolError
@@ -208,7 +211,16 @@ def test_hard_timeout_pool_reports_errors_and_crashes():
 # ---- predictions -----------------------------------------------------------------------------------
 
 
-QUESTIONS = {"test": ["What is 1 + 1?", "What is  2 + 2?", "What is 3 + 3?"]}
+QUESTIONS = ["What is 1 + 1?", "What is  2 + 2?", "What is 3 + 3?"]
+
+
+def items(questions=QUESTIONS, split="test") -> list[OpenItem]:
+    return [OpenItem(f"gsm8k/{split}/{i}", split, i, q, str(2 * (i + 1)), str(2 * (i + 1)), "", "main")
+            for i, q in enumerate(questions)]
+
+
+def match(predictions, built=None):
+    return match_predictions(predictions, item_of(built or items(), lambda doc: doc.get("question")))
 
 
 def write_jsonl(path: Path, rows) -> Path:
@@ -226,13 +238,16 @@ def test_plain_predictions_by_index_and_text(tmp_path):
         {"question": "Unknown?", "model": "b", "output": "1"},
         {"question_index": 2, "question": "What is 1 + 1?", "model": "b", "output": "6"},  # index and text disagree
         {"question_index": 2, "model": "c", "output": "6", "output_kind": "extracted"},
+        {"question_index": 1, "model": "c", "output": None},  # no answer: matched, and counts as invalid
     ])
-    predictions = read_predictions(str(path), lambda doc: doc.get("question"))
-    matched, report = match_predictions(predictions, QUESTIONS)
-    assert (report.read, report.matched, report.unmatched, report.duplicates) == (7, 3, 3, 1)
-    assert [(p.model, p.output) for p in matched[("test", 0)]] == [("a", "#### 2")]
-    assert [(p.model, p.output) for p in matched[("test", 1)]] == [("a", "4")]
-    assert [(p.model, p.extracted) for p in matched[("test", 2)]] == [("c", True)]
+    matched, report = match(read_predictions([path]))
+    assert (report.read.total(), report.matched.total(), report.unmatched.total(), report.duplicates.total()) == (8, 4, 3, 1)
+    assert report.matched == {"a": 2, "c": 2} and report.unmatched == {"b": 3} and report.duplicates == {"a": 1}
+    assert report.reasons == {"no_item_at_question_index": 1, "question_not_found": 1,
+                              "question_index_and_text_disagree": 1, "duplicate_model_item": 1}
+    assert [(p.model, p.output) for p in matched["gsm8k/test/0"]] == [("a", "#### 2")]
+    assert [(p.model, p.output) for p in matched["gsm8k/test/1"]] == [("a", "4"), ("c", None)]
+    assert [(p.model, p.extracted) for p in matched["gsm8k/test/2"]] == [("c", True)]
 
 
 def test_harness_sample_logs_match_by_doc(tmp_path):
@@ -241,27 +256,57 @@ def test_harness_sample_logs_match_by_doc(tmp_path):
         {"doc_id": 5, "doc": {"question": "What is 3 + 3?", "answer": "#### 6"}, "resps": [["The answer is 6."]],
          "filtered_resps": ["6"]},
         {"doc_id": 0, "doc": {"question": "What is 1 + 1?", "answer": "#### 2"}, "resps": [["The answer is 3."]],
-         "filtered_resps": ["3"]},
+         "filtered_resps": ["The answer is 3."]},
     ])
-    by_folder = read_predictions(str(tmp_path / "results"), lambda doc: doc.get("question"))
-    assert [(p.model, p.question, p.output) for p in by_folder] == [
-        ("org__model-7b", "What is 3 + 3?", "The answer is 6."), ("org__model-7b", "What is 1 + 1?", "The answer is 3.")]
-    named = read_predictions(f"mine={folder}", lambda doc: doc.get("question"))
-    matched, report = match_predictions(named, QUESTIONS)
-    assert report.matched == 2 and {p.model for p in named} == {"mine"}
-    assert matched[("test", 2)][0].output == "The answer is 6."
+    by_folder = read_predictions([tmp_path / "results"])
+    assert [(p.model, p.ref["question"], p.output, p.extracted) for p in by_folder] == [
+        ("org__model-7b", "What is 3 + 3?", "6", True), ("org__model-7b", "What is 1 + 1?", "The answer is 3.", False)]
+    named = read_predictions([f"mine={folder}"])
+    matched, report = match(named)
+    assert report.matched == {"mine": 2}
+    assert matched["gsm8k/test/2"][0].output == "6"  # doc_id 5 is not trusted: the question text is
 
 
 def test_bad_prediction_files(tmp_path):
     with pytest.raises(UserError, match="no such file"):
-        read_predictions(str(tmp_path / "missing.jsonl"), dict.get)
-    bad = write_jsonl(tmp_path / "bad.jsonl", [{"model": "a"}])
-    with pytest.raises(UserError, match="expected an lm-evaluation-harness sample"):
-        read_predictions(str(bad), dict.get)
-    two_splits = {"train": ["q"], "test": ["q"]}
-    predictions = read_predictions(str(write_jsonl(tmp_path / "p.jsonl", [{"question_index": 0, "model": "a", "output": "1"}])), dict.get)
-    with pytest.raises(UserError, match="needs a \"split\""):
-        match_predictions(predictions, two_splits)
+        read_predictions([tmp_path / "missing.jsonl"])
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"model": "a", "output": "1"}])
+    with pytest.raises(UserError, match=r"bad.jsonl:1: the row names no item"):
+        read_predictions([bad])
+    predictions = read_predictions([write_jsonl(tmp_path / "p.jsonl", [{"question_index": 0, "model": "a", "output": "1"}])])
+    with pytest.raises(UserError, match=r"p.jsonl:1: a prediction by question_index needs a \"split\""):
+        match(predictions, items(["q"], "train") + items(["q"], "test"))
+
+
+def test_a_file_of_another_benchmark_is_one_error(tmp_path):
+    """Issue 12.5: MATH predictions given to GSM-MC stop the read, instead of 1,625 unmatched rows."""
+    path = write_jsonl(tmp_path / "preds.jsonl", [{"benchmark": "math", "question_index": 0, "model": "a", "output": "x"}])
+    with pytest.raises(UserError, match=r"preds.jsonl:1: this row is a 'math' prediction; this command reads gsm8k "
+                                        r"predictions"):
+        read_predictions([path], benchmark="gsm8k")
+    assert len(read_predictions([path], benchmark="MATH")) == 1
+    with pytest.raises(UserError, match="reads humaneval or mbpp predictions"):
+        read_predictions([path], benchmark=("humaneval", "mbpp"))
+
+
+def test_gsm_mc_refuses_math_predictions_in_one_line(tmp_path, capsys):
+    from builders.gsm_mc import builder as gsm_mc
+    from test_gsm_mc import GSM8K_TEST
+
+    source = write_jsonl(tmp_path / "gsm8k" / "test.jsonl", GSM8K_TEST).parent
+    math = write_jsonl(tmp_path / "math_test.jsonl", [
+        {"benchmark": "math", "question_index": i, "model": "gpt-4", "output": "$\\boxed{2}$", "output_kind": "raw"}
+        for i in range(3)])
+    assert gsm_mc.main(["--source", str(source), "--predictions", str(math), "--output", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == \
+        f"error: {math}:1: this row is a 'math' prediction; this command reads gsm8k predictions"
+    assert not (tmp_path / "out").exists()
+
+
+def test_option_indices_are_no_generated_answers(tmp_path):
+    path = write_jsonl(tmp_path / "preds.jsonl", [{"question_index": 0, "model": "a", "pred": 2}])
+    with pytest.raises(UserError, match=r"preds.jsonl:1: the answer is an option index \(2\), not text"):
+        require_texts(read_predictions([path]), "gsm8k")
 
 
 # ---- generation ------------------------------------------------------------------------------------
@@ -281,10 +326,10 @@ def test_generation_uses_the_cache_on_a_second_run(llm_server, tmp_path):
     answers = {"What is 1 + 1?": "1 + 1 = 2. The answer is 2.", "What is 3 + 3?": "The answer is 5."}
     llm_server.respond_with(lambda call: answers[call.user_text.removeprefix("Q: ").removesuffix("\nA:")]
                             if call.body["model"] == "m1" else "I don't know")
-    settings = EndpointSettings(llm_server.openai_base_url, cache_dir=tmp_path / "cache", concurrency=2)
+    settings = LLMSettings(llm_server.openai_base_url, api_key_env=None, cache_dir=tmp_path / "cache", concurrency=2)
     questions = {"test": {0: "What is 1 + 1?", 1: "What is 3 + 3?"}}
     run = generate_predictions(["m1", "m2"], questions, gsm8k_request, settings)
-    assert [(p.model, p.question_index, p.output) for p in run.predictions] == [
+    assert [(p.model, p.ref["question_index"], p.output) for p in run.predictions] == [
         ("m1", 0, answers["What is 1 + 1?"]), ("m1", 1, answers["What is 3 + 3?"]),
         ("m2", 0, "I don't know"), ("m2", 1, "I don't know")]
     assert run.failures == {"m1": 0, "m2": 0} and len(llm_server.chat_requests) == 4
@@ -292,8 +337,9 @@ def test_generation_uses_the_cache_on_a_second_run(llm_server, tmp_path):
     again = generate_predictions(["m1", "m2"], questions, gsm8k_request, settings)
     assert again.predictions == run.predictions and len(llm_server.chat_requests) == 4
     write_predictions(run.predictions, tmp_path / "saved.jsonl")
-    saved = read_predictions(str(tmp_path / "saved.jsonl"), dict.get)
-    matched, report = match_predictions(saved, {"test": list(questions["test"].values())})
-    assert report.matched == 4 and [p.model for p in matched[("test", 1)]] == ["m1", "m2"]
+    saved = read_predictions([tmp_path / "saved.jsonl"])
+    assert [(p.model, p.ref, p.output) for p in saved] == [(p.model, p.ref, p.output) for p in run.predictions]
+    matched, report = match(saved, items(["What is 1 + 1?", "What is 3 + 3?"]))
+    assert report.matched.total() == 4 and [p.model for p in matched["gsm8k/test/1"]] == ["m1", "m2"]
     as_list = generate_predictions(["m1"], {"test": ["What is 3 + 3?"]}, gsm8k_request, settings)
-    assert [(p.question_index, p.output) for p in as_list.predictions] == [(0, answers["What is 3 + 3?"])]
+    assert [(p.ref["question_index"], p.output) for p in as_list.predictions] == [(0, answers["What is 3 + 3?"])]

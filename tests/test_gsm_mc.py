@@ -52,14 +52,13 @@ def files(tmp_path) -> dict[str, Path]:
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    parser = cli.builder_parser("gsm_mc", "", ["gsm8k"], "gsm8k")
-    gsm_mc.add_arguments(parser)
+    parser = cli.builder_parser(gsm_mc.BUILDER)
     return parser.parse_args(argv)
 
 
 def build(files, *extra: str):
     args = parse(["--source", str(files["source"]), "--predictions", str(files["predictions"]), *extra])
-    return gsm_mc.build(gsm_mc.load_source(args), args)
+    return gsm_mc.build(cli.load(gsm_mc.BUILDER, args), args)
 
 
 def test_sets_pools_and_exclusions(files, tmp_path):
@@ -97,7 +96,7 @@ def test_fewer_choices_keep_more_questions(files):
     kept = [r for r in result.configs["set_0"]["test"]]
     assert [r.id for r in kept] == ["gsm8k/test/0", "gsm8k/test/1", "gsm8k/test/2"]
     assert sorted(kept[1].choices) == ["1100", "1200", "1300"] and kept[1].metadata["gold_text"] == "1,200"
-    assert "| 3 | 3 | 2 |" in result.statistics["Distractor pools"]  # N=3: 3 kept, 2 excluded
+    assert result.statistics["Distractor pools"].row(3) == {"N options": 3, "questions kept": 3, "questions excluded": 2}
 
 
 def test_draws_depend_only_on_the_seed(files):
@@ -110,7 +109,7 @@ def test_draws_depend_only_on_the_seed(files):
 
 def test_random_distractors_need_no_predictions(files):
     args = parse(["--source", str(files["source"]), "--distractors", "random", "--sets", "2", "--choices", "5"])
-    result = gsm_mc.build(gsm_mc.load_source(args), args)
+    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, args), args)
     records = result.configs["set_1"]["test"]
     assert [r.id for r in records] == ["gsm8k/test/0", "gsm8k/test/1", "gsm8k/test/2", "gsm8k/test/3", "gsm8k/test/5"]
     bike = records[1]
@@ -138,7 +137,8 @@ def test_harness_logs_and_generated_predictions(files, tmp_path, llm_server):
     wrong = {0: "8", 1: "1250", 2: "13", 3: "12", 5: "40"}
     llm_server.respond_with(lambda call: f"The answer is {int(wrong[_index(call)]) + 3 * (call.body['model'] == 'm2')}.")
     result = build(files, "--predictions", str(tmp_path / "harness"), "--generate-with", "m1", "m2",
-                   "--base-url", llm_server.openai_base_url, "--cache-dir", str(tmp_path / "cache"), "--sets", "1",
+                   "--base-url", llm_server.openai_base_url, "--api-key-env", "none", "--cache-dir", str(tmp_path / "cache"),
+                   "--sets", "1",
                    "--save-predictions", str(tmp_path / "generated.jsonl"))
     assert len(llm_server.chat_requests) == 10  # 2 models x 5 questions with a gold
     ids = [r.id for r in result.configs["set_0"]["test"]]
@@ -186,3 +186,51 @@ def test_publish_and_load_back(local_hub, files, tmp_path):
     assert remote["id"] == ["gsm8k/test/0", "gsm8k/test/2"]
     assert datasets.load_dataset(repo, "default", revision="v1.0.0")["test"]["choices"] == \
         datasets.load_dataset(repo, "set_0", revision="v1.0.0")["test"]["choices"]
+
+
+# ---- correct answers in another unit; random distractors drawn in O(1) -----------------------------------
+
+UNIT_SOURCE = [{"question": "A pen costs 1 dollar. What does it cost in dollars?", "answer": "#### 1"},
+               {"question": "A bag holds 245 grams. How many grams?", "answer": "#### 245"}]
+UNIT_PREDICTIONS = [(0, "a", "100"), (0, "b", "100"), (0, "c", "2"), (0, "d", "3"), (0, "e", "0.01"), (0, "f", "5"),
+                    (1, "a", "245000"), (1, "b", "0.245"), (1, "c", "4.0833"), (1, "d", "14700"), (1, "e", "250"),
+                    (1, "f", "240"), (1, "g", "255")]
+
+
+def test_correct_answers_in_another_unit_are_left_out_and_counted(tmp_path):
+    source = write_jsonl(tmp_path / "gsm8k" / "test.jsonl", UNIT_SOURCE).parent
+    predictions = write_jsonl(tmp_path / "p.jsonl", [{"question_index": i, "model": m, "output": o}
+                                                     for i, m, o in UNIT_PREDICTIONS])
+    base = ["--source", str(source), "--predictions", str(predictions), "--sets", "3"]
+    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(base)), parse(base))
+    for records in result.configs.values():
+        pen, bag = records["test"]
+        assert not {"100", "0.01"} & set(pen.choices) and not {"245000", "0.245", "14700"} & set(bag.choices)
+    assert result.statistics["Correct answers in another unit"].records() == [
+        {"factor": 100, "distractors dropped": 2}, {"factor": 1000, "distractors dropped": 2},
+        {"factor": 60, "distractors dropped": 1}]
+    assert validate(result).passed
+
+    kept = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(base)), parse([*base, "--keep-unit-multiples"]))
+    assert any("100" in r.choices for r in kept.configs["set_0"]["test"] + kept.configs["set_1"]["test"]
+               + kept.configs["set_2"]["test"])
+    # the independent check refuses a unit multiple where the default build promised none
+    record = result.configs["set_0"]["test"][0]
+    wrong = next(i for i in range(len(record.choices)) if i != record.answer)
+    choices = list(record.choices)
+    choices[wrong] = "100"
+    result.configs["set_0"]["test"][0] = record.replace(choices=choices)
+    with pytest.raises(ValidationFailed, match="no_unit_multiple"):
+        validate(result)
+
+
+def test_random_distractors_of_a_large_gold_are_drawn_without_listing_the_interval():
+    import numpy as np
+
+    from builders.gsm_mc.answers import random_distractors, random_interval
+
+    # a list of the 2.9 million offsets took 25 s per check; benchmarks/gsm_mc.py times a full random build
+    drawn = [random_distractors("2880000", 7, np.random.default_rng(seed)) for seed in range(1000)]
+    low, high = random_interval("2880000")
+    assert (low, high) == ("1440000", "4320000")
+    assert all(len(set(d)) == 7 and all(1440000 <= int(x) <= 4320000 and x != "2880000" for x in d) for d in drawn)

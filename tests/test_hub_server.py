@@ -15,14 +15,7 @@ from typing import Any
 
 import datasets
 import pytest
-from huggingface_hub import (
-    HfApi,
-    HfFileSystem,
-    get_hf_file_metadata,
-    hf_hub_download,
-    hf_hub_url,
-    snapshot_download,
-)
+from huggingface_hub import HfApi, get_hf_file_metadata, hf_hub_download, hf_hub_url, snapshot_download
 from huggingface_hub.errors import (
     EntryNotFoundError,
     HfHubHTTPError,
@@ -159,9 +152,10 @@ def test_publish_creates_two_commits_and_two_tags(local_hub: LocalHub, api: HfAp
         ("v1.1.0", published.second_commit),
     ]
     assert local_hub.tags(published.repo_id) == ["v1.0.0", "v1.1.0"]
-    commits = api.list_repo_commits(published.repo_id, repo_type="dataset")
-    assert [c.commit_id for c in commits[:2]] == [published.second_commit, published.first_commit]
-    assert [c.title for c in commits] == ["v1.1", "v1", "initial commit"]
+    assert local_hub.commits(published.repo_id)[:2] == [published.second_commit, published.first_commit]
+    assert len(local_hub.commits(published.repo_id)) == 3  # and the repo's initial commit
+    assert api.dataset_info(published.repo_id, revision="v1.0.0").sha == published.first_commit
+    assert api.repo_info(published.repo_id, repo_type="dataset").sha == published.second_commit
 
 
 def test_upload_goes_through_preupload_lfs_batch_and_commit(published: Published) -> None:
@@ -185,10 +179,9 @@ def test_upload_goes_through_preupload_lfs_batch_and_commit(published: Published
 
 
 def test_parquet_files_are_lfs_and_readme_is_a_git_blob(local_hub: LocalHub, api: HfApi, published: Published) -> None:
-    paths = ["README.md", "data/cfg_a.parquet", "data", "missing.txt"]
-    infos = api.get_paths_info(published.repo_id, paths, revision="v1.0.0", repo_type="dataset")
-    by_path = {info.path: info for info in infos}
-    assert sorted(by_path) == ["README.md", "data", "data/cfg_a.parquet"]
+    tree = api.list_repo_tree(published.repo_id, revision="v1.0.0", repo_type="dataset", recursive=True)
+    by_path = {entry.path: entry for entry in tree}
+    assert list(by_path) == ["data", ".gitattributes", "README.md", "data/cfg_a.parquet", "data/cfg_b.parquet"]
     readme, parquet, folder = by_path["README.md"], by_path["data/cfg_a.parquet"], by_path["data"]
     assert isinstance(readme, RepoFile) and readme.lfs is None
     assert readme.blob_id == git_hash(published.readme)
@@ -197,6 +190,10 @@ def test_parquet_files_are_lfs_and_readme_is_a_git_blob(local_hub: LocalHub, api
     assert parquet.size == len(published.v1_parquet["cfg_a"])
     assert isinstance(folder, RepoFolder)
     assert local_hub.is_lfs(published.repo_id, "v1.0.0", "data/cfg_a.parquet")
+    top_level = api.list_repo_tree(published.repo_id, revision="v1.0.0", repo_type="dataset")
+    assert [entry.path for entry in top_level] == ["data", ".gitattributes", "README.md"]
+    with pytest.raises(EntryNotFoundError):
+        list(api.list_repo_tree(published.repo_id, path_in_repo="absent", revision="v1.0.0", repo_type="dataset"))
 
 
 @pytest.mark.parametrize(
@@ -251,18 +248,6 @@ def test_hf_hub_download_and_file_metadata(api: HfApi, published: Published) -> 
     assert parquet_meta.commit_hash == published.first_commit
 
 
-def test_range_reads_through_hf_file_system(local_hub: LocalHub, published: Published) -> None:
-    content = published.v1_parquet["cfg_a"]
-    fs = HfFileSystem(endpoint=local_hub.url, token=local_hub.token, skip_instance_cache=True)
-    with fs.open(f"datasets/{published.repo_id}@v1.0.0/data/cfg_a.parquet", "rb", block_size=16) as handle:
-        handle.seek(4)
-        middle = handle.read(10)
-        handle.seek(len(content) - 8)
-        tail = handle.read()
-    assert (middle, tail) == (content[4:14], content[-8:])
-    assert any(r.kind == "resolve" and r.status == 206 for r in local_hub.requests)
-
-
 # ---------------------------------------------------------------------------------------------
 # Errors and authentication
 # ---------------------------------------------------------------------------------------------
@@ -297,6 +282,32 @@ def test_wrong_token_is_rejected_without_hiding_the_repo(local_hub: LocalHub, pu
 
 def test_whoami_with_the_hub_token(local_hub: LocalHub, api: HfApi) -> None:
     assert api.whoami()["name"] == local_hub.username
+
+
+def test_auth_check_reads_and_writes_existing_repos_only(local_hub: LocalHub, api: HfApi, published: Published) -> None:
+    api.auth_check(published.repo_id, repo_type="dataset")
+    api.auth_check(published.repo_id, repo_type="dataset", write=True)
+    with pytest.raises(HfHubHTTPError) as raised:
+        HfApi(endpoint=local_hub.url, token=False).auth_check(published.repo_id, repo_type="dataset", write=True)
+    assert raised.value.response.status_code == 401
+    with pytest.raises(RepositoryNotFoundError):
+        api.auth_check(_unique_repo_id(local_hub, "absent"), repo_type="dataset")
+
+
+def test_readme_with_invalid_yaml_is_refused(local_hub: LocalHub, api: HfApi) -> None:
+    repo_id = _unique_repo_id(local_hub, "bad-card")
+    api.create_repo(repo_id, repo_type="dataset")
+    with pytest.raises(ValueError, match="Invalid metadata in README.md"):
+        api.upload_file(path_or_fileobj=b"---\nconfigs: [\n---\n", path_in_repo="README.md",
+                        repo_id=repo_id, repo_type="dataset")
+    assert local_hub.paths_at(repo_id, "main") == [".gitattributes"]
+
+
+def test_unknown_routes_are_404(local_hub: LocalHub, api: HfApi, published: Published) -> None:
+    with pytest.raises(HfHubHTTPError) as raised:
+        api.list_repo_commits(published.repo_id, repo_type="dataset")
+    assert raised.value.response.status_code == 404
+    assert "No LocalHub route for GET" in raised.value.response.text
 
 
 def test_missing_repo_revision_and_file_map_to_client_errors(local_hub: LocalHub, published: Published) -> None:

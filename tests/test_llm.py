@@ -2,17 +2,39 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import socket
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
-from builders.core.llm import ChatRequest, LLMClient, MissingAPIKeyError, request_key
-from llm_server import ChatCall, ScriptedError, fast_client, start_llmock
+from builders.core import cli
+from builders.core.errors import UserError
+from builders.core.llm import (
+    ChatRequest,
+    EndpointError,
+    LLMClient,
+    LLMSettings,
+    MissingAPIKeyError,
+    add_llm_arguments,
+    check_endpoint,
+    request_key,
+)
+from llm_server import (
+    ChatCall,
+    RawExchange,
+    ScriptedError,
+    chat_completion_json,
+    fast_client,
+    http_response_bytes,
+    start_llmock,
+    start_raw_server,
+)
 
 SECRET = "sk-test-Zq8v1X7pLw0-never-log-me"
 
@@ -23,6 +45,19 @@ def cache_files(root: Path) -> list[Path]:
 
 def prompts(n: int) -> list[ChatRequest]:
     return [ChatRequest.from_prompt(f"question {i}") for i in range(n)]
+
+
+def dead_port() -> int:
+    """A 127.0.0.1 port nothing listens on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def leaked_pieces(text: str, secret: str = SECRET, size: int = 6) -> list[str]:
+    """Every ``size``-character piece of ``secret`` found in ``text``, in any letter case."""
+    lowered = text.lower()
+    return [secret[i : i + size] for i in range(len(secret) - size + 1) if secret[i : i + size].lower() in lowered]
 
 
 def test_greedy_round_trip_sends_exactly_the_request(llm_server):
@@ -93,17 +128,144 @@ def test_timeout_is_retried(llm_server):
     assert len(llm_server.chat_requests) == 2  # the timed-out one, once the server finished it
 
 
-def test_connection_errors_are_retried_then_reported(tmp_path):
-    with socket.socket() as probe:  # a port nobody listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    client = LLMClient("m", base_url=f"http://127.0.0.1:{port}/v1", api_key_env=None,
-                       max_retries=2, backoff_base=0.001, backoff_max=0.01)
+@pytest.mark.parametrize("head_at_once", [False, True], ids=["status-line-dripped", "body-dripped"])
+def test_a_server_sending_a_byte_a_second_hits_the_total_deadline(head_at_once):
+    """Every byte arrives well within the read timeout, so only a total deadline ends the request."""
+    response = http_response_bytes("200 OK", chat_completion_json("too slow"))
+    head = len(response) - len(chat_completion_json("too slow")) if head_at_once else 0
+    with start_raw_server(lambda exchange: exchange.drip(response, every=1.0, at_once=head)) as server:
+        client = LLMClient("m", base_url=server.base_url, api_key_env=None, timeout=1.5, max_retries=0)
+        started = time.monotonic()
+
+        [result] = client.complete_many(prompts(1))
+
+    assert time.monotonic() - started < 3
+    assert (result.ok, result.error, result.error_detail) == (False, "timeout", "no whole reply within 1.5s")
+    assert server.requests == ["POST /v1/chat/completions"]
+
+
+CUT_SHORT = chat_completion_json("cut")[:60]  # a 200 whose JSON ends mid-string (Content-Length says so)
+HTML_PAGE = "<!doctype html><html><head><title>Welcome</title></head><body>It works!</body></html>"
+
+
+@pytest.mark.parametrize(("body", "content_type", "detail"), [
+    (CUT_SHORT, "application/json", f"HTTP 200 but not a chat completion (application/json, 60 bytes: {CUT_SHORT!r})"),
+    (HTML_PAGE, "text/html", f"HTTP 200 but not a chat completion (text/html, 85 bytes: {HTML_PAGE!r})"),
+], ids=["truncated-json", "html-page"])
+def test_a_200_that_is_not_a_chat_completion_is_retried_then_reported(body, content_type, detail, caplog):
+    """The first request gets garbage twice and is reported; the second gets a real reply. No traceback."""
+    def garbage_twice(exchange: RawExchange) -> None:
+        if exchange.index < 2:
+            exchange.send(200, body, content_type)
+        else:
+            exchange.send(200, chat_completion_json("real answer"))
+
+    with start_raw_server(garbage_twice) as server:
+        client = LLMClient("m", base_url=server.base_url, api_key_env=None, concurrency=1, max_retries=1,
+                           backoff_base=0.001, backoff_max=0.01)
+        results = client.complete_many(prompts(2))
+
+    assert [(r.ok, r.error, r.attempts, r.text) for r in results] == [
+        (False, "bad_reply", 2, None), (True, None, 1, "real answer")]
+    assert results[0].error_detail == detail
+    assert (client.usage.calls, client.usage.retries, client.usage.failures) == (3, 1, 1)
+    assert f"failed after 2 attempt(s): bad_reply {detail}" in caplog.text
+
+
+def test_a_key_echoed_in_another_case_late_in_a_long_500_never_shows(llm_server, monkeypatch, caplog):
+    """The key sits across the 300-character cut of the detail line: scrubbed before cutting, in any case."""
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("MCQ_TEST_KEY", SECRET)
+    mixed_case = "".join(c.upper() if i % 2 else c.lower() for i, c in enumerate(SECRET))
+    padding = "upstream timed out " * 13  # the key starts 14 characters before the 300-character cut
+    llm_server.fail(500, times=None, message=f"{padding}while forwarding key {mixed_case} and {SECRET.upper()}")
+    client = fast_client(llm_server, api_key_env="MCQ_TEST_KEY", max_retries=1)
 
     [result] = client.complete_many(prompts(1))
 
-    assert (result.ok, result.error, result.attempts) == (False, "connection", 3)
-    assert (client.usage.calls, client.usage.retries, client.usage.failures) == (3, 2, 1)
+    assert (result.ok, result.error, result.attempts) == (False, "http_500", 2)
+    assert result.error_detail == f"Error code: 500 - {padding}while forwarding key *** and ***"
+    shown = [result.error_detail, caplog.text, repr(result), client.usage_summary()]
+    assert [leaked_pieces(text) for text in shown] == [[]] * len(shown)
+
+
+def test_check_endpoint_accepts_a_live_api_with_one_cheap_request(llm_server, monkeypatch):
+    monkeypatch.setenv("MCQ_TEST_KEY", SECRET)
+    settings = LLMSettings(base_url=llm_server.openai_base_url, api_key_env="MCQ_TEST_KEY", cache_dir=None)
+
+    check_endpoint(settings)
+
+    assert [(r.method, r.path, r.status) for r in llm_server.requests] == [("GET", "/v1/models", 200)]
+    assert llm_server.chat_requests == []
+
+
+def test_check_endpoint_falls_back_to_an_empty_chat_request_without_models(llm_server):
+    llm_server.fail(404, times=1)  # a server with no /models route
+
+    check_endpoint(LLMSettings(base_url=llm_server.openai_base_url, api_key_env=None))
+
+    assert [(r.method, r.path, r.status) for r in llm_server.requests] == [
+        ("GET", "/v1/models", 404), ("POST", "/v1/chat/completions", 422)]
+
+
+def test_check_endpoint_fails_in_seconds_when_nothing_listens():
+    port = dead_port()
+    started = time.monotonic()
+    with pytest.raises(EndpointError) as raised:
+        check_endpoint(LLMSettings(base_url=f"http://127.0.0.1:{port}/v1", api_key_env=None))
+    assert time.monotonic() - started < 2
+    assert str(raised.value) == (f"cannot reach the LLM endpoint http://127.0.0.1:{port}/v1: [Errno 111] Connection "
+                                 "refused; is the server running and --base-url right?")
+
+
+def test_check_endpoint_names_the_variable_of_a_refused_key(llm_server, monkeypatch):
+    monkeypatch.setenv("MCQ_TEST_KEY", SECRET)
+    llm_server.fail(401, times=None, message=f"Incorrect API key provided: {SECRET}")
+    url = llm_server.openai_base_url
+    with pytest.raises(EndpointError) as raised:
+        check_endpoint(LLMSettings(base_url=url, api_key_env="MCQ_TEST_KEY"))
+    assert str(raised.value) == f"the LLM endpoint {url} refused the API key in $MCQ_TEST_KEY (HTTP 401)"
+    with pytest.raises(EndpointError, match=r"refused a request without a key \(HTTP 401\); name the key's "
+                                                  r"variable with --api-key-env"):
+        check_endpoint(LLMSettings(base_url=url, api_key_env=None))
+
+
+def test_check_endpoint_refuses_a_failing_server_and_what_is_not_an_openai_api(llm_server):
+    url = llm_server.openai_base_url
+    llm_server.fail(503, times=1)
+    with pytest.raises(EndpointError, match=r"answered HTTP 503 to GET /v1/models; try again later$"):
+        check_endpoint(LLMSettings(base_url=url, api_key_env=None))
+
+    def web_page(status: int) -> Callable[[RawExchange], None]:
+        return lambda exchange: exchange.send(status, HTML_PAGE, "text/html")
+
+    with start_raw_server(web_page(200)) as site:
+        with pytest.raises(EndpointError) as raised:
+            check_endpoint(LLMSettings(base_url=site.base_url, api_key_env=None))
+    assert str(raised.value) == (f"the LLM endpoint {site.base_url} answered GET /v1/models with HTTP 200 (text/html): "
+                                 "not an OpenAI-compatible API (its --base-url usually ends in /v1)")
+    with start_raw_server(web_page(404)) as site:
+        with pytest.raises(EndpointError, match=r"answered POST /v1/chat/completions with HTTP 404 \(text/html\)"):
+            check_endpoint(LLMSettings(base_url=site.base_url, api_key_env=None))
+    assert site.requests == ["GET /v1/models", "POST /v1/chat/completions"]
+
+
+def test_unreachable_endpoint_stops_a_long_run_in_seconds_with_one_error(tmp_path):
+    """Connection refused: one quick retry per request in flight, then one EndpointError; the
+    queued requests are never sent (with the backoff of other failures this took minutes)."""
+    port = dead_port()
+    client = LLMClient("m", base_url=f"http://127.0.0.1:{port}/v1", api_key_env=None, concurrency=8,
+                       max_retries=6, backoff_base=0.2, backoff_max=60, cache_dir=tmp_path)
+    started = time.monotonic()
+
+    with pytest.raises(EndpointError) as raised:
+        client.complete_many(prompts(200))
+
+    assert time.monotonic() - started < 3
+    assert str(raised.value) == (f"cannot reach the LLM endpoint http://127.0.0.1:{port}/v1 ([Errno 111] Connection "
+                                 "refused); the replies received so far are cached: a re-run resumes")
+    assert client.usage.calls <= 2 * 8  # the requests in flight, each tried twice; none of the 192 queued
+    assert client.usage.retries <= 8
 
 
 @pytest.mark.parametrize("status", [400, 404, 422])
@@ -298,7 +460,82 @@ def test_empty_request_list_and_bad_settings(llm_server):
     client = fast_client(llm_server)
     assert client.complete_many([]) == []
     assert llm_server.chat_requests == []
-    with pytest.raises(ValueError, match="concurrency"):
+    with pytest.raises(UserError, match=r"^--llm-concurrency \(concurrency\) must be at least 1, not 0$"):
         fast_client(llm_server, concurrency=0)
     with pytest.raises(ValueError, match="at least one message"):
         ChatRequest(messages=[])
+
+
+# -- the endpoint options, declared once ------------------------------------------------------------
+
+LLM_DESTS = {"base_url", "api_key_env", "llm_concurrency", "llm_timeout", "llm_max_retries", "cache_dir"}
+
+
+def llm_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="x", formatter_class=cli.HelpFormatter)
+    add_llm_arguments(cli.runtime_group(parser, "LLM endpoint"))
+    return parser
+
+
+def test_endpoint_options_defaults_and_settings(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    parser = llm_parser()
+    args = parser.parse_args([])
+
+    assert {k: v for k, v in vars(args).items()} == {
+        "base_url": None, "api_key_env": "OPENAI_API_KEY", "llm_concurrency": 8, "llm_timeout": 120.0,
+        "llm_max_retries": 6, "cache_dir": "~/.cache/mcqforge"}
+    assert cli.runtime_dests(parser) == LLM_DESTS  # kept out of build_config.yaml
+    assert LLMSettings.from_args(args) == LLMSettings(
+        base_url=None, api_key_env="OPENAI_API_KEY", cache_dir=tmp_path / ".cache" / "mcqforge", concurrency=8,
+        timeout=120.0, max_retries=6)
+
+    keyless = LLMSettings.from_args(parser.parse_args(
+        ["--base-url", "http://localhost:8000/v1", "--api-key-env", "none", "--cache-dir", "None",
+         "--llm-concurrency", "32", "--llm-timeout", "30", "--llm-max-retries", "0"]))
+    assert keyless == LLMSettings("http://localhost:8000/v1", None, None, 32, 30.0, 0)
+    assert keyless.url == "http://localhost:8000/v1"
+    client = keyless.client("served-model")
+    assert repr(client) == ("LLMClient(model='served-model', base_url='http://localhost:8000/v1', api_key_env=None, "
+                            "cache_dir=None, concurrency=32, max_retries=0)")
+    assert client.timeout == 30.0
+
+    cached = LLMSettings.from_args(parser.parse_args(["--cache-dir", str(tmp_path / "c"), "--api-key-env", "none"]))
+    assert cached.client("m").cache.root == tmp_path / "c" / "llm"  # each use of the root has its own folder
+
+
+def test_endpoint_options_help_shows_each_default_once():
+    text = " ".join(llm_parser().format_help().split())
+    for default in ("OPENAI_API_KEY", "8", "120.0", "6", "~/.cache/mcqforge"):
+        assert text.count(f"(default: {default})") == 1, default
+    assert "default: None" not in text and text.count("default") == 5
+    assert "LLM endpoint (runtime: not recorded in build_config.yaml)" in text
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--llm-concurrency", "0"], "--llm-concurrency (concurrency) must be at least 1, not 0"),
+    (["--llm-timeout", "0"], "--llm-timeout (timeout) must be more than 0 seconds, not 0.0"),
+    (["--llm-max-retries", "-1"], "--llm-max-retries (max_retries) must be at least 0, not -1"),
+    (["--base-url", "localhost:8000/v1"], "--base-url must start with http:// or https://, got 'localhost:8000/v1'"),
+])
+def test_bad_endpoint_options_are_user_errors(argv, message):
+    with pytest.raises(UserError) as raised:
+        LLMSettings.from_args(llm_parser().parse_args(argv))
+    assert str(raised.value) == message
+
+
+def test_every_command_that_calls_an_llm_takes_the_same_endpoint_options():
+    from builders.gsm_mc.builder import BUILDER as GSM_MC
+    from builders.math_mc.builder import BUILDER as MATH_MC
+    from builders.mmlu_pro_plus.builder import BUILDER as MMLU_PRO_PLUS
+    from builders.python_io.builder import BUILDER as PYTHON_IO
+    from classifiers import sba
+
+    def endpoint_options(parser: argparse.ArgumentParser) -> dict[str, tuple[str, object]]:
+        return {a.dest: (a.option_strings[0], a.default) for a in parser._actions if a.dest in LLM_DESTS}
+
+    expected = endpoint_options(llm_parser())
+    builders = [cli.builder_parser(b) for b in (GSM_MC, MATH_MC, PYTHON_IO, MMLU_PRO_PLUS)]
+    labeller = sba.build_parser()._subparsers._group_actions[0].choices["label"]
+    assert [endpoint_options(p) for p in [*builders, labeller]] == [expected] * 5
+    assert [cli.runtime_dests(p) >= LLM_DESTS for p in builders] == [True] * 4  # never in build_config.yaml

@@ -51,15 +51,14 @@ def files(tmp_path) -> dict[str, Path]:
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    parser = cli.builder_parser("math_mc", "", ["math"], "math")
-    math_mc.add_arguments(parser)
+    parser = cli.builder_parser(math_mc.BUILDER)
     return parser.parse_args(argv)
 
 
 def test_golds_pools_sets_and_invariants(files, tmp_path):
     args = parse(["--source", str(files["source"]), "--predictions", str(files["predictions"]), "--sets", "2",
                   "--pool", str(tmp_path / "pool.jsonl"), "--equivalence-timeout", "3"])
-    result = math_mc.build(math_mc.load_source(args), args)
+    result = math_mc.build(cli.load(math_mc.BUILDER, args), args)
     assert sorted((e.id, e.reason) for e in result.exclusions.entries) == [
         ("math/test/2", "ambiguous_gold"), ("math/test/3", "pool_too_small"), ("math/test/4", "no_gold_answer")]
     records = result.configs["set_1"]["test"]
@@ -77,7 +76,9 @@ def test_golds_pools_sets_and_invariants(files, tmp_path):
     assert (report["math/test/0"]["merges"], report["math/test/0"]["gold_merges"]) == (2, 1)
     assert report["math/test/0"]["candidates"][0] == {"text": "1/4", "count": 2, "models": ["d", "e"], "variants": ["0.25"]}
     assert report["math/test/1"]["correct"] == {"a": 1, "b": 1}  # x=3 is the gold 3
-    assert "| test | 6 | 1 | 1 | 4 | 4.9K / 5K |" in result.statistics["Gold answers"]
+    assert result.statistics["Gold answers"].row("test") == {
+        "split": "test", "source rows": 6, "no boxed gold": 1, "ambiguous gold": 1, "usable gold": 4,
+        "paper (usable / rows)": "4.9K / 5K"}
     validate(result)
     # A distractor equivalent to another option must be caught by the builder's own check.
     choices = list(half.choices)

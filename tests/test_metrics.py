@@ -6,6 +6,7 @@ import itertools
 import json
 import math
 import random
+import re
 import struct
 import subprocess
 import sys
@@ -18,7 +19,8 @@ from scipy.stats import kendalltau
 import builders.metrics as metrics_cli
 from builders.metrics import ranking as metrics
 from builders.perturbations import builder as perturbations
-from builders.core.predictions import PredictionError, read_predictions, resolve_prediction
+from builders.core.predictions import (Prediction, PredictionError, read_predictions, resolve_prediction,
+                                       write_predictions)
 from fixtures import write_jsonl
 
 REPO = Path(__file__).resolve().parents[1]
@@ -149,20 +151,47 @@ def test_resolve_prediction_from_index_or_label():
 
 
 def test_jsonl_predictions_and_their_errors(tmp_path):
-    path = write_jsonl(tmp_path / "p.jsonl", [{"model": "m", "id": "q1", "pred": 1}, {"model": "m", "id": "q2", "pred": "C"},
+    path = write_jsonl(tmp_path / "p.jsonl", [{"model": "m", "id": "q1", "pred": 1}, {"model": "m", "id": 2, "output": "C"},
                                               {"model": "n", "id": "q1", "pred": None}])
     found = read_predictions([path])
-    assert [(p.model, p.id, p.pred) for p in found] == [("m", "q1", 1), ("m", "q2", "C"), ("n", "q1", None)]
+    assert [(p.model, p.ref, p.output) for p in found] == [("m", {"id": "q1"}, 1), ("m", {"id": "2"}, "C"),
+                                                          ("n", {"id": "q1"}, None)]
+    assert [p.origin for p in found] == [f"{path}:1", f"{path}:2", f"{path}:3"]
     assert {p.model for p in read_predictions([path], model="renamed")} == {"renamed"}
-    bad = write_jsonl(tmp_path / "bad.jsonl", [{"model": "m", "id": "q1", "pred": 1}, {"model": "m", "id": "q2"}])
-    with pytest.raises(PredictionError, match=r"bad.jsonl:2: missing 'pred'"):
-        read_predictions([bad])
+    assert {p.model for p in read_predictions([f"spec-name={path}"], model="renamed")} == {"spec-name"}
+    for number, (row, message) in enumerate([
+            ({"model": "m", "id": "q2"}, "exactly one of 'output' or 'pred'"),
+            ({"model": "m", "id": "q2", "pred": 1, "output": "B"}, "exactly one of 'output' or 'pred'"),
+            ({"id": "q2", "pred": 1}, "'model' must be a non-empty string"),
+            ({"model": "m", "pred": 1, "split": "test"}, "the row names no item"),
+            ({"model": "m", "id": True, "pred": 1}, "'id' must be a string or an integer"),
+            ({"model": "m", "question_index": "3", "pred": 1}, "'question_index' must be an integer"),
+            ({"model": "m", "id": "q2", "pred": [1]}, "'pred' must be an option index, a label, a text or null"),
+            ({"model": "m", "id": "q2", "output": "x", "output_kind": "parsed"}, "'output_kind' must be")]):
+        bad = write_jsonl(tmp_path / f"bad{number}.jsonl", [{"model": "m", "id": "q1", "pred": 1}, row])
+        with pytest.raises(PredictionError, match=rf"bad{number}.jsonl:2: .*{re.escape(message)}"):
+            read_predictions([bad])
     (tmp_path / "broken.jsonl").write_text('{"model": "m", "id": "q1", "pred": 1}\n{not json\n')
     with pytest.raises(PredictionError, match=r"broken.jsonl:2: invalid JSON"):
         read_predictions([tmp_path / "broken.jsonl"])
     (tmp_path / "empty").mkdir()
-    with pytest.raises(PredictionError, match="no lm-eval samples"):
+    with pytest.raises(PredictionError, match="no .jsonl file in this folder"):
         read_predictions([tmp_path / "empty"])
+    with pytest.raises(PredictionError, match="no such file or folder"):
+        read_predictions([f"m={tmp_path / 'missing.jsonl'}"])
+
+
+def test_raw_line_separators_inside_strings_stay_in_their_row(tmp_path):
+    """JSON lines end at "\\n" only: a raw U+2028 or U+0085 in a string (the real MMLU-Pro test row 5074 has
+    one; json.dumps(ensure_ascii=False) writes them raw) is part of its row, and written predictions read back."""
+    written = [Prediction("m", "first\u2028second\x85third", {"id": "q1"}, "generated"),
+               Prediction("m", "D", {"question_index": 3, "split": "test"}, "generated", extracted=True)]
+    write_predictions(written, tmp_path / "saved.jsonl")
+    assert (tmp_path / "saved.jsonl").read_text(encoding="utf-8").count("\u2028") == 1
+    found = read_predictions([tmp_path / "saved.jsonl"])
+    assert [(p.model, p.output, p.ref, p.extracted) for p in found] == \
+        [(p.model, p.output, p.ref, p.extracted) for p in written]
+    assert [p.origin for p in found] == [f"{tmp_path / 'saved.jsonl'}:1", f"{tmp_path / 'saved.jsonl'}:2"]
 
 
 STAMP = "2026-01-01T00-00-00.000001"
@@ -188,8 +217,8 @@ def test_lm_eval_logs_acc_and_acc_norm(tmp_path):
     sample = lm_eval_sample(0, "q1", 1, [-2.0, -3.0], [" ab", " abcdef"], acc=0.0, acc_norm=1.0)
     path = write_lm_eval_log(tmp_path / "run" / "models__smol", "mytask", [sample], "/models/smol")
     [auto] = read_predictions([tmp_path / "run"])
-    assert (auto.model, auto.id, auto.pred, auto.gold, auto.task) == ("smol", "q1", 1, 1, "mytask")
-    assert read_predictions([path], score="acc")[0].pred == 0
+    assert (auto.model, auto.ref["id"], auto.ref["doc_id"], auto.output, auto.gold, auto.task) == ("smol", "q1", 0, 1, 1, "mytask")
+    assert read_predictions([path], score="acc")[0].output == 0
     tampered = dict(sample, acc=1.0)  # a log whose metric disagrees with its log-likelihoods is refused
     write_lm_eval_log(tmp_path / "bad", "mytask", [tampered], "org/model")
     with pytest.raises(PredictionError, match="disagrees with the logged acc"):
@@ -199,11 +228,17 @@ def test_lm_eval_logs_acc_and_acc_norm(tmp_path):
     assert read_predictions([no_results])[0].model == "plain-folder"
 
 
-def test_lm_eval_generation_logs_give_the_text(tmp_path):
-    sample = {"doc_id": 3, "doc": {"question": "2+2?"}, "target": "4", "arguments": {}, "resps": [["4"]],
-              "filtered_resps": ["The answer is 4"], "exact_match": 0.0}
-    [prediction] = read_predictions([write_lm_eval_log(tmp_path, "gen", [sample], "m")])
-    assert (prediction.id, prediction.pred, prediction.gold) == ("3", "The answer is 4", 4)
+def test_lm_eval_generation_logs_give_the_filtered_text(tmp_path):
+    """The task's filter is its answer extraction: a filtered answer is ``extracted``; a doc logged once per
+    filter is one prediction (its first row); a generation's target is no option index."""
+    sample = {"doc_id": 3, "doc": {"question": "2+2?"}, "target": "4", "arguments": {}, "resps": [["So 2+2 = 4."]],
+              "filtered_resps": ["4"], "filter": "strict-match", "exact_match": 1.0}
+    unfiltered = {"doc_id": 4, "doc": {"question": "3+3?"}, "target": "6", "arguments": {}, "resps": [["It is 6."]],
+                  "filtered_resps": ["It is 6."], "filter": "none", "exact_match": 0.0}
+    again = dict(sample, filtered_resps=["2"], filter="flexible-extract")
+    found = read_predictions([write_lm_eval_log(tmp_path, "gen", [sample, again, unfiltered], "m")])
+    assert [(p.ref, p.output, p.extracted, p.gold) for p in found] == [
+        ({"question": "2+2?", "doc_id": 3}, "4", True, None), ({"question": "3+3?", "doc_id": 4}, "It is 6.", False, None)]
 
 
 # ---- the command line -----------------------------------------------------------------------------------
@@ -298,3 +333,37 @@ def test_module_command_line_lists_the_subcommands():
     assert result.returncode == 0
     for option in ["--original", "--perturbed", "--output", "--dataset", "--revision", "--perturbed-config", "--score"]:
         assert option in result.stdout
+
+
+# ---- one reader for every command ---------------------------------------------------------------------
+
+
+def test_every_command_reads_predictions_with_the_one_reader(tmp_path, capsys):
+    """Issue 14.2: the same file gives the same one-line error in every command that reads predictions
+    (each had its own reader and message; PythonIO counted the row as unused)."""
+    from builders.gsm_mc import builder as gsm_mc
+    from builders.math_mc import builder as math_mc
+    from builders.python_io import builder as python_io
+    from test_gsm_mc import GSM8K_TEST
+    from test_math_mc import MATH_TEST
+    from test_python_io import write_sources
+
+    bad = write_jsonl(tmp_path / "preds.jsonl", [{"model": "m", "question_index": 0, "output": "1"},
+                                                 {"model": "m", "question_index": 1}])
+    sources = {"gsm8k": write_jsonl(tmp_path / "gsm8k" / "test.jsonl", GSM8K_TEST).parent,
+               "math": write_jsonl(tmp_path / "math" / "test.jsonl", MATH_TEST).parent,
+               "python": write_sources(tmp_path / "python")}
+    out = str(tmp_path / "out")
+    runs = {
+        "ranking": lambda: metrics_cli.main(["ranking", "--original", str(bad), "--perturbed", str(bad), "--output", out]),
+        "mmlu-pro-plus": lambda: metrics_cli.main(["mmlu-pro-plus", "--dataset", str(tmp_path / "none"), "--before",
+                                                   str(bad), "--after", str(bad)]),
+        "gsm_mc": lambda: gsm_mc.main(["--source", str(sources["gsm8k"]), "--predictions", str(bad), "--output", out]),
+        "math_mc": lambda: math_mc.main(["--source", str(sources["math"]), "--predictions", str(bad), "--output", out]),
+        "python_io": lambda: python_io.main(["--source", str(sources["python"]), "--unsafe-no-sandbox", "--predictions",
+                                             str(bad), "--output", out]),
+    }
+    for command, run in runs.items():
+        assert run() == 2, command
+        assert capsys.readouterr().err.splitlines()[-1] == \
+            f"error: {bad}:2: give the answer as exactly one of 'output' or 'pred' (null for no answer)", command

@@ -10,7 +10,7 @@ import pytest
 import builders.metrics as metrics
 from builders.mmlu_pro_plus import metrics as mm
 from builders.core.errors import UserError
-from builders.core.predictions import Prediction
+from builders.core.predictions import Prediction, read_predictions
 from fixtures import write_jsonl
 
 TPP, PFPP, CFPP, UNCHANGED = mm.TPP, mm.PFPP, mm.CFPP, mm.UNCHANGED
@@ -29,7 +29,7 @@ def hand_items() -> dict[str, mm.Item]:
 
 
 def preds(model: str, values: dict[str, object]) -> list[Prediction]:
-    return [Prediction(model, qid, pred) for qid, pred in values.items()]
+    return [Prediction(model, pred, {"question_id": int(qid)}, f"{model}:{qid}") for qid, pred in values.items()]
 
 
 BEFORE = {"1": "B", "2": "C", "3": "A", "4": "A", "5": "D", "6": "C"}
@@ -83,7 +83,7 @@ def test_models_and_missing_predictions_are_accounted():
     assert [m.model for m in report.models] == ["a"] and report.models[0].overall.items == 5
     assert report.notes == ["only on the before side (left out): ['b']", "only on the after side (left out): ['c']",
                             "a: 1 of 6 questions lack a prediction on one side (left out)"]
-    with pytest.raises(UserError, match="two predictions"):
+    with pytest.raises(UserError, match=r"before: a model has two predictions for one question: a:1 \(a second prediction of a on 1\)"):
         mm.compute(hand_items(), before + preds("a", {"1": "A"}), after)
     with pytest.raises(UserError, match="no model has predictions on both sides"):
         mm.compute(hand_items(), preds("a", BEFORE), preds("z", AFTER))
@@ -92,7 +92,7 @@ def test_models_and_missing_predictions_are_accounted():
 def test_prediction_ids_may_be_question_ids_or_record_ids(tmp_path):
     before = write_jsonl(tmp_path / "before.jsonl", [{"question_id": int(q), "model": "m", "pred": p} for q, p in BEFORE.items()])
     after = write_jsonl(tmp_path / "after.jsonl", [{"id": f"mmlu_pro/test/{q}", "model": "m", "pred": p} for q, p in AFTER.items()])
-    report = mm.compute(hand_items(), mm.read_side([before]), mm.read_side([after]))
+    report = mm.compute(hand_items(), read_predictions([before]), read_predictions([after]))
     assert report.models[0].to_dict() == mm.compute(hand_items(), preds("m", BEFORE), preds("m", AFTER)).models[0].to_dict()
 
 
@@ -109,12 +109,13 @@ def test_lm_eval_logs_join_on_question_id_and_record_id(tmp_path):
     before = lm_eval_log(tmp_path / "pro", "mmlu_pro_biology", [({"question_id": int(q), "options": []}, p)
                                                                  for q, p in BEFORE.items()])
     after = lm_eval_log(tmp_path / "plus", "mmlu_pro_plus", [({"id": f"mmlu_pro/test/{q}"}, p) for q, p in AFTER.items()])
-    report = mm.compute(hand_items(), mm.read_side([before.parent]), mm.read_side([after.parent]))
+    report = mm.compute(hand_items(), read_predictions([before.parent]), read_predictions([after.parent]))
     assert [m.model for m in report.models] == ["org/model-7b"]
     assert (report.models[0].ssr_wrong, report.models[0].cpi) == (1 / 3, 1.0)
-    bad = lm_eval_log(tmp_path / "bad", "t", [({"question": "?"}, "A")])
-    with pytest.raises(UserError, match="neither 'question_id' nor 'id'"):
-        mm.read_side([bad])
+    bad = lm_eval_log(tmp_path / "bad", "t", [({"question": "?"}, "A")])  # its doc_id 0 is a row, not a question
+    with pytest.raises(UserError, match=r"none of the 1 predictions names a question of the dataset by 'question_id' "
+                                        r"or record 'id' \(after\): \{'no_match': 1\}"):
+        mm.compute(hand_items(), read_predictions([before.parent]), read_predictions([bad]))
 
 
 def test_command_on_a_built_release(tmp_path, capsys):
@@ -140,3 +141,37 @@ def test_command_on_a_built_release(tmp_path, capsys):
     assert (m["ssr_wrong"], m["ssr_partial"], m["cpi"], m["cpi_denominator"]) == (None, None, None, 0)
     assert m["groups"][TPP]["accuracy_after"] is None
     assert "| perfect | 35 | 100.00 | 0.00 |" in capsys.readouterr().out
+
+
+def test_ranking_reads_the_mmlu_pro_predictions_that_mmlu_pro_plus_reads(tmp_path):
+    """Issue 15.5: MMLU-Pro's own result rows ``{question_id, model, pred}`` (letters) are read by both metrics
+    commands; ranking maps a question_id to the release record that carries it."""
+    from builders.mmlu_pro_plus import builder as mmlu_pro_plus
+    from builders.perturbations import builder as perturbations
+    from test_mmlu_pro_plus import source_rows
+
+    rows = source_rows()
+    source = write_jsonl(tmp_path / "src" / "test.jsonl", rows).parent
+    assert mmlu_pro_plus.main(["--source", str(source), "--ratios", "0:1:1:1", "--output", str(tmp_path / "plus")]) == 0
+    assert perturbations.main(["--benchmark", "mmlu_pro", "--source", str(source), "--only", "shuffle",
+                               "--output", str(tmp_path / "perturbed")]) == 0
+    mmlu_pro = write_jsonl(tmp_path / "mmlu_pro_test.jsonl", [
+        {"question_id": r["question_id"], "model": model, "pred": pred}
+        for r in rows for model, pred in (("perfect", r["answer"]), ("always_a", "A"), ("silent", None))])
+    ranking = ["ranking", "--dataset", str(tmp_path / "perturbed"), "--original", str(mmlu_pro), "--perturbed",
+               str(mmlu_pro), "--perturbed-config", "original", "--output", str(tmp_path / "ranking")]
+    assert metrics.main(ranking) == 0
+    result = json.loads((tmp_path / "ranking" / "ranking.json").read_text())
+    at_a = 100 * sum(r["answer_index"] == 0 for r in rows) / len(rows)
+    assert result["items"] == len(rows) == 35
+    assert {m["model"]: m["accuracy_before"] for m in result["models"]} == {"perfect": 100.0, "always_a": at_a,
+                                                                           "silent": 0.0}
+    after = write_jsonl(tmp_path / "plus.jsonl", [{"id": f"mmlu_pro/test/{r['question_id']}", "model": model,
+                                                   "output": r["answer_index"] if model == "perfect" else pred}
+                                                  for r in rows for model, pred in (("perfect", 0), ("always_a", 0),
+                                                                                    ("silent", None))])
+    assert metrics.main(["mmlu-pro-plus", "--dataset", str(tmp_path / "plus"), "--before", str(mmlu_pro),
+                         "--after", str(after), "--output", str(tmp_path / "m")]) == 0
+    data = json.loads((tmp_path / "m" / "mmlu_pro_plus_metrics.json").read_text())
+    assert {m["model"]: m["overall"]["correct_before"] for m in data["models"]} == \
+        {"always_a": sum(r["answer_index"] == 0 for r in rows), "perfect": 35, "silent": 0}

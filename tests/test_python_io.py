@@ -13,8 +13,10 @@ import re
 from pathlib import Path
 
 import datasets
+import pyarrow.parquet as pq
 import pytest
 
+from builders.core.sources import load_source
 from builders.python_io import builder as python_io, problems as python_io_pairs
 from builders.core.record import MCQRecord
 from builders.core.sandbox import Limits, Sandbox, find_bwrap
@@ -152,7 +154,7 @@ def write_predictions(root: Path) -> list[str]:
 
 
 def problems(tmp_path: Path) -> list[python_io_pairs.Problem]:
-    return python_io_pairs.load_sources(str(write_sources(tmp_path / "src"))).problems
+    return load_source(python_io_pairs.BENCHMARK, str(write_sources(tmp_path / "src"))).records()
 
 
 # ---- values ----------------------------------------------------------------------------------------------
@@ -299,7 +301,8 @@ def test_build_from_real_format_predictions(tmp_path):
     assert options["humaneval/0/0"][1] == "3" and set(options["humaneval/0/0"][0]) <= {"3", "4", "'3'", "12"}
     assert options["humaneval/0/1"][1] == "[1, 2]" and set(options["humaneval/0/1"][0]) <= {"[1, 2]", "(1, 2)", "[1, 1]", "[2, 1]"}
     assert options["humaneval/1/2"] == (["'True'", "False", "True"], "True")
-    assert options["mbpp/11/0"] == (["'hello'", "'helo'", "'heo'"], "'heo'")
+    # 'HEO' and 'heo' differ in case only: different values, so different options (case matters)
+    assert options["mbpp/11/0"] == (["'HEO'", "'helo'", "'heo'"], "'heo'")
     assert options["mbpp/601/0"][1] == "3" and set(options["mbpp/601/0"][0]) <= {"3", "4", "5", "[3]"}
     row = next(r for r in test if r["id"] == "mbpp/11/0")
     assert row["source"] == "google-research-datasets/mbpp" and row["source_config"] == "full"
@@ -307,7 +310,7 @@ def test_build_from_real_format_predictions(tmp_path):
     assert row["question"].startswith("Consider the following Python program.") and row["question"].endswith(
         'What does `remove_occ("hello","l")` return?')
     models = dict(zip(row["choices"], row["metadata"]["choice_models"]))
-    assert models == {"'heo'": [], "'hello'": ["m4"], "'helo'": ["m5"]}
+    assert models == {"'heo'": [], "'HEO'": ["m3"], "'helo'": ["m5"]}
     train_default = load(out, "default")["train"]
     assert train_default.num_rows == 1 and train_default[0]["source_split"] == "train"
 
@@ -334,7 +337,7 @@ def test_build_from_real_format_predictions(tmp_path):
     assert [c["text"] for c in lists["candidates"]] == ["(1, 2)", "[1, 1]", "[2, 1]"]
     assert (lists["invalid"], lists["correct"], lists["gold_merges"]) == ({"m6": 1}, {"m1": 1, "m2": 1}, 1)
     heo = pools["mbpp/11/0"]
-    assert [c["text"] for c in heo["candidates"]] == ["'hello'", "'helo'"]  # 'HEO' clashed with the gold
+    assert [c["text"] for c in heo["candidates"]] == ["'HEO'", "'hello'", "'helo'"]  # case matters: 'HEO' is not 'heo'
     assert (heo["invalid"], heo["correct"]) == ({"m6": 1}, {"m1": 1, "m2": 1})
     assert pools["humaneval/1/2"]["correct"] == {"c4": 1, "c5": 1} and pools["humaneval/1/2"]["invalid"] == {"c3": 1}
 
@@ -349,8 +352,48 @@ def test_build_from_real_format_predictions(tmp_path):
     assert checks["one_gold_equivalent"] and checks["options_not_equivalent"] and checks["distractors_from_pool"]
 
     # same inputs and seed: byte-identical Parquet; the build config rebuilds it
-    assert python_io.main(["--config", str(out / "build_config.yaml"), "--output", str(tmp_path / "again")]) == 0
+    # local files are recorded by name and content hash: a rebuild names them again
+    assert python_io.main(["--config", str(out / "build_config.yaml"), "--source", str(tmp_path / "src"),
+                           "--predictions", *predictions, "--output", str(tmp_path / "again")]) == 0
     assert parquet_hashes(out) == parquet_hashes(tmp_path / "again") and len(parquet_hashes(out)) == 6
+
+
+@needs_bwrap
+def test_lm_eval_generation_logs_are_read_like_plain_predictions(tmp_path):
+    """The one reader gives PythonIO lm-eval generation logs too (its --predictions help said so; its own reader
+    did not): docs that carry the item id match it; replies are read as generated replies are."""
+    stamp = "2025-01-01T00-00-00.000000"
+
+    def log(folder: Path, rows: list[tuple[str, str, str]]) -> None:
+        write_jsonl(folder / f"samples_python_io_gen_{stamp}.jsonl",
+                    [{"doc_id": i, "doc": {"id": item, "question": "..."}, "target": "", "arguments": [],
+                      "resps": [[reply]], "filtered_resps": [filtered], "filter": "none"}
+                     for i, (item, reply, filtered) in enumerate(rows)])
+
+    first = "[ANSWER]\nassert add(1, 2) == 4\n[/ANSWER]"
+    second = "Its value:\n```python\n[2, 1]\n```"
+    log(tmp_path / "logs" / "org__m1", [("humaneval/0/0", first, first), ("humaneval/0/1", second, second)])
+    (tmp_path / "logs" / "org__m1" / f"results_{stamp}.json").write_text(json.dumps({"model_name": "org/m1"}))
+    right = "[ANSWER]\nassert add(1, 2) == 3\n[/ANSWER]"
+    log(tmp_path / "logs" / "m2", [("humaneval/0/0", right, right),
+                                   ("mbpp/11/0", "The call returns 'hello'.", "'hello'")])  # a filter's answer
+    assert python_io.main(build_args(tmp_path, "--choices", "2", "--predictions", str(tmp_path / "logs"),
+                                     "--output", str(tmp_path / "out"), "--pool", str(tmp_path / "pools.jsonl"))) == 0
+    pools = {row["question_id"]: row for row in map(json.loads, (tmp_path / "pools.jsonl").read_text().splitlines())}
+    assert [(c["text"], c["models"]) for c in pools["humaneval/0/0"]["candidates"]] == [("4", ["org/m1"])]
+    assert pools["humaneval/0/0"]["correct"] == {"m2": 1}
+    assert [(c["text"], c["models"]) for c in pools["humaneval/0/1"]["candidates"]] == [("[2, 1]", ["org/m1"])]
+    assert [(c["text"], c["models"]) for c in pools["mbpp/11/0"]["candidates"]] == [("'hello'", ["m2"])]
+    [test] = (tmp_path / "out" / "set_0").glob("test-*.parquet")  # train has no item: nothing predicted there
+    assert sorted(pq.read_table(test).column("id").to_pylist()) == ["humaneval/0/0", "humaneval/0/1", "mbpp/11/0"]
+
+
+def test_predictions_of_another_benchmark_stop_before_the_sandbox(tmp_path, capsys):
+    preds = write_jsonl(tmp_path / "crux.jsonl", [{"benchmark": "cruxeval", "id": "sample_0", "model": "m", "output": "1"}])
+    assert python_io.main(build_args(tmp_path, "--unsafe-no-sandbox", "--predictions", str(preds),
+                                     "--output", str(tmp_path / "out"))) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (f"error: {preds}:1: this row is a 'cruxeval' prediction; "
+                                                        "this command reads humaneval or mbpp predictions")
 
 
 def test_validation_refuses_equal_values_as_two_options():
@@ -376,7 +419,8 @@ def test_generated_predictions_with_a_local_endpoint(tmp_path, llm_server):  # n
     llm_server.respond_with(answer)
     saved = tmp_path / "generated.jsonl"
     args = build_args(tmp_path, "--choices", "2", "--generate-with", "gen-a", "gen-b", "--base-url",
-                      llm_server.openai_base_url, "--cache-dir", str(tmp_path / "cache"), "--save-predictions", str(saved))
+                      llm_server.openai_base_url, "--api-key-env", "none", "--cache-dir", str(tmp_path / "cache"),
+                      "--save-predictions", str(saved))
     assert python_io.main([*args, "--output", str(tmp_path / "out")]) == 0
     assert len(llm_server.chat_requests) == 2 * 16  # every verified item, once per model
     body = llm_server.chat_bodies[0]
@@ -416,7 +460,7 @@ def test_bad_options_are_user_errors(tmp_path, capsys):
     assert python_io.main(build_args(tmp_path, "--predictions", "x.jsonl", "--choices", "9", "--output", "o")) == 2
     assert "--choices must be between 2 and 8" in capsys.readouterr().err
     assert python_io.main(["--source", "humaneval=a,jsonl=b", "--predictions", "x", "--output", "o"]) == 2
-    assert "is not humaneval=SPEC or mbpp=SPEC" in capsys.readouterr().err
+    assert "humaneval=SPEC,mbpp=SPEC" in capsys.readouterr().err
 
 
 @needs_bwrap

@@ -16,11 +16,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from builders import wicked
+from builders.core.errors import UserError
 from builders.core.options import position_dependent_reason
 from classifiers import sba
-from classifiers.evaluation import metrics_at, threshold_for_recall
-from classifiers.labelling import parse_label
-from classifiers.sba_model import SBAClassifier
+from classifiers.evaluation import metrics_at, roc_auc, threshold_for_recall
+from classifiers.labelling import LabelReply, load_template, parse_reply
+from classifiers.sba_model import LETTERS, SBAClassifier
 from fixtures import MMLU_DEV, MMLU_TEST, write_benchmark, write_jsonl
 from llm_server import start_llmock
 
@@ -81,34 +82,42 @@ QUESTIONS = [
 
 
 def label_reply(call) -> str:
-    label = "SBA" if "best treatment" in call.user_text else "SCA"
-    return json.dumps({"label": label, "confidence": "high"})
+    """A version-2 reply: SBA replies name the option after the key."""
+    if "best treatment" not in call.user_text:
+        return json.dumps({"label": "SCA", "alternative": None, "confidence": "high"})
+    key = LETTERS.index(call.user_text.split("Keyed answer: (")[1][0])
+    return json.dumps({"label": "SBA", "alternative": LETTERS[(key + 1) % 4], "confidence": "high"})
 
 
 def label_argv(server, questions: Path, output: Path, cache: Path, *extra: str) -> list[str]:
     return ["label", str(questions), "--output", str(output), "--model", "mock-model",
             "--base-url", server.openai_base_url, "--api-key-env", "none", "--cache-dir", str(cache),
-            "--backoff", "0.001", "--concurrency", "2", *extra]
+            "--llm-concurrency", "2", *extra]
 
 
 def test_label_retries_429_and_5xx_and_reports_usage(llm_server, tmp_path, capsys):
     questions = write_jsonl(tmp_path / "q.jsonl", QUESTIONS)
     llm_server.respond_with(label_reply)
-    llm_server.rate_limit(times=1, retry_after=0.01).fail(500, times=1).fail(503, times=1)
+    # Faults for the chat requests only (matched by model), not for the endpoint check's GET /models.
+    for status in (429, 500, 503):
+        llm_server.fail(status, times=1, retry_after=0.01 if status == 429 else None, model="mock-model")
 
     assert sba.main(label_argv(llm_server, questions, tmp_path / "out.jsonl", tmp_path / "cache")) == 0
 
     rows = read_rows(tmp_path / "out.jsonl")
     assert [r["label"] for r in rows] == ["SBA", "SCA", "SCA", "SBA", "SCA", "SCA", "SBA", "SCA"]
-    assert {(r["labeller"], r["template"], r["confidence"]) for r in rows} == {("mock-model", "sba-label-v1", "high")}
+    assert {(r["labeller"], r["template"], r["confidence"]) for r in rows} == {("mock-model", "sba-label-v2", "high")}
+    # The rows keep the key, and each SBA label names the option after it.
+    assert [(r["answer"], r["alternative"]) for r in rows] == [
+        (0, 1), (1, None), (2, None), (3, 0), (0, None), (1, None), (2, 3), (3, None)]
     assert [c.status for c in llm_server.chat_requests].count(200) == 8
     assert sorted(c.status for c in llm_server.chat_requests if c.status != 200) == [429, 500, 503]
     out = capsys.readouterr().out
     assert "wrote" in out and "SCA 5, SBA 3, unlabelled 0" in out
     assert "usage: mock-model: 11 API calls (3 retries, 0 parse retries), 0 cache hits, 0 failures" in out
-    # The prompt states the definition and the intended answer.
+    # The prompt states the version-2 rule and the keyed answer.
     prompt = llm_server.chat_bodies[-1]["messages"][-1]["content"]
-    assert "SINGLE-BEST-ANSWER" in prompt and "Intended answer: (" in prompt
+    assert "Label SBA only if you can name the remaining option" in prompt and "Keyed answer: (" in prompt
 
 
 def test_unparseable_reply_is_retried_once_then_kept_unlabelled(llm_server, tmp_path, capsys):
@@ -148,7 +157,7 @@ def test_killed_run_resumes_from_the_cache_without_repeat_calls(tmp_path):
 
     with start_llmock(responder=hang_on_the_fourth) as server:
         argv = label_argv(server, questions, output, cache)
-        argv[argv.index("--concurrency") + 1] = "1"
+        argv[argv.index("--llm-concurrency") + 1] = "1"
         process = subprocess.Popen([sys.executable, "-m", "classifiers.sba", *argv], cwd=REPO,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
@@ -157,7 +166,7 @@ def test_killed_run_resumes_from_the_cache_without_repeat_calls(tmp_path):
             process.send_signal(signal.SIGKILL)
             process.wait()
             release.set()
-        assert not output.exists() and len(list(cache.glob("*/*.json"))) == 3
+        assert not output.exists() and len(list(cache.glob("llm/*/*.json"))) == 3
 
         asked: list[str] = []
         server.respond_with(lambda call: asked.append(call.user_text) or label_reply(call))
@@ -180,13 +189,62 @@ def test_human_labels_file(tmp_path):
     assert sba.main(["label", str(questions), "--human", str(tmp_path / "bad.csv"), "--output", str(tmp_path / "x")]) == 2
 
 
-def test_parse_label_accepts_json_or_a_bare_label_line():
-    assert parse_label('{"label": "sba", "confidence": "low"}') == ("SBA", "low")
-    assert parse_label('Reasoning...\n```json\n{"label": "SCA"}\n```') == ("SCA", None)
-    assert parse_label("Label: SBA") == ("SBA", None)
-    for bad in ("SBA or SCA?\nSBA\nSCA", "maybe", '{"label": "both"}'):
+def test_parse_reply_reads_every_template_s_answers():
+    assert parse_reply('{"label": "sba", "alternative": "C", "confidence": "low"}') == LabelReply("SBA", 2, "low")
+    assert parse_reply('Reasoning...\n```json\n{"label": "SCA", "alternative": null}\n```') == LabelReply("SCA", None, None)
+    assert parse_reply("Label: SBA\nAlternative: (B)") == LabelReply("SBA", 1, None)
+    # The paper's classes: 1 is SBA, 0 is SCA, bare, as "Class: N" or in JSON.
+    assert [parse_reply(reply).label for reply in ("1", "0", "Class: 1", "class: 0", '{"label": 1}', '{"label": "0"}')] == [
+        "SBA", "SCA", "SBA", "SCA", "SBA", "SCA"]
+    for bad in ("SBA or SCA?\nSBA\nSCA", "maybe", '{"label": "both"}', "Class: 1\nClass: 0", '{"label": true}',
+                '{"label": "SBA", "alternative": "second"}'):
         with pytest.raises(ValueError):
-            parse_label(bad)
+            parse_reply(bad)
+    # Version 2: an SBA reply must name the option; the other templates do not ask for one.
+    with pytest.raises(ValueError):
+        load_template("v2").parse('{"label": "SBA", "alternative": null}')
+    assert load_template("v1").parse('{"label": "SBA"}') == LabelReply("SBA", None, None)
+
+
+def test_v2_template_needs_the_key_and_checks_the_alternative(llm_server, tmp_path, capsys):
+    unkeyed = write_jsonl(tmp_path / "unkeyed.jsonl", [{k: v for k, v in q.items() if k != "answer"} for q in QUESTIONS[:2]])
+    llm_server.respond_with(label_reply)
+    assert sba.main(label_argv(llm_server, unkeyed, tmp_path / "x.jsonl", tmp_path / "cache")) == 2
+    assert "row q/0 has no valid 'answer'" in capsys.readouterr().err
+    assert llm_server.chat_requests == []  # refused before any paid call
+
+    # q/0 (key A) names the key itself as the alternative, q/3 (key D) an option that does not exist, q/6 names
+    # none twice (asked once more); only q/1 (SCA) keeps a label.
+    questions = write_jsonl(tmp_path / "q.jsonl", [QUESTIONS[0], QUESTIONS[1], QUESTIONS[3], QUESTIONS[6]])
+    replies = {"q0": '{"label": "SBA", "alternative": "A"}', "q3": '{"label": "SBA", "alternative": "E"}',
+               "q6": '{"label": "SBA"}'}
+
+    def reply(call):
+        number = call.user_text.count("best treatment") and ("q0" if "Keyed answer: (A)" in call.user_text else
+                                                            "q3" if "Keyed answer: (D)" in call.user_text else "q6")
+        return replies.get(number or "", '{"label": "SCA", "alternative": null}')
+
+    llm_server.respond_with(reply)
+    assert sba.main(label_argv(llm_server, questions, tmp_path / "out.jsonl", tmp_path / "cache")) == 0
+    rows = {r["id"]: r for r in read_rows(tmp_path / "out.jsonl")}
+    assert [(i, rows[i]["label"]) for i in rows] == [("q/0", None), ("q/1", "SCA"), ("q/3", None), ("q/6", None)]
+    assert rows["q/0"]["error"] == "invalid alternative: alternative A is the keyed answer itself"
+    assert rows["q/3"]["error"] == "invalid alternative: alternative E is not one of the 4 options"
+    assert rows["q/6"]["error"] == "unparseable"
+    prompts = [body["messages"][-1]["content"] for body in llm_server.chat_bodies]
+    assert sum("Keyed answer: (C)" in prompt for prompt in prompts) == 2  # q/6, asked once more
+
+
+def test_the_papers_prompt_labels_with_classes(llm_server, tmp_path):
+    questions = write_jsonl(tmp_path / "q.jsonl", QUESTIONS[:4])
+    llm_server.respond_with(lambda call: "Class: 1" if "best treatment" in call.user_text else "Class: 0")
+    argv = label_argv(llm_server, questions, tmp_path / "out.jsonl", tmp_path / "cache", "--template", "paper")
+    assert sba.main(argv) == 0
+    rows = read_rows(tmp_path / "out.jsonl")
+    assert [(r["label"], r["template"]) for r in rows] == [("SBA", "sba-label-paper"), ("SCA", "sba-label-paper"),
+                                                           ("SCA", "sba-label-paper"), ("SBA", "sba-label-paper")]
+    prompt = llm_server.chat_bodies[-1]["messages"][-1]["content"]
+    assert '"Class: 1" or "Class: 0"' in prompt and "Keyed answer" not in prompt
 
 
 # ---- metrics ---------------------------------------------------------------------------------------
@@ -200,34 +258,49 @@ def test_threshold_for_recall_and_metrics():
     m = metrics_at(truth, scores, 0.4)
     assert (m.tp, m.fp, m.fn, m.tn) == (3, 2, 1, 2)
     assert (round(m.precision, 3), m.recall, round(m.f1, 3), m.flagged_share) == (0.6, 0.75, 0.667, 0.625)
+    assert m.labelled_share == 0.5
+    # Of the 16 (SBA, SCA) pairs, the SBA questions scored 0.9, 0.8, 0.4, 0.2 beat 4, 3, 2 and 1 SCA questions.
+    assert roc_auc(truth, scores) == (4 + 3 + 2 + 1) / 16
+    assert roc_auc([True, False, True], [0.5, 0.5, 0.1]) == 0.25  # a tie counts half
+    assert roc_auc([True, True], [0.1, 0.2]) is None
 
 
 # ---- train, evaluate, predict, WiCkeD, push --------------------------------------------------------
 
 
 def labelled_fixture(n: int = 48) -> list[dict]:
-    """SBA questions ask for the best/most likely option; SCA ones are arithmetic."""
+    """SBA questions ask for the best/most likely option, and their key has a near-synonym among the
+    options (named as the alternative of every other SBA row); SCA ones are arithmetic."""
     rows = []
     for i in range(n):
         sba_row = i % 3 == 0
         question = (f"Which option is the most likely best explanation of case {i}?" if sba_row
                     else f"What is {i} times {i + 1}?")
+        answer = i % 4
+        choices = ["river", "mountain", "desert", "forest"]
+        alternative = (answer + 2) % 4
+        if sba_row:
+            choices[alternative] = f"{choices[answer]}s"
         rows.append({"id": f"{'mmlu' if i % 2 else 'commonsense_qa'}/test/{i}", "source": "mmlu" if i % 2 else "commonsense_qa",
-                     "question": question, "choices": ["w", "x", "y", "z"], "label": "SBA" if sba_row else "SCA",
-                     "labeller": "mock-model", "template": "sba-label-v1"})
+                     "question": question, "choices": choices, "answer": answer, "label": "SBA" if sba_row else "SCA",
+                     "alternative": alternative if sba_row and i % 2 else None,
+                     "labeller": "mock-model", "template": "sba-label-v2"})
     return rows
+
+
+def train_on_fixture(root: Path, *recipe: str) -> tuple[Path, Path]:
+    """A tiny MiniLM model trained on ``labelled_fixture()``, 12 of its 48 rows held out for the threshold."""
+    labels = write_jsonl(root / "labels.jsonl", labelled_fixture())
+    folder = root / "model"
+    argv = ["train", str(labels), "--output", str(folder), "--backbone", minilm_path(), "--lr", "1e-4",
+            "--max-length", "32", "--calibration-fraction", "0.25", "--target-recall", "1.0", "--seed", "3", *recipe]
+    assert sba.main(argv) == 0
+    return folder, labels
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("sba")
-    labels = write_jsonl(root / "labels.jsonl", labelled_fixture())
-    folder = root / "model"
-    argv = ["train", str(labels), "--output", str(folder), "--backbone", minilm_path(), "--epochs", "3",
-            "--batch-size", "8", "--lr", "1e-4", "--max-length", "32", "--calibration-fraction", "0.25",
-            "--target-recall", "1.0", "--seed", "3"]
-    assert sba.main(argv) == 0
-    return folder, labels
+    return train_on_fixture(tmp_path_factory.mktemp("sba"), "--epochs", "3", "--batch-size", "8")
 
 
 def test_train_writes_a_labelled_calibrated_folder_and_the_loss_falls(trained):
@@ -241,7 +314,7 @@ def test_train_writes_a_labelled_calibrated_folder_and_the_loss_falls(trained):
     data = training["data"]
     assert (data["train_questions"], data["calibration_questions"]) == (36, 12)
     assert data["calibration_counts"] == {"commonsense_qa": {"SBA": 2, "SCA": 4}, "mmlu": {"SBA": 2, "SCA": 4}}
-    assert (data["labellers"], data["templates"], data["file"]) == (["mock-model"], ["sba-label-v1"], "labels.jsonl")
+    assert (data["labellers"], data["templates"], data["file"]) == (["mock-model"], ["sba-label-v2"], "labels.jsonl")
     calibration = training["calibration"]
     assert calibration["recall"] == 1.0 and calibration["tp"] == 4
     assert config["sba_threshold"] == calibration["threshold"]
@@ -315,11 +388,12 @@ def test_predict_and_wicked_use_the_trained_folder(trained, tmp_path):
     assert f"threshold {median}" in (out / "README.md").read_text()
 
 
-def test_a_score_does_not_depend_on_the_other_questions_in_its_batch(trained):
-    """WiCkeD output must not depend on the item subset: scores are bit-identical in any company."""
-    folder, _ = trained
+@pytest.mark.parametrize("model", ["trained", "cross_encoder"])
+def test_a_score_does_not_depend_on_the_other_questions_in_its_batch(model, request):
+    """WiCkeD output must not depend on the item subset: fp32 scores are bit-identical in any company."""
+    folder, _ = request.getfixturevalue(model)
     classifier = SBAClassifier.load(str(folder))
-    items = [(r["question"], tuple(r["choices"])) for r in MMLU_TEST + MMLU_DEV]
+    items = [(r["question"], tuple(r["choices"]), r["answer"]) for r in MMLU_TEST + MMLU_DEV]
     together = classifier.scores(items, batch_size=64)
     alone = np.array([classifier.scores([item])[0] for item in items])
     subset_in_reverse = classifier.scores(items[1::3][::-1], batch_size=3)[::-1]
@@ -337,7 +411,7 @@ def test_push_publishes_a_model_card_and_tag(trained, local_hub, tmp_path, capsy
     card = local_hub.file_at(repo, "v1.0.0", "README.md", repo_type="model").decode()
     config = json.loads((folder / "config.json").read_text())
     assert "library_name: transformers" in card and "| mmlu |" in card
-    assert f"{config['sba_threshold']:.4f}" in card and "sba-label-v1" in card and "mock-model" in card
+    assert f"{config['sba_threshold']:.4f}" in card and "sba-label-v2" in card and "mock-model" in card
     assert "### Evaluation on `labels.jsonl`" in card and "- **1.0.0**:" in card
     loaded = SBAClassifier.load(repo, revision="v1.0.0")
     assert loaded.threshold == config["sba_threshold"] and loaded.input_format == "question_choices"
@@ -357,19 +431,111 @@ def test_a_folder_with_unnamed_labels_reads_as_the_papers_classifier(tmp_path):
     assert classifier.revision.startswith("sha256:")
 
 
-def test_int8_linear_is_close_to_float_and_quantises_each_token_alone():
+def test_fixed_rows_linear_gives_a_row_the_same_bits_among_any_number_of_rows():
+    """Regression: MKL's fp32 nn.Linear rounds 1 to 11 rows differently from the same rows among more, so a
+    question's score depended on its batch; fixed-size row blocks make every product the same shape."""
     import torch
 
-    from classifiers.int8 import Int8Linear
+    from classifiers.fixed_rows import ROW_BLOCK, FixedRowsLinear
 
     torch.manual_seed(0)
-    linear = torch.nn.Linear(64, 24)
-    tokens = torch.randn(3, 5, 64)
-    tokens[0, 0] *= 1000  # an outlier token must not coarsen the scale of any other token
-    layer = Int8Linear.from_linear(linear)
-    with torch.no_grad():
-        out, expected = layer(tokens), linear(tokens)
-    assert out.shape == (3, 5, 24)
-    error = (out - expected).norm(dim=-1) / expected.norm(dim=-1)
-    assert float(error.max()) < 0.02
-    assert torch.equal(layer(tokens[1:2, 2:4]), out[1:2, 2:4])  # bit-identical without the other tokens
+    linear = torch.nn.Linear(384, 1536)
+    layer = FixedRowsLinear(linear)
+    rows = torch.randn(ROW_BLOCK + 44, 384)
+    with torch.inference_mode():
+        together = layer(rows)
+        assert torch.allclose(together, linear(rows), atol=1e-4)
+        for count in (1, 2, 3, 5, 7, 11, 12, 100):
+            for start in (0, 37):
+                assert torch.equal(layer(rows[start:start + count]), together[start:start + count])
+        batched = layer(rows[:60].reshape(3, 20, 384))  # a batch of 3 sequences of 20 tokens
+        assert batched.shape == (3, 20, 1536) and torch.equal(batched.reshape(60, 1536), together[:60])
+
+
+# ---- the cross-encoder -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cross_encoder(tmp_path_factory) -> tuple[Path, Path]:
+    return train_on_fixture(tmp_path_factory.mktemp("sba_cross"), "--recipe", "cross_encoder", "--epochs", "2",
+                            "--batch-size", "4")
+
+
+def test_cross_encoder_scores_an_item_by_its_most_acceptable_remaining_option(cross_encoder):
+    folder, _ = cross_encoder
+    config = json.loads((folder / "config.json").read_text())
+    assert (config["sba_kind"], config["sba_input"], config["sba_max_length"]) == ("cross_encoder", "question_key_option", 32)
+    training = config["sba_training"]
+    assert training["steps"] == 18  # 36 items (12 held out), batches of 4 items, 2 epochs
+    assert training["epoch_losses"][-1] < training["epoch_losses"][0]
+    assert config["sba_threshold"] == training["calibration"]["threshold"]
+
+    classifier = SBAClassifier.load(str(folder))
+    assert (classifier.kind, classifier.needs_answer) == ("cross_encoder", True)
+    items = [("Which river is longest?", ("Nile", "Amazon", "Thames", "Seine"), 1),
+             ("What is 2 + 2?", ("4", "5"), 0),
+             ("Only one option?", ("yes",), 0)]
+    encoded = classifier.encode(items)
+    # One pair per remaining option: [CLS] question [SEP] key [SEP] option [SEP], the key and option as segment 1.
+    assert encoded.owners.tolist() == [0, 0, 0, 1] and encoded.options.tolist() == [0, 2, 3, 1]
+    first = encoded.input_ids[0]
+    assert classifier.tokenizer.decode(first) == "[CLS] which river is longest? [SEP] amazon [SEP] nile [SEP]"
+    assert encoded.token_type_ids[0] == [0] * 7 + [1] * 4
+    pair_scores = classifier.sequence_scores(encoded)
+    scores = classifier.scores(items)
+    assert scores.tolist() == [max(pair_scores[:3]), pair_scores[3], 0.0]  # no remaining option: never SBA
+
+    with pytest.raises(UserError, match="needs the answer index"):
+        classifier.scores([("What is 2 + 2?", ("4", "5"))])
+
+
+def test_cross_encoder_needs_the_key_to_train_and_to_predict(cross_encoder, tmp_path, capsys):
+    folder, _ = cross_encoder
+    unkeyed = write_jsonl(tmp_path / "unkeyed.jsonl", [{k: v for k, v in r.items() if k not in ("answer", "alternative")}
+                                                       for r in labelled_fixture(12)])
+    assert sba.main(["train", str(unkeyed), "--output", str(tmp_path / "m"), "--backbone", minilm_path(),
+                     "--recipe", "cross_encoder"]) == 2
+    assert "12 rows have no 'answer'" in capsys.readouterr().err
+    assert sba.main(["predict", "--model", str(folder), "--input", str(unkeyed), "--output", str(tmp_path / "p.jsonl")]) == 2
+    assert "is a cross-encoder and needs each row's 'answer'" in capsys.readouterr().err
+    assert sba.main(["predict", "--model", str(folder), "--input", str(write_jsonl(tmp_path / "q.jsonl", QUESTIONS[:3])),
+                     "--output", str(tmp_path / "p.jsonl")]) == 0
+    assert [r["id"] for r in read_rows(tmp_path / "p.jsonl")] == ["q/0", "q/1", "q/2"]
+
+
+def test_training_targets_name_the_alternative_or_leave_the_sba_item_to_its_best_option():
+    import torch
+    from transformers import AutoTokenizer
+
+    from classifiers.data import LabelledQuestion
+    from classifiers.training import UNKNOWN, TrainingExamples, recipe_with, weighted_loss
+
+    choices = ("a", "b", "c", "d")
+    questions = [LabelledQuestion("x/0", "x", "Sca?", choices, "SCA", 0),
+                 LabelledQuestion("x/1", "x", "Named?", choices, "SBA", 0, 2),
+                 LabelledQuestion("x/2", "x", "Unnamed?", choices, "SBA", 3)]
+    examples = TrainingExamples.build(questions, AutoTokenizer.from_pretrained(minilm_path()), recipe_with("cross_encoder"))
+    assert examples.targets.tolist() == [0, 0, 0, 0, 1, 0, UNKNOWN, UNKNOWN, UNKNOWN]
+    assert [item.tolist() for item in examples.items] == [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
+    # 2 positive units (the named option, the unnamed item) against 5 negatives
+    assert examples.class_weights("balanced").tolist() == pytest.approx([7 / 10, 7 / 4])
+
+    logits = torch.tensor([[0.0, 1.0], [0.0, -1.0], [2.0, 0.0], [0.0, 0.0]], requires_grad=True)
+    targets, owners, weights = torch.tensor([UNKNOWN, UNKNOWN, 0, 1]), torch.tensor([5, 5, 6, 6]), torch.tensor([1.0, 3.0])
+    loss = weighted_loss(logits, targets, owners, weights)
+    log_p = torch.log_softmax(logits.detach(), dim=-1)
+    assert float(loss.detach()) == pytest.approx(float(-(log_p[2, 0] + 3 * log_p[3, 1] + 3 * log_p[0, 1]) / 7))
+    loss.backward()
+    assert logits.grad[1].abs().sum() == 0  # only the item's best option is trained towards acceptable
+
+
+def test_labelled_rows_check_answer_and_alternative(tmp_path):
+    from classifiers.data import read_labelled
+
+    row = {"id": "a/1", "question": "Q?", "choices": ["x", "y", "z"], "label": "SBA", "answer": 0, "alternative": 2}
+    assert read_labelled(write_jsonl(tmp_path / "ok.jsonl", [row]))[0].alternative == 2
+    for change, message in (({"alternative": 0}, "must differ from the answer"), ({"label": "SCA"}, "needs label SBA"),
+                            ({"alternative": 3}, "'alternative' must be an option index in 0..2"),
+                            ({"answer": True}, "'answer' must be an option index")):
+        with pytest.raises(UserError, match=message):
+            read_labelled(write_jsonl(tmp_path / "bad.jsonl", [{**row, **change}]))

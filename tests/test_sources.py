@@ -8,36 +8,36 @@ from pathlib import Path
 
 import pytest
 
-from builders.core.adapters import BENCHMARKS, load_benchmark
+from builders.core.benchmarks import BENCHMARKS
+from builders.core.sources import duplicate_option, load_source, parse_spec
 from builders.core.errors import MalformedRow, SourceError
-from builders.core.sources import parse_spec
 from fixtures import FIXTURE_SIZES, MMLU_TEST, TRUTHFUL_QA, write_benchmark, write_jsonl
 
 
 @pytest.mark.parametrize("name", sorted(FIXTURE_SIZES))
 def test_every_benchmark_reads_its_hub_layout(tmp_path, name):
-    loaded = load_benchmark(name, str(write_benchmark(name, tmp_path)))
+    loaded = load_source(BENCHMARKS[name], str(write_benchmark(name, tmp_path)))
     assert loaded.rows_in == FIXTURE_SIZES[name]
-    kept = {split: len(records) for split, records in loaded.splits.items()}
+    kept = {split: len(records) for split, records in loaded.items.items()}
     excluded = {split: loaded.exclusions.count(split) for split in loaded.rows_in}
     assert {s: kept.get(s, 0) + excluded[s] for s in loaded.rows_in} == FIXTURE_SIZES[name]
-    for records in loaded.splits.values():
+    for records in loaded.items.values():
         for record in records:
             assert record.source == BENCHMARKS[name].hub_id
             assert 0 <= record.answer < len(record.choices)
 
 
 def test_mmlu_ids_and_provenance(tmp_path):
-    loaded = load_benchmark("mmlu", str(write_benchmark("mmlu", tmp_path)))
-    first = loaded.splits["test"][0]
+    loaded = load_source(BENCHMARKS["mmlu"], str(write_benchmark("mmlu", tmp_path)))
+    first = loaded.items["test"][0]
     assert (first.id, first.source_config, first.source_split, first.source_index) == ("mmlu/test/0", "all", "test", 0)
     assert first.subject == "elementary_mathematics" and first.gold == "5"
-    assert [r.id for r in loaded.splits["dev"]] == ["mmlu/dev/0", "mmlu/dev/1", "mmlu/dev/2"]
+    assert [r.id for r in loaded.items["dev"]] == ["mmlu/dev/0", "mmlu/dev/1", "mmlu/dev/2"]
 
 
 def test_mmlu_pro_drops_na_options_and_remaps_the_answer(tmp_path):
-    loaded = load_benchmark("mmlu_pro", str(write_benchmark("mmlu_pro", tmp_path)))
-    by_id = {r.id: r for r in loaded.splits["test"]}
+    loaded = load_source(BENCHMARKS["mmlu_pro"], str(write_benchmark("mmlu_pro", tmp_path)))
+    by_id = {r.id: r for r in loaded.items["test"]}
     assert by_id["mmlu_pro/test/70"].choices == ("1", "10", "100") and by_id["mmlu_pro/test/70"].answer == 2
     assert by_id["mmlu_pro/test/72"].choices == ("3", "5", "8") and by_id["mmlu_pro/test/72"].gold == "8"
     assert by_id["mmlu_pro/test/71"].category == "other"
@@ -46,24 +46,24 @@ def test_mmlu_pro_drops_na_options_and_remaps_the_answer(tmp_path):
 
 def test_mmlu_redux_keeps_only_ok_items_by_default(tmp_path):
     folder = write_benchmark("mmlu_redux", tmp_path)
-    default = load_benchmark("mmlu_redux", str(folder))
-    assert [r.id for r in default.splits["test"]] == ["mmlu_redux/anatomy/test/0", "mmlu_redux/virology/test/0"]
-    assert default.splits["test"][0].subject == "anatomy" and default.splits["test"][0].source_config == "anatomy"
+    default = load_source(BENCHMARKS["mmlu_redux"], str(folder))
+    assert [r.id for r in default.items["test"]] == ["mmlu_redux/anatomy/test/0", "mmlu_redux/virology/test/0"]
+    assert default.items["test"][0].subject == "anatomy" and default.items["test"][0].source_config == "anatomy"
     assert [(e.id, e.reason, e.detail) for e in default.exclusions.entries] == [
         ("mmlu_redux/anatomy/test/1", "redux_error_type", "wrong_groundtruth")]
-    everything = load_benchmark("mmlu_redux", str(folder), options={"redux_keep_all": True})
-    assert len(everything.splits["test"]) == 3 and not everything.exclusions.entries
+    everything = load_source(BENCHMARKS["mmlu_redux"], str(folder), options={"redux_keep_all": True})
+    assert len(everything.items["test"]) == 3 and not everything.exclusions.entries
 
 
 def test_commonsense_qa_uses_its_ids_and_answer_keys(tmp_path):
-    loaded = load_benchmark("commonsense_qa", str(write_benchmark("commonsense_qa", tmp_path)))
-    assert [(r.id, r.gold) for r in loaded.splits["train"]] == [
+    loaded = load_source(BENCHMARKS["commonsense_qa"], str(write_benchmark("commonsense_qa", tmp_path)))
+    assert [(r.id, r.gold) for r in loaded.items["train"]] == [
         ("commonsense_qa/cqa-1", "fridge"), ("commonsense_qa/cqa-2", "scissors")]
 
 
 def test_arc_numeric_and_letter_labels_map_to_indices(tmp_path):
-    loaded = load_benchmark("arc_challenge", str(write_benchmark("arc_challenge", tmp_path)))
-    golds = {r.id: (r.answer, r.gold, len(r.choices)) for r in loaded.splits["test"]}
+    loaded = load_source(BENCHMARKS["arc_challenge"], str(write_benchmark("arc_challenge", tmp_path)))
+    golds = {r.id: (r.answer, r.gold, len(r.choices)) for r in loaded.items["test"]}
     assert golds == {
         "arc_challenge/Mercury_1": (1, "copper", 4),
         "arc_challenge/Mercury_2": (0, "light blocked", 3),
@@ -71,23 +71,23 @@ def test_arc_numeric_and_letter_labels_map_to_indices(tmp_path):
         "arc_challenge/Mercury_4": (2, "Mercury", 4),
     }
     # the train split comes from a CSV whose dict column holds JSON
-    assert loaded.splits["train"][0].gold == "photosynthesis"
+    assert loaded.items["train"][0].gold == "photosynthesis"
 
 
 def test_truthful_qa_shuffles_with_the_per_item_generator(tmp_path):
     folder = str(write_benchmark("truthful_qa", tmp_path))
-    loaded = load_benchmark("truthful_qa", folder, seed=0)
-    for i, record in enumerate(loaded.splits["validation"]):
+    loaded = load_source(BENCHMARKS["truthful_qa"], folder, seed=0)
+    for i, record in enumerate(loaded.items["validation"]):
         original = TRUTHFUL_QA[i]["mc1_targets"]["choices"]
         permutation = record.metadata["source_permutation"]
         assert record.gold == f"true {i}"
         assert list(record.choices) == [original[p] for p in permutation]
-    positions = [r.answer for r in loaded.splits["validation"]]
+    positions = [r.answer for r in loaded.items["validation"]]
     assert len(set(positions)) > 1, "the gold must not stay first"
-    again = load_benchmark("truthful_qa", folder, seed=0)
-    assert again.splits == loaded.splits
-    other_seed = load_benchmark("truthful_qa", folder, seed=1)
-    assert [r.choices for r in other_seed.splits["validation"]] != [r.choices for r in loaded.splits["validation"]]
+    again = load_source(BENCHMARKS["truthful_qa"], folder, seed=0)
+    assert again.items == loaded.items
+    other_seed = load_source(BENCHMARKS["truthful_qa"], folder, seed=1)
+    assert [r.choices for r in other_seed.items["validation"]] != [r.choices for r in loaded.items["validation"]]
 
 
 def test_spec_parsing(tmp_path):
@@ -109,10 +109,22 @@ MALFORMED = [
     ({"question": "q", "subject": "s", "choices": "a b", "answer": 0}, "malformed_row", "choices", "list"),
     ({"question": 3, "subject": "s", "choices": ["a", "b"], "answer": 0}, "malformed_row", "question", "string"),
     ({"question": "q", "subject": "s", "choices": ["a", 1], "answer": 0}, "malformed_row", "choices[1]", "string"),
-    ({"question": "q", "subject": "s", "choices": ["a", " "], "answer": 0}, "empty_choice", "choices[1]", ""),
-    ({"question": "q", "subject": "s", "choices": ["Paris", " paris "], "answer": 0}, "duplicate_choices", "choices[1]", "paris"),
-    ({"question": "q", "subject": "s", "choices": ["a"], "answer": 0}, "fewer_than_two_choices", "choices", "1"),
+    ({"question": "q", "subject": "s", "choices": ["a", " "], "answer": 0}, "malformed_row", "choices[1]", "empty"),
+    ({"question": "q", "subject": "s", "choices": ["a"], "answer": 0}, "malformed_row", "choices", "1 choices"),
+    ({"question": "q", "subject": 7, "choices": ["a", "b"], "answer": 0}, "malformed_row", "subject", "string"),
 ]
+
+
+def test_duplicated_options_are_well_formed_and_case_matters(tmp_path):
+    """Items with repeated options are source items like any other (the builders copy them unchanged), and
+    options that differ only in case are different options: alleles, logic formulas, Roman numerals."""
+    rows = [MMLU_TEST[0],
+            {"question": "q", "subject": "s", "choices": ["Paris", " Paris  ", "Rome"], "answer": 0},
+            {"question": "genotype?", "subject": "s", "choices": ["Bb Bb", "BB Bb", "bb bb", "BB BB"], "answer": 0},
+            {"question": "numerals", "subject": "s", "choices": ["ii", "II", "iii", "III"], "answer": 1}]
+    loaded = load_source(BENCHMARKS["mmlu"], str(write_jsonl(tmp_path / "mmlu" / "test.jsonl", rows).parent))
+    assert len(loaded.items["test"]) == 4 and not loaded.exclusions.entries
+    assert [duplicate_option(r.choices) for r in loaded.items["test"]] == [None, 1, None, None]
 
 
 def _write_with_bad_row(tmp_path, bad_row):
@@ -122,18 +134,18 @@ def _write_with_bad_row(tmp_path, bad_row):
 
 @pytest.mark.parametrize("bad_row,reason,field,detail", MALFORMED)
 def test_malformed_rows_are_excluded_with_their_reason(tmp_path, bad_row, reason, field, detail):
-    loaded = load_benchmark("mmlu", str(_write_with_bad_row(tmp_path, bad_row)))
-    assert [r.id for r in loaded.splits["test"]] == ["mmlu/test/0", "mmlu/test/2"]
+    loaded = load_source(BENCHMARKS["mmlu"], str(_write_with_bad_row(tmp_path, bad_row)))
+    assert [r.id for r in loaded.items["test"]] == ["mmlu/test/0", "mmlu/test/2"]
     [exclusion] = loaded.exclusions.entries
     assert (exclusion.id, exclusion.source_index, exclusion.reason, exclusion.field) == ("mmlu/test/1", 1, reason, field)
     assert detail in exclusion.detail
-    assert loaded.rows_in["test"] == 3 == len(loaded.splits["test"]) + loaded.exclusions.count("test")
+    assert loaded.rows_in["test"] == 3 == len(loaded.items["test"]) + loaded.exclusions.count("test")
 
 
 @pytest.mark.parametrize("bad_row,reason,field,detail", [m for m in MALFORMED if m[1] == "malformed_row"])
 def test_strict_mode_stops_and_names_the_row_and_field(tmp_path, bad_row, reason, field, detail):
     with pytest.raises(MalformedRow) as error:
-        load_benchmark("mmlu", str(_write_with_bad_row(tmp_path, bad_row)), strict=True)
+        load_source(BENCHMARKS["mmlu"], str(_write_with_bad_row(tmp_path, bad_row)), strict=True)
     assert f"malformed row mmlu/test/1: field {field!r}" in str(error.value)
 
 
@@ -156,10 +168,10 @@ def test_invalid_json_names_file_and_line(tmp_path):
     path.parent.mkdir()
     path.write_text('{"question": "q", "subject": "s", "choices": ["a", "b"], "answer": 0}\n{oops\n')
     with pytest.raises(SourceError, match=r"test.jsonl:2: invalid JSON"):
-        load_benchmark("mmlu", str(path.parent))
+        load_source(BENCHMARKS["mmlu"], str(path.parent))
 
 
 def test_unreachable_hub_gives_one_actionable_line():
     # HF_ENDPOINT points at the local test Hub, which has no such dataset
     with pytest.raises(SourceError, match="pass --source PATH"):
-        load_benchmark("mmlu", "nobody/no-such-dataset")
+        load_source(BENCHMARKS["mmlu"], "nobody/no-such-dataset")

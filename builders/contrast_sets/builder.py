@@ -27,16 +27,18 @@ from datasets import Value
 from scipy import sparse
 from scipy.sparse import csgraph
 
-from builders.core import cli
-from builders.core.adapters import BENCHMARKS, LoadedSource
-from builders.core.build import Build, Check
+from builders.core import api, cli
+from builders.core.benchmarks import BENCHMARKS
+from builders.core.build import Build, Builder, Check
 from builders.core.embeddings import (Embedder, EmbeddingCache, EmbeddingStats, Encoding, embed_texts,
                                       resolve_embedder)
 from builders.core.errors import UserError
 from builders.core.options import position_dependent_reason
 from builders.core.record import MCQRecord, normalize_text
 from builders.core.rng import item_rng
+from builders.core.sources import LoadedSource
 from builders.core.steps import Exclude, ExclusionLog
+from builders.core.tables import Statistics, Table
 
 logger = logging.getLogger(__name__)
 
@@ -45,8 +47,6 @@ BENCHMARK_NAMES = sorted(BENCHMARKS)
 DEFAULT_BENCHMARK = "unifiedqa"
 PAPER_THRESHOLD = 0.85
 DEFAULT_CACHE_DIR = "~/.cache/mcqforge/embeddings"
-# Options about how the build runs, not what it contains: left out of the recorded build config.
-RUNTIME_OPTIONS = {"cache_dir", "batch_size", "batch_tokens", "embed_threads"}
 # Float32 block products can land a hair away from the float64 value: candidates are found with this
 # margin and then every edge is decided on float64 similarities.
 CANDIDATE_MARGIN = 1e-3
@@ -101,19 +101,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--tie-break", choices=["similarity", "none"], default="similarity",
                        help="'similarity': among the maximum-cardinality matchings, take one of maximum total "
                             "similarity; 'none': any maximum-cardinality matching")
-    group.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR,
-                       help="embedding cache, keyed by (embedder, revision, text hash); 'none' disables it")
     group.add_argument("--embed-dtype", choices=["float32", "bfloat16"], default="float32",
                        help="precision of the embedding model's forward pass; bfloat16 (autocast) is about 2x "
                             "faster on CPUs with native bfloat16 and moves similarities by about 1e-4")
-    group.add_argument("--batch-size", type=int, default=256, help="most texts per embedding batch")
-    group.add_argument("--batch-tokens", type=int, default=1024,
-                       help="most padded tokens per embedding batch (texts are batched longest first)")
-    group.add_argument("--embed-threads", type=int, default=1,
-                       help="torch threads while embedding on CPU; more pay off only on an otherwise idle machine")
+    runtime = cli.runtime_group(parser, "embedding")
+    runtime.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR,
+                         help="embedding cache, keyed by (embedder, revision, text hash); 'none' disables it")
+    runtime.add_argument("--batch-size", type=int, default=256, help="most texts per embedding batch")
+    runtime.add_argument("--batch-tokens", type=int, default=1024,
+                         help="most padded tokens per embedding batch (texts are batched longest first)")
+    runtime.add_argument("--embed-threads", type=int, default=1,
+                         help="torch threads while embedding on CPU; more pay off only on an otherwise idle machine")
 
 
 # ---- the graph's vertices --------------------------------------------------------------------------
+
+
+def text_key(text: str) -> str:
+    """Option and question texts that differ only in case or spacing are one text for the graph: one vertex
+    per question, one embedding per option text."""
+    return normalize_text(text).casefold()
 
 
 @dataclass
@@ -147,13 +154,13 @@ def make_pool(records: Sequence[MCQRecord], cross_source: bool, cross_split: boo
     block = np.empty(len(records), dtype=np.int64)
     question = np.empty(len(records), dtype=np.int64)
     for v, record in enumerate(records):
-        keys = [text_index.setdefault(normalize_text(c), len(text_index)) for c in record.choices]
+        keys = [text_index.setdefault(text_key(c), len(text_index)) for c in record.choices]
         gold[v] = keys[record.answer]
         others = keys[: record.answer] + keys[record.answer + 1:]
         distractors[v, : len(others)] = others
         block_key = ("" if cross_split else record.source_split, "" if cross_source else source_name(record))
         block[v] = block_index.setdefault(block_key, len(block_index))
-        question[v] = question_index.setdefault(normalize_text(record.question), len(question_index))
+        question[v] = question_index.setdefault(text_key(record.question), len(question_index))
     return Pool(list(records), list(text_index), gold, distractors, block, question)
 
 
@@ -356,7 +363,7 @@ def make_pairs(pool: Pool, edges: Edges, matching: Matching) -> list[Pair]:
 
 
 def _original_text(record: MCQRecord, normalized: str) -> str:
-    return next(c for c in record.choices if normalize_text(c) == normalized)
+    return next(c for c in record.choices if text_key(c) == normalized)
 
 
 def balanced_flags(keys: Sequence[str], seed: int, purpose: str) -> dict[str, bool]:
@@ -397,7 +404,7 @@ def random_partners(pool: Pool, embeddings: np.ndarray, threshold: float, vertic
     members: dict[int, np.ndarray] = {b: np.flatnonzero(pool.block == b) for b in np.unique(pool.block[list(vertices)])}
     partners = {}
     for v in vertices:
-        rng = item_rng(seed, pool.records[v].id, NAME, "random_partner")
+        rng = item_rng(seed, pool.records[v].content_key, NAME, "random_partner")
         candidates = members[int(pool.block[v])]
         for _ in range(RANDOM_DRAWS):
             r = int(candidates[rng.integers(len(candidates))])
@@ -484,12 +491,8 @@ def mine(records: Sequence[MCQRecord], args: argparse.Namespace, stopwatch: Stop
 
 
 def build(source: LoadedSource, args: argparse.Namespace, stopwatch: Stopwatch | None = None) -> Build:
-    if not 0 < args.threshold <= 1:
-        raise UserError("--threshold must be in (0, 1]")
-    if min(args.batch_size, args.batch_tokens, args.embed_threads) < 1:
-        raise UserError("--batch-size, --batch-tokens and --embed-threads must be at least 1")
     stopwatch = stopwatch or Stopwatch()
-    records = [r for split in source.splits.values() for r in split]
+    records = [r for split in source.items.values() for r in split]
     mined = mine(records, args, stopwatch)
     if not mined.pairs:
         raise UserError(f"no contrast pair among {len(mined.pool)} items ({len(mined.edges)} edges): try a larger "
@@ -506,7 +509,7 @@ def build(source: LoadedSource, args: argparse.Namespace, stopwatch: Stopwatch |
         title=f"Contrast sets from {source.benchmark.pretty_name}",
         method_citation=CITATION,
         source=source,
-        params={k: v for k, v in cli.recorded_params(args).items() if k not in RUNTIME_OPTIONS},
+        params={},
         configs=configs,
         metadata_features=features,
         exclusions=exclusions,
@@ -524,7 +527,7 @@ def make_configs(source: LoadedSource, mined: Mined,
     """The four configs, and the answer-position draws of ``contrast`` (per pair) and ``random_pairs``."""
     first_at_a = balanced_flags([p.id for p in mined.pairs], args.seed, "pair_order")
     random_rows, gold_first = random_pair_records(mined, args)
-    configs = {name: {split: [] for split in source.splits} for name in CONFIG_NAMES}
+    configs = {name: {split: [] for split in source.items} for name in CONFIG_NAMES}
     for pair in mined.pairs:
         cross = source_name(pair.first) != source_name(pair.second)
         for record, contrast in zip((pair.first, pair.second), contrast_records(pair, first_at_a[pair.id], cross)):
@@ -616,27 +619,23 @@ def _balance(flags: dict[str, bool]) -> dict[str, int]:
 
 
 def statistics(mined: Mined, summary: dict, first_at_a: dict[str, bool], gold_first: dict[str, bool],
-               args: argparse.Namespace) -> dict[str, str]:
-    graph_rows = ["| quantity | value |", "|---|---|"] + [f"| {k.replace('_', ' ')} | {v} |" for k, v in summary.items()]
-    component_rows = ["| component size | components | vertices | vertices matched |", "|---|---|---|---|"] + [
-        f"| {name} | {count} | {vertices} | {matched} |"
-        for name, count, vertices, matched in component_size_table(mined.matching, _matched_vertices(mined))]
+               args: argparse.Namespace) -> Statistics:
     per_source = Counter("+".join(sorted({source_name(p.first), source_name(p.second)})) for p in mined.pairs)
-    source_rows = ["| source(s) of the pair | pairs |", "|---|---|"] + [f"| {k} | {v} |" for k, v in sorted(per_source.items())]
-    histogram = _similarity_histogram(mined, args.threshold)
     balance = _balance(first_at_a)
     random_balance = _balance(gold_first)
-    return {
-        "Contrast graph": "\n".join(graph_rows),
-        "Component sizes": "\n".join(component_rows) + "\n\nA maximum-cardinality matching is computed per component.",
-        "Pairs per source": "\n".join(source_rows),
-        "Similarity of the edges": histogram,
-        "Answer positions": (
-            f"`contrast`/`choices_only`: the first question of the pair (smaller id) has its gold at A in "
-            f"{balance['at_a']} of {balance['total']} pairs; within a pair the two golds sit at different positions, "
-            f"so exactly half of the questions have their gold at A. `random_pairs`: gold at A in "
-            f"{random_balance['at_a']} of {random_balance['total']} questions."),
-    }
+    return Statistics([
+        Table("Contrast graph", ("quantity", "value"), [(k.replace("_", " "), v) for k, v in summary.items()]),
+        Table("Component sizes", ("component size", "components", "vertices", "vertices matched"),
+              component_size_table(mined.matching, _matched_vertices(mined)),
+              note="A maximum-cardinality matching is computed per component."),
+        Table("Pairs per source", ("source(s) of the pair", "pairs"), sorted(per_source.items())),
+        _similarity_histogram(mined, args.threshold),
+        Table("Answer positions of the pairs", ("config", "gold at A", "of"),
+              [("contrast / choices_only (first question of each pair)", balance["at_a"], balance["total"]),
+               ("random_pairs (questions)", random_balance["at_a"], random_balance["total"])],
+              note="Within a contrast pair the two golds sit at different positions, so exactly half of the "
+                   "questions have their gold at A."),
+    ])
 
 
 def _matched_vertices(mined: Mined) -> np.ndarray:
@@ -644,19 +643,16 @@ def _matched_vertices(mined: Mined) -> np.ndarray:
     return np.concatenate([mined.edges.first[kept], mined.edges.second[kept]]).astype(np.int64)
 
 
-def _similarity_histogram(mined: Mined, threshold: float) -> str:
+def _similarity_histogram(mined: Mined, threshold: float) -> Table:
     bins = [threshold, 0.9, 0.95, 0.99, 1.0 - 1e-6, np.inf]
     bins = sorted({b for b in bins if b >= threshold})
     kept = mined.matching.edges
     values = {"kept (matched) edges": np.concatenate([mined.edges.first_similarity[kept], mined.edges.second_similarity[kept]]),
               "all edges": np.concatenate([mined.edges.first_similarity, mined.edges.second_similarity])}
     labels = [_bin_label(low, high) for low, high in zip(bins[:-1], bins[1:])]
-    lines = ["Each edge contributes its two similarities (gold vs the closest distractor of the partner).", "",
-             "| edges | values | " + " | ".join(labels) + " |", "|---|---|" + "---|" * len(labels)]
-    for name, array in values.items():
-        counts, _ = np.histogram(array, bins=bins)
-        lines.append(f"| {name} | {len(array)} | " + " | ".join(str(int(c)) for c in counts) + " |")
-    return "\n".join(lines)
+    rows = [(name, len(array), *[int(c) for c in np.histogram(array, bins=bins)[0]]) for name, array in values.items()]
+    return Table("Similarity of the edges", ("edges", "values", *labels), rows,
+                 note="Each edge contributes its two similarities (gold vs the closest distractor of the partner).")
 
 
 def _bin_label(low: float, high: float) -> str:
@@ -700,7 +696,7 @@ def _pairs_share_options(build: Build):
 def _golds_differ(build: Build):
     for config in CONTRAST_CONFIGS:
         for pid, members in _members_by_pair(build, config).items():
-            if len(members) == 2 and normalize_text(members[0].gold) == normalize_text(members[1].gold):
+            if len(members) == 2 and text_key(members[0].gold) == text_key(members[1].gold):
                 yield f"{config} {pid}: both questions have the gold {members[0].gold!r}"
 
 
@@ -738,13 +734,22 @@ CHECKS = [
 ]
 
 
-def make_parser() -> argparse.ArgumentParser:
-    parser = cli.builder_parser("python -m builders.contrast_sets", __doc__.split("\n\n")[0], BENCHMARK_NAMES,
-                                DEFAULT_BENCHMARK)
-    add_arguments(parser)
-    return parser
+def check_arguments(args: argparse.Namespace) -> None:
+    if not 0 < args.threshold <= 1:
+        raise UserError("--threshold must be in (0, 1]")
+    if min(args.batch_size, args.batch_tokens, args.embed_threads) < 1:
+        raise UserError("--batch-size, --batch-tokens and --embed-threads must be at least 1")
+
+
+BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [BENCHMARKS[DEFAULT_BENCHMARK]] +
+                  [BENCHMARKS[n] for n in BENCHMARK_NAMES if n != DEFAULT_BENCHMARK], add_arguments, build,
+                  check_arguments, preview_subset=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return cli.main(make_parser(), build, argv)
+    return cli.main(BUILDER, argv)
 
+
+def build_dataset(data, **options) -> api.BuildResult:
+    """Mine contrast sets from rows in memory (see :mod:`builders.core.api`)."""
+    return api.build_dataset(BUILDER, data, **options)

@@ -1,13 +1,15 @@
-"""What a builder hands to validation, the release writer and the publisher."""
+"""What a builder is, and what it hands to validation, the release writer and the publisher."""
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .adapters import LoadedSource
 from .record import MCQRecord
+from .sources import Benchmark, LoadedSource
 from .steps import ExclusionLog
+from .tables import Statistics
 
 Configs = dict[str, dict[str, list[MCQRecord]]]
 
@@ -21,12 +23,35 @@ class Check:
     find_violations: Callable[["Build"], Iterable[str]]
 
 
+@dataclass(frozen=True)
+class Baseline:
+    """A no-knowledge answering rule for the shortcut audit: ``predict`` picks an option index from what a
+    model sees (question and options), or None where the rule does not apply (counted as wrong)."""
+
+    name: str
+    description: str
+    predict: Callable[[MCQRecord], int | None]
+
+
+@dataclass(frozen=True)
+class TaskLocation:
+    """Where the lm-eval tasks of a release read it: the published repo and tag, or (None) the release
+    folder the tasks sit in."""
+
+    repo_id: str | None = None
+    revision: str | None = None  # the release tag, "vX.Y.Z"
+
+
 @dataclass
 class Build:
     """The output of one builder run, before validation and writing.
 
     ``exclusions`` holds the source's exclusions plus the builder's; an exclusion whose ``config`` is
-    None applies to every config. ``statistics`` is rendered into the card as Markdown sections.
+    None applies to every config. ``rows_in`` defaults to the source's rows per split (a builder whose
+    output splits are not the source's sets its own). ``statistics`` are tables of numbers, rendered
+    once by the release writer. ``lm_eval_tasks`` renders the release's lm-eval task folder for where
+    the release is read from. ``baselines`` are the builder's own shortcut-audit rules, and
+    ``inherent_baselines`` names the baselines that beat chance by design, with the reason.
     """
 
     builder: str
@@ -38,14 +63,49 @@ class Build:
     metadata_features: Mapping[str, Mapping[str, Any]]
     exclusions: ExclusionLog
     checks: list[Check] = field(default_factory=list)
-    statistics: dict[str, str] = field(default_factory=dict)
+    statistics: Statistics = field(default_factory=Statistics)
     extra_files: dict[str, bytes] = field(default_factory=dict)
     # {config: {column: feature}}: top-level columns beyond the base ones, read from ``MCQRecord.columns``.
     extra_columns: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     card_template: str | None = None
     card_context: dict[str, Any] = field(default_factory=dict)
+    rows_in: dict[str, int] | None = None
+    lm_eval_tasks: Callable[[TaskLocation], dict[str, bytes]] | None = None
+    baselines: list[Baseline] = field(default_factory=list)
+    inherent_baselines: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.rows_in is None:
+            self.rows_in = dict(self.source.rows_in)
 
     def records(self) -> Iterable[tuple[str, str, list[MCQRecord]]]:
         for config, splits in self.configs.items():
             for split, records in splits.items():
                 yield config, split, records
+
+
+@dataclass(frozen=True)
+class Builder:
+    """One builder, as the command line and the Python API run it.
+
+    ``benchmarks``: the sources it reads (the first is the default). ``check_arguments`` finds bad options
+    before any source is loaded or any paid call is made. ``llm_models`` names the models a build will call
+    (their endpoint is checked before loading). ``preview_subset``: whether ``--preview K`` may build from
+    the first K items only (False for builders that need the whole source, such as contrast-set mining).
+    """
+
+    name: str
+    description: str
+    benchmarks: Sequence[Benchmark]
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    build: Callable[[LoadedSource, argparse.Namespace], Build]
+    check_arguments: Callable[[argparse.Namespace], None] = lambda args: None
+    llm_models: Callable[[argparse.Namespace], list[str]] = lambda args: []
+    preview_subset: bool = True
+    epilog: str = ""  # shown at the end of --help (other commands of the builder)
+
+    def benchmark(self, name: str) -> Benchmark:
+        for benchmark in self.benchmarks:
+            if benchmark.name == name:
+                return benchmark
+        raise KeyError(name)

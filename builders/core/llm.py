@@ -4,9 +4,13 @@ MMLU-Pro+ options).
 It talks to any OpenAI-compatible endpoint (vLLM, TGI, a hosted API) with the real ``openai``
 client and adds what long batch runs need:
 
-* our own retries: exponential backoff with jitter on 429, 5xx, timeouts and connection errors,
-  honouring ``Retry-After``; any other 4xx fails that request at once. The SDK's retries are off
-  (``max_retries=0``) so that every attempt is counted and logged here.
+* our own retries: exponential backoff with jitter on 429, 5xx, timeouts, dropped connections and
+  200 answers that are not a chat completion (a cut body, an HTML page), honouring ``Retry-After``;
+  any other 4xx fails that request at once. The SDK's retries are off (``max_retries=0``) so that
+  every attempt is counted and logged here.
+* a total deadline per HTTP request (``timeout``), however slowly the server sends its bytes;
+* an endpoint that cannot be reached (connection refused, unknown host) gets one quick retry, then
+  the run stops with one :class:`EndpointError` instead of minutes of backoff;
 * a bounded thread pool that keeps the order of the requests, with a tqdm bar;
 * an on-disk reply cache, one small JSON file per request written atomically the moment its
   reply arrives, so a killed run resumes without paying for any reply twice;
@@ -15,11 +19,17 @@ client and adds what long batch runs need:
 * running totals (calls, cache hits, retries, tokens, failures) for logs and dataset cards.
 
 The API key is read from an environment variable and never printed or logged: it is not kept on
-this object, not shown in any repr, and scrubbed from error text a server sends back.
+this object, not shown in any repr, and scrubbed (in any letter case) from error text a server sends
+back before that text is cut to one line.
+
+Every command that calls an LLM declares its endpoint options with :func:`add_llm_arguments`, reads
+them with :meth:`LLMSettings.from_args`, checks the endpoint with :func:`check_endpoint` before it
+loads anything, and builds its clients with :meth:`LLMSettings.client`.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import email.utils
 import hashlib
@@ -27,15 +37,21 @@ import json
 import logging
 import os
 import random
+import re
 import tempfile
 import threading
 import time
+import urllib.parse
+import urllib.request
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Generic, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Generic, Iterator, Mapping, Sequence, TypeVar
 
+import httpcore
+import httpx
 import openai
 from tqdm import tqdm
 
@@ -53,12 +69,173 @@ PLACEHOLDER_API_KEY = "EMPTY"
 MAX_RETRY_AFTER_S = 300.0
 #: 4xx statuses worth retrying; every other 4xx is the request's own fault and fails at once.
 RETRYABLE_4XX = frozenset({429})
+#: Where requests go when no base URL is given and $OPENAI_BASE_URL is unset (as in the openai client).
+OPENAI_API_URL = "https://api.openai.com/v1"
+
+# The defaults of the endpoint options (add_llm_arguments), of LLMSettings and of LLMClient.
+DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+DEFAULT_CACHE_DIR = "~/.cache/mcqforge"
+DEFAULT_CONCURRENCY = 8
+DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_MAX_RETRIES = 6
+#: Longest a connection may take to open: a reachable server accepts in well under this.
+CONNECT_TIMEOUT_S = 10.0
+#: All the time check_endpoint may take, both of its requests together.
+CHECK_TIMEOUT_S = 5.0
 
 UNPARSEABLE = "unparseable"
+BAD_REPLY = "bad_reply"
+# A connection that could not even be opened (refused, unknown host, connect timeout). Never in a
+# ChatResult: the request's one quick retry failing too raises EndpointError.
+_UNREACHABLE = "unreachable"
 
 
 class MissingAPIKeyError(UserError):
     """The environment variable that should hold the API key is unset or empty."""
+
+
+class EndpointError(UserError):
+    """The endpoint cannot be reached, refuses the key or is not an OpenAI-compatible API."""
+
+
+# -- the endpoint options, declared once ----------------------------------------------------
+
+
+def add_llm_arguments(group: argparse._ArgumentGroup) -> None:
+    """The endpoint options of every command that calls an LLM, declared once; their defaults are
+    shown by the parser's ArgumentDefaultsHelpFormatter. The model option is each command's own."""
+    group.add_argument("--base-url", metavar="URL", default=None,
+                       help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 for vLLM; "
+                            "unset: $OPENAI_BASE_URL, else the OpenAI API")
+    group.add_argument("--api-key-env", metavar="NAME", default=DEFAULT_API_KEY_ENV,
+                       help="environment variable holding the API key (never printed or logged); "
+                            "'none' for a keyless local server such as vLLM")
+    group.add_argument("--llm-concurrency", metavar="N", type=int, default=DEFAULT_CONCURRENCY,
+                       help="requests in flight per model")
+    group.add_argument("--llm-timeout", metavar="SECONDS", type=float, default=DEFAULT_TIMEOUT_S,
+                       help="total deadline of one HTTP request, however slowly the server answers")
+    group.add_argument("--llm-max-retries", metavar="N", type=int, default=DEFAULT_MAX_RETRIES,
+                       help="retries of a request after a 429, a 5xx, a timeout or a malformed answer, with "
+                            "backoff; an endpoint that cannot be reached stops the run after one quick retry")
+    group.add_argument("--cache-dir", metavar="DIR", default=DEFAULT_CACHE_DIR,
+                       help="on-disk caches, each use in its own sub-folder (LLM replies in DIR/llm, so a killed "
+                            "run resumes without paying for a reply twice); 'none' disables them")
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """Where and how fast an LLM is asked: everything but the model (each command names its own).
+
+    ``api_key_env=None``: a keyless local server. ``cache_dir``: the root of the on-disk caches (None:
+    none); replies go to ``<cache_dir>/llm``, other uses of the root take their own sub-folder.
+    """
+
+    base_url: str | None = None
+    api_key_env: str | None = DEFAULT_API_KEY_ENV
+    cache_dir: Path | None = Path(DEFAULT_CACHE_DIR).expanduser()
+    concurrency: int = DEFAULT_CONCURRENCY
+    timeout: float = DEFAULT_TIMEOUT_S
+    max_retries: int = DEFAULT_MAX_RETRIES
+
+    def __post_init__(self) -> None:
+        _check_settings(self.concurrency, self.max_retries, self.timeout)
+        if self.base_url is not None and urllib.parse.urlsplit(self.base_url).scheme not in ("http", "https"):
+            raise UserError(f"--base-url must start with http:// or https://, got {self.base_url!r}")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> LLMSettings:
+        """The settings :func:`add_llm_arguments` parsed ('none' turns the key variable or the cache off)."""
+        cache_dir = None if str(args.cache_dir).lower() == "none" else Path(args.cache_dir).expanduser()
+        return cls(
+            base_url=args.base_url or None,
+            api_key_env=None if str(args.api_key_env).lower() == "none" else args.api_key_env,
+            cache_dir=cache_dir,
+            concurrency=args.llm_concurrency,
+            timeout=args.llm_timeout,
+            max_retries=args.llm_max_retries,
+        )
+
+    @property
+    def url(self) -> str:
+        return endpoint_url(self.base_url)
+
+    def client(self, model: str) -> LLMClient:
+        """A client for ``model`` on this endpoint, its reply cache in ``<cache_dir>/llm``."""
+        return LLMClient(
+            model, base_url=self.base_url, api_key_env=self.api_key_env,
+            cache_dir=self.cache_dir / "llm" if self.cache_dir is not None else None,
+            concurrency=self.concurrency, max_retries=self.max_retries, timeout=self.timeout,
+        )
+
+
+def endpoint_url(base_url: str | None) -> str:
+    """The URL requests go to, without a trailing slash: ``base_url``, else $OPENAI_BASE_URL, else the OpenAI API."""
+    return (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_API_URL).rstrip("/")
+
+
+# -- the endpoint check ---------------------------------------------------------------------
+
+
+def check_endpoint(settings: LLMSettings) -> None:
+    """One cheap request that fails in seconds, with one line, when the endpoint cannot be reached,
+    refuses the key, or is not an OpenAI-compatible API. Meant to run before anything is loaded or
+    paid for. (Model names are not checked: gateways and hosted APIs do not all list what they serve.)
+
+    It asks ``GET /models`` with no retry and :data:`CHECK_TIMEOUT_S` in all. A server without
+    ``/models`` (404) is sent ``POST /chat/completions`` with an empty body instead, which every
+    OpenAI-compatible API refuses with a JSON error, without running a model.
+    """
+    url = settings.url
+    headers = {"Authorization": f"Bearer {_read_api_key(settings.api_key_env)}"}
+    where = f"the LLM endpoint {url}"
+    try:
+        with _http_client(url, CHECK_TIMEOUT_S, connections=1) as http, _deadline(CHECK_TIMEOUT_S):
+            response = http.get(f"{url}/models", headers=headers)
+            if response.status_code == 404:
+                response = http.post(f"{url}/chat/completions", json={}, headers=headers)
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        raise EndpointError(f"cannot reach {where}: {_connection_reason(exc)}; is the server running "
+                                  f"and --base-url right?") from None
+    problem = _endpoint_problem(response, settings.api_key_env)
+    if problem:
+        raise EndpointError(f"{where} {problem}")
+
+
+def _endpoint_problem(response: httpx.Response, api_key_env: str | None) -> str | None:
+    """What is wrong with the answer to check_endpoint's request, or None."""
+    status, asked = response.status_code, f"{response.request.method} {response.request.url.path}"
+    if status in (401, 403):
+        if api_key_env is None:
+            return f"refused a request without a key (HTTP {status}); name the key's variable with --api-key-env"
+        return f"refused the API key in ${api_key_env} (HTTP {status})"
+    if status >= 500:
+        return f"answered HTTP {status} to {asked}; try again later"
+    if status == 429:
+        return None  # reachable, and the key was taken: only busy
+    body = _json_object(response)
+    if response.request.method == "POST":  # the fallback: a JSON refusal of the empty body is an API speaking
+        understood = body is not None and status != 404
+    else:
+        understood = status == 200 and body is not None and isinstance(body.get("data"), list)
+    if understood:
+        return None
+    kind = response.headers.get("content-type", "no content type")
+    return (f"answered {asked} with HTTP {status} ({kind}): not an OpenAI-compatible API "
+            f"(its --base-url usually ends in /v1)")
+
+
+def _json_object(response: httpx.Response) -> dict[str, Any] | None:
+    try:
+        body = json.loads(response.content)
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def _connection_reason(exc: Exception) -> str:
+    if isinstance(exc, httpx.TimeoutException):
+        return f"no answer within {CHECK_TIMEOUT_S:g}s"
+    return _one_line(str(exc)) or type(exc).__name__
 
 
 # -- requests and results --------------------------------------------------------------------
@@ -129,7 +306,8 @@ class ChatResult(Generic[T]):
 
     ``text`` is the raw reply (kept even when unparseable), ``parsed`` what ``parse`` made of it.
     ``error`` is a short code: ``"unparseable"``, ``"http_<status>"``, ``"timeout"``,
-    ``"connection"``, ``"no_choices"`` or ``"api_error"``; ``error_detail`` says more.
+    ``"connection"`` (dropped mid-request), ``"bad_reply"`` (a 200 that is not a chat completion),
+    ``"no_choices"`` or ``"api_error"``; ``error_detail`` says more.
     ``attempts`` counts HTTP calls made for this request in this run (0 when served from cache).
     ``usage`` is the token count of the reply returned (as first billed, when it is cached).
     """
@@ -152,7 +330,7 @@ class UsageTotals:
 
     calls: int = 0  # HTTP requests sent, every attempt included
     cache_hits: int = 0
-    retries: int = 0  # transport retries (429, 5xx, timeout, connection)
+    retries: int = 0  # transport retries (429, 5xx, timeout, connection, bad reply)
     parse_retries: int = 0  # requests asked again because ``parse`` rejected the reply
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -257,23 +435,29 @@ class LLMClient:
     ``api_key_env`` names the environment variable holding the key; it must be set and non-empty.
     Pass ``api_key_env=None`` for a keyless local server (vLLM, TGI): the placeholder ``"EMPTY"``
     is sent. There is no silent fallback, so a forgotten key never turns into anonymous requests.
+    ``timeout`` is the total deadline of one HTTP request (each retry gets a new one). Once it has
+    found the endpoint unreachable, a client sends nothing more. Commands build their clients with
+    :meth:`LLMSettings.client`.
     """
 
     def __init__(
         self,
         model: str,
         base_url: str | None = None,
-        api_key_env: str | None = "OPENAI_API_KEY",
+        api_key_env: str | None = DEFAULT_API_KEY_ENV,
         cache_dir: Path | str | None = None,
-        concurrency: int = 8,
-        max_retries: int = 6,
-        timeout: float = 60.0,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        timeout: float = DEFAULT_TIMEOUT_S,
         backoff_base: float = 1.0,
         backoff_max: float = 60.0,
     ) -> None:
-        _check_settings(concurrency, max_retries, timeout, backoff_base, backoff_max)
+        _check_settings(concurrency, max_retries, timeout)
+        if backoff_base < 0 or backoff_max < 0:
+            raise ValueError("backoff_base and backoff_max must be >= 0")
         self.model = model
         self.base_url = base_url
+        self.url = endpoint_url(base_url)
         self.api_key_env = api_key_env
         self.concurrency = concurrency
         self.max_retries = max_retries
@@ -283,9 +467,11 @@ class LLMClient:
         self.cache = ReplyCache(Path(cache_dir)) if cache_dir is not None else None
         # The key lives only inside the openai client: never as an attribute of ours.
         self._openai = openai.OpenAI(
-            base_url=base_url, api_key=_read_api_key(api_key_env), max_retries=0, timeout=timeout
+            base_url=self.url, api_key=_read_api_key(api_key_env), max_retries=0, timeout=_timeouts(timeout),
+            http_client=_http_client(self.url, timeout, connections=concurrency),
         )
         self._totals = UsageTotals()
+        self._unreachable: str | None = None  # set once the endpoint could not be reached twice in a row
         self._lock = threading.Lock()
         self._rng = random.Random()
 
@@ -336,7 +522,10 @@ class LLMClient:
         parse_retries: int = 1,
         desc: str = "",
     ) -> list[ChatResult[T]]:
-        """Run every request, ``concurrency`` at a time; results come back in request order."""
+        """Run every request, ``concurrency`` at a time; results come back in request order.
+
+        Raises :class:`EndpointError` as soon as a request finds the endpoint unreachable twice;
+        the requests not yet sent are dropped (replies already received stay cached)."""
         if parse_retries < 0:
             raise ValueError("parse_retries must be >= 0")
         results: list[ChatResult[T] | None] = [None] * len(requests)
@@ -367,7 +556,8 @@ class LLMClient:
         parse: Callable[[str], T] | None = None,
         parse_retries: int = 1,
     ) -> ChatResult[T]:
-        """One request: cache, then the API with retries, then ``parse`` (asked again on ValueError)."""
+        """One request: cache, then the API with retries, then ``parse`` (asked again on ValueError).
+        Raises :class:`EndpointError` when the endpoint cannot be reached, twice."""
         key = request_key(self.model, request)
         attempts = 0
         rejected: _Reply | None = None
@@ -442,9 +632,19 @@ class LLMClient:
 
     def _call_with_retries(self, request: ChatRequest) -> _Reply | _Failure:
         for attempt in range(1, self.max_retries + 2):
+            if self._unreachable is not None:  # found by another request: send nothing more
+                raise EndpointError(self._unreachable)
             self._count(calls=1)
             outcome, retryable, retry_after = self._call_once(request, attempt)
-            if isinstance(outcome, _Reply) or not retryable or attempt > self.max_retries:
+            if isinstance(outcome, _Reply):
+                return outcome
+            if outcome.error == _UNREACHABLE and attempt > min(1, self.max_retries):
+                # No backoff for a server that is not there: a dead endpoint would hold every request
+                # for minutes of retries. One retry (after the first, short step of the backoff) is all.
+                stored = "; the replies received so far are cached: a re-run resumes" if self.cache else ""
+                self._unreachable = f"cannot reach the LLM endpoint {self.url} ({outcome.detail}){stored}"
+                raise EndpointError(self._unreachable)
+            if not retryable or attempt > self.max_retries:
                 return outcome
             delay = self._backoff_delay(attempt, retry_after)
             self._count(retries=1)
@@ -457,36 +657,52 @@ class LLMClient:
     def _call_once(self, request: ChatRequest, attempt: int) -> tuple[_Reply | _Failure, bool, float | None]:
         """One HTTP call: (outcome, whether a failure is worth retrying, server's Retry-After)."""
         try:
-            response = self._openai.chat.completions.create(
-                model=self.model, messages=list(request.messages), **request.api_params()
-            )
+            with _deadline(self.timeout):
+                # The raw answer: the SDK would crash on a 200 whose body is not a chat completion.
+                raw = self._openai.chat.completions.with_raw_response.create(
+                    model=self.model, messages=list(request.messages), **request.api_params()
+                )
         except openai.APIStatusError as exc:
             status = exc.status_code
             failure = _Failure(f"http_{status}", self._status_detail(exc), attempt)
             retryable = status in RETRYABLE_4XX or status >= 500
             return failure, retryable, _retry_after_seconds(exc.response.headers)
-        except openai.APITimeoutError:
-            return _Failure("timeout", f"no reply within {self.timeout}s", attempt), True, None
-        except openai.APIConnectionError as exc:
-            return _Failure("connection", self._scrub(_one_line(str(exc.__cause__ or exc))), attempt), True, None
-        except openai.APIError as exc:  # e.g. a 200 whose body is not a chat completion
-            return _Failure("api_error", self._scrub(_one_line(str(exc))), attempt), False, None
-        return self._reply_from(response, attempt)
+        except openai.APIConnectionError as exc:  # timeouts included (a subclass)
+            cause = exc.__cause__
+            if isinstance(cause, (httpx.ConnectError, httpx.ConnectTimeout)):
+                return _Failure(_UNREACHABLE, self._detail(str(cause) or type(cause).__name__), attempt), True, None
+            if isinstance(exc, openai.APITimeoutError):
+                return _Failure("timeout", f"no whole reply within {self.timeout:g}s", attempt), True, None
+            return _Failure("connection", self._detail(str(cause or exc)), attempt), True, None
+        except openai.APIError as exc:
+            return _Failure("api_error", self._detail(str(exc)), attempt), False, None
+        return self._reply_from(raw.http_response, attempt)
 
-    def _reply_from(self, response: Any, attempt: int) -> tuple[_Reply | _Failure, bool, float | None]:
-        usage = TokenUsage(
-            prompt_tokens=int(getattr(response.usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(response.usage, "completion_tokens", 0) or 0),
-        )
+    def _reply_from(self, response: httpx.Response, attempt: int) -> tuple[_Reply | _Failure, bool, float | None]:
+        """The reply in a 200 answer. One that is not a chat completion (a cut body, a web page from a
+        wrong base URL) fails this attempt and is retried, like any other garbled answer."""
+        body = _json_object(response)
+        choices = body.get("choices") if body is not None else None
+        if not isinstance(choices, list):
+            kind = response.headers.get("content-type", "no content type")
+            detail = f"HTTP 200 but not a chat completion ({kind}, {len(response.content)} bytes: {response.text!r})"
+            return _Failure(BAD_REPLY, self._detail(detail), attempt), True, None
+        usage = _token_usage(body.get("usage"))
         # Billed even when the reply turns out unusable.
         self._count(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens)
-        if not response.choices:
+        if not choices:
             return _Failure("no_choices", "the server answered with no choices", attempt), False, None
-        choice = response.choices[0]
+        choice = choices[0] if isinstance(choices[0], dict) else {}
+        message = choice.get("message")
+        text = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(message, dict) or not isinstance(text, (str, type(None))):
+            detail = f"HTTP 200 but its first choice holds no text message: {json.dumps(choices[0])}"
+            return _Failure(BAD_REPLY, self._detail(detail), attempt), True, None
+        finish_reason = choice.get("finish_reason")
         reply = _Reply(
-            text=choice.message.content or "",
+            text=text or "",
             usage=usage,
-            finish_reason=choice.finish_reason,
+            finish_reason=finish_reason if isinstance(finish_reason, str) else None,
             cached=False,
             attempts=attempt,
         )
@@ -506,16 +722,118 @@ class LLMClient:
             # Some providers echo (part of) the key in auth errors: say nothing of theirs.
             source = f"${self.api_key_env}" if self.api_key_env else "the placeholder key (api_key_env=None)"
             return f"authentication refused (HTTP {exc.status_code}); check the key in {source}"
-        return self._scrub(_one_line(exc.message))
+        return self._detail(exc.message)
 
-    def _scrub(self, text: str) -> str:
+    def _detail(self, text: str) -> str:
+        """Text a server sent, fit for logs and ``error_detail``: the key scrubbed out in any letter case
+        first (so that cutting the text cannot leave a piece of it), then cut to one line."""
         secret = self._openai.api_key
         if isinstance(secret, str) and secret and secret != PLACEHOLDER_API_KEY:
-            text = text.replace(secret, "***")
-        return text
+            text = re.sub(re.escape(secret), "***", text, flags=re.IGNORECASE)
+        return _one_line(text)
 
     def _cache_root(self) -> str | None:
         return str(self.cache.root) if self.cache is not None else None
+
+
+# -- HTTP with a total deadline -------------------------------------------------------------
+#
+# httpx's timeouts bound each socket operation, so a server sending a byte a second never trips
+# them. The deadline is kept per thread (every request runs synchronously in its worker thread) and
+# cuts the timeout of every connect, read and write the request makes; past it they raise httpx's
+# own timeout errors, which the openai client reports as APITimeoutError.
+
+
+class _Deadline(threading.local):
+    at: float | None = None  # time.monotonic() by which this thread's request must be over
+
+
+_DEADLINE = _Deadline()
+
+
+@contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    _DEADLINE.at = time.monotonic() + seconds
+    try:
+        yield
+    finally:
+        _DEADLINE.at = None
+
+
+def _time_left(timeout: float | None, expired: type[Exception]) -> float | None:
+    """One socket operation's timeout, cut to what is left before the thread's deadline."""
+    if _DEADLINE.at is None:
+        return timeout
+    left = _DEADLINE.at - time.monotonic()
+    if left <= 0:
+        raise expired("the request's total deadline has passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    def __init__(self, stream: httpcore.NetworkStream) -> None:
+        self._stream = stream
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, _time_left(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, _time_left(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        tls = self._stream.start_tls(ssl_context, server_hostname, _time_left(timeout, httpcore.ConnectTimeout))
+        return _DeadlineStream(tls)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    def __init__(self, backend: httpcore.NetworkBackend) -> None:
+        self._backend = backend
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Any = None) -> httpcore.NetworkStream:
+        stream = self._backend.connect_tcp(host, port, _time_left(timeout, httpcore.ConnectTimeout),
+                                           local_address, socket_options)
+        return _DeadlineStream(stream)
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Any = None) -> httpcore.NetworkStream:
+        stream = self._backend.connect_unix_socket(path, _time_left(timeout, httpcore.ConnectTimeout), socket_options)
+        return _DeadlineStream(stream)
+
+    def sleep(self, seconds: float) -> None:
+        self._backend.sleep(seconds)
+
+
+def _http_client(url: str, timeout: float, connections: int) -> httpx.Client:
+    """An httpx client for ``url`` whose sockets keep to the calling thread's deadline, through the
+    proxy the environment names for it (as httpx would pick it)."""
+    transport = httpx.HTTPTransport(proxy=_environment_proxy(url),
+                                    limits=httpx.Limits(max_connections=connections,
+                                                        max_keepalive_connections=connections))
+    # httpx's transport takes no network backend, so wrap its httpcore pool's (private attributes, as
+    # of httpx 0.28 and httpcore 1.0: a change shows at once, as an AttributeError building any client).
+    transport._pool._network_backend = _DeadlineBackend(transport._pool._network_backend)
+    return httpx.Client(transport=transport, timeout=_timeouts(timeout), follow_redirects=True)
+
+
+def _timeouts(timeout: float) -> httpx.Timeout:
+    return httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT_S))
+
+
+def _environment_proxy(url: str) -> str | None:
+    """$HTTPS_PROXY / $HTTP_PROXY / $ALL_PROXY for ``url`` unless $NO_PROXY exempts its host."""
+    parts = urllib.parse.urlsplit(url)
+    if urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    proxies = urllib.request.getproxies()
+    return proxies.get(parts.scheme) or proxies.get("all")
 
 
 def _read_api_key(env_name: str | None) -> str:
@@ -525,20 +843,24 @@ def _read_api_key(env_name: str | None) -> str:
     if not value:
         raise MissingAPIKeyError(
             f"environment variable {env_name} is not set or empty; it must hold the API key "
-            f"(for a keyless local server such as vLLM or TGI, pass api_key_env=None)"
+            f"(for a keyless local server such as vLLM or TGI, pass --api-key-env none)"
         )
     return value
 
 
-def _check_settings(concurrency: int, max_retries: int, timeout: float, base: float, cap: float) -> None:
+def _check_settings(concurrency: int, max_retries: int, timeout: float) -> None:
     if concurrency < 1:
-        raise ValueError("concurrency must be >= 1")
+        raise UserError(f"--llm-concurrency (concurrency) must be at least 1, not {concurrency}")
     if max_retries < 0:
-        raise ValueError("max_retries must be >= 0")
-    if timeout <= 0:
-        raise ValueError("timeout must be > 0")
-    if base < 0 or cap < 0:
-        raise ValueError("backoff_base and backoff_max must be >= 0")
+        raise UserError(f"--llm-max-retries (max_retries) must be at least 0, not {max_retries}")
+    if not timeout > 0:
+        raise UserError(f"--llm-timeout (timeout) must be more than 0 seconds, not {timeout}")
+
+
+def _token_usage(usage: Any) -> TokenUsage:
+    counts = usage if isinstance(usage, dict) else {}
+    return TokenUsage(*(n if isinstance(n, int) else 0 for n in
+                        (counts.get("prompt_tokens"), counts.get("completion_tokens"))))
 
 
 def _retry_after_seconds(headers: Mapping[str, str]) -> float | None:

@@ -1,9 +1,32 @@
 """Options whose meaning depends on the other options or on their positions.
 
-"None of the above", "All of the above", "Both A and B" and options that name other options by
-letter stop being coherent when options are removed, added or reordered. WiCkeD copies such items
+"None of the above", "All of these", "Both", "Both a and c", "a. and b. above", "Both 2 and 3" and
+"Option B" stop being coherent when options are removed, added or reordered. WiCkeD copies such items
 unchanged, and the perturbation builder keeps them out of order, position and symbol changes. This is
 the one detector both use.
+
+The forms are those found in MMLU, MMLU-Pro, ARC, CommonsenseQA and TruthfulQA (see
+``tests/fixtures_mmlu_references.py`` for the real items and the reason each gets). Each class and what
+it deliberately leaves out:
+
+- ``has_none_of_the_above`` / ``has_all_of_the_above``: an option that *starts* with none/neither
+  (misspelt "nither"/"nether" too) or all/both/each/any/either + "of the above / these / them / the
+  options ..."; an option that is only "None", "Neither", "Both", "Either" or "All"; and, anywhere in
+  an option, "of the above", "listed above", "a combination of these". Not: "all of these" inside a
+  sentence about something else ("You will not see these two stars at all"), "None, because ...",
+  "Neither of the statements" (the question's statements, not the options), "Both larceny and ...".
+- ``has_option_combination``: letters (any case; bare, "a.", "(a)") joined by and/or/nor/&/commas or
+  spaces, as the whole option ("both a and b.", "a. and b. above", "(B) (C) and (D).", "A B and C",
+  "All of (a), (b) and (c) will be true.", "Options A and B") or at its start when parenthesised
+  ("(A) and (B) both in the same way."); inside a sentence only with a verdict ("... both A and B are
+  correct"), so that variables ("Counterexample when G and H are true", "The b and d coefficients")
+  and names ("vitamin A and B12", "Country A and B have ...") stay content. Numbers count only with a
+  reference word ("Both 2 and 3.", "options 1 and 2", "1 and 2 above"): "1 and 2" alone is a value
+  (the roots of a polynomial) and "1 and 2 only" names the question's numbered statements.
+  A whole option of letters is taken as a reference even where the letters name things in the question
+  (segments "A and B only.", vitamins "A and C"): copying such an item unchanged costs one item, while
+  altering a real reference makes it incoherent.
+- ``has_letter_reference``: "option B", "choice (c)", "answer D", or an option that is only "(a)".
 """
 
 from __future__ import annotations
@@ -11,40 +34,51 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-_ABOVE = r"(?:above|below|these|those|others|other\s+(?:options|choices|answers)|options|choices|answers|previous|preceding|following|foregoing)"
-# Anchored at the start of the option: "all of these" inside a sentence is content, not a reference.
-_NOTA = re.compile(rf"^\W*(?:none|neither)\s+(?:of\s+)?(?:the\s+)?(?:{_ABOVE}|them)\b", re.I)
-_AOTA = re.compile(rf"^\W*(?:all|both|each|any)\s+(?:of\s+)?(?:the\s+)?(?:{_ABOVE}|them)\b", re.I)
-_LETTER = r"\(?[A-J]\)?"
-_LETTER_COMBINATION = re.compile(
-    # "A and B", "Both (A) and (C)", "A, B and D", "Neither A nor B", "A & B only"
-    # letters stay case-sensitive ("a and b" is prose), the words around them are not
-    rf"^\s*(?:(?i:both|either|neither|only)\s+)?{_LETTER}(?:\s*(?i:,|&|and|or|nor)\s*{_LETTER})+"
-    r"(?:\s+(?i:only|both|are\s+(?:correct|true|right)))?\s*\.?\s*$"
-    # inside a sentence only with a verdict, so that "when both G and H are false" (variables) is content
-    rf"|\b(?i:both|either|neither)\s+{_LETTER}\s+(?i:and|or|nor)\s+{_LETTER}\s+(?i:are|is)\s+(?i:correct|right|true)\b"
-)
-_LETTER_REFERENCE = re.compile(rf"\b(?i:options?|choices?|answers?)\s+{_LETTER}(?![\w'])|^\s*\(?[A-J]\)\s*$")
-
 NOTA_TEXT = "None of the above"
+
+_OTHERS = (r"(?:above|below|these|those|them|others|other\s+(?:options|choices|answers)|options|choices|answers|"
+           r"previous|preceding|following|foregoing)")
+# Anchored at the start of the option: "all of these" inside a sentence is content, not a reference.
+_NOTA = re.compile(rf"^\W*(?:none|neither|nither|nether)\s+(?:of\s+)?(?:the\s+)?{_OTHERS}\b|^\W*(?:none|neither)\W*$",
+                   re.I)
+_AOTA = re.compile(
+    rf"^\W*(?:all|both|each|any|either)(?:\s+(?:one|two|three|\d))?\s+(?:of\s+)?(?:the\s+)?{_OTHERS}\b"
+    r"|^\W*(?:both|either)\W*$"
+    # anywhere: "Moons contribute to all of the above.", "Any one or combinations of the above methods"
+    r"|\bof\s+(?:the\s+)?above\b|\b(?:listed|mentioned|given|stated)\s+above\b|\bcombinations?\s+of\s+these\b",
+    re.I)
+
+_LETTER = r"(?:\(?\b[a-jA-J]\)|\b[a-jA-J]\b\.?)"  # A, a., (a), a)
+_NUMBER = r"(?:\(?\b[1-9]\)|\b[1-9]\b\.?)"
+_JOIN = r"(?:\s*[,&]\s*(?:(?:and|or|nor)\s+)?|\s+(?:(?:and|or|nor)\s+)?)"
+_VERDICT = r"(?:are|is|will\s+be)\s+(?:both\s+|all\s+)?(?:correct|true|right|valid)"
+_PREFIX = r"(?:both|either|neither|nither|nether|only|all\s+of|any\s+of|options?|choices?|answers?)"
+_LETTER_COMBINATION = re.compile(
+    # the whole option: "both a and b.", "a. and b. above", "A B and C", "All of (a), (b) and (c) will be true."
+    rf"^\W*(?:{_PREFIX}\s+)?{_LETTER}(?:{_JOIN}{_LETTER})+(?:\s+(?:only|both|above|{_VERDICT}))?[\s.]*$"
+    # a list of parenthesised letters opens the option: "(A) and (B) both in the same way." (not "(i) (a) 12 mils")
+    r"|^\W*\([a-jA-J]\)(?:\s*,\s*\([a-jA-J]\))*\s*,?\s*(?:and|or|nor|&)\s+\([a-jA-J]\)"
+    # inside a sentence only with a verdict, so that "when both G and H are false" (variables) is content
+    rf"|\b(?:both|either|neither)\s+{_LETTER}\s+(?:and|or|nor)\s+{_LETTER}\s+(?:are|is)\s+(?:correct|right)\b"
+    # numbers need a reference word: "Both 2 and 3.", "options 1 and 2", "1 and 2 above"
+    rf"|^\W*(?:both|either|neither|options?|choices?|answers?)\s+{_NUMBER}(?:{_JOIN}{_NUMBER})+[\s.]*$"
+    rf"|^\W*{_NUMBER}(?:{_JOIN}{_NUMBER})+\s+above[\s.]*$",
+    re.I)
+# Upper-case or parenthesised: "the answer a student gives" is prose.
+_LETTER_REFERENCE = re.compile(r"\b(?i:options?|choices?|answers?)\s+(?:\([a-jA-J]\)|[A-J]\b)|^\W*\(?[a-jA-J]\)\W*$")
+
+_REASONS = (("has_none_of_the_above", _NOTA), ("has_all_of_the_above", _AOTA),
+            ("has_option_combination", _LETTER_COMBINATION), ("has_letter_reference", _LETTER_REFERENCE))
 
 
 def position_dependent_reason(choices: Sequence[str]) -> str | None:
     """Why this item's options depend on each other or on their positions, or None if they don't."""
-    for choice in choices:
-        if _NOTA.search(choice):
-            return "has_none_of_the_above"
-    for choice in choices:
-        if _AOTA.search(choice):
-            return "has_all_of_the_above"
-    for choice in choices:
-        if _LETTER_COMBINATION.search(choice):
-            return "has_option_combination"
-    for choice in choices:
-        if _LETTER_REFERENCE.search(choice):
-            return "has_letter_reference"
+    texts = [" ".join(choice.split()) for choice in choices]
+    for reason, pattern in _REASONS:
+        if any(pattern.search(text) for text in texts):
+            return reason
     return None
 
 
 def is_nota(choice: str) -> bool:
-    return bool(_NOTA.search(choice))
+    return bool(_NOTA.search(" ".join(choice.split())))

@@ -1,8 +1,10 @@
 """Versioned publishing: one commit with every file, then the tag ``vX.Y.Z`` on exactly that commit.
 
-The tag comes last, so a run that dies mid-way leaves no tag and re-running completes the release.
-A version whose tag exists is refused before anything is uploaded: a released version is never
-rewritten. The token comes from ``HF_TOKEN`` or the ``huggingface_hub`` login and is never printed.
+Everything that can refuse a release is checked before any work starts (:func:`prepare_release`): the
+version, the repo id, the token, that the Hub answers, and that the tag does not exist yet. Each refusal
+is one line. The tag comes last, so a run that dies mid-way leaves no tag and re-running completes the
+release; a released version is never rewritten. The token comes from ``HF_TOKEN`` or the
+``huggingface_hub`` login and is never printed.
 """
 
 from __future__ import annotations
@@ -12,14 +14,18 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from huggingface_hub import HfApi, get_token
-from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError
+import httpx2  # huggingface_hub's HTTP client: its transport errors are httpx2's
+from huggingface_hub import HfApi, constants, get_session, get_token
+from huggingface_hub.errors import (EntryNotFoundError, HfHubHTTPError, HFValidationError, RepositoryNotFoundError,
+                                    RevisionNotFoundError)
+from huggingface_hub.utils import validate_repo_id
 
 from .errors import ReleaseError
 from .release import ChangelogEntry, ReleaseInfo, read_changelog
 
 logger = logging.getLogger(__name__)
-VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+VERSION = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
+HUB_TIMEOUT = 5.0  # seconds for the reachability probe: an offline run fails in seconds, not minutes
 
 
 @dataclass(frozen=True)
@@ -29,10 +35,19 @@ class Published:
     commit: str
 
 
-def version_tag(version: str) -> str:
+def version_tag(version: str | None) -> str:
     if not VERSION.match(version or ""):
-        raise ReleaseError(f"--version must look like X.Y.Z (semantic version), got {version!r}")
+        raise ReleaseError(f"--version must look like X.Y.Z (semantic version, e.g. 1.2.0), got {version!r}")
     return f"v{version}"
+
+
+def check_repo_id(repo_id: str) -> None:
+    if repo_id.count("/") != 1:
+        raise ReleaseError(f"--push {repo_id!r}: a Hub repo id is NAMESPACE/NAME")
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as error:
+        raise ReleaseError(f"--push {repo_id!r} is not a valid Hub repo id ({_one_line(error)})") from None
 
 
 def _api() -> HfApi:
@@ -41,15 +56,32 @@ def _api() -> HfApi:
     return HfApi()
 
 
+def check_hub_reachable(api: HfApi) -> None:
+    """One authenticated request with a short timeout: is the Hub there, and does it take the token?"""
+    url = f"{api.endpoint or constants.ENDPOINT}/api/whoami-v2"
+    try:
+        response = get_session().get(url, headers={"authorization": f"Bearer {get_token()}"}, timeout=HUB_TIMEOUT)
+    except httpx2.HTTPError as error:
+        raise ReleaseError(f"cannot reach the Hub at {api.endpoint or constants.ENDPOINT} "
+                           f"({type(error).__name__}); nothing was built") from None
+    if response.status_code in (401, 403):
+        raise ReleaseError("the Hub refused the token (HTTP %d): check HF_TOKEN or `hf auth login`"
+                           % response.status_code)
+    if response.status_code >= 400:
+        raise ReleaseError(f"the Hub at {api.endpoint} answered HTTP {response.status_code} to a token check")
+
+
 def prepare_release(repo_id: str, version: str, repo_type: str = "dataset") -> ReleaseInfo:
-    """Refuse an existing tag, and carry the changelog forward from the previous release's card."""
+    """Every check that can refuse a release, before any work; and the previous release's changelog."""
     tag = version_tag(version)
+    check_repo_id(repo_id)
     api = _api()
+    check_hub_reachable(api)
     try:
         refs = api.list_repo_refs(repo_id, repo_type=repo_type)
     except RepositoryNotFoundError:
         return ReleaseInfo(repo_id, version, [])
-    except HfHubHTTPError as error:
+    except (HfHubHTTPError, httpx2.HTTPError) as error:
         raise ReleaseError(f"cannot read the refs of {repo_id}: {_one_line(error)}") from None
     if tag in {t.name for t in refs.tags}:
         raise ReleaseError(f"{repo_id} already has tag {tag}; a released version is never rewritten, choose a new --version")
@@ -61,6 +93,8 @@ def _previous_changelog(api: HfApi, repo_id: str, repo_type: str) -> list[Change
         path = api.hf_hub_download(repo_id, "README.md", repo_type=repo_type, revision="main")
     except (EntryNotFoundError, RevisionNotFoundError, RepositoryNotFoundError):
         return []
+    except (HfHubHTTPError, httpx2.HTTPError) as error:
+        raise ReleaseError(f"cannot read the card of {repo_id}: {_one_line(error)}") from None
     return read_changelog(Path(path).read_text(encoding="utf-8"))
 
 
@@ -78,7 +112,7 @@ def publish_folder(folder: Path, release: ReleaseInfo, private: bool = False, re
         revision = commit.oid or api.repo_info(release.repo_id, repo_type=repo_type).sha
         api.create_tag(release.repo_id, tag=tag, revision=revision, repo_type=repo_type,
                        tag_message=f"mcqforge release {tag}")
-    except HfHubHTTPError as error:
+    except (HfHubHTTPError, httpx2.HTTPError) as error:
         raise ReleaseError(f"publishing {release.repo_id} {tag} failed, no tag was created: {_one_line(error)}") from None
     prefix = "datasets/" if repo_type == "dataset" else ""
     url = f"{api.endpoint}/{prefix}{release.repo_id}"
@@ -88,4 +122,4 @@ def publish_folder(folder: Path, release: ReleaseInfo, private: bool = False, re
 
 def _one_line(error: Exception) -> str:
     text = str(error).strip().splitlines()
-    return text[0] if text else type(error).__name__
+    return text[0][:300] if text else type(error).__name__

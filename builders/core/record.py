@@ -1,4 +1,10 @@
-"""The one typed multiple-choice record that every source adapter produces and every builder emits."""
+"""The typed records that source adapters produce and builders emit.
+
+:class:`MCQRecord` is a multiple-choice item (every builder emits them); :class:`OpenItem` an open-ended
+question with its gold answer (GSM8K, MATH), from which the prediction-based builders make multiple
+choice. Both have a ``content_key``: the per-item random generators are keyed by it, so an item gets the
+same draws whatever rows surround it.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +18,8 @@ from datasets import Features, Value
 
 # Hub datasets readers know ``List`` from datasets 4; older ones only ``Sequence``.
 _List = getattr(datasets, "List", datasets.Sequence)
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 @dataclass(frozen=True)
@@ -41,6 +49,11 @@ class MCQRecord:
     def gold(self) -> str:
         return self.choices[self.answer]
 
+    @property
+    def content_key(self) -> str:
+        """What the item says (question and options), not where it sits: the key of its random draws."""
+        return content_key(self.question, *self.choices)
+
     def replace(self, **changes: Any) -> "MCQRecord":
         if "choices" in changes:
             changes["choices"] = tuple(changes["choices"])
@@ -58,12 +71,6 @@ class MCQRecord:
         row.update(self.columns)
         row["metadata"] = dict(self.metadata)
         return row
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "MCQRecord":
-        values = {name: row[name] for name in BASE_COLUMNS}
-        values["choices"] = tuple(row["choices"])
-        return cls(**values, metadata=dict(row.get("metadata") or {}))
 
 
 BASE_FEATURES: dict[str, Any] = {
@@ -95,9 +102,38 @@ def list_of(feature: Any) -> Any:
 
 
 def normalize_text(text: str) -> str:
-    """Whitespace- and case-insensitive form used for duplicate checks."""
-    return " ".join(text.split()).casefold()
+    """Whitespace-normalised text: two options are duplicates only when these are equal. Case matters:
+    alleles ("Bb", "BB"), logic formulas ("Sc ≡ Ej", "sC ≡ eJ") and Roman numerals ("ii", "II") differ."""
+    return " ".join(text.split())
 
 
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def content_key(*parts: str) -> str:
+    return text_hash("\x1f".join(parts))
+
+
+@dataclass(frozen=True)
+class OpenItem:
+    """One open-ended question with its gold answer, as every option will spell it (GSM8K, MATH)."""
+
+    id: str
+    split: str
+    index: int  # row in the split, in source order (subject configs concatenated in name order)
+    question: str
+    gold: str  # the answer as shown among the options
+    gold_text: str  # the answer as written in the source
+    solution: str
+    config: str = "default"
+    subject: str | None = None
+    category: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)  # extra record metadata (MATH: level)
+    # Other answers the source gives for this question (MATH: further boxed answers spelled differently);
+    # the builder keeps the item only if they are all equivalent to the gold.
+    gold_alternatives: tuple[str, ...] = ()
+
+    @property
+    def content_key(self) -> str:
+        return content_key(self.question)

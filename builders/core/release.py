@@ -1,15 +1,26 @@
-"""The release folder: Parquet per config and split, the dataset card, and the build's records.
+"""The release folder: Parquet per config and split, the dataset card, the build's configuration, the
+validation report, the exclusions and the lm-eval tasks.
 
 ``datasets.load_dataset(DIR, "<config>")`` loads the folder, because the card's YAML ``configs:`` block
 maps each config to its files. The same build gives byte-identical Parquet files.
+
+A release is written whole or not at all: into a sibling staging folder first, which then takes the old
+folder's place in one atomic exchange. A build killed at any moment leaves the old release or the new
+one, never a mix, and the same command run again completes.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import json
 import logging
+import os
 import shutil
 import subprocess
+import sys
+import tempfile
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,17 +33,20 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 import builders
 
-from .build import Build
+from .build import Build, TaskLocation
+from .errors import UserError, ValidationFailed
 from .record import record_features
 from .validate import ValidationReport
 
 logger = logging.getLogger(__name__)
 
-CARDS_DIR = Path(__file__).resolve().parents[2] / "cards"
+# The top-level cards/ folder, linked as builders/cards so that a wheel carries it.
+CARDS_DIR = Path(builders.__file__).resolve().parent / "cards"
 BUILD_CONFIG_FILE = "build_config.yaml"
 REPORT_FILE = "validation_report.json"
 EXCLUSIONS_FILE = "exclusions.jsonl"
 TASK_CATEGORIES = ["multiple-choice", "question-answering"]
+TASK_IDS = ["multiple-choice-qa"]
 
 
 @dataclass(frozen=True)
@@ -49,39 +63,119 @@ class ReleaseInfo:
     version: str | None = None
     changelog: list[ChangelogEntry] = field(default_factory=list)
 
+    @property
+    def tag(self) -> str | None:
+        return f"v{self.version}" if self.version else None
+
+    @property
+    def task_location(self) -> TaskLocation:
+        """Published: the tasks read the repo at the tag; otherwise the folder they sit in."""
+        return TaskLocation(self.repo_id, self.tag) if self.repo_id and self.version else TaskLocation()
+
 
 def parquet_path(config: str, split: str) -> str:
     return f"{config}/{split}-00000-of-00001.parquet"
 
 
+# ---- writing the folder atomically -------------------------------------------------------------------
+
+
+def check_output_folder(out_dir: Path) -> None:
+    """Refuse, before any work, an --output that is a file, a non-release folder, or cannot be created."""
+    out_dir = Path(out_dir)
+    recover_interrupted(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UserError(f"--output {out_dir} is a file, not a folder")
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / BUILD_CONFIG_FILE).exists():
+        raise UserError(f"--output {out_dir} is not empty and is not an mcqforge release folder; choose another")
+    parent = out_dir.resolve().parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.mkdtemp(prefix=f".{out_dir.name}.probe-", dir=parent)
+        os.rmdir(probe)
+    except OSError as error:
+        raise UserError(f"--output {out_dir}: cannot create a folder there ({error.strerror or error})") from None
+
+
 def write_release(build: Build, report: ValidationReport, out_dir: Path, release: ReleaseInfo | None = None) -> Path:
-    """Write the whole folder; refuse to write into a non-empty folder that is not a release."""
+    """Write the whole folder into a staging folder beside ``out_dir``, then move it into place."""
     release = release or ReleaseInfo()
     out_dir = Path(out_dir)
-    _prepare(out_dir)
-    for config, split, records in build.records():
-        write_parquet(records, build.metadata_features.get(config, {}), out_dir / parquet_path(config, split),
-                      build.extra_columns.get(config))
-    (out_dir / REPORT_FILE).write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n")
-    build.exclusions.write_jsonl(out_dir / EXCLUSIONS_FILE)
-    (out_dir / BUILD_CONFIG_FILE).write_text(yaml.safe_dump(build_config(build), sort_keys=True, allow_unicode=True))
-    for relative, content in sorted(build.extra_files.items()):
-        path = out_dir / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(content)
-    render_card(build, report, release).save(out_dir / "README.md")
+    check_output_folder(out_dir)
+    staging = out_dir.resolve().parent / f".{out_dir.name}.incoming-{uuid.uuid4().hex[:8]}"
+    try:
+        _write_files(build, report, staging, release)
+        _move_into_place(staging, out_dir.resolve())
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     logger.info("wrote release folder %s", out_dir)
     return out_dir
 
 
-def _prepare(out_dir: Path) -> None:
-    if out_dir.exists() and any(out_dir.iterdir()):
-        if not (out_dir / BUILD_CONFIG_FILE).exists():
-            from .errors import UserError
+def _write_files(build: Build, report: ValidationReport, folder: Path, release: ReleaseInfo) -> None:
+    folder.mkdir(parents=True)
+    for config, split, records in build.records():
+        write_parquet(records, build.metadata_features.get(config, {}), folder / parquet_path(config, split),
+                      build.extra_columns.get(config))
+    (folder / REPORT_FILE).write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True, default=str) + "\n")
+    build.exclusions.write_jsonl(folder / EXCLUSIONS_FILE)
+    files = dict(build.extra_files)
+    if build.lm_eval_tasks is not None:
+        files.update(build.lm_eval_tasks(release.task_location))
+    for relative, content in sorted(files.items()):
+        path = folder / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+    card = render_card(build, report, release)
+    config_text = build_config_text(build)
+    for text, what in ((str(card), "the card"), (config_text, BUILD_CONFIG_FILE)):
+        _refuse_local_paths(text, what)
+    card.save(folder / "README.md")
+    # Written last: a folder is a release only once this file is there.
+    (folder / BUILD_CONFIG_FILE).write_text(config_text, encoding="utf-8")
 
-            raise UserError(f"{out_dir} is not empty and is not an mcqforge release folder; choose another --output")
-        shutil.rmtree(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+
+def _move_into_place(staging: Path, out_dir: Path) -> None:
+    if not out_dir.exists():
+        os.rename(staging, out_dir)
+        return
+    if _exchange(staging, out_dir):  # staging now holds the old release
+        return
+    old = out_dir.parent / f".{out_dir.name}.previous-{uuid.uuid4().hex[:8]}"
+    os.rename(out_dir, old)  # a kill between these two renames is mended by recover_interrupted
+    os.rename(staging, out_dir)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (Linux renameat2 RENAME_EXCHANGE); False where the system cannot."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
+
+
+def recover_interrupted(out_dir: Path) -> None:
+    """Mend what a killed writer left beside ``out_dir``: put back a moved-aside release, drop staging folders."""
+    parent = out_dir.resolve().parent
+    if not parent.is_dir():
+        return
+    previous = sorted(parent.glob(f".{out_dir.name}.previous-*"))
+    if previous and not out_dir.exists():
+        os.rename(previous[0], out_dir)
+        previous = previous[1:]
+    for leftover in [*previous, *parent.glob(f".{out_dir.name}.incoming-*")]:
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
+def _refuse_local_paths(text: str, what: str) -> None:
+    """No path of this machine goes into a published file: the home, the working folder, the Python prefix."""
+    places = {str(Path.home()), os.getcwd(), sys.prefix, tempfile.gettempdir()} - {"/", ""}
+    found = sorted(p for p in places if f"{p}/" in text or text.endswith(p))
+    if found:
+        raise ValidationFailed(f"{what} would publish a local path ({found[0]}/...); nothing written")
 
 
 def write_parquet(records, metadata_features, path: Path, column_features=None) -> None:
@@ -99,15 +193,24 @@ def write_parquet(records, metadata_features, path: Path, column_features=None) 
     pq.write_table(table, path, compression="zstd")
 
 
+# ---- the build configuration and the card ---------------------------------------------------------------
+
+
 def build_config(build: Build) -> dict[str, Any]:
     """The plain file that records how to rebuild this release (``--config`` reads it back)."""
+    first = build.source.provenance[0]
     return {
         "builder": build.builder,
         "mcqforge_version": builders.__version__,
-        "source": {"benchmark": build.source.benchmark.name, "spec": build.source.source_description,
-                   "dataset": build.source.dataset, "revision": build.source.revision},
+        "source": {"benchmark": build.source.benchmark.name, "spec": first.spec,
+                   "dataset": first.dataset, "revision": first.revision,
+                   **({"parts": [vars(p) for p in build.source.provenance]} if len(build.source.provenance) > 1 else {})},
         "params": build.params,
     }
+
+
+def build_config_text(build: Build) -> str:
+    return yaml.safe_dump(build_config(build), sort_keys=True, allow_unicode=True)
 
 
 def git_commit() -> str:
@@ -131,6 +234,24 @@ def _size_category(n: int) -> str:
     return "10M<n<100M"
 
 
+def dataset_info(build: Build) -> list[dict[str, Any]]:
+    """The card's ``dataset_info``: features and rows per config and split, as the Hub reads them."""
+    import datasets
+    from datasets.splits import SplitDict, SplitInfo
+
+    entries = []
+    for config, splits in build.configs.items():
+        features = record_features(build.metadata_features.get(config, {}), build.extra_columns.get(config))
+        split_dict = SplitDict()
+        for split, records in splits.items():
+            split_dict.add(SplitInfo(name=split, num_examples=len(records)))
+        entry = datasets.DatasetInfo(features=features, splits=split_dict, config_name=config)._to_yaml_dict()
+        for split in entry.get("splits", []):
+            split.pop("num_bytes", None)
+        entries.append(entry)
+    return entries
+
+
 def render_card(build: Build, report: ValidationReport, release: ReleaseInfo) -> DatasetCard:
     benchmark = build.source.benchmark
     largest = max((len(records) for _, _, records in build.records()), default=0)
@@ -140,14 +261,17 @@ def render_card(build: Build, report: ValidationReport, release: ReleaseInfo) ->
     card_data = DatasetCardData(
         license=benchmark.license,
         language=["en"],
-        source_datasets=[benchmark.hub_id],
+        source_datasets=list(dict.fromkeys(p.dataset for p in build.source.provenance)),
         task_categories=TASK_CATEGORIES,
+        task_ids=TASK_IDS,
+        tags=["mcqforge", build.builder, benchmark.name],
         size_categories=[_size_category(largest)],
         pretty_name=build.title,
         configs=[{"config_name": config,
                   "data_files": [{"split": split, "path": f"{config}/{split}-*.parquet"} for split in splits],
                   **({"default": True} if i == 0 else {})}
                  for i, (config, splits) in enumerate(build.configs.items())],
+        dataset_info=dataset_info(build),
         mcqforge={"builder": build.builder, "version": release.version,
                   "changelog": [{"version": e.version, "summary": e.summary} for e in changelog]},
     )
@@ -155,15 +279,19 @@ def render_card(build: Build, report: ValidationReport, release: ReleaseInfo) ->
         "build": build,
         "benchmark": benchmark,
         "title": build.title,
-        "repo_id": release.repo_id or "<your-namespace>/<dataset>",
+        "repo_id": release.repo_id,
         "version": release.version,
         "first_config": next(iter(build.configs)),
         "mcqforge_version": builders.__version__,
         "git_commit": git_commit(),
-        "build_config_yaml": yaml.safe_dump(build_config(build), sort_keys=True, allow_unicode=True).strip(),
+        "provenance": build.source.provenance,
+        "selection": build.source.selection,
+        "build_config_yaml": build_config_text(build).strip(),
+        "report": report,
         "validation_markdown": report.to_markdown(),
         "exclusion_reasons": report.exclusion_reasons,
         "statistics": build.statistics,
+        "has_lm_eval": build.lm_eval_tasks is not None,
         "changelog": changelog,
         **build.card_context,
     }
@@ -177,18 +305,18 @@ def _render_fragment(name: str, context: dict[str, Any]) -> str:
 
 
 def _change_summary(build: Build) -> str:
-    params = ", ".join(f"{k}={v}" for k, v in sorted(build.params.items()) if k not in ("source",))
-    return f"{build.builder} from {build.source.benchmark.hub_id} @ {build.source.revision[:19]} ({params})"
+    params = ", ".join(f"{k}={v}" for k, v in sorted(build.params.items()))
+    return f"{build.builder} from {build.source.dataset} @ {build.source.revision[:19]} ({params})"
 
 
 def load_build_config(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as error:
-        from .errors import UserError
-
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
         raise UserError(f"cannot read build config {path}: {error}") from None
-    return data or {}
+    if not isinstance(data, dict):
+        raise UserError(f"{path} is not an mcqforge build_config.yaml")
+    return data
 
 
 def read_changelog(card_text: str) -> list[ChangelogEntry]:

@@ -75,36 +75,20 @@ def step_name(step: Step) -> str:
     return getattr(step, "name", None) or getattr(step, "__name__", type(step).__name__)
 
 
-class StepCounters:
-    """Items seen and excluded per step, for logs and the card."""
-
-    def __init__(self) -> None:
-        self.seen: Counter = Counter()
-        self.excluded: Counter = Counter()
-
-    def as_dict(self) -> dict[str, dict[str, int]]:
-        return {name: {"in": self.seen[name], "excluded": self.excluded[name]} for name in self.seen}
-
-
 def run_steps(
     records: Iterable[MCQRecord],
     steps: Sequence[Step],
     exclusions: ExclusionLog,
-    counters: StepCounters | None = None,
     config: str | None = None,
 ) -> list[MCQRecord]:
     """Apply ``steps`` in order to each record; excluded records go to ``exclusions``."""
-    counters = counters or StepCounters()
     kept = []
     for record in records:
         for step in steps:
-            name = step_name(step)
-            counters.seen[name] += 1
             try:
                 record = step(record)
             except Exclude as error:
-                counters.excluded[name] += 1
-                exclusions.add(record.source_split, record.id, record.source_index, name, error, config)
+                exclusions.add(record.source_split, record.id, record.source_index, step_name(step), error, config)
                 break
         else:
             kept.append(record)

@@ -1,4 +1,10 @@
-"""The validator: every build runs it, and nothing is written or published when an invariant breaks."""
+"""The validator: every build runs it, and nothing is written or published when an invariant breaks.
+
+The common invariants re-count what the build holds (ids, options, answers, rows in = rows out + rows
+excluded); the builder adds its own checks, written independently of the code that made the items. The
+shortcut audit (:mod:`.audit`) scores no-knowledge answering rules on every config; it warns, it does not
+fail a build.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +12,13 @@ import itertools
 import logging
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from typing import Iterable
+from typing import Any, Iterable
 
-from .adapters import LETTERS
+from . import audit as shortcut_audit
 from .build import Build, Check
 from .errors import ValidationFailed
-from .record import normalize_text
+from .record import LETTERS, MCQRecord, normalize_text
+from .tables import Table
 
 logger = logging.getLogger(__name__)
 MAX_EXAMPLES = 10
@@ -33,21 +40,28 @@ def _per_record(build: Build, problem) -> Iterable[str]:
 
 def _accounting(build: Build) -> Iterable[str]:
     for config, split, records in build.records():
-        rows_in = build.source.rows_in.get(split, 0)
+        rows_in = build.rows_in.get(split, 0)
         excluded = build.exclusions.count(split, config)
         if rows_in != len(records) + excluded:
             yield f"{config}/{split}: {rows_in} rows in != {len(records)} out + {excluded} excluded"
-    for split, rows_in in build.source.rows_in.items():
+    for split, rows_in in build.rows_in.items():
         for config, splits in build.configs.items():
             if split not in splits and rows_in != build.exclusions.count(split, config):
                 yield f"{config}: split {split!r} ({rows_in} rows in) is missing"
 
 
-def _duplicate_choice(record) -> str | None:
-    normalized = [normalize_text(c) for c in record.choices]
-    if len(set(normalized)) < len(normalized):
-        return "two choices are identical after whitespace and case normalisation"
-    return None
+def _duplicates_only_as_copied(build: Build) -> Iterable[str]:
+    """Two equal options (after whitespace normalisation; case matters) are allowed only in an item copied
+    unchanged from a source item that has them."""
+    sources = {item.id: item for item in build.source.records() if isinstance(item, MCQRecord)}
+    for config, split, records in build.records():
+        for record in records:
+            normalized = [normalize_text(c) for c in record.choices]
+            if len(set(normalized)) == len(normalized):
+                continue
+            original = sources.get(record.id)
+            if original is None or (original.question, original.choices) != (record.question, record.choices):
+                yield f"{config}/{split} {record.id}: two options are equal and the item is not the source's unchanged"
 
 
 COMMON_CHECKS = [
@@ -58,8 +72,8 @@ COMMON_CHECKS = [
           lambda b: _per_record(b, lambda r: not 0 <= r.answer < len(r.choices) and f"answer {r.answer}")),
     Check("no_empty_choice", "no choice is empty or whitespace",
           lambda b: _per_record(b, lambda r: any(not c.strip() for c in r.choices) and "empty choice")),
-    Check("no_duplicate_choices", "no two choices are identical after whitespace/case normalisation",
-          lambda b: _per_record(b, _duplicate_choice)),
+    Check("no_duplicate_choices", "no two options are equal after whitespace normalisation, except in items "
+          "copied unchanged from a source item that has them", _duplicates_only_as_copied),
     Check("rows_accounted", "rows in = rows out + rows excluded, per config and split", _accounting),
 ]
 
@@ -80,46 +94,58 @@ class ValidationReport:
     counts: dict[str, dict[str, dict[str, int]]]
     answer_positions: dict[str, dict[str, dict[str, int]]]
     exclusion_reasons: dict[str, dict[str, int]]
+    audit: list[shortcut_audit.AuditRow] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    statistics: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def rows_table(self) -> Table:
+        return Table("Rows per config", ("config", "split", "rows in", "rows out", "excluded"),
+                     [(config, split, n["in"], n["out"], n["excluded"])
+                      for config, splits in self.counts.items() for split, n in splits.items()])
+
+    def tables(self) -> list[Table]:
+        """The report as tables: checks, answer positions, the shortcut audit."""
+        letters = sorted({letter for splits in self.answer_positions.values() for p in splits.values() for letter in p})
+        positions = [(config, split, *[p.get(letter, 0) / (sum(p.values()) or 1) for letter in letters])
+                     for config, splits in self.answer_positions.items() for split, p in splits.items()]
+        return [
+            Table("Checks", ("check", "description", "result", "violations"),
+                  [(c.name, c.description, "pass" if c.passed else "FAIL", c.violations) for c in self.checks]),
+            Table("Answer positions", ("config", "split", *letters), positions,
+                  note="Share of items whose gold is at each position.", percent=tuple(letters)),
+            shortcut_audit.audit_table(self.audit),
+        ]
+
     def to_markdown(self) -> str:
-        lines = ["| check | result | violations |", "|---|---|---|"]
-        lines += [f"| `{c.name}`: {c.description} | {'pass' if c.passed else '**FAIL**'} | {c.violations} |"
-                  for c in self.checks]
-        lines += ["", "| config | split | rows in | rows out | excluded |", "|---|---|---|---|---|"]
-        lines += [f"| {config} | {split} | {n['in']} | {n['out']} | {n['excluded']} |"
-                  for config, splits in self.counts.items() for split, n in splits.items()]
-        width = max((len(p) for splits in self.answer_positions.values() for p in splits.values()), default=0)
-        header = [LETTERS[i] for i in range(width)]
-        lines += ["", "Answer position distribution (share of items whose gold is at each position):", "",
-                  "| config | split | " + " | ".join(header) + " |", "|---|---|" + "---|" * width]
-        for config, splits in self.answer_positions.items():
-            for split, positions in splits.items():
-                total = sum(positions.values()) or 1
-                cells = [f"{positions.get(letter, 0) / total:.1%}" for letter in header]
-                lines.append(f"| {config} | {split} | " + " | ".join(cells) + " |")
-        return "\n".join(lines)
+        return "\n\n".join(f"#### {table.title}\n\n{table.to_markdown()}" for table in self.tables())
 
 
 def validate(build: Build) -> ValidationReport:
     """Run the common invariants and the builder's own; raise ValidationFailed if any breaks."""
     results = [_run_check(check, build) for check in COMMON_CHECKS + list(build.checks)]
+    audit_rows = shortcut_audit.audit(build)
     report = ValidationReport(
         passed=all(r.passed for r in results),
         checks=results,
-        counts={config: {split: {"in": build.source.rows_in.get(split, 0), "out": len(records),
+        counts={config: {split: {"in": build.rows_in.get(split, 0), "out": len(records),
                                  "excluded": build.exclusions.count(split, config)}
                          for split, records in splits.items()}
                 for config, splits in build.configs.items()},
         answer_positions={config: {split: _positions(records) for split, records in splits.items()}
                           for config, splits in build.configs.items()},
         exclusion_reasons=build.exclusions.reasons(),
+        audit=audit_rows,
+        warnings=shortcut_audit.warnings(audit_rows),
+        statistics=build.statistics.to_list(),
     )
     if not report.passed:
         failed = [f"{r.name} ({r.violations}: {r.examples[0]})" for r in results if not r.passed]
         raise ValidationFailed("validation failed, nothing written: " + "; ".join(failed))
+    for warning in report.warnings:
+        logger.warning("shortcut audit: %s", warning)
     return report
 
 

@@ -9,41 +9,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from builders.core import cli
 from builders.core.errors import UserError
-from builders.core.llm import ChatRequest
+from builders.core.llm import ChatRequest, LLMSettings, add_llm_arguments
+from builders.core.predictions import (MatchReport, Prediction, Unmatched, match_predictions, read_predictions,
+                                       require_matches, require_texts, write_predictions)
 
-from .generate import EndpointSettings, GenerationRun, generate_predictions, write_predictions
+from .generate import GenerationRun, generate_predictions
 from .pools import Equivalence, Pool, build_pool, comparison_group
-from .predictions import MatchReport, Prediction, match_predictions, read_predictions
-from .sources import OpenEndedSource, OpenItem
+from builders.core.record import OpenItem
+from builders.core.sources import SAMPLES_DIR, LoadedSource
 
 logger = logging.getLogger(__name__)
 
 CHOICES_RANGE = range(2, 9)
-# Options that say where things go or how fast, not what the dataset holds: kept out of the build config.
-LOCAL_OPTIONS = ("pool", "cache_dir", "save_predictions", "concurrency", "api_key_env", "equivalence_workers")
 
 
 def add_distractor_arguments(parser: argparse.ArgumentParser, title: str, random_allowed: bool) -> argparse._ArgumentGroup:
     group = parser.add_argument_group(title)
-    group.add_argument("--splits", nargs="+", default=["test"], metavar="SPLIT",
-                       help="source splits to convert (predictions by question_index need a 'split' field "
-                            "when there are several)")
     group.add_argument("--predictions", nargs="+", action="extend", default=[], metavar="[MODEL=]PATH",
-                       help="predictions: lm-evaluation-harness samples_<task>_*.jsonl (the model is the "
-                            "folder name, or MODEL=) or plain JSON lines {question_index|question, model, output}; "
-                            "a folder is read recursively")
+                       help="predictions: lm-evaluation-harness samples_<task>_*.jsonl logs, or plain JSON lines "
+                            "{model, id | question_index [+ split] | question, output, output_kind?}; a folder is read "
+                            "recursively; MODEL= names the model")
     group.add_argument("--generate-with", nargs="+", action="extend", default=[], metavar="MODEL",
                        help="ask these models for predictions (greedy, the benchmark's standard few-shot prompt)")
-    group.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint for --generate-with")
-    group.add_argument("--api-key-env", metavar="NAME", default=None,
-                       help="environment variable holding the endpoint's API key (default: none, a keyless local server)")
-    group.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache" / "mcqforge" / "replies",
-                       help="reply cache for --generate-with: a killed run resumes from it")
-    group.add_argument("--concurrency", type=int, default=8, help="requests in flight per model")
     group.add_argument("--max-tokens", type=int, default=None, help="longest generation (default: the prompt's)")
-    group.add_argument("--save-predictions", type=Path, metavar="PATH",
-                       help="also write the generated predictions here, as plain JSON lines")
     group.add_argument("--choices", type=int, default=4, help="options per question, 2 to 8")
     group.add_argument("--sets", type=int, default=10, help="independent draws of distractors and order (configs set_0...)")
     group.add_argument("--distractors", choices=["pool", "random"] if random_allowed else ["pool"], default="pool",
@@ -52,30 +42,31 @@ def add_distractor_arguments(parser: argparse.ArgumentParser, title: str, random
     group.add_argument("--draw", choices=["weighted", "uniform"], default="weighted",
                        help="how a set draws from the pool: 'weighted' by how many models gave each wrong answer "
                             "(frequent ones are the plausible ones), 'uniform' as the paper")
-    group.add_argument("--pool", type=Path, metavar="REPORT_PATH",
-                       help="write the per-question pool report (JSON lines) here")
+    add_llm_arguments(cli.runtime_group(parser, "LLM endpoint for --generate-with"))
+    runtime = cli.runtime_group(parser, "side outputs")
+    runtime.add_argument("--save-predictions", type=Path, metavar="PATH",
+                         help="also write the generated predictions here, as plain JSON lines")
+    runtime.add_argument("--pool", type=Path, metavar="REPORT_PATH",
+                         help="write the per-question pool report (JSON lines) here")
     return group
 
 
 def check_arguments(args: argparse.Namespace) -> None:
+    sample = SAMPLES_DIR / args.benchmark / "predictions.jsonl"
+    if args.source == "sample" and not (args.predictions or args.generate_with) and sample.is_file():
+        args.predictions = [str(sample)]  # the embedded sample comes with its models' predictions
     if args.choices not in CHOICES_RANGE:
         raise UserError(f"--choices must be between {CHOICES_RANGE.start} and {CHOICES_RANGE.stop - 1}")
     if args.sets < 1:
         raise UserError("--sets must be at least 1")
     if args.distractors == "pool" and not (args.predictions or args.generate_with):
-        raise UserError("distractor pools need --predictions PATH... and/or --generate-with MODEL... --base-url URL")
-    if args.generate_with and not args.base_url:
-        raise UserError("--generate-with needs --base-url URL (an OpenAI-compatible endpoint)")
-
-
-def recorded(params: dict) -> dict:
-    return {k: v for k, v in params.items() if k not in LOCAL_OPTIONS}
+        raise UserError("distractor pools need --predictions PATH... and/or --generate-with MODEL...")
 
 
 @dataclass
 class Collected:
     predictions: list[Prediction]
-    matched: dict[tuple[str, int], list[Prediction]]
+    matched: dict[str, list[Prediction]]  # item id -> its predictions
     report: MatchReport
     generation: GenerationRun | None = None
 
@@ -84,20 +75,61 @@ def card_context(args: argparse.Namespace, collected: Collected | None) -> dict:
     """What a card says about the predictions behind the pools (all zero when none were read)."""
     report = collected.report if collected else MatchReport()
     return {"prediction_files": len(args.predictions), "generated_models": list(args.generate_with),
-            "predictions_read": report.read, "predictions_matched": report.matched,
-            "predictions_unmatched": report.unmatched, "predictions_duplicate": report.duplicates}
+            "predictions_read": report.read.total(), "predictions_matched": report.matched.total(),
+            "predictions_unmatched": report.unmatched.total(), "predictions_duplicate": report.duplicates.total()}
 
 
-def collect_predictions(source: OpenEndedSource, args: argparse.Namespace, items: Sequence[OpenItem],
+def question_key(text: str) -> str:
+    """Whitespace-insensitive form used to match a prediction's question to an item's."""
+    return " ".join(text.split())
+
+
+def item_of(items: Sequence[OpenItem], doc_question: Callable[[Mapping], str | None]
+            ) -> Callable[[Prediction], str | Unmatched]:
+    """A prediction's item: by ``question_index`` (with ``split``, needed when several splits are built; a
+    question text given too must agree), else by its question text, whitespace-insensitive (an lm-eval doc's
+    by ``doc_question``; the harness may shuffle or subsample docs, so ``doc_id`` is not trusted)."""
+    by_place = {(item.split, item.index): item for item in items}
+    by_text: dict[str, OpenItem] = {}
+    for item in items:
+        by_text.setdefault(question_key(item.question), item)
+    splits = sorted({item.split for item in items})
+
+    def item_id(prediction: Prediction) -> str | Unmatched:
+        ref = prediction.ref
+        text = ref["question"] if isinstance(ref.get("question"), str) else doc_question(ref)
+        split = ref.get("split")
+        if ref.get("question_index") is not None:
+            if split is None and len(splits) > 1:
+                raise UserError(f"{prediction.origin}: a prediction by question_index needs a \"split\" when "
+                                f"several splits are built ({splits})")
+            item = by_place.get((split or next(iter(splits), None), ref["question_index"]))
+            if item is None:
+                return Unmatched("no_item_at_question_index")
+            if isinstance(text, str) and question_key(text) != question_key(item.question):
+                return Unmatched("question_index_and_text_disagree")  # trust neither
+            return item.id
+        if not isinstance(text, str):
+            return Unmatched("no_question_index_or_question")
+        item = by_text.get(question_key(text))
+        if item is None or (split is not None and split != item.split):
+            return Unmatched("question_not_found")
+        return item.id
+
+    return item_id
+
+
+def collect_predictions(source: LoadedSource, args: argparse.Namespace, items: Sequence[OpenItem],
                         doc_question: Callable[[Mapping], str | None],
                         request_for: Callable[[str], ChatRequest]) -> Collected:
     """Predictions from files and/or generated for ``items`` (excluded rows are never asked about)."""
-    predictions: list[Prediction] = []
-    for spec in args.predictions:
-        predictions.extend(read_predictions(spec, doc_question))
+    predictions = read_predictions(args.predictions, benchmark=source.benchmark.name)
+    require_texts(predictions, source.benchmark.name)
+    item_id = item_of(items, doc_question)
+    require_matches(predictions, item_id, f"a question of {sorted({item.split for item in items})}")
     generation = None
     if args.generate_with:
-        settings = EndpointSettings(args.base_url, args.api_key_env, args.cache_dir, args.concurrency)
+        settings = LLMSettings.from_args(args)
         questions: dict[str, dict[int, str]] = {}
         for item in items:
             questions.setdefault(item.split, {})[item.index] = item.question
@@ -105,17 +137,15 @@ def collect_predictions(source: OpenEndedSource, args: argparse.Namespace, items
         predictions.extend(generation.predictions)
         if args.save_predictions:
             write_predictions(generation.predictions, args.save_predictions)
-    matched, report = match_predictions(predictions, source.texts)
-    if predictions and not report.matched:
-        raise UserError(f"none of the {report.read} predictions matches a question of {sorted(source.texts)}")
+    matched, report = match_predictions(predictions, item_id)
     return Collected(predictions, matched, report, generation)
 
 
 def answers_for(item: OpenItem, collected: Collected, extract: Callable[[str], str | None],
                 normalize: Callable[[str], str | None]) -> list[tuple[str, str | None]]:
     """(model, answer) per prediction of the item; an already-extracted answer is only normalised."""
-    return [(p.model, normalize(p.output) if p.extracted else extract(p.output))
-            for p in collected.matched.get((item.split, item.index), [])]
+    return [(p.model, None if p.output is None else normalize(p.output) if p.extracted else extract(p.output))
+            for p in collected.matched.get(item.id, [])]
 
 
 def make_pools(items: Sequence[OpenItem], answers: Mapping[str, list[tuple[str, str | None]]],

@@ -14,14 +14,13 @@ from typing import Callable, Iterable, Mapping, Sequence
 import numpy as np
 from datasets import Value
 
-from builders.core.adapters import LETTERS
 from builders.core.build import Build, Check, Configs
-from builders.core.record import MCQRecord, list_of
+from builders.core.record import LETTERS, MCQRecord, OpenItem, list_of
 from builders.core.rng import item_rng
 from builders.core.steps import Exclude, ExclusionLog
+from builders.core.tables import Statistics, Table
 
 from .pools import Candidate, Pool, PoolSummary, distractor_models, summarize_pools
-from .sources import OpenItem
 
 GOLD, POOL, RANDOM = "gold", "pool", "random"
 PAPER_CITATION = """@article{zhang2024multiple,
@@ -118,7 +117,7 @@ def build_sets(items: Mapping[str, Sequence[OpenItem]], pools: Mapping[str, Pool
 
 def _set_record(item: OpenItem, pool: Pool | None, k: int, options: SetOptions, dataset: str,
                 random_distractors: RandomDistractors | None) -> MCQRecord:
-    rng = item_rng(options.seed, item.id, options.builder, "set", k)
+    rng = item_rng(options.seed, item.content_key, options.builder, "set", k)
     needed = options.choices - 1
     if pool is None:
         distractors = [Option(text, RANDOM) for text in random_distractors(item, needed, rng)]
@@ -189,38 +188,25 @@ def _origin_violations(config, split, record: MCQRecord, golds, pools, random_ok
 # ---- statistics for the card -------------------------------------------------------------------------
 
 
-def pool_statistics(pools: Sequence[Pool], choices: int) -> dict[str, str]:
+def pool_statistics(pools: Sequence[Pool], choices: int) -> Statistics:
     summary = summarize_pools(pools)
-    return {
-        "Distractor pools": _pool_table(summary, choices),
-        "Models": _model_table(summary, distractor_models(pools)),
-    }
+    contributed = distractor_models(pools)
+    return Statistics([
+        Table("Distractor pools", ("N options", "questions kept", "questions excluded"),
+              [(n, kept, summary.questions - kept) for n, kept in summary.eligible_by_choices.items()],
+              note=(f"{summary.questions} questions, {summary.answered} of them answered by at least one model; their "
+                    f"mean pool size is {summary.mean_size:.2f} distinct wrong answers. Equivalence merges: "
+                    f"{summary.merges} spellings joined another spelling's class, {summary.gold_merges} of them the "
+                    f"gold's. Questions need a pool of at least N-1 distractors for N options; this build uses "
+                    f"N = {choices}.")),
+        Table("Pool sizes", ("distinct wrong answers", "questions"), list(summary.size_histogram.items())),
+        Table("Models", ("model", "answers", "correct", "invalid (no extractable answer)", "pool candidates it gave"),
+              [(model, answers, summary.correct_by_model.get(model, 0), summary.invalid_by_model.get(model, 0),
+                contributed.get(model, 0)) for model, answers in summary.answers_by_model.items()]),
+    ])
 
 
-def _pool_table(summary: PoolSummary, choices: int) -> str:
-    lines = [f"{summary.questions} questions, {summary.answered} of them answered by at least one model; their mean "
-             f"pool size is {summary.mean_size:.2f} distinct wrong answers. "
-             f"Equivalence merges: {summary.merges} spellings joined another spelling's class, "
-             f"{summary.gold_merges} of them the gold's.", "",
-             "Questions that have enough distractors for N options (pool size at least N-1); the others are "
-             "excluded for that N. This build uses N = " + str(choices) + ".", "",
-             "| N options | questions kept | questions excluded |", "|---|---|---|"]
-    lines += [f"| {n} | {kept} | {summary.questions - kept} |" for n, kept in summary.eligible_by_choices.items()]
-    lines += ["", "Pool sizes:", "", "| distinct wrong answers | questions |", "|---|---|"]
-    lines += [f"| {size} | {count} |" for size, count in summary.size_histogram.items()]
-    return "\n".join(lines)
-
-
-def _model_table(summary: PoolSummary, contributed: Mapping[str, int]) -> str:
-    lines = ["| model | answers | correct | invalid (no extractable answer) | pool candidates it gave |",
-             "|---|---|---|---|---|"]
-    for model, answers in summary.answers_by_model.items():
-        lines.append(f"| {model} | {answers} | {summary.correct_by_model.get(model, 0)} | "
-                     f"{summary.invalid_by_model.get(model, 0)} | {contributed.get(model, 0)} |")
-    return "\n".join(lines)
-
-
-def position_table(configs: Configs) -> str:
+def position_table(configs: Configs) -> Table:
     """Share of the gold at each position over all sets together (each set is listed in the validation)."""
     counts: Counter = Counter()
     for name, splits in configs.items():
@@ -230,5 +216,5 @@ def position_table(configs: Configs) -> str:
             counts.update(LETTERS[r.answer] for r in records)
     total = sum(counts.values()) or 1
     letters = sorted(counts)
-    return ("| " + " | ".join(letters) + " |\n|" + "---|" * len(letters) + "\n| "
-            + " | ".join(f"{counts[letter] / total:.1%}" for letter in letters) + " |")
+    return Table("Answer positions over all sets", tuple(letters), [tuple(counts[x] / total for x in letters)],
+                 percent=tuple(letters))

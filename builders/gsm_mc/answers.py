@@ -99,28 +99,53 @@ class NumericEquivalence:
 # ---- the paper's ablation: random numbers instead of models' answers -------------------------------
 
 
-def random_offsets(value: Fraction) -> list[int]:
-    """The non-zero integer offsets d in [-w, w], ``w = max(10, ceil(|gold| / 2))``; a non-negative gold
-    keeps ``gold + d >= 0`` (GSM8K answers are counts and amounts)."""
+def offset_range(value: Fraction) -> tuple[int, int]:
+    """The integer offsets d in [low, high], d != 0, that ``--distractors random`` draws from:
+    ``w = max(10, ceil(|gold| / 2))`` either side, and a non-negative gold keeps ``gold + d >= 0`` (GSM8K
+    answers are counts and amounts)."""
     width = max(10, math.ceil(abs(value) / 2))
-    return [d for d in range(-width, width + 1) if d != 0 and (value < 0 or value + d >= 0)]
+    low = -width if value < 0 else max(-width, -math.floor(value))
+    return low, width
+
+
+def is_random_offset(value: Fraction, offset: Fraction) -> bool:
+    low, high = offset_range(value)
+    return offset.denominator == 1 and offset != 0 and low <= offset <= high
 
 
 def random_distractors(gold: str, count: int, rng: np.random.Generator) -> list[str]:
-    """``count`` distinct numbers ``gold + d``, d drawn uniformly without replacement from
-    :func:`random_offsets`; a fractional gold keeps its fractional part."""
+    """``count`` distinct numbers ``gold + d``, d drawn uniformly without replacement from :func:`offset_range`
+    (never 0); a fractional gold keeps its fractional part. O(count): offsets are drawn, not listed."""
     value = parse_number(gold)
     if value is None:
         raise ValueError(f"gold {gold!r} is not a number")
-    offsets = random_offsets(value)
-    if len(offsets) < count:
-        raise ValueError(f"only {len(offsets)} random numbers around {gold}")
-    chosen = rng.choice(len(offsets), size=count, replace=False)
-    return [format_number(value + offsets[int(i)]) for i in sorted(chosen)]
+    low, high = offset_range(value)
+    if high - low < count:  # the range holds high - low + 1 integers, one of them 0
+        raise ValueError(f"only {high - low} random numbers around {gold}")
+    chosen: set[int] = set()
+    while len(chosen) < count:
+        offset = int(rng.integers(low, high + 1))
+        if offset != 0:
+            chosen.add(offset)
+    return [format_number(value + offset) for offset in sorted(chosen)]
 
 
 def random_interval(gold: str) -> tuple[str, str]:
     """The closed interval the random distractors of ``gold`` come from (for records and the card)."""
     value = parse_number(gold)
-    offsets = random_offsets(value)
-    return format_number(value + offsets[0]), format_number(value + offsets[-1])
+    low, high = offset_range(value)
+    return format_number(value + low), format_number(value + high)
+
+
+# ---- correct answers in another unit ---------------------------------------------------------------
+
+UNIT_FACTORS = (100, 1000, 60)  # cents and percent, thousands (grams, metres), minutes and seconds
+
+
+def unit_multiple(gold: Fraction, option: Fraction) -> int | None:
+    """The factor f when ``option`` is the gold times or divided by f: the same answer in another unit
+    (100 cents for 1 dollar, 0.7 for 70 %), which a model could defend as correct."""
+    for factor in UNIT_FACTORS:
+        if gold != 0 and (option == gold * factor or option * factor == gold):
+            return factor
+    return None

@@ -18,17 +18,18 @@ from typing import Sequence
 
 from datasets import Value
 
-from builders.core import cli
-from builders.core.adapters import RowContext
-from builders.core.build import Build
+from builders.core import api, cli
+from builders.core.build import Build, Builder
+from builders.core.record import OpenItem
+from builders.core.sources import Benchmark, LoadedSource, RowContext
 from builders.core.steps import Exclude, ExclusionLog
+from builders.core.tables import Statistics, Table
+from builders.gsm_mc.builder import text_field
 from builders.from_predictions import collect, sets as mc
 from builders.math_mc.answers import MathEquivalence, answer_key, boxed_contents, display_form, extract_answer
 from builders.from_predictions.pools import Pool, pool_report
 from builders.math_mc.prompts import math_request
-from builders.from_predictions.sources import (
-    MATH_SUBJECTS, OpenEndedSource, OpenItem, load_open_ended, open_benchmark, text_field,
-)
+
 
 logger = logging.getLogger(__name__)
 
@@ -39,15 +40,16 @@ MATH_CITATION = """@inproceedings{hendrycks2021math,
   booktitle={NeurIPS Datasets and Benchmarks},
   year={2021}
 }"""
-MATH = open_benchmark("math", "EleutherAI/hendrycks_math", None, ("train", "test"), "mit", MATH_CITATION, "MATH",
-                      subconfigs=MATH_SUBJECTS)
+MATH_SUBJECTS = ("algebra", "counting_and_probability", "geometry", "intermediate_algebra", "number_theory",
+                 "prealgebra", "precalculus")
 # Questions with a usable gold in the paper (Zhang et al., 2024): kept / source rows.
 PAPER_GOLD_COUNTS = {"train": ("7.3K", "7.5K"), "test": ("4.9K", "5K")}
 EXTRA_METADATA = {"level": Value("string")}
 
 
 def math_item(row: dict, ctx: RowContext) -> OpenItem:
-    row_id = f"math/{ctx.split}/{ctx.index}"
+    """Ids and indices count the rows of a split, the Hub's subject configs concatenated in name order."""
+    row_id = f"math/{ctx.split}/{ctx.split_position}"
     problem = text_field(row, "problem", row_id)
     solution = text_field(row, "solution", row_id)
     boxed = [b for b in boxed_contents(solution) if answer_key(b)]
@@ -55,14 +57,14 @@ def math_item(row: dict, ctx: RowContext) -> OpenItem:
         raise Exclude("no_gold_answer", "solution", "no non-empty \\boxed{} in the solution")
     gold = display_form(boxed[-1])
     alternatives = tuple(dict.fromkeys(display_form(b) for b in boxed if answer_key(b) != answer_key(gold)))
-    return OpenItem(row_id, ctx.split, ctx.index, problem, gold, boxed[-1], solution, ctx.config,
+    return OpenItem(row_id, ctx.split, ctx.split_position, problem, gold, boxed[-1], solution, ctx.config,
                     subject=row.get("type") if isinstance(row.get("type"), str) else None,
                     metadata={"level": row.get("level") if isinstance(row.get("level"), str) else None},
                     gold_alternatives=alternatives)
 
 
-def load_source(args: argparse.Namespace) -> OpenEndedSource:
-    return load_open_ended(MATH, math_item, args.source, args.splits, "problem", strict=args.strict)
+MATH = Benchmark("math", "EleutherAI/hendrycks_math", None, ("train", "test"), math_item, "mit", MATH_CITATION, "MATH",
+                 subconfigs=MATH_SUBJECTS, subject_field="type")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,8 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--equivalence-timeout", type=float, default=5.0,
                        help="hard wall-clock limit (seconds) of one math-verify comparison; a timeout means "
                             "'not equivalent'")
-    group.add_argument("--equivalence-workers", type=int, default=None,
-                       help="math-verify worker processes (default: one per CPU)")
+    parser.set_defaults(splits=["test"])
+    cli.runtime_group(parser, "math-verify").add_argument(
+        "--equivalence-workers", type=int, default=None, help="math-verify worker processes (default: one per CPU)")
 
 
 def _extract(output: str) -> str | None:
@@ -103,8 +106,7 @@ def drop_ambiguous_golds(items: dict[str, list[OpenItem]], equivalence: MathEqui
     return exclusions
 
 
-def build(source: OpenEndedSource, args: argparse.Namespace) -> Build:
-    collect.check_arguments(args)
+def build(source: LoadedSource, args: argparse.Namespace) -> Build:
     items = {split: list(split_items) for split, split_items in source.items.items()}
     equivalence = MathEquivalence(args.equivalence_workers, args.equivalence_timeout)
     try:
@@ -117,16 +119,15 @@ def build(source: OpenEndedSource, args: argparse.Namespace) -> Build:
     configs, exclusions = mc.build_sets(items, pools, options, source.dataset, no_predictions=unanswered)
     exclusions.extend(source.exclusions)
     exclusions.extend(gold_exclusions)
-    statistics = {"Gold answers": gold_table(source, gold_exclusions, items),
-                  **mc.pool_statistics(list(pools.values()), args.choices),
-                  "Equivalence engine": engine_text(equivalence),
-                  "Answer positions over all sets": mc.position_table(configs)}
+    statistics = Statistics([gold_table(source, gold_exclusions, items)])
+    statistics.extend(mc.pool_statistics(list(pools.values()), args.choices))
+    statistics.extend([engine_table(equivalence), mc.position_table(configs)])
     return Build(
         builder=NAME,
         title="MATH-MC",
         method_citation=mc.PAPER_CITATION,
         source=source,
-        params=collect.recorded(cli.recorded_params(args)),
+        params={},
         configs=configs,
         metadata_features={name: {**mc.METADATA_FEATURES, **EXTRA_METADATA} for name in configs},
         exclusions=exclusions,
@@ -137,7 +138,7 @@ def build(source: OpenEndedSource, args: argparse.Namespace) -> Build:
     )
 
 
-def model_pools(source: OpenEndedSource, args: argparse.Namespace, items: list[OpenItem],
+def model_pools(source: LoadedSource, args: argparse.Namespace, items: list[OpenItem],
                 equivalence: MathEquivalence) -> tuple[dict[str, Pool], collect.Collected, set[str]]:
     """The pools from the predictions, and the items no model answered."""
     collected = collect.collect_predictions(source, args, items, lambda doc: doc.get("problem"),
@@ -156,33 +157,40 @@ def _card_context(args: argparse.Namespace, collected: collect.Collected) -> dic
     }
 
 
-def gold_table(source: OpenEndedSource, gold_exclusions: ExclusionLog, items: dict[str, list[OpenItem]]) -> str:
+def gold_table(source: LoadedSource, gold_exclusions: ExclusionLog, items: dict[str, list[OpenItem]]) -> Table:
     reasons = source.exclusions.reasons()
     ambiguous = gold_exclusions.reasons()
-    lines = ["| split | source rows | no boxed gold | ambiguous gold | usable gold | paper (usable / rows) |",
-             "|---|---|---|---|---|---|"]
-    for split, rows in source.rows_in.items():
+    rows = []
+    for split, count in source.rows_in.items():
         paper = PAPER_GOLD_COUNTS.get(split, ("-", "-"))
-        lines.append(f"| {split} | {rows} | {reasons.get(split, {}).get('no_gold_answer', 0)} | "
-                     f"{ambiguous.get(split, {}).get('ambiguous_gold', 0)} | {len(items.get(split, []))} | "
-                     f"{paper[0]} / {paper[1]} |")
-    return "\n".join(lines)
+        rows.append((split, count, reasons.get(split, {}).get("no_gold_answer", 0),
+                     ambiguous.get(split, {}).get("ambiguous_gold", 0), len(items.get(split, [])),
+                     f"{paper[0]} / {paper[1]}"))
+    return Table("Gold answers", ("split", "source rows", "no boxed gold", "ambiguous gold", "usable gold",
+                                  "paper (usable / rows)"), rows)
 
 
-def engine_text(equivalence: MathEquivalence) -> str:
+def engine_table(equivalence: MathEquivalence) -> Table:
     stats = equivalence.stats
-    text = (f"{stats.answers} distinct answers were read by math-verify in worker processes (plain numbers need "
-            f"no reading); {stats.pairs} pairs of answers were judged, {stats.prejudged} of them from the readings "
-            f"alone (values that differ). {stats.timeouts} comparisons hit the time limit and {stats.errors} failed: "
-            f"they count as not equivalent; {stats.skipped} pairs involved an answer that could not be read in time.")
+    note = ("math-verify reads every distinct answer in worker processes (plain numbers need no reading); pairs are "
+            "judged from the readings alone where the values differ, else by math-verify. Comparisons that hit the "
+            "time limit or failed count as not equivalent.")
     if stats.hanging:
-        text += " Answers that could not be read or compared in time: " + \
-            ", ".join(f"`{a}`" for a in stats.hanging[:10]) + "."
-    return text
+        note += " Answers that could not be read or compared in time: " + ", ".join(f"`{a}`" for a in stats.hanging[:10]) + "."
+    return Table("Equivalence engine", ("quantity", "count"),
+                 [("distinct answers read", stats.answers), ("pairs judged", stats.pairs),
+                  ("pairs settled from the readings", stats.prejudged), ("timeouts", stats.timeouts),
+                  ("errors", stats.errors), ("pairs skipped (an answer hangs)", stats.skipped)], note=note)
+
+
+BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [MATH], add_arguments, build, collect.check_arguments,
+                  llm_models=lambda args: list(args.generate_with))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli.builder_parser("python -m builders.math_mc", __doc__.split("\n\n")[0], ["math"], "math")
-    add_arguments(parser)
-    return cli.main(parser, build, argv, load_source=load_source)
+    return cli.main(BUILDER, argv)
 
+
+def build_dataset(data, **options) -> api.BuildResult:
+    """Build MATH-MC from MATH rows in memory (see :mod:`builders.core.api`)."""
+    return api.build_dataset(BUILDER, data, **options)

@@ -7,8 +7,10 @@ many models moved and the largest move; as Markdown, CSV, JSON and a PNG slope c
 
     python -m builders.metrics ranking --original results/original/ --perturbed results/shuffle/ --output out/
 
-Predictions are lm-eval sample logs or JSONL ``{model, id, pred}`` (see :mod:`builders.core.predictions`);
-plain JSONL needs ``--dataset`` for the gold answers.
+Predictions are read by the one reader (:mod:`builders.core.predictions`): lm-eval sample logs, or plain
+JSONL ``{model, id | question_id, output | pred}``; plain JSONL needs ``--dataset`` for the gold answers. A
+prediction names its item by ``id`` (the release's record id, or an lm-eval doc's ``id``), else by MMLU-Pro's
+``question_id`` (mapped to the record carrying it in its metadata), else by lm-eval's ``doc_id``.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from builders.core.adapters import LETTERS
+from builders.core.record import LETTERS
 from builders.core.errors import UserError
-from builders.core.predictions import SCORES, Prediction, read_predictions, resolve_prediction
+from builders.core.predictions import (DUPLICATE, SCORES, Prediction, match_predictions, read_predictions,
+                                       require_matches, resolve_prediction)
 
 logger = logging.getLogger(__name__)
 
@@ -169,30 +172,56 @@ class Side:
 class DatasetItem:
     answer: int
     labels: tuple[str, ...]
+    question_id: str | None = None  # MMLU-Pro's question id, when the record's metadata carries it
+
+
+def item_id_function(items: Mapping[str, DatasetItem] | None) -> Callable[[Prediction], str | None]:
+    """A prediction's item: its ``id``, else its ``question_id``, else lm-eval's ``doc_id``; with a dataset, only
+    the dataset's items (a ``question_id`` is mapped to the record that carries it)."""
+    by_question = {item.question_id: item_id for item_id, item in (items or {}).items() if item.question_id is not None}
+
+    def item_id(prediction: Prediction) -> str | None:
+        ref = prediction.ref
+        if ref.get("id") is not None:
+            found = str(ref["id"])
+        elif ref.get("question_id") is not None:
+            found = by_question.get(str(ref["question_id"]), str(ref["question_id"]))
+        elif ref.get("doc_id") is not None:
+            found = str(ref["doc_id"])
+        else:
+            return None
+        return found if items is None or found in items else None
+
+    return item_id
 
 
 def build_side(name: str, predictions: Sequence[Prediction], items: Mapping[str, DatasetItem] | None) -> Side:
     """Gold answers from the dataset when given, else from the logs; labels resolved to indices."""
+    find_item = item_id_function(items)
+    require_matches(predictions, find_item, f"an item {'of the dataset' if items else '(id, question_id or doc_id)'} "
+                                            f"on the {name} side")
+    matched, report = match_predictions(predictions, find_item)
+    if report.duplicates:
+        raise UserError(f"{name}: a model has two predictions for one item: {report.examples[DUPLICATE][0]}")
     gold: dict[str, int] = {item_id: item.answer for item_id, item in (items or {}).items()}
     by_model: dict[str, dict[str, int | None]] = {}
-    for p in predictions:
-        if p.gold is not None:
-            known = gold.setdefault(p.id, p.gold)
-            if known != p.gold:
-                raise UserError(f"{name}: item {p.id} has gold {known} in {'the dataset' if items else 'another log'} "
-                                f"but {p.gold} in {p.model}'s predictions: are they from the same config?")
-        answers = by_model.setdefault(p.model, {})
-        if p.id in answers:
-            raise UserError(f"{name}: {p.model} has two predictions for item {p.id}")
-        labels = items[p.id].labels if items and p.id in items else tuple(LETTERS)
-        answers[p.id] = resolve_prediction(p.pred, labels)
+    for item_id, item_predictions in matched.items():
+        labels = items[item_id].labels if items else tuple(LETTERS)
+        for p in item_predictions:
+            if p.gold is not None:
+                known = gold.setdefault(item_id, p.gold)
+                if known != p.gold:
+                    raise UserError(f"{name}: item {item_id} has gold {known} in "
+                                    f"{'the dataset' if items else 'another log'} but {p.gold} in {p.model}'s "
+                                    "predictions: are they from the same config?")
+            by_model.setdefault(p.model, {})[item_id] = resolve_prediction(p.output, labels)
     if not gold:
         raise UserError(f"{name}: no gold answers: plain JSONL predictions need --dataset")
     return Side(name, gold, by_model)
 
 
 def load_dataset_items(dataset: str, config: str, split: str, revision: str | None) -> dict[str, DatasetItem]:
-    """``id -> (answer, labels)`` of one config's split, from a release folder or a Hub repo."""
+    """``id -> (answer, labels, question id)`` of one config's split, from a release folder or a Hub repo."""
     import datasets
 
     try:
@@ -203,7 +232,9 @@ def load_dataset_items(dataset: str, config: str, split: str, revision: str | No
     items = {}
     for row in rows:
         labels = row.get("labels") or list(LETTERS[: len(row["choices"])])
-        items[str(row["id"])] = DatasetItem(int(row["answer"]), tuple(labels))
+        question_id = (row.get("metadata") or {}).get("question_id")
+        items[str(row["id"])] = DatasetItem(int(row["answer"]), tuple(labels),
+                                            None if question_id is None else str(question_id))
     return items
 
 
@@ -333,10 +364,11 @@ def write_outputs(ranking: Ranking, out_dir: Path) -> dict[str, Path]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--original", nargs="+", required=True, metavar="PATH",
+    parser.add_argument("--original", nargs="+", required=True, metavar="[MODEL=]PATH",
                         help="predictions on the original config: lm-eval samples_*.jsonl logs or --output_path "
-                             "folders, or JSONL {model, id, pred}")
-    parser.add_argument("--perturbed", nargs="+", required=True, metavar="PATH", help="predictions on the perturbed config")
+                             "folders, or JSONL {model, id | question_id, output | pred}; [MODEL=]PATH names the model")
+    parser.add_argument("--perturbed", nargs="+", required=True, metavar="[MODEL=]PATH",
+                        help="predictions on the perturbed config")
     parser.add_argument("--output", type=Path, required=True, metavar="DIR",
                         help="write ranking.md, ranking.csv, ranking.json and ranking.png here")
     parser.add_argument("--dataset", metavar="DIR|REPO_ID",
@@ -355,12 +387,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.dataset and not args.perturbed_config:
         raise UserError("--dataset needs --perturbed-config (the config the perturbed predictions are on)")
-    sides = []
-    for name, paths, config in [(args.original_name or args.original_config, args.original, args.original_config),
-                                (args.perturbed_name or args.perturbed_config or "perturbed", args.perturbed,
-                                 args.perturbed_config)]:
-        items = load_dataset_items(args.dataset, config, args.split, args.revision) if args.dataset else None
-        sides.append(build_side(name, read_predictions(paths, score=args.score), items))
+    specs = [(args.original_name or args.original_config, args.original, args.original_config),
+             (args.perturbed_name or args.perturbed_config or "perturbed", args.perturbed, args.perturbed_config)]
+    predictions = [read_predictions(paths, score=args.score) for _, paths, _ in specs]  # bad files stop first
+    sides = [build_side(name, found, load_dataset_items(args.dataset, config, args.split, args.revision)
+                        if args.dataset else None) for (name, _, config), found in zip(specs, predictions)]
     ranking = rank_models(*sides)
     paths = write_outputs(ranking, args.output)
     print(to_markdown(ranking))

@@ -40,14 +40,16 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from datasets import Value
 
-from builders.core import cli
-from builders.core.adapters import LETTERS, LoadedSource
-from builders.core.build import Build, Check
+from builders.core import api, cli
+from builders.core.benchmarks import BENCHMARKS
+from builders.core.build import Build, Builder, Check
 from builders.core.embeddings import EmbeddingCache, Encoding, embed_texts, resolve_embedder
 from builders.core.errors import UserError
 from builders.core.options import position_dependent_reason
-from builders.core.record import MCQRecord, list_of, normalize_text, text_hash
+from builders.core.record import LETTERS, MCQRecord, list_of, normalize_text, text_hash
 from builders.core.rng import item_rng
+from builders.core.sources import LoadedSource
+from builders.core.tables import Statistics, Table, counts_table
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +67,6 @@ NON_LLM_TYPE = {PFPP: "correct_and_wrong", CFPP: "two_wrong"}
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 TEMPLATE_FILES = {"math": "tpp_math_v1.txt", "other": "tpp_general_v1.txt"}
-DEFAULT_CACHE_DIR = "~/.cache/mcqforge"
 # Cosine similarity (all-MiniLM-L6-v2) at or above which a new option "merely restates" the answer.
 # On CALIBRATION_PAIRS simple rewordings score 0.87-0.99 and acceptable alternatives 0.36-0.80.
 DEFAULT_SIMILARITY_CUTOFF = 0.85
@@ -93,8 +94,7 @@ CALIBRATION_PAIRS = {
 DEFAULT_LENGTH_RATIO = 1.5
 DEFAULT_LENGTH_SLACK = 10
 # Options that stay out of a build's recorded parameters: where and how fast it runs, not what it builds.
-RUNTIME_OPTIONS = {"base_url", "api_key_env", "cache_dir", "llm_concurrency", "llm_timeout", "llm_max_retries",
-                   "embedder_batch_size", "audit_verdicts"}
+RUNTIME_OPTIONS = {"embedder_batch_size", "audit_verdicts"}
 VERDICTS = ("ok", "wrong", "unsure")
 
 COLUMN_FEATURES = {
@@ -145,18 +145,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--embedder-batch-size", type=int, default=64)
     group.add_argument("--audit-verdicts", type=Path, default=None, metavar="FILE",
                        help="verdicts from `import-audit` on the previous release, recorded in this release's card")
+    from builders.core.llm import add_llm_arguments
+
     llm = parser.add_argument_group("TPP generation (any OpenAI-compatible endpoint)")
     llm.add_argument("--llm-model", default=None, help="model that writes the new TPP options (the paper used gpt-4o)")
-    llm.add_argument("--base-url", default=None, help="endpoint, e.g. http://localhost:8000/v1 (default: OpenAI's)")
-    llm.add_argument("--api-key-env", default="OPENAI_API_KEY",
-                     help="environment variable holding the API key; 'none' for a keyless local server")
     llm.add_argument("--llm-max-tokens", type=int, default=300)
-    llm.add_argument("--llm-concurrency", type=int, default=8)
-    llm.add_argument("--llm-max-retries", type=int, default=6)
-    llm.add_argument("--llm-timeout", type=float, default=60.0)
-    llm.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR,
-                     help="LLM replies (<DIR>/llm) and sentence embeddings (<DIR>/embeddings, the folder contrast_sets "
-                          "uses by default) are cached here; 'none' disables")
+    # --cache-dir also holds the similarity check's sentence embeddings, in DIR/embeddings.
+    add_llm_arguments(cli.runtime_group(parser, "LLM endpoint"))
 
 
 # ---- options: normalisation and the detectors the rejection rules use --------------------------------
@@ -172,7 +167,7 @@ _PAIR_OPTION = re.compile(r"^\W*both\b.*\b(?:are|is)\s+(?:all\s+)?(?:correct|tru
 
 def normalize_option(text: str) -> str:
     """Case, whitespace, outer punctuation and number formatting ("9.0", "9", "9.") do not make a new option."""
-    flat = normalize_text(text).strip(_STRIP)
+    flat = normalize_text(text).casefold().strip(_STRIP)
     compact = flat.replace(" ", "")
     if any(ch.isdigit() for ch in compact) and _NUMBER.match(compact):
         try:
@@ -447,7 +442,7 @@ def apportion(n: int, shares: Mapping[str, float]) -> dict[str, int]:
 
 
 def rank_key(seed: int, record: MCQRecord) -> tuple[float, str]:
-    return float(item_rng(seed, record.id, NAME, "rank").random()), record.id
+    return float(item_rng(seed, record.content_key, NAME, "rank").random()), record.id
 
 
 def with_group(record: MCQRecord, group: str, **metadata: Any) -> MCQRecord:
@@ -479,7 +474,7 @@ def make_tpp(record: MCQRecord, proposal: Proposal, model: str, **metadata: Any)
 
 def make_pfpp(record: MCQRecord, seed: int, **metadata: Any) -> MCQRecord:
     wrong = wrong_pairable(record)
-    y = wrong[int(item_rng(seed, record.id, NAME, "pair").integers(len(wrong)))]
+    y = wrong[int(item_rng(seed, record.content_key, NAME, "pair").integers(len(wrong)))]
     modified, pair_index = add_pair(record, record.answer, y, answer_is_pair=False)
     return with_group(modified, PFPP, pair_indices=[record.answer, y], pair_option_index=pair_index,
                       original_answer_index=record.answer, **metadata)
@@ -487,7 +482,7 @@ def make_pfpp(record: MCQRecord, seed: int, **metadata: Any) -> MCQRecord:
 
 def make_cfpp(record: MCQRecord, seed: int, **metadata: Any) -> MCQRecord:
     wrong = wrong_pairable(record)
-    x, y = (wrong[int(i)] for i in item_rng(seed, record.id, NAME, "pair").choice(len(wrong), 2, replace=False))
+    x, y = (wrong[int(i)] for i in item_rng(seed, record.content_key, NAME, "pair").choice(len(wrong), 2, replace=False))
     modified, pair_index = add_pair(record, x, y, answer_is_pair=False)
     return with_group(modified, CFPP, pair_indices=[x, y], pair_option_index=pair_index,
                       original_answer_index=record.answer, **metadata)
@@ -547,22 +542,17 @@ def _split_list(text: str) -> list[str]:
 
 
 def make_generator(args: argparse.Namespace) -> TPPGenerator:
-    from builders.core.llm import LLMClient
+    from builders.core.llm import LLMSettings
 
-    cache_root = None if str(args.cache_dir).lower() == "none" else Path(args.cache_dir).expanduser()
-    api_key_env = None if str(args.api_key_env).lower() == "none" else args.api_key_env
-    client = LLMClient(args.llm_model, base_url=args.base_url, api_key_env=api_key_env,
-                       cache_dir=cache_root / "llm" if cache_root else None, concurrency=args.llm_concurrency,
-                       max_retries=args.llm_max_retries, timeout=args.llm_timeout)
-    scorer = SimilarityScorer(args.embedder, cache_root, args.embedder_batch_size)
-    return TPPGenerator(client, scorer, frozenset(c.lower() for c in _split_list(args.math_categories)),
-                        args.similarity_cutoff, args.max_length_ratio, args.length_slack, args.llm_max_tokens)
+    settings = LLMSettings.from_args(args)
+    scorer = SimilarityScorer(args.embedder, settings.cache_dir, args.embedder_batch_size)
+    return TPPGenerator(settings.client(args.llm_model), scorer,
+                        frozenset(c.lower() for c in _split_list(args.math_categories)), args.similarity_cutoff,
+                        args.max_length_ratio, args.length_slack, args.llm_max_tokens)
 
 
 def build(source: LoadedSource, args: argparse.Namespace) -> Build:
     shares = parse_ratios(args.ratios)
-    if not 0 < args.similarity_cutoff <= 1:
-        raise UserError("--similarity-cutoff must be in (0, 1]")
     modify = set(_split_list(args.modify_splits))
     unknown = modify - set(source.benchmark.splits)
     if unknown:
@@ -570,7 +560,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
     generator = make_generator(args) if shares[TPP] > 0 and args.llm_model else None
     outcomes: dict[str, SplitOutcome] = {}
     try:
-        for split, records in source.splits.items():
+        for split, records in source.items.items():
             if split in modify:
                 outcomes[split] = modify_split(records, shares, args.seed, generator.propose if generator else None,
                                                generator.model if generator else None)
@@ -588,7 +578,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         title=f"MMLU-Pro+ ({source.benchmark.pretty_name} with \"Both X and Y are correct\" options)",
         method_citation=CITATION,
         source=source,
-        params={k: v for k, v in cli.recorded_params(args).items() if k not in RUNTIME_OPTIONS},
+        params={},
         configs={CONFIG: {split: o.records for split, o in outcomes.items()}},
         metadata_features={CONFIG: {**source.benchmark.metadata_features, **METADATA_FEATURES}},
         extra_columns={CONFIG: COLUMN_FEATURES},
@@ -631,35 +621,31 @@ def extra_files(rejections: Sequence[Proposal], audit: Mapping[str, Any] | None)
 # ---- statistics for the card ---------------------------------------------------------------------------
 
 
-def statistics(outcomes: Mapping[str, SplitOutcome], context: Mapping[str, Any]) -> dict[str, str]:
-    rows = ["| split | group | requested | built |", "|---|---|---|---|"]
-    for split, outcome in outcomes.items():
-        for group in GROUPS:
-            if outcome.requested or outcome.built.get(group):
-                rows.append(f"| {split} | {group} | {outcome.requested.get(group, '-')} | {outcome.built.get(group, 0)} |")
+def statistics(outcomes: Mapping[str, SplitOutcome], context: Mapping[str, Any]) -> Statistics:
+    rows = [(split, group, outcome.requested.get(group), outcome.built.get(group, 0))
+            for split, outcome in outcomes.items() for group in GROUPS
+            if outcome.requested or outcome.built.get(group)]
     tried = [p for o in outcomes.values() for p in o.tried]
     reasons = Counter(p.reason or "accepted" for p in tried)
-    tpp_rows = ["| outcome | TPP candidates |", "|---|---|"] + [f"| {k} | {v} |" for k, v in sorted(reasons.items())]
     ineligible = sum((o.ineligible for o in outcomes.values()), Counter())
-    inel_rows = ["| reason | items |", "|---|---|"] + [f"| {k} | {v} |" for k, v in sorted(ineligible.items())]
-    sections = {
-        "Modification groups": "\n".join(rows),
-        "TPP generation": (f"{len(tried)} candidates asked, {reasons.get('accepted', 0)} accepted; every rejected "
-                           "one fell back to another group and is listed in `tpp_rejections.jsonl`.\n\n"
-                           + "\n".join(tpp_rows)),
-        "Items that cannot take a pair option": ("Copied unchanged (counted in the `unchanged` group):\n\n"
-                                                 + "\n".join(inel_rows)) if ineligible else "None.",
-    }
+    statistics = Statistics([
+        Table("Modification groups", ("split", "group", "requested", "built"), rows),
+        counts_table("TPP generation", reasons, "outcome", "TPP candidates",
+                     note=f"{len(tried)} candidates asked, {reasons.get('accepted', 0)} accepted; every rejected one "
+                          "fell back to another group and is listed in `tpp_rejections.jsonl`."),
+        counts_table("Items that cannot take a pair option", ineligible,
+                     note="Copied unchanged (counted in the `unchanged` group)."),
+    ])
     if context.get("audit"):
-        sections["Human audit of the previous release"] = audit_markdown(context["audit"])
-    return sections
+        statistics.add(audit_table(context["audit"]))
+    return statistics
 
 
 # ---- builder invariants ----------------------------------------------------------------------------------
 
 
 def _originals(build: Build) -> dict[str, MCQRecord]:
-    return {r.id: r for records in build.source.splits.values() for r in records}
+    return {r.id: r for records in build.source.items.values() for r in records}
 
 
 def _each(build: Build):
@@ -891,21 +877,20 @@ def read_verdicts(path: Path) -> dict[str, Any]:
     return summary
 
 
-def audit_markdown(summary: Mapping[str, Any]) -> str:
+def audit_table(summary: Mapping[str, Any]) -> Table:
     manifest = summary.get("manifest") or {}
     origin = f"release `{manifest.get('release')}`" + (f" at `{manifest['revision']}`" if manifest.get("revision") else "")
-    lines = [f"Reviewers judged a stratified sample of {origin} (file `{summary['file']['name']}`, sha256 "
-             f"`{summary['file']['sha256'][:16]}…`).", "",
-             "| group | sampled | reviewed | ok | wrong | unsure | ok rate (ok / (ok + wrong)) | 95% CI |",
-             "|---|---|---|---|---|---|---|---|"]
-    for group, g in summary["groups"].items():
-        rate = "-" if g["ok_rate"] is None else f"{g['ok_rate']:.1%}"
-        ci = "-" if g["ok_rate_ci95"] is None else f"{g['ok_rate_ci95'][0]:.1%}–{g['ok_rate_ci95'][1]:.1%}"
-        lines.append(f"| {group} | {g['sampled']} | {g['reviewed']} | {g['ok']} | {g['wrong']} | {g['unsure']} | {rate} | {ci} |")
+    note = (f"Reviewers judged a stratified sample of {origin} (file `{summary['file']['name']}`, sha256 "
+            f"`{summary['file']['sha256'][:16]}…`). The ok rate is ok / (ok + wrong).")
     if summary.get("wrong_items"):
-        lines += ["", "Items judged wrong: " + ", ".join(f"`{w['id']}`" for w in summary["wrong_items"][:50])
-                  + (" …" if len(summary["wrong_items"]) > 50 else "")]
-    return "\n".join(lines)
+        note += " Items judged wrong: " + ", ".join(f"`{w['id']}`" for w in summary["wrong_items"][:50]) + \
+            (" …" if len(summary["wrong_items"]) > 50 else "")
+    rows = [(group, g["sampled"], g["reviewed"], g["ok"], g["wrong"], g["unsure"], g["ok_rate"],
+             g["ok_rate_ci95"][0] if g["ok_rate_ci95"] else None, g["ok_rate_ci95"][1] if g["ok_rate_ci95"] else None)
+            for group, g in summary["groups"].items()]
+    return Table("Human audit of the previous release",
+                 ("group", "sampled", "reviewed", "ok", "wrong", "unsure", "ok rate", "95% CI low", "95% CI high"),
+                 rows, note=note, percent=("ok rate", "95% CI low", "95% CI high"))
 
 
 # ---- commands ------------------------------------------------------------------------------------------------
@@ -949,17 +934,25 @@ def metrics_command(argv: Sequence[str]) -> int:
 COMMANDS = {"export-audit": export_audit_command, "import-audit": import_audit_command, "metrics": metrics_command}
 
 
+def check_arguments(args: argparse.Namespace) -> None:
+    parse_ratios(args.ratios)
+    if not 0 < args.similarity_cutoff <= 1:
+        raise UserError("--similarity-cutoff must be in (0, 1]")
+
+
+BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [BENCHMARKS["mmlu_pro"]], add_arguments, build, check_arguments,
+                  llm_models=lambda args: [args.llm_model] if args.llm_model else [],
+                  epilog="other commands: export-audit, import-audit, metrics (each with --help)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in COMMANDS:
         logging.basicConfig(level="INFO", format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        try:
-            return COMMANDS[argv[0]](argv[1:])
-        except UserError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 2
-    parser = cli.builder_parser("python -m builders.mmlu_pro_plus", __doc__.split("\n\n")[0], ["mmlu_pro"], "mmlu_pro")
-    parser.epilog = "other commands: export-audit, import-audit, metrics (each with --help)"
-    add_arguments(parser)
-    return cli.main(parser, build, argv)
+        return cli.exit_code(lambda: COMMANDS[argv[0]](argv[1:]))
+    return cli.main(BUILDER, argv)
 
+
+def build_dataset(data, **options) -> api.BuildResult:
+    """Build MMLU-Pro+ from MMLU-Pro rows in memory (see :mod:`builders.core.api`)."""
+    return api.build_dataset(BUILDER, data, **options)

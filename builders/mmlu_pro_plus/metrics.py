@@ -10,8 +10,9 @@ From one or more models' predictions on MMLU-Pro ("before") and on an MMLU-Pro+ 
   (PFPP + CFPP questions answered with the (wrong) pair option), with its counts; a zero denominator gives
   no ratio (null), never an infinity.
 
-Predictions are joined on MMLU-Pro's ``question_id``: a prediction's id may be the question id itself or the
-release's record id (``mmlu_pro/test/70``). Letters or indices are read against the options of each side:
+Predictions are read by the one reader (:mod:`builders.core.predictions`) and joined on MMLU-Pro's
+``question_id``: a prediction names its question by ``question_id`` (MMLU-Pro's own result rows and lm-eval
+docs), or by ``id``, the release's record id (``mmlu_pro/test/70``) or the question id itself. Letters or indices are read against the options of each side:
 MMLU-Pro+ keeps the original options in place and appends its new ones, so a letter means the same
 option on both sides. A null prediction (no answer extracted) counts as wrong and is counted.
 
@@ -26,13 +27,12 @@ import logging
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from builders.core.adapters import LETTERS
+from builders.core.record import LETTERS
 from builders.core.errors import UserError
-from builders.core.sources import iter_json_lines
-from builders.core.predictions import (SCORES, Prediction, PredictionError, is_lm_eval_samples,
-                                       read_lm_eval_samples, resolve_prediction)
+from builders.core.predictions import (DUPLICATE, SCORES, Prediction, match_predictions, read_predictions,
+                                       require_matches, resolve_prediction)
 
 logger = logging.getLogger(__name__)
 
@@ -89,71 +89,40 @@ def items_by_question(items: Iterable[Item]) -> dict[str, Item]:
     return by_question
 
 
-# ---- reading predictions ----------------------------------------------------------------------------------
+# ---- matching predictions ---------------------------------------------------------------------------------
 
 
-def _lm_eval_id_field(file: Path) -> str:
-    """MMLU-Pro docs carry ``question_id``; MMLU-Pro+ releases ``id``. doc_id (a row index) is never a key."""
-    with open(file, encoding="utf-8") as handle:
-        first = next((line for line in handle if line.strip()), "{}")
-    doc = (json.loads(first).get("doc") or {}) if first.strip() else {}
-    for name in ("question_id", "id"):
-        if name in doc:
-            return name
-    raise PredictionError(f"{file}: the logged docs have neither 'question_id' nor 'id' to join on")
+def question_of(items: Mapping[str, Item]) -> Callable[[Prediction], str | None]:
+    """A prediction's MMLU-Pro question: its ``question_id``, else the question of its record ``id``.
+    lm-eval's doc_id (a row index) is never a key."""
+    record_to_question = {item.record_id: q for q, item in items.items()}
 
+    def question(prediction: Prediction) -> str | None:
+        ref = prediction.ref
+        if ref.get("question_id") is not None:
+            found = str(ref["question_id"])
+        elif ref.get("id") is not None:
+            found = record_to_question.get(str(ref["id"]), str(ref["id"]))
+        else:
+            return None
+        return found if found in items else None
 
-def read_side(paths: Sequence[str | Path], score: str = "auto", model: str | None = None) -> list[Prediction]:
-    """Predictions from lm-eval sample logs (files or folders) or plain JSONL ``{model, id|question_id, pred}``."""
-    found: list[Prediction] = []
-    for path in map(Path, paths):
-        files = sorted(path.rglob("samples_*.jsonl")) if path.is_dir() else [path]
-        if not files or not all(f.is_file() for f in files):
-            raise PredictionError(f"{path}: no predictions file (or lm-eval samples_*.jsonl log) there")
-        for file in files:
-            if is_lm_eval_samples(file):
-                found.extend(read_lm_eval_samples(file, model=model, score=score, id_field=_lm_eval_id_field(file)))
-            else:
-                found.extend(_read_plain(file, model))
-    return found
-
-
-def _read_plain(file: Path, model: str | None) -> Iterable[Prediction]:
-    """Plain JSONL ``{model, id, pred}``; MMLU-Pro's own result rows name the id ``question_id``."""
-    for number, row in iter_json_lines(file, PredictionError):
-        yield _plain_prediction(row, model, f"{file}:{number}")
-
-
-def _plain_prediction(row: Mapping[str, Any], model: str | None, where: str) -> Prediction:
-    name = model or row.get("model")
-    item_id = row["id"] if "id" in row else row.get("question_id")
-    pred = row.get("pred")
-    if not isinstance(name, str) or not name:
-        raise PredictionError(f"{where}: 'model' must be a non-empty string (or pass a model name)")
-    if isinstance(item_id, bool) or not isinstance(item_id, (str, int)):
-        raise PredictionError(f"{where}: 'id' (or 'question_id') must be a string or an integer")
-    if "pred" not in row or isinstance(pred, bool) or not (pred is None or isinstance(pred, (int, str))):
-        raise PredictionError(f"{where}: 'pred' must be an option index, a letter or null")
-    return Prediction(name, str(item_id), pred)
-
-
-def key_of(prediction_id: str, record_to_question: Mapping[str, str]) -> str:
-    return record_to_question.get(prediction_id, prediction_id)
+    return question
 
 
 def index_predictions(predictions: Sequence[Prediction], items: Mapping[str, Item], side: str) -> dict[str, dict[str, int | None]]:
     """model -> question_id -> option index (None: no answer), letters read against that side's options."""
-    record_to_question = {item.record_id: q for q, item in items.items()}
+    question = question_of(items)
+    require_matches(predictions, question, f"a question of the dataset by 'question_id' or record 'id' ({side})")
+    matched, report = match_predictions(predictions, question)
+    if report.duplicates:
+        raise UserError(f"{side}: a model has two predictions for one question: {report.examples[DUPLICATE][0]}")
     by_model: dict[str, dict[str, int | None]] = defaultdict(dict)
-    for p in predictions:
-        question = key_of(p.id, record_to_question)
-        if question not in items:
-            continue
-        if question in by_model[p.model]:
-            raise UserError(f"{side}: {p.model} has two predictions for question {question}")
+    for question, question_predictions in matched.items():
         item = items[question]
         size = item.original_options if side == "before" else item.options
-        by_model[p.model][question] = resolve_prediction(p.pred, tuple(LETTERS[:size]))
+        for p in question_predictions:
+            by_model[p.model][question] = resolve_prediction(p.output, tuple(LETTERS[:size]))
     return dict(by_model)
 
 
@@ -344,10 +313,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--revision", help="Hub revision of --dataset, e.g. v1.0.0")
     parser.add_argument("--config", default="default")
     parser.add_argument("--split", default="test")
-    parser.add_argument("--before", nargs="+", required=True, metavar="PATH",
+    parser.add_argument("--before", nargs="+", required=True, metavar="[MODEL=]PATH",
                         help="predictions on MMLU-Pro: lm-eval samples_*.jsonl logs or folders, or JSONL "
-                             "{model, id|question_id, pred} with letters or indices")
-    parser.add_argument("--after", nargs="+", required=True, metavar="PATH", help="predictions on MMLU-Pro+")
+                             "{model, question_id | id, pred | output} with letters or indices; [MODEL=]PATH names the model")
+    parser.add_argument("--after", nargs="+", required=True, metavar="[MODEL=]PATH", help="predictions on MMLU-Pro+")
     parser.add_argument("--model", action="append", default=[], help="only this model (repeatable; default: every "
                                                                      "model with predictions on both sides)")
     parser.add_argument("--before-model-name", help="name for every prediction on the before side (single-model logs)")
@@ -357,9 +326,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    before = read_predictions(args.before, model=args.before_model_name, score=args.score)
+    after = read_predictions(args.after, model=args.after_model_name, score=args.score)
     items = load_items(args.dataset, args.config, args.split, args.revision)
-    before = read_side(args.before, args.score, args.before_model_name)
-    after = read_side(args.after, args.score, args.after_model_name)
     report = compute(items, before, after, Path(args.dataset).name if Path(args.dataset).exists() else args.dataset,
                      args.model)
     print(to_markdown(report))

@@ -1,5 +1,10 @@
-"""Leaderboard-sensitivity perturbations: choice order, gold position, symbols, prompt wording, context."""
+"""Leaderboard-sensitivity perturbations: choice order, gold position, symbols, prompt wording, context.
 
-from .builder import main
+``configs`` (what each config changes), ``transforms`` (per-item transforms, demonstrations, prompts),
+``prompts`` (the renderer the lm-eval tasks share), ``tasks`` (the lm-eval folder and manifest), ``checks``
+(the invariants) and ``builder`` (the build and its command line).
+"""
 
-__all__ = ["main"]
+from .builder import BUILDER, build_dataset, main
+
+__all__ = ["BUILDER", "build_dataset", "main"]

@@ -34,7 +34,7 @@ from typing import Any, Mapping, Sequence
 METHODS = ("symbol", "hybrid", "cloze")
 ANSWER_PREFIX = "Answer:"
 
-# Replaced in each task folder's utils.py by the task's constants: dataset_path, dataset_name, revision,
+# Replaced in each task folder's utils.py by the task's constants: dataset_name, repo, revision,
 # fewshot_split, with_subject, answer_prefix, and the trivial demonstrations when the config uses them.
 TASK: dict[str, Any] = {}
 
@@ -108,7 +108,7 @@ def _demonstration(demo_id: str) -> Mapping[str, Any]:
     documents = _fewshot_documents()
     if demo_id not in documents:
         raise KeyError(f"demonstration {demo_id!r} is neither in split {TASK.get('fewshot_split')!r} of "
-                       f"{TASK.get('dataset_path')!r} nor among the trivial demonstrations")
+                       f"config {TASK.get('dataset_name')!r} nor among the trivial demonstrations")
     return documents[demo_id]
 
 
@@ -116,10 +116,7 @@ def _demonstration(demo_id: str) -> Mapping[str, Any]:
 def _fewshot_documents() -> dict[str, Mapping[str, Any]]:
     """The task's few-shot split (same dataset, config and revision as the YAML), and trivial questions."""
     documents = {row["id"]: row for row in TASK.get("trivial", [])}
-    if TASK.get("fewshot_split"):
-        import datasets
-
-        split = datasets.load_dataset(TASK["dataset_path"], TASK["dataset_name"], split=TASK["fewshot_split"],
-                                      revision=TASK.get("revision"))
+    if TASK.get("fewshot_split"):  # load_release: the release loader written before this file in utils.py
+        split = load_release(TASK["dataset_name"], TASK.get("repo"), TASK.get("revision"))[TASK["fewshot_split"]]
         documents.update({row["id"]: row for row in split})
     return documents

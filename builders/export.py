@@ -1,0 +1,113 @@
+"""Export a release in the layout a paper's own evaluation code reads.
+
+    python -m builders.export RELEASE --layout mc-evaluation --output DIR
+    python -m builders.export RELEASE --layout mmlu-pro-plus --output DIR
+
+``RELEASE`` is a release folder or ``REPO@vX.Y.Z``. Layouts:
+
+- ``mc-evaluation`` (Zhang et al., 2024: GSM-MC, MATH-MC, PythonIO): for each config, ``<config>/train.jsonl``
+  and ``<config>/test.jsonl``, one object per question with ``Question``, ``A`` ... (one key per option),
+  ``Answer`` (the gold letter) and, for MATH-MC, ``Type`` (the MATH subject).
+- ``mmlu-pro-plus`` (Taghanaki et al., 2024): for each config and split, ``<config>/<split>.jsonl`` in
+  MMLU-Pro's Hub columns (``question_id``, ``question``, ``options``, ``answer`` letter, ``answer_index``,
+  ``cot_content``, ``category``, ``src``) plus the flags its evaluation code reads (``is_modified``,
+  ``is_modified_non_llm``, ``modification_type_non_llm``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from builders.core.cli import exit_code
+from builders.core.errors import UserError
+from builders.core.record import LETTERS
+
+
+def release_rows(spec: str) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """{config: {split: rows}} of a release folder, or of ``REPO@TAG`` on the Hub."""
+    folder = Path(spec).expanduser()
+    if not folder.is_dir():
+        repo, sep, tag = spec.partition("@")
+        if not sep:
+            raise UserError(f"{spec}: expected a release folder or REPO@vX.Y.Z")
+        from huggingface_hub import snapshot_download
+
+        try:
+            folder = Path(snapshot_download(repo, repo_type="dataset", revision=tag, allow_patterns=["*/*.parquet"]))
+        except Exception as error:  # huggingface_hub raises many types; the user needs one line
+            raise UserError(f"cannot fetch {spec} from the Hub ({type(error).__name__})") from None
+    import pyarrow.parquet as pq
+
+    configs: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for file in sorted(folder.glob("*/*.parquet")):
+        split = file.name.split("-")[0]
+        configs.setdefault(file.parent.name, {}).setdefault(split, []).extend(pq.read_table(file).to_pylist())
+    if not configs:
+        raise UserError(f"{spec} holds no Parquet files: not an mcqforge release")
+    return configs
+
+
+def mc_evaluation_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"Question": row["question"]}
+    out.update({LETTERS[i]: choice for i, choice in enumerate(row["choices"])})
+    out["Answer"] = LETTERS[row["answer"]]
+    if row.get("source", "").endswith("hendrycks_math"):
+        out["Type"] = row.get("subject")
+    return out
+
+
+def mmlu_pro_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    if "options" not in row or "answer_index" not in row:
+        raise UserError("the release has no MMLU-Pro columns (options, answer_index): not an MMLU-Pro+ release")
+    keys = ("question_id", "question", "options", "answer", "answer_index", "cot_content", "category", "src",
+            "is_modified", "is_modified_non_llm", "modification_type_non_llm")
+    return {key: row.get(key) for key in keys}
+
+
+# layout -> (row converter, which splits it writes: None for every split)
+LAYOUTS: dict[str, tuple[Callable[[Mapping[str, Any]], dict[str, Any]], tuple[str, ...] | None]] = {
+    "mc-evaluation": (mc_evaluation_row, ("train", "test")),
+    "mmlu-pro-plus": (mmlu_pro_row, None),
+}
+
+
+def export(spec: str, layout: str, output: Path) -> list[Path]:
+    convert, splits = LAYOUTS[layout]
+    written = []
+    for config, config_splits in release_rows(spec).items():
+        for split, rows in config_splits.items():
+            if splits is not None and split not in splits:
+                continue
+            path = output / config / f"{split}.jsonl"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _write_jsonl(path, (convert(row) for row in rows))
+            written.append(path)
+    return written
+
+
+def _write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m builders.export", description=__doc__.split("\n\n")[0])
+    parser.add_argument("release", help="a release folder, or REPO@vX.Y.Z on the Hub")
+    parser.add_argument("--layout", choices=sorted(LAYOUTS), required=True)
+    parser.add_argument("--output", type=Path, required=True)
+    args = parser.parse_args(argv)
+
+    def run() -> None:
+        paths = export(args.release, args.layout, args.output)
+        print(f"wrote {len(paths)} files under {args.output}")
+
+    return exit_code(run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

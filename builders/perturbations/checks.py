@@ -1,0 +1,216 @@
+"""The builder's invariants, re-derived from the built records and the source: none of them calls the
+transform code (:mod:`.transforms` gives only its reason names and the trivial questions). The prompts are
+re-rendered from the records with the plain renderer (:func:`prompts.render`), a second method beside the
+builder's cached one."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
+
+from builders.core.build import Build, Check
+from builders.core.record import LETTERS, MCQRecord, normalize_text
+from builders.core.sources import LoadedSource
+from builders.perturbations import prompts
+from builders.perturbations.configs import ORIGINAL, ConfigSpec, symbols
+from builders.perturbations.transforms import (DUPLICATE_CHOICES, FEWER_OPTIONS, MORE_OPTIONS, subject_group,
+                                               trivial_questions)
+
+Visit = tuple[ConfigSpec, str, MCQRecord, MCQRecord]  # spec, split, record, source record
+
+
+def checks(specs: Sequence[ConfigSpec], source: LoadedSource, shots: int, sampler: str) -> list[Check]:
+    originals = {r.id: r for records in source.items.values() for r in records}
+    by_name = {spec.name: spec for spec in specs}
+    fewshot_split = source.benchmark.fewshot_split
+
+    def each(build: Build, wanted: Callable[[ConfigSpec, str], bool] = lambda spec, split: True) -> Iterator[Visit]:
+        for config, split, records in build.records():
+            spec = by_name[config]
+            if wanted(spec, split):
+                for record in records:
+                    yield spec, split, record, originals[record.id]
+
+    def transformed(spec: ConfigSpec, split: str, record: MCQRecord) -> bool:
+        return spec.transforms(split, fewshot_split) and record.metadata["skip_reason"] is None
+
+    def gold_text_preserved(build: Build) -> Iterable[str]:
+        for spec, split, record, original in each(build):
+            permutation = record.metadata["permutation"]
+            if sorted(permutation) != list(range(len(original.choices))):
+                yield f"{spec.name}/{split} {record.id}: permutation {permutation} is not a permutation"
+            elif list(record.choices) != [original.choices[p] for p in permutation]:
+                yield f"{spec.name}/{split} {record.id}: choices are not the source's in permutation order"
+            elif (record.gold, record.question, record.metadata["original_answer"]) != (
+                    original.gold, original.question, original.answer):
+                yield f"{spec.name}/{split} {record.id}: gold {record.gold!r} != source gold {original.gold!r}"
+
+    def copied_unchanged(build: Build) -> Iterable[str]:
+        for spec, split, record, original in each(build):
+            reason = record.metadata["skip_reason"]
+            if reason is None:
+                continue
+            if not spec.transforms(split, fewshot_split):
+                yield f"{spec.name}/{split} {record.id}: skip_reason {reason!r} where nothing is transformed"
+            elif ((record.choices, record.answer, record.columns["labels"]) !=
+                  (original.choices, original.answer, list(LETTERS[: len(original.choices)]))):
+                yield f"{spec.name}/{split} {record.id}: skipped ({reason}) but not the source's options and letters"
+
+    def skip_reasons_consistent(build: Build) -> Iterable[str]:
+        """Duplicates are re-counted; the position/reference reasons must agree over every config."""
+        content_reasons: dict[str, set] = defaultdict(set)
+        for spec, split, record, original in each(build, lambda s, split: s.transforms(split, fewshot_split)):
+            reason, size = record.metadata["skip_reason"], len(original.choices)
+            where = f"{spec.name}/{split} {record.id}"
+            duplicated = len({normalize_text(c) for c in original.choices}) < size
+            if duplicated != (reason == DUPLICATE_CHOICES):
+                yield f"{where}: duplicated options {duplicated}, skip_reason {reason!r}"
+            beyond = spec.gold_position is not None and spec.gold_position >= size
+            if reason == FEWER_OPTIONS and not beyond:
+                yield f"{where}: {FEWER_OPTIONS} with {size} options"
+            too_many = spec.symbols is not None and size > len(symbols(spec.symbols))
+            if reason == MORE_OPTIONS and not too_many:
+                yield f"{where}: {MORE_OPTIONS} with {size} options"
+            if (beyond or too_many) and reason is None:
+                yield f"{where}: {size} options cannot take this config, yet the item is transformed"
+            content_reasons[record.id].add(None if reason in (FEWER_OPTIONS, MORE_OPTIONS) and (beyond or too_many)
+                                           else reason)
+        for item_id, reasons in content_reasons.items():
+            if len(reasons) > 1:
+                yield f"{item_id}: skipped for {sorted(map(str, reasons))} in different configs"
+
+    def gold_at_position(build: Build) -> Iterable[str]:
+        for spec, split, record, original in each(build, lambda s, _: s.gold_position is not None):
+            expected = spec.gold_position if transformed(spec, split, record) else original.answer
+            if record.answer != expected:
+                yield f"{spec.name}/{split} {record.id}: gold at {LETTERS[record.answer]}, expected {LETTERS[expected]}"
+
+    def derangement_moves_all(build: Build) -> Iterable[str]:
+        for spec, split, record, original in each(build, lambda s, _: s.order == "derangement"):
+            if transformed(spec, split, record) and any(a == b for a, b in zip(record.choices, original.choices)):
+                yield f"{spec.name}/{split} {record.id}: an option stayed at its source position"
+
+    def unchanged_where_not_transformed(build: Build) -> Iterable[str]:
+        for spec, split, record, original in each(build):
+            changes_order = spec.transforms(split, fewshot_split) and spec.order != "keep"
+            if not changes_order and (record.choices, record.answer) != (original.choices, original.answer):
+                yield f"{spec.name}/{split} {record.id}: options changed in a config/split that keeps them"
+
+    def labels_unique(build: Build) -> Iterable[str]:
+        for spec, split, record, _ in each(build):
+            labels = record.columns["labels"]
+            if len(labels) != len(record.choices) or len(set(labels)) != len(labels):
+                yield f"{spec.name}/{split} {record.id}: labels {labels} for {len(record.choices)} options"
+            elif spec.symbols and transformed(spec, split, record):
+                if not set(labels) <= set(symbols(spec.symbols)):
+                    yield f"{spec.name}/{split} {record.id}: labels {labels} are not from the {spec.symbols} set"
+            elif labels != list(LETTERS[: len(labels)]):
+                yield f"{spec.name}/{split} {record.id}: labels {labels} where the letters are expected"
+
+    def demonstrations_valid(build: Build) -> Iterable[str]:
+        expected = ExpectedDemonstrations(source.items.get(fewshot_split or "", []), shots, sampler)
+        for spec, split, record, _ in each(build):
+            yield from expected.problems(spec, split, record)
+
+    def same_demonstrations_as_original(build: Build) -> Iterable[str]:
+        original = {r.id: r.columns["fewshot"] for records in build.configs[ORIGINAL].values() for r in records}
+        for spec, split, record, _ in each(build, lambda s, _: s.demonstrations == "same_subject"):
+            shown = record.columns["fewshot"][:-1] if spec.context_answer else record.columns["fewshot"]
+            if shown != original[record.id]:
+                yield f"{spec.name}/{split} {record.id}: demonstrations {shown} != {original[record.id]} in `original`"
+
+    def prompt_rendered(build: Build) -> Iterable[str]:
+        trivial = {row["id"]: row for row in trivial_questions()}
+        for config, splits in build.configs.items():
+            spec = by_name[config]
+            rows = {r.id: prompt_row(r) for r in splits.get(fewshot_split or "", [])}
+            for split, records in splits.items():
+                for record in records:
+                    item = prompt_row(record)
+                    demos = [item if i == record.id else rows.get(i) or trivial[i] for i in record.columns["fewshot"]]
+                    rendered = prompts.render(item, demos, "symbol", spec.with_subject, spec.answer_prefix)
+                    if record.columns["prompt"] != rendered:
+                        yield f"{config}/{split} {record.id}: `prompt` is not the rendered item and demonstrations"
+
+    return [
+        Check("gold_text_preserved", "choices are the source's options in `metadata.permutation` order, "
+              "and choices[answer] is the source gold", gold_text_preserved),
+        Check("copied_unchanged", "items with a `skip_reason` are the source's options, answer and letters, "
+              "and only configs/splits that change options skip", copied_unchanged),
+        Check("skip_reasons_consistent", "duplicated options (re-counted) are skipped as duplicate_choices; an "
+              "item skipped for its content is skipped alike in every config; size reasons match the sizes",
+              skip_reasons_consistent),
+        Check("gold_at_position", "gold-position configs have every transformed gold at their position, "
+              "and the source gold elsewhere", gold_at_position),
+        Check("derangement_moves_every_option", "in `derangement`, no option of a transformed item stays at "
+              "its source position", derangement_moves_all),
+        Check("unchanged_where_not_transformed", "configs and splits that keep the order have the source "
+              "options and answer", unchanged_where_not_transformed),
+        Check("labels_unique", "one label per option, unique per item, from the config's symbol set where "
+              "transformed, letters elsewhere", labels_unique),
+        Check("demonstrations_valid", "`fewshot` ids follow the config's kind of demonstrations and --shots "
+              "(the first few-shot items of the subject in source order by default)", demonstrations_valid),
+        Check("same_demonstrations_as_original", "configs with same-subject demonstrations show each item "
+              "the demonstrations it has in `original`", same_demonstrations_as_original),
+        Check("prompt_rendered", "`prompt` is the item after its demonstrations as the config shows them, "
+              "rendered by the plain renderer", prompt_rendered),
+    ]
+
+
+def prompt_row(record: MCQRecord) -> dict:
+    return {"id": record.id, "question": record.question, "choices": record.choices, "labels": record.columns["labels"],
+            "answer": record.answer, "subject": record.subject, "category": record.category,
+            "metadata": record.metadata}
+
+
+class ExpectedDemonstrations:
+    """What a record's ``fewshot`` ids may be, re-derived from the source's few-shot split."""
+
+    def __init__(self, fewshot_records: Sequence[MCQRecord], shots: int, sampler: str):
+        self.subject_of = {r.id: subject_group(r) for r in fewshot_records}
+        self.in_order: dict[str, list[str]] = defaultdict(list)
+        for record in fewshot_records:
+            self.in_order[subject_group(record)].append(record.id)
+        self.trivial = [row["id"] for row in trivial_questions()]
+        self.shots, self.sampler = shots, sampler
+
+    def problems(self, spec: ConfigSpec, split: str, record: MCQRecord) -> Iterator[str]:
+        fewshot = list(record.columns["fewshot"])
+        where = f"{spec.name}/{split} {record.id}"
+        context = record.metadata["context_answer"]
+        if spec.context_answer:
+            if not fewshot or fewshot[-1] != record.id or context is None:
+                yield f"{where}: the item is not its own last demonstration"
+                return
+            if (context == record.answer) != (spec.context_answer == "correct"):
+                yield f"{where}: context answer {context} is not {spec.context_answer}"
+            fewshot = fewshot[:-1]
+        elif context is not None:
+            yield f"{where}: a context answer outside the in-context configs"
+        if spec.demonstrations == "none" or self.shots == 0:
+            if fewshot:
+                yield f"{where}: demonstrations {fewshot} in a zero-shot config"
+            return
+        if record.id in fewshot or len(fewshot) != len(set(fewshot)):
+            yield f"{where}: demonstrations {fewshot} repeat or include the item"
+            return
+        candidates = self.candidates(spec, record, fewshot)
+        if candidates is None or not set(fewshot) <= set(candidates):
+            yield f"{where}: demonstrations {fewshot} are not {spec.demonstrations.replace('_', ' ')} demonstrations"
+        elif len(fewshot) != min(self.shots, len(candidates)):
+            yield f"{where}: {len(fewshot)} demonstrations, expected {min(self.shots, len(candidates))}"
+        elif self.sampler == "first_n" and fewshot != candidates[: len(fewshot)]:
+            yield f"{where}: demonstrations {fewshot} are not the first {len(fewshot)} in source order"
+
+    def candidates(self, spec: ConfigSpec, record: MCQRecord, fewshot: list[str]) -> list[str] | None:
+        """The ids the demonstrations are taken from, in source order (None: they cannot be valid)."""
+        if spec.demonstrations == "trivial":
+            return self.trivial
+        if spec.demonstrations == "same_subject":
+            subject = subject_group(record)
+        else:  # other_subject: one other subject, whichever the item drew
+            subjects = {self.subject_of.get(i) for i in fewshot}
+            if len(subjects) != 1 or None in subjects or subject_group(record) in subjects:
+                return None
+            subject = subjects.pop()
+        return [i for i in self.in_order.get(subject, []) if i != record.id]

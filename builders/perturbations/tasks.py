@@ -1,0 +1,111 @@
+"""The release's lm-eval folder: per config, one task per scoring method, a ``utils.py``, and the manifest.
+
+Every task reads its config of the release (:func:`builders.core.lm_eval_tasks.dataset_settings`) and is
+evaluated zero-shot: the demonstrations are already in each prompt. ``symbol`` scores the label after the
+``prompt`` column; ``hybrid`` and ``cloze`` score each option's text after a prompt that ``utils.py``
+renders with the builder's own renderer (:mod:`.prompts`, copied into the file), from the ``fewshot`` ids.
+``manifest.json`` gives ``python -m builders.evaluate`` each task's config, split, role (`original` for the
+baselines, `perturbed` otherwise), family, scoring method and baseline config.
+"""
+
+from __future__ import annotations
+
+import pprint
+from pathlib import Path
+from typing import Sequence
+
+from builders.core import lm_eval_tasks
+from builders.core.build import TaskLocation
+from builders.core.sources import LoadedSource
+from builders.perturbations import prompts
+from builders.perturbations.configs import NAME, ConfigSpec
+from builders.perturbations.transforms import trivial_questions
+
+# The metric each scoring method is read by: hybrid and cloze are length-normalised (the paper's setting).
+METRICS = {"symbol": "acc", "hybrid": "acc_norm", "cloze": "acc_norm"}
+
+
+def eval_split(source: LoadedSource) -> str:
+    splits = [s for s in source.benchmark.splits if s in source.items]
+    for preferred in ("test", "validation"):
+        if preferred in splits:
+            return preferred
+    return next((s for s in splits if s != source.benchmark.fewshot_split), splits[0])
+
+
+def task_name(prefix: str, config: str, method: str) -> str:
+    return f"{prefix}_{config}_{method}"
+
+
+def task_yaml(task: str, config: str, method: str, location: TaskLocation, split: str) -> bytes:
+    if method == "symbol":  # the options are shown; the label tokens are scored
+        text, choice, metrics = "prompt", "labels", ["acc"]
+    else:  # hybrid shows the options, cloze hides them; both score each option's text
+        text, choice, metrics = lm_eval_tasks.Function(f"utils.{method}_text"), "choices", ["acc", "acc_norm"]
+    entry = {"task": task, **lm_eval_tasks.dataset_settings(location, config), "test_split": split,
+             "output_type": "multiple_choice", "num_fewshot": 0, "doc_to_text": text, "doc_to_choice": choice,
+             "doc_to_target": "answer",
+             "metric_list": [{"metric": m, "aggregation": "mean", "higher_is_better": True} for m in metrics],
+             "metadata": {"version": 1.0, "scoring": method}}
+    return lm_eval_tasks.to_yaml(entry, f"mcqforge perturbations, config {config!r}, {method} scoring.\n"
+                                 "The demonstrations are already in every prompt: evaluate it zero-shot (no --num_fewshot).")
+
+
+def task_utils(spec: ConfigSpec, location: TaskLocation, fewshot_split: str | None) -> str:
+    constants = {
+        "dataset_name": spec.name,
+        "repo": location.repo_id,
+        "revision": location.revision,
+        "fewshot_split": fewshot_split if spec.demonstrations in ("same_subject", "other_subject") else None,
+        "with_subject": spec.with_subject,
+        "answer_prefix": spec.answer_prefix,
+        "trivial": list(trivial_questions()) if spec.demonstrations == "trivial" else [],
+    }
+    source = Path(prompts.__file__).read_text(encoding="utf-8")
+    return (source + "\n\n# ---- the release loader (mcqforge's shared lm-eval utils) ----\n\n" + lm_eval_tasks.UTILS
+            + "\n\n# ---- this task (written by mcqforge's perturbations builder) ----\n\n"
+            + f"TASK = {pprint.pformat(constants, width=110, sort_dicts=False)}\n")
+
+
+def task_files(specs: Sequence[ConfigSpec], source: LoadedSource, prefix: str,
+               location: TaskLocation) -> dict[str, bytes]:
+    split = eval_split(source)
+    files = {f"{lm_eval_tasks.TASKS_DIR}/README.md": tasks_readme(specs, prefix, location).encode()}
+    entries = []
+    for spec in specs:
+        folder = f"{lm_eval_tasks.TASKS_DIR}/{spec.name}"
+        files[f"{folder}/utils.py"] = task_utils(spec, location, source.benchmark.fewshot_split).encode()
+        for method in prompts.METHODS:
+            task = task_name(prefix, spec.name, method)
+            files[f"{folder}/{task}.yaml"] = task_yaml(task, spec.name, method, location, split)
+            entries.append({"task": task, "config": spec.name, "split": split,
+                            "role": "perturbed" if spec.baseline else "original", "family": spec.family,
+                            "scoring": method, "metric": METRICS[method], "baseline": spec.baseline})
+    files[lm_eval_tasks.MANIFEST] = lm_eval_tasks.manifest(NAME, location, entries)
+    return files
+
+
+def tasks_readme(specs: Sequence[ConfigSpec], prefix: str, location: TaskLocation) -> str:
+    where = (f"the release folder they sit in, else `{location.repo_id}` at `{location.revision}`" if location.repo_id
+             else "the release folder they sit in (this build was not published)")
+    first = specs[-1].name if len(specs) > 1 else specs[0].name
+    tasks = ",".join(task_name(prefix, first, method) for method in prompts.METHODS)
+    return f"""# lm-evaluation-harness tasks
+
+One folder per config, each with three tasks: `{prefix}_<config>_symbol` (options shown, the label is
+scored: `acc`), `{prefix}_<config>_hybrid` (options shown, each option's text is scored: `acc_norm` is
+the length-normalised score) and `{prefix}_<config>_cloze` (options hidden, each option's text is
+scored). The YAML files read the dataset from {where}. Every prompt already holds its demonstrations,
+so run zero-shot:
+
+```
+lm_eval --model hf --model_args pretrained=MODEL --include_path lm_eval/{first} \\
+  --tasks {tasks} --log_samples --output_path results/
+```
+
+`utils.py` renders the hybrid and cloze prompts (the same renderer that wrote the `prompt` column).
+`manifest.json` lists every task with its config, role (`original` for the baselines `original` and
+`original_zero_shot`, `perturbed` otherwise), family, scoring method and baseline config:
+`python -m builders.evaluate RELEASE --model ...` runs them and reports k_τ, RStd and the slope chart of
+each perturbed config against its baseline.
+"""

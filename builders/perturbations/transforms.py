@@ -1,0 +1,278 @@
+"""The per-item transforms of a config: the options' order and labels, the demonstrations, the prompt.
+
+Every random draw comes from ``item_rng(seed, item content, NAME, purpose)``, made once per item and shared
+by the configs that use it: `shuffle` and `symbols_*_shuffled_content` show the same permutation, both
+symbol sets the same symbol order, so that two configs differ only in what they are about.
+
+An item whose options cannot take a config's change is copied unchanged (source order, letters) with its
+``skip_reason``: duplicated options (which of the two is meant after a move?), options that refer to other
+options or to positions ("All of the above", "Both A and B", "option C"), fewer options than the gold
+position, or more options than the symbol set has. Such an item stays in the config, and is shown unchanged where it is a demonstration.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from builders.core.options import position_dependent_reason
+from builders.core.record import LETTERS, MCQRecord
+from builders.core.rng import item_rng
+from builders.core.sources import duplicate_option
+from builders.perturbations import prompts
+from builders.perturbations.configs import NAME, ConfigSpec, symbols
+
+TRIVIAL_FILE = Path(__file__).resolve().parent / "trivial_fewshot.jsonl"
+DUPLICATE_CHOICES = "duplicate_choices"
+FEWER_OPTIONS = "fewer_options_than_gold_position"
+MORE_OPTIONS = "more_options_than_symbols"
+SAMPLERS = ("first_n", "random")  # lm-eval's names: the first k in source order, or a random k
+
+
+@lru_cache(maxsize=1)
+def trivial_questions() -> tuple[dict[str, Any], ...]:
+    """The shipped trivial questions (written for mcqforge), as rows with letter labels."""
+    rows = [json.loads(line) for line in TRIVIAL_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return tuple({**row, "labels": list(LETTERS[: len(row["choices"])])} for row in rows)
+
+
+def subject_group(record: MCQRecord) -> str:
+    return record.subject or record.category or ""
+
+
+# ---- per-item draws -------------------------------------------------------------------------------------
+
+
+def derangement(rng: np.random.Generator, size: int) -> list[int]:
+    """A uniform random permutation without fixed points, by rejection (about e draws on average)."""
+    while True:
+        permutation = [int(i) for i in rng.permutation(size)]
+        if all(p != i for i, p in enumerate(permutation)):
+            return permutation
+
+
+class ItemDraws:
+    """Every per-item random draw, made once per item (its generator is keyed by its content) and shared
+    by every config that uses it."""
+
+    def __init__(self, seed: int):
+        self.seed = seed
+        self._cache: dict[tuple[str, str], Any] = {}
+
+    def _draw(self, record: MCQRecord, purpose: str, make: Callable[[np.random.Generator], Any]) -> Any:
+        key = (record.id, purpose)  # ids are unique in a source; the content key is hashed on a miss only
+        if key not in self._cache:
+            self._cache[key] = make(item_rng(self.seed, record.content_key, NAME, purpose))
+        return self._cache[key]
+
+    def shuffle(self, record: MCQRecord) -> list[int]:
+        return self._draw(record, "shuffle", lambda rng: [int(i) for i in rng.permutation(len(record.choices))])
+
+    def derangement(self, record: MCQRecord) -> list[int]:
+        return self._draw(record, "derangement", lambda rng: derangement(rng, len(record.choices)))
+
+    def symbol_order(self, record: MCQRecord) -> list[int]:
+        return self._draw(record, "symbol_order", lambda rng: [int(i) for i in rng.permutation(len(record.choices))])
+
+    def wrong_answer(self, record: MCQRecord) -> int:
+        """A source index other than the gold."""
+        wrong = [i for i in range(len(record.choices)) if i != record.answer]
+        return self._draw(record, "wrong_answer", lambda rng: wrong[int(rng.integers(len(wrong)))])
+
+    def choice(self, record: MCQRecord, purpose: str, options: Sequence[str]) -> str:
+        return self._draw(record, purpose, lambda rng: options[int(rng.integers(len(options)))])
+
+    def order(self, record: MCQRecord, purpose: str, candidates: Sequence[str]) -> list[str]:
+        return self._draw(record, purpose, lambda rng: [candidates[int(i)] for i in rng.permutation(len(candidates))])
+
+
+# ---- option order and labels ---------------------------------------------------------------------------
+
+
+def swapped(size: int, pairs: Iterable[tuple[int, int]]) -> list[int]:
+    """Identity with the given position swaps; swaps that reach past the last option are skipped."""
+    permutation = list(range(size))
+    for a, b in pairs:
+        if a < size and b < size:
+            permutation[a], permutation[b] = permutation[b], permutation[a]
+    return permutation
+
+
+@lru_cache(maxsize=None)
+def content_skip_reason(choices: tuple[str, ...]) -> str | None:
+    """Why no config may reorder or relabel these options, or None (once per distinct option tuple)."""
+    if duplicate_option(choices) is not None:
+        return DUPLICATE_CHOICES
+    return position_dependent_reason(choices)
+
+
+class Perturbation:
+    """One config's option change, as the new fields of a record; the gold is tracked by index."""
+
+    def __init__(self, spec: ConfigSpec, draws: ItemDraws, swaps: tuple[tuple[int, int], ...],
+                 fewshot_split: str | None):
+        self.spec, self.draws, self.swaps, self.fewshot_split = spec, draws, swaps, fewshot_split
+
+    def skip_reason(self, record: MCQRecord) -> str | None:
+        reason = content_skip_reason(record.choices)
+        if reason is None and self.spec.gold_position is not None and self.spec.gold_position >= len(record.choices):
+            return FEWER_OPTIONS
+        if reason is None and self.spec.symbols is not None and len(record.choices) > len(symbols(self.spec.symbols)):
+            return MORE_OPTIONS
+        return reason
+
+    def fields(self, record: MCQRecord, split: str) -> dict[str, Any]:
+        """``choices``, ``answer``, ``labels`` and ``metadata`` of the record in this config and split."""
+        size = len(record.choices)
+        reason = self.skip_reason(record) if self.spec.transforms(split, self.fewshot_split) else None
+        if self.spec.transforms(split, self.fewshot_split) and reason is None:
+            permutation, labels = self.option_order(record), self.option_labels(record)
+        else:
+            permutation, labels = list(range(size)), list(LETTERS[:size])
+        return {
+            "choices": tuple(record.choices[p] for p in permutation),
+            "answer": permutation.index(record.answer),
+            "labels": labels,
+            "metadata": {**record.metadata, "permutation": permutation, "original_answer": record.answer,
+                         "context_answer": None, "skip_reason": reason},
+        }
+
+    def option_order(self, record: MCQRecord) -> list[int]:
+        """``permutation[j]``: the source index of the option shown at position j."""
+        order = self.spec.order
+        if order == "swap_fixed":
+            return swapped(len(record.choices), self.swaps)
+        if order == "derangement":
+            return self.draws.derangement(record)
+        if order == "shuffle":
+            return self.draws.shuffle(record)
+        if order == "gold_at":
+            return swapped(len(record.choices), [(record.answer, self.spec.gold_position)])
+        return list(range(len(record.choices)))
+
+    def option_labels(self, record: MCQRecord) -> list[str]:
+        size = len(record.choices)
+        if self.spec.symbols is None:
+            return list(LETTERS[:size])
+        available = symbols(self.spec.symbols)
+        if self.spec.symbol_order == "shuffled":
+            return [available[i] for i in self.draws.symbol_order(record)]
+        return list(available[:size])
+
+
+# ---- demonstrations ---------------------------------------------------------------------------------------
+
+
+class Demonstrations:
+    """The ids of the demonstrations each item is shown, per kind: the same in every config of that kind.
+
+    Candidates are the few-shot items of a subject in source order, never the item itself. ``first_n`` takes
+    the first ``shots`` of them (lm-eval's MMLU); ``random`` takes ``shots`` in a per-item random order. An
+    `ood_fewshot` item draws another subject; `trivial_fewshot` takes the shipped trivial questions.
+    """
+
+    def __init__(self, fewshot_records: Sequence[MCQRecord], shots: int, sampler: str, draws: ItemDraws):
+        groups: dict[str, list[str]] = defaultdict(list)
+        for record in fewshot_records:
+            groups[subject_group(record)].append(record.id)
+        self.groups = dict(groups)
+        self.subjects = sorted(groups)
+        self.shots, self.sampler, self.draws = shots, sampler, draws
+        self._cache: dict[tuple[str, str], tuple[str, ...]] = {}
+
+    def ids(self, record: MCQRecord, kind: str) -> tuple[str, ...]:
+        key = (record.id, kind)
+        if key not in self._cache:
+            self._cache[key] = self._choose(record, kind)
+        return self._cache[key]
+
+    def _choose(self, record: MCQRecord, kind: str) -> tuple[str, ...]:
+        if kind == "none" or self.shots == 0:
+            return ()
+        if kind == "trivial":
+            candidates = [row["id"] for row in trivial_questions()]
+        elif kind == "same_subject":
+            candidates = self.groups.get(subject_group(record), [])
+        else:  # other_subject
+            others = [s for s in self.subjects if s != subject_group(record)]
+            if not others:
+                return ()
+            candidates = self.groups[self.draws.choice(record, "ood_subject", others)]
+        candidates = [i for i in candidates if i != record.id]
+        if self.sampler == "random":
+            candidates = self.draws.order(record, f"{kind}_order", candidates)
+        return tuple(candidates[: self.shots])
+
+
+# ---- prompts ------------------------------------------------------------------------------------------------
+
+
+def row_view(record: MCQRecord, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """What the prompt renderer reads, as the record's dataset row will have it."""
+    return {"id": record.id, "question": record.question, "choices": fields["choices"], "labels": fields["labels"],
+            "answer": fields["answer"], "subject": record.subject, "category": record.category}
+
+
+class PromptRenderer:
+    """One config's symbol-scoring prompts (the ``prompt`` column), exactly as :func:`prompts.render` writes
+    them. Each demonstration block is rendered once, and so is each instruction + demonstrations head that
+    items share (with ``first_n``, every item of a subject)."""
+
+    def __init__(self, spec: ConfigSpec, pool: Mapping[str, Mapping[str, Any]]):
+        self.spec, self.pool = spec, pool
+        self._heads: dict[tuple[str | None, tuple[str, ...]], str] = {}
+        self._trivial = {row["id"]: row for row in trivial_questions()}
+
+    def prompt(self, item: Mapping[str, Any], demonstration_ids: tuple[str, ...], context_answer: int | None) -> str:
+        """``context_answer``: the answer the item's own demonstration shows (in-context configs), else None."""
+        head = self._head(item["subject"] or item["category"], demonstration_ids)
+        parts = [head]
+        if context_answer is not None:
+            parts.append(prompts.question_block(item, "symbol", self.spec.answer_prefix, context_answer))
+        parts.append(prompts.question_block(item, "symbol", self.spec.answer_prefix, None))
+        return "\n\n".join(parts)
+
+    def _head(self, subject: str | None, demonstration_ids: tuple[str, ...]) -> str:
+        key = (subject, demonstration_ids)
+        if key not in self._heads:
+            blocks = []
+            for demo_id in demonstration_ids:
+                demo = self.pool.get(demo_id) or self._trivial[demo_id]
+                blocks.append(prompts.question_block(demo, "symbol", self.spec.answer_prefix, demo["answer"]))
+            self._heads[key] = "\n\n".join([prompts.instruction(subject, self.spec.with_subject), *blocks])
+        return self._heads[key]
+
+
+# ---- one config -----------------------------------------------------------------------------------------------
+
+
+def config_records(spec: ConfigSpec, items: Mapping[str, Sequence[MCQRecord]], fewshot_split: str | None,
+                   perturbation: Perturbation, demonstrations: Demonstrations) -> dict[str, list[MCQRecord]]:
+    """Every item of every split in this config, with its labels, demonstrations and prompt. The few-shot
+    split is transformed first: its items are the demonstrations, as the config shows them."""
+    fields = {split: [perturbation.fields(r, split) for r in records] for split, records in items.items()}
+    pool = {r.id: row_view(r, f) for r, f in zip(items.get(fewshot_split or "", []), fields.get(fewshot_split or "", []))}
+    renderer = PromptRenderer(spec, pool)
+    draws = perturbation.draws
+    configured = {}
+    for split, records in items.items():
+        out = []
+        for record, new in zip(records, fields[split]):
+            ids = demonstrations.ids(record, spec.demonstrations)
+            context = None
+            if spec.context_answer == "correct":
+                context = new["answer"]
+            elif spec.context_answer == "wrong":  # a wrong source option, where the config shows it
+                context = new["metadata"]["permutation"].index(draws.wrong_answer(record))
+            prompt = renderer.prompt(row_view(record, new), ids, context)
+            fewshot = [*ids, record.id] if context is not None else list(ids)
+            out.append(record.replace(choices=new["choices"], answer=new["answer"],
+                                      metadata={**new["metadata"], "context_answer": context},
+                                      columns={"labels": new["labels"], "fewshot": fewshot, "prompt": prompt}))
+        configured[split] = out
+    return configured

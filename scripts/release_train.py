@@ -1,0 +1,111 @@
+"""Build, validate and publish every dataset of a release train from one configuration file.
+
+    python scripts/release_train.py train.yaml            # check everything, then build and publish each
+    python scripts/release_train.py train.yaml --check    # only the checks (versions, tags, token, endpoints)
+
+The file names one version and the datasets to release with it::
+
+    version: 1.2.0
+    private: false
+    datasets:
+      - builder: wicked
+        push: your-org/wicked-mmlu
+        options: {benchmark: mmlu, seed: 0}
+      - builder: gsm_mc
+        push: your-org/gsm-mc
+        options: {source: openai/gsm8k, predictions: [preds/gsm8k.jsonl], sets: 10}
+
+Options are the builders' command-line options with underscores; a list gives several values. Every
+dataset's checks run before any build starts (an existing tag, a bad repo id, an unreachable Hub or LLM
+endpoint stops the whole train in seconds), then each is built, validated and published in order. A
+dataset that fails to build stops the train: those published before it keep their tags, and running the
+same file again skips them (their tag exists) only with ``--resume``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+import yaml
+
+from builders.__main__ import COMMANDS
+from builders.core import cli
+from builders.core.errors import ReleaseError, UserError
+
+
+def option_argv(options: dict[str, Any]) -> list[str]:
+    """{"sba_classifier": "none", "subjects": ["a", "b"], "strict": True} -> --sba-classifier none ..."""
+    argv: list[str] = []
+    for name, value in options.items():
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            argv.append(flag)
+        elif value is False or value is None:
+            continue
+        elif isinstance(value, (list, tuple)):
+            argv += [flag, *map(str, value)]
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+def read_train(path: Path) -> dict[str, Any]:
+    try:
+        train = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as error:
+        raise UserError(f"cannot read {path}: {error}") from None
+    if not isinstance(train, dict) or not train.get("version") or not isinstance(train.get("datasets"), list):
+        raise UserError(f"{path}: expected 'version' and a list of 'datasets'")
+    for number, entry in enumerate(train["datasets"], 1):
+        if not isinstance(entry, dict) or entry.get("builder") not in COMMANDS or not entry.get("push"):
+            raise UserError(f"{path}: dataset {number} needs 'builder' (one of {sorted(COMMANDS)}) and 'push'")
+    return train
+
+
+def plan(train: dict[str, Any], resume: bool) -> list[tuple[Any, argparse.ArgumentParser, argparse.Namespace, Any]]:
+    """Every dataset's parsed options and release checks, before anything is built."""
+    steps = []
+    for entry in train["datasets"]:
+        builder = importlib.import_module(COMMANDS[entry["builder"]]).BUILDER
+        parser = cli.builder_parser(builder)
+        argv = option_argv(entry.get("options") or {}) + ["--push", entry["push"], "--version", str(train["version"])]
+        if train.get("private"):
+            argv.append("--private")
+        args = cli.parse_args(parser, argv)
+        try:
+            release = cli.preflight(builder, args)
+        except ReleaseError as error:
+            if resume and "already has tag" in str(error):
+                print(f"skip {entry['push']}: {error}")
+                continue
+            raise
+        steps.append((builder, parser, args, release))
+        print(f"ok   {entry['builder']} -> {entry['push']} v{train['version']}")
+    return steps
+
+
+def run(path: Path, check_only: bool, resume: bool) -> None:
+    steps = plan(read_train(path), resume)
+    if check_only:
+        return
+    for builder, parser, args, release in steps:
+        print(f"\n=== {builder.name} -> {args.push}")
+        build, report = cli.build_and_validate(builder, parser, args, cli.load(builder, args))
+        cli.deliver(build, report, args, release)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("train", type=Path, help="the release train's YAML file")
+    parser.add_argument("--check", action="store_true", help="run every check, build nothing")
+    parser.add_argument("--resume", action="store_true", help="skip datasets whose tag already exists")
+    args = parser.parse_args(argv)
+    return cli.exit_code(lambda: run(args.train, args.check, args.resume))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

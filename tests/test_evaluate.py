@@ -1,0 +1,83 @@
+"""`python -m builders.evaluate`: the paper's table from a release, through the real lm-eval."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from builders import evaluate
+from builders.core.errors import UserError
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def options(**values) -> argparse.Namespace:
+    return argparse.Namespace(**{"output": None, "open_ended_scores": None, **values})
+
+
+def result(accuracy: float, items: dict | None = None) -> evaluate.TaskResult:
+    return evaluate.TaskResult(accuracy, items or {})
+
+
+def test_the_predicted_option_follows_the_metric_on_in_memory_samples():
+    sample = {"doc": {"id": "q"}, "target": 1, "filtered_resps": [(-4.0, False), (-6.0, False), (-4.0, False)],
+              "arguments": [("ctx", " a"), ("ctx", " a much longer option"), ("ctx", " bb")]}
+    results = {"configs": {"t": {"target_delimiter": " "}}, "samples": {"t": [sample]}}
+    acc, norm = evaluate.task_result(results, "t", "acc"), evaluate.task_result(results, "t", "acc_norm")
+    assert acc.items == {"q": (1, 0)}  # the first of equal maxima, as numpy's argmax
+    assert norm.items == {"q": (1, 1)}  # -6/20 beats -4/1 and -4/2: the delimiter is not counted
+
+
+def test_the_wicked_table_has_the_drop_and_the_variants_mean_and_std():
+    manifest = {"tasks": [{"task": "o", "role": "original"}, {"task": "v0", "role": "variant", "variant": 0},
+                          {"task": "v1", "role": "variant", "variant": 1}]}
+    runs = {"m": {"o": result(0.8), "v0": result(0.5), "v1": result(0.7)}}
+    [table] = evaluate.wicked_table(runs, manifest, options())
+    row = table.row("m")
+    assert (row["original"], row["variant 0"], row["variant 1"]) == (0.8, 0.5, 0.7)
+    assert row["variants mean"] == pytest.approx(0.6) and row["variants std"] == pytest.approx(0.1)
+    assert row["drop"] == pytest.approx(0.2)
+
+
+def test_the_sets_table_and_the_open_ended_correlation(tmp_path):
+    manifest = {"tasks": [{"task": f"s{k}", "role": "set", "set": k} for k in range(2)]}
+    runs = {m: {"s0": result(a), "s1": result(b)} for m, a, b in [("x", 0.2, 0.4), ("y", 0.5, 0.5), ("z", 0.9, 0.7)]}
+    scores = tmp_path / "open.json"
+    scores.write_text(json.dumps({"x": 0.1, "y": 0.3, "z": 0.6}))
+    sets, correlation = evaluate.sets_table(runs, manifest, options(open_ended_scores=scores))
+    assert sets.row("x")["mean"] == pytest.approx(0.3) and sets.row("z")["std"] == pytest.approx(0.1)
+    assert correlation.row(3)["spearman rho"] == pytest.approx(1.0)
+    scores.write_text("[1, 2]")
+    with pytest.raises(UserError, match="expected a JSON object"):
+        evaluate.sets_table(runs, manifest, options(open_ended_scores=scores))
+
+
+def test_the_ranking_table_flags_a_major_shift(tmp_path):
+    manifest = {"tasks": [{"task": "o", "role": "original", "config": "original", "scoring": "symbol"},
+                          {"task": "p", "role": "perturbed", "config": "shuffle", "scoring": "symbol"}]}
+    gold = {f"q{i}": i % 2 for i in range(4)}
+    def run(correct_before: int, correct_after: int):
+        items_o = {q: (g, g if i < correct_before else 1 - g) for i, (q, g) in enumerate(gold.items())}
+        items_p = {q: (g, g if i < correct_after else 1 - g) for i, (q, g) in enumerate(gold.items())}
+        return {"o": result(correct_before / 4, items_o), "p": result(correct_after / 4, items_p)}
+    runs = {"a": run(4, 1), "b": run(2, 3), "c": run(1, 4)}
+    [table] = evaluate.ranking_table(runs, manifest, options(output=tmp_path))
+    assert table.row("shuffle", "symbol", "a")["rank original"] == 1 and table.row("shuffle", "symbol", "a")["rank perturbed"] == 3
+    assert table.row("shuffle", "symbol", "a")["k_tau"] == pytest.approx(-1.0)
+    assert table.row("shuffle", "symbol", "a")["major shift"] == "yes"
+    assert (tmp_path / "slope_p.png").stat().st_size > 0
+
+
+def test_bad_models_and_releases_are_one_line(tmp_path):
+    with pytest.raises(UserError, match="expected hf:PATH, openai:MODEL@URL or dummy"):
+        evaluate.parse_model("gpt4", 8)
+    with pytest.raises(UserError, match="has no lm_eval/manifest.json"):
+        evaluate.open_release(str(tmp_path))
+    result = subprocess.run([sys.executable, "-m", "builders.evaluate", str(tmp_path), "--model", "dummy"],
+                            capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 2 and result.stderr.startswith("error: ") and "Traceback" not in result.stderr
