@@ -26,6 +26,7 @@ import argparse
 import csv
 import io
 import json
+import os
 import logging
 import math
 import statistics
@@ -83,7 +84,9 @@ def open_release(spec: str) -> tuple[Path, dict[str, Any]]:
         from huggingface_hub import snapshot_download
 
         try:
-            folder = Path(snapshot_download(repo, repo_type="dataset", revision=tag,
+            # real files, not the cache's links into blobs/: lm-eval resolves a YAML file's links and then
+            # looks for utils.py beside the blob
+            folder = Path(snapshot_download(repo, repo_type="dataset", revision=tag, local_dir=_release_cache(repo, tag),
                                             allow_patterns=[f"{TASKS_DIR}/*", f"{TASKS_DIR}/**/*", "build_config.yaml"]))
         except Exception as error:  # huggingface_hub raises many types; the user needs one line
             raise UserError(f"cannot fetch {spec} from the Hub ({type(error).__name__})") from None
@@ -91,6 +94,11 @@ def open_release(spec: str) -> tuple[Path, dict[str, Any]]:
     if not path.is_file():
         raise UserError(f"{spec} has no {MANIFEST}: it was not built with lm-eval tasks")
     return folder, json.loads(path.read_text(encoding="utf-8"))
+
+
+def _release_cache(repo: str, tag: str) -> Path:
+    root = Path(os.environ.get("MCQFORGE_CACHE", Path.home() / ".cache" / "mcqforge"))
+    return root / "releases" / f"{repo.replace('/', '--')}--{tag}"
 
 
 # ---- running lm-eval --------------------------------------------------------------------------------------
@@ -110,13 +118,25 @@ def evaluate_model(folder: Path, manifest: Mapping[str, Any], model: ModelSpec, 
 
     tasks = {task["task"]: task for task in manifest["tasks"]}
     try:
-        results = lm_eval.simple_evaluate(model=model.lm_eval_model, model_args=model.model_args, tasks=list(tasks),
+        results = lm_eval.simple_evaluate(model=_lm(model), model_args=model.model_args, tasks=list(tasks),
                                           task_manager=TaskManager(include_path=str(folder / TASKS_DIR)), limit=limit,
                                           device=device or _default_device(), log_samples=True)
     except Exception as error:  # a model that cannot load or answer: one line, not lm-eval's traceback
         first = str(error).strip().splitlines()[0][:300] if str(error).strip() else ""
         raise UserError(f"lm-eval failed for model {model.name}: {type(error).__name__}: {first}") from None
     return {name: task_result(results, name, task.get("metric", "acc")) for name, task in tasks.items()}
+
+
+def _lm(model: ModelSpec):
+    """The lm-eval model name, or for ``dummy`` an instance without a tokenizer: lm-eval's dummy model fetches
+    a 32B model's tokenizer from the Hub only to log its special tokens, which offline costs 30 s of retries."""
+    if model.lm_eval_model != "dummy":
+        return model.lm_eval_model
+    from lm_eval.models.dummy import DummyLM
+
+    dummy = DummyLM()
+    dummy.__dict__["tokenizer"] = None  # shadows the cached property
+    return dummy
 
 
 def _default_device() -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import datasets
 import pytest
 from huggingface_hub import DatasetCard, HfApi
@@ -32,11 +34,16 @@ def test_publish_tag_and_load_back(local_hub, tmp_path, capsys):
     assert 'revision="v1.0.0"' in card.text and 'load_dataset("mcqforge/wicked-mmlu", "original"' in card.text
     assert [e.version for e in read_changelog(str(card))] == ["1.0.0"]
     assert card.data.license == "mit" and card.data.source_datasets == ["cais/mmlu"]
-    assert sorted(local_hub.paths_at("mcqforge/wicked-mmlu", "v1.0.0")) == sorted(
+    paths = local_hub.paths_at("mcqforge/wicked-mmlu", "v1.0.0")
+    assert sorted(path for path in paths if not path.startswith("lm_eval/")) == sorted(
         [".gitattributes", "README.md", "build_config.yaml", "exclusions.jsonl", "validation_report.json"]
         + [f"{config}/{split}-00000-of-00001.parquet" for config in ["original"] + [f"variant_{k}" for k in range(5)]
            for split in ("test", "dev")]
     )
+    # the published task folder is pinned to the repo and the tag
+    assert {"lm_eval/manifest.json", "lm_eval/utils.py"} <= set(paths)
+    manifest = json.loads(local_hub.file_at("mcqforge/wicked-mmlu", "v1.0.0", "lm_eval/manifest.json"))
+    assert (manifest["repo"], manifest["revision"]) == ("mcqforge/wicked-mmlu", "v1.0.0")
 
 
 def test_second_version_keeps_the_first_and_carries_the_changelog(local_hub, tmp_path):
