@@ -1,11 +1,17 @@
-"""Full-scale contrast-set mining: the six UnifiedQA sources (train + test), cold and warm embedding cache.
+"""Full-scale contrast-set mining on the six UnifiedQA sources (train + test): the threshold and determinism.
 
     python benchmarks/contrast_sets.py --data ../shared/data [builder options, e.g. --no-cross-source]
 
-Each build runs as its own process, as a user runs it: first with an empty embedding cache (cold), then
-with the cache the first run filled (warm). Prints the seconds per stage, the end-to-end wall time (Python
-start and imports included), the peak memory, the graph statistics and the yield next to the paper's
-(820 of 7,611 questions), and whether the two runs wrote byte-identical Parquet files.
+Four builds, each its own process as a user runs it:
+
+1. the calibrated default threshold, cold embedding cache, batches of at most 256 texts / 1024 tokens;
+2. the same options, another cold cache, batches of at most 16 texts / 256 tokens: the Parquet files must be
+   byte-identical to run 1 (the output does not depend on how texts were batched);
+3. the same options, warm cache (run 1's): byte-identical again;
+4. the paper's threshold 0.85 (warm cache), for the "before" figures.
+
+Prints the seconds per stage, the end-to-end wall time (Python start and imports included), the peak memory,
+the share of edges that join identical texts and the yield next to the paper's (820 of 7,611 questions).
 """
 
 from __future__ import annotations
@@ -34,23 +40,24 @@ def child(argv: list[str]) -> None:
     sys.path.insert(0, str(REPO))
     from builders.contrast_sets import builder as cs
     from builders.core import cli
-    from builders.core.adapters import load_benchmark
     from builders.core.release import write_release
-    from builders.core.validate import validate
 
     stopwatch = cs.Stopwatch()
     stopwatch.seconds["imports"] = time.perf_counter() - STARTED
-    args = cli.parse_args(cs.make_parser(), argv)
+    parser = cli.builder_parser(cs.BUILDER)
+    args = cli.parse_args(parser, argv)
+    cli.check_options(cs.BUILDER, args)
     with stopwatch.stage("load"):
-        source = load_benchmark(args.benchmark, args.source, seed=args.seed)
+        source = cli.load(cs.BUILDER, args)
     build = cs.build(source, args, stopwatch)
+    build.params = {**cli.recorded_params(args, parser), **build.params}
     with stopwatch.stage("validate"):
-        report = validate(build)
+        report = cli.validate(build)
     with stopwatch.stage("write"):
         write_release(build, report, args.output)
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"stages": stopwatch.seconds, "peak_mib": peak_mib, "graph": build.card_context["graph"],
-                      "similarity": build.card_context["similarity"], "balance": build.card_context["pair_balance"]}))
+    print(json.dumps({"stages": stopwatch.seconds, "peak_mib": peak_mib, "threshold": args.threshold,
+                      "graph": build.card_context["graph"], "similarity": build.card_context["similarity"]}))
 
 
 def run_build(argv: list[str]) -> tuple[float, dict]:
@@ -63,7 +70,7 @@ def run_build(argv: list[str]) -> tuple[float, dict]:
     return seconds, json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def report(runs: list[tuple[str, float, dict]], rows: int, identical: bool) -> None:
+def report(runs: list[tuple[str, float, dict]], rows: int, identical: dict[str, bool]) -> None:
     print(f"UnifiedQA, six sources x train+test: {rows} source rows, {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.1f}\n")
     print("| stage | " + " | ".join(name for name, _, _ in runs) + " |\n|---|" + "---|" * len(runs))
@@ -71,15 +78,16 @@ def report(runs: list[tuple[str, float, dict]], rows: int, identical: bool) -> N
         print(f"| {stage} | " + " | ".join(f"{r['stages'].get(stage, 0):.1f}" for _, _, r in runs) + " |")
     print("| **end to end (wall, process start to exit)** | " + " | ".join(f"**{s:.1f}**" for _, s, _ in runs) + " |")
     print("| peak RSS (MiB) | " + " | ".join(f"{r['peak_mib']:.0f}" for _, _, r in runs) + " |")
-    graph = runs[0][2]["graph"]
-    print("\n| graph | value |\n|---|---|")
-    for key, value in graph.items():
-        print(f"| {key.replace('_', ' ')} | {value} |")
-    print(f"\nyield: {graph['questions']} questions of {graph['rows_in']} rows = {graph['yield_percent']}% "
-          f"(paper: {PAPER[0]} of {PAPER[1]} = {100 * PAPER[0] / PAPER[1]:.1f}%)")
-    print(f"similarity of the kept edges: {runs[0][2]['similarity'].get('kept')}")
-    print(f"pairs whose first question has its gold at A: {runs[0][2]['balance']}")
-    print(f"byte-identical Parquet, cold vs warm: {identical}")
+    keys = list(runs[0][2]["graph"])
+    chosen = [runs[0], runs[-1]]
+    print("\n| graph | " + " | ".join(f"threshold {r['threshold']}" for _, _, r in chosen) + " |\n|---|---|---|")
+    for key in keys:
+        print(f"| {key.replace('_', ' ')} | " + " | ".join(str(r["graph"][key]) for _, _, r in chosen) + " |")
+    print(f"\npaper: {PAPER[0]} of {PAPER[1]} = {100 * PAPER[0] / PAPER[1]:.1f}%")
+    for name, _, result in chosen:
+        print(f"{name}: similarity of the kept edges {result['similarity'].get('kept')}")
+    for name, same in identical.items():
+        print(f"byte-identical Parquet, {name}: {same}")
 
 
 def main() -> None:
@@ -93,14 +101,23 @@ def main() -> None:
     rows = sum(1 for path in source.glob("*/*.jsonl") for line in open(path, encoding="utf-8") if line.strip())
     with tempfile.TemporaryDirectory(prefix="mcqforge-contrast-bench-") as tmp:
         tmp = Path(tmp)
+        plan = [
+            ("default, cold, batches 256/1024", "a", "cache_a", ["--batch-size", "256", "--batch-tokens", "1024"]),
+            ("default, cold, batches 16/256", "b", "cache_b", ["--batch-size", "16", "--batch-tokens", "256"]),
+            ("default, warm", "c", "cache_a", []),
+            ("paper 0.85, warm", "d", "cache_a", ["--threshold", "0.85"]),
+        ]
         runs = []
-        for name in ("cold cache", "warm cache"):
-            out = tmp / name.split()[0]
-            argv = ["--benchmark", "unifiedqa", "--source", str(source), "--cache-dir", str(tmp / "cache"),
-                    "--output", str(out), "--log-level", "WARNING", *builder_options]
+        for name, out, cache, extra in plan:
+            argv = ["--benchmark", "unifiedqa", "--source", str(source), "--cache-dir", str(tmp / cache),
+                    "--output", str(tmp / out), "--log-level", "WARNING", *builder_options, *extra]
             seconds, result = run_build(argv)
             runs.append((name, seconds, result))
-        identical = parquet_digest(tmp / "cold") == parquet_digest(tmp / "warm")
+            print(f"{name}: {seconds:.1f} s", file=sys.stderr, flush=True)
+        identical = {"batch size 256/1024 vs 16/256 (both cold)": parquet_digest(tmp / "a") == parquet_digest(tmp / "b"),
+                     "cold vs warm": parquet_digest(tmp / "a") == parquet_digest(tmp / "c"),
+                     "contrast_edges.jsonl, batch sizes": (tmp / "a" / "contrast_edges.jsonl").read_bytes()
+                     == (tmp / "b" / "contrast_edges.jsonl").read_bytes()}
     report(runs, rows, identical)
 
 

@@ -1,6 +1,15 @@
 """The MATH equivalence engine at full scale: all 5,000 MATH test golds against a synthetic pool.
 
     python benchmarks/math_equivalence.py --data ../shared/data [--limit N] [--timeout 5] [--hostile 20]
+    python benchmarks/math_equivalence.py --data ../shared/data --check-fast-path [--choices 2]
+
+``--check-fast-path`` (issue 12.4) proves the builder's shortcuts around math-verify on the real build: every
+pair the MATH-MC build from the real predictions judges (golds against boxed alternatives, answers against
+the gold and each other, pool candidates against each other) is asked again of plain math-verify, both
+ways, with no normal form or fingerprint. Printed: the pairs, how many the fast path settled, and the
+disagreements: a pair the fast path calls different that plain math-verify calls equal must never occur.
+Then the real release is built (``--choices``, 10 sets) and its options are checked with plain math-verify:
+gold-equivalent distractors (must be 0), items with a surface-form cue (must be at most 2%), items kept, time.
 
 Each problem gets at least 10 candidate answers, labelled by how they were made:
 
@@ -118,8 +127,15 @@ def main() -> None:
     parser.add_argument("--hostile", type=int, default=20, help="problems that also get a hanging answer")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-build", action="store_true", help="skip the MATH-MC build from the real predictions")
+    parser.add_argument("--check-fast-path", action="store_true",
+                        help="only: every pair of the real build against plain math-verify, then the release figures")
+    parser.add_argument("--choices", type=int, default=2, help="options per item of the real release (--check-fast-path)")
     args = parser.parse_args()
     logging.basicConfig(level=getattr(logging, os.environ.get("LOG_LEVEL", "ERROR")))
+    if args.check_fast_path:
+        check_fast_path(args.data, args.workers, args.timeout)
+        release_figures(args.data, args.choices, args.workers)
+        return
 
     start = time.perf_counter()
     with open(args.data / "math" / "test.jsonl", encoding="utf-8") as handle:
@@ -165,6 +181,110 @@ def real_build(data: Path) -> None:
         for heading in ("### Gold answers", "### Distractor pools", "### Equivalence engine"):
             section = card.split(heading, 1)[1].split("###", 1)[0].strip()
             print(f"{heading[4:]}:\n{section[:1500]}\n")
+
+
+def check_fast_path(data: Path, workers: int | None, timeout: float) -> None:
+    """Every pair the real build judges, the builder's verdict against plain math-verify's."""
+    from builders.core import cli
+    from builders.from_predictions import collect
+    from builders.math_mc import builder as math_mc
+    from builders.math_mc.answers import surface_key
+    from builders.math_mc.plain import judge_pairs
+
+    args = cli.builder_parser(math_mc.BUILDER).parse_args(
+        ["--source", str(data / "math"), "--predictions", str(data / "predictions" / "math_test.jsonl"),
+         "--equivalence-timeout", str(max(timeout, 10.0))] + (["--equivalence-workers", str(workers)] if workers else []))
+    math_mc.BUILDER.check_arguments(args)
+    start = time.perf_counter()
+    source = cli.load(math_mc.BUILDER, args)
+    items = {split: list(split_items) for split, split_items in source.items.items()}
+    with MathEquivalence(args.equivalence_workers, args.equivalence_timeout) as equivalence:
+        math_mc.drop_ambiguous_golds(items, equivalence)
+        all_items = [item for split_items in items.values() for item in split_items]
+        pools, collected, _ = math_mc.model_pools(source, args, all_items, equivalence)
+        math_mc.distinct_pools(pools, equivalence)
+        # Pairs decided by the surface key never reach math-verify: every two spellings of one question's
+        # answers (the gold among them) with one key.
+        keyed = set()
+        for item in all_items:
+            answers = collect.answers_for(item, collected, math_mc._extract, math_mc._extracted)
+            texts = sorted({item.gold, *(a.strip() for _, a in answers if a and a.strip())})
+            keyed |= {(a, b) for i, a in enumerate(texts) for b in texts[i + 1:] if surface_key(a) == surface_key(b)}
+        verdicts = dict(equivalence._known)
+        prejudged = set(equivalence.prejudged_pairs)
+        undecided = set(equivalence._undecided)
+    built = time.perf_counter() - start
+    pairs = sorted({tuple(sorted(pair)) for pair in set(verdicts) | keyed})
+    verdicts = {tuple(sorted(pair)): verdict for pair, verdict in verdicts.items()}
+    prejudged = {tuple(sorted(pair)) for pair in prejudged}
+    undecided = {tuple(sorted(pair)) for pair in undecided}
+    start = time.perf_counter()
+    plain = judge_pairs(pairs, workers, max(timeout, 10.0))
+    asked = time.perf_counter() - start
+    classes = Counter()
+    examples: dict[str, list] = {}
+    for pair in pairs:
+        path = "prejudged" if pair in prejudged else "surface key" if pair in keyed else \
+            "undecided" if pair in undecided else "math-verify (both ways)"
+        builder_says = "equal" if (pair in keyed or verdicts.get(pair)) else "different"
+        kind = (path, builder_says, plain[pair])
+        classes[kind] += 1
+        examples.setdefault(" / ".join(kind), []).append(pair)
+    print(f"pairs judged by the real build: {len(pairs)} (pools and checks in {built:.1f} s; plain math-verify on "
+          f"every pair in {asked:.1f} s)")
+    print("path | builder | plain math-verify | pairs")
+    for (path, builder_says, plain_says), count in sorted(classes.items()):
+        print(f"{path} | {builder_says} | {plain_says} | {count}")
+    unsound = sum(n for (path, b, p), n in classes.items() if b == "different" and p == "equal")
+    print(f"fast path unsound (builder 'different', plain math-verify 'equal'): {unsound} of {len(pairs)} pairs; "
+          f"settled by the readings alone: {len(prejudged)}")
+    for kind, found in examples.items():
+        if "different / equal" in kind or "equal / different" in kind:
+            print(f"  {kind}: {found[:5]}")
+
+
+def release_figures(data: Path, choices: int, workers: int | None) -> None:
+    """The real release with ``choices`` options: plain math-verify on its options, form cues, items, time."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out"
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "builders.math_mc", "--source", str(data / "math"), "--predictions",
+                        str(data / "predictions" / "math_test.jsonl"), "--choices", str(choices), "--output", str(out),
+                        "--log-level", "ERROR"], cwd=REPO, check=True)
+        seconds = time.perf_counter() - start
+        items, bad, pairs = release_report(out, workers)
+        print(f"MATH-MC {choices} options: {items} items kept of 5000, built and validated in {seconds:.1f} s; "
+              f"gold-equivalent or undecided distractors by plain math-verify (both ways): {len(bad)} of "
+              f"{pairs} distinct gold/distractor pairs {list(bad.items())[:5]}")
+
+
+def release_report(out: Path, workers: int | None) -> tuple[int, dict, int]:
+    """Per set, the items with a form cue; over all sets, the gold/distractor pairs plain math-verify does not
+    call different. Returns (items, those pairs, distinct pairs)."""
+    import datasets
+
+    from builders.math_mc.builder import form_cue
+    from builders.math_mc.plain import judge_pairs
+    from builders.core.record import MCQRecord
+
+    records, pairs = {}, set()
+    for k in range(10):
+        for row in datasets.load_dataset(str(out), f"set_{k}", split="test"):
+            record = MCQRecord(id=row["id"], question=row["question"], choices=tuple(row["choices"]),
+                               answer=row["answer"], source="", source_config=None, source_split="test", source_index=0)
+            records[(k, row["id"])] = record
+            gold = record.choices[record.answer]
+            pairs |= {(gold, c) for i, c in enumerate(record.choices) if i != record.answer}
+    verdicts = judge_pairs(sorted(pairs), workers, 10.0)
+    bad = {pair: v for pair, v in verdicts.items() if v != "different"}
+    items = {item for _, item in records}
+    for k in range(10):
+        set_records = [r for (s, _), r in records.items() if s == k]
+        cues = Counter(form_cue(r) for r in set_records)
+        with_cue = sum(n for name, n in cues.items() if name)
+        print(f"set_{k}: {len(set_records)} items, form cue in {with_cue} ({with_cue / max(1, len(set_records)):.1%}) "
+              f"{dict((n, c) for n, c in cues.items() if n)}")
+    return len(items), bad, len(pairs)
 
 
 def report_merges(items, pools, labels) -> None:

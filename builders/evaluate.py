@@ -274,10 +274,11 @@ def mmlu_pro_plus_table(runs: Runs, manifest: Mapping[str, Any], options: argpar
 def ranking_table(runs: Runs, manifest: Mapping[str, Any], options: argparse.Namespace) -> Statistics:
     from builders.metrics.ranking import Side, rank_models, slope_chart
 
-    originals = {t.get("scoring", ""): t for t in _by_role(manifest, "original")}
+    # each perturbed config names its baseline config (original, or original_zero_shot for the zero-shot ones)
+    originals = {(t["config"], t.get("scoring", "")): t for t in _by_role(manifest, "original")}
     rows = []
     for task in _by_role(manifest, "perturbed"):
-        base = originals.get(task.get("scoring", ""))
+        base = originals.get((task.get("baseline", "original"), task.get("scoring", "")))
         if base is None:
             continue
         sides = [Side(t["task"], {i: g for r in runs.values() for i, (g, _) in r[t["task"]].items.items()},

@@ -6,8 +6,8 @@
 ``RELEASE`` is a release folder or ``REPO@vX.Y.Z``. Layouts:
 
 - ``mc-evaluation`` (Zhang et al., 2024: GSM-MC, MATH-MC, PythonIO): for each config, ``<config>/train.jsonl``
-  and ``<config>/test.jsonl``, one object per question with ``Question``, ``A`` ... (one key per option),
-  ``Answer`` (the gold letter) and, for MATH-MC, ``Type`` (the MATH subject).
+  and ``<config>/test.jsonl`` (the splits the release has), one object per question with ``Question``, ``A`` ...
+  (one key per option), ``Answer`` (the gold letter) and, for MATH-MC, ``Type`` (the MATH subject).
 - ``mmlu-pro-plus`` (Taghanaki et al., 2024): for each config and split, ``<config>/<split>.jsonl`` in
   MMLU-Pro's Hub columns (``question_id``, ``question``, ``options``, ``answer`` letter, ``answer_index``,
   ``cot_content``, ``category``, ``src``) plus the flags its evaluation code reads (``is_modified``,
@@ -19,6 +19,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+
+import yaml
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -37,35 +39,65 @@ def release_rows(spec: str) -> dict[str, dict[str, list[dict[str, Any]]]]:
         from huggingface_hub import snapshot_download
 
         try:
-            folder = Path(snapshot_download(repo, repo_type="dataset", revision=tag, allow_patterns=["*/*.parquet"]))
+            folder = Path(snapshot_download(repo, repo_type="dataset", revision=tag,
+                                            allow_patterns=["*/*.parquet", "build_config.yaml"]))
         except Exception as error:  # huggingface_hub raises many types; the user needs one line
             raise UserError(f"cannot fetch {spec} from the Hub ({type(error).__name__})") from None
     import pyarrow.parquet as pq
 
     configs: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    builder = release_builder(folder)
     for file in sorted(folder.glob("*/*.parquet")):
         split = file.name.split("-")[0]
-        configs.setdefault(file.parent.name, {}).setdefault(split, []).extend(pq.read_table(file).to_pylist())
+        rows = pq.read_table(file).to_pylist()
+        for row in rows:
+            row["_builder"] = builder
+        configs.setdefault(file.parent.name, {}).setdefault(split, []).extend(rows)
     if not configs:
         raise UserError(f"{spec} holds no Parquet files: not an mcqforge release")
     return configs
 
 
+def release_builder(folder: Path) -> str | None:
+    """The builder that wrote the release (its build_config.yaml), None when the file is missing."""
+    try:
+        config = yaml.safe_load((folder / "build_config.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None
+    return config.get("builder") if isinstance(config, dict) else None
+
+
+def _gold(row: Mapping[str, Any]) -> int:
+    """The gold index: ``answer_index`` where the release carries MMLU-Pro's columns (``answer`` is a letter)."""
+    gold = row.get("answer_index")
+    return int(gold if gold is not None else row["answer"])
+
+
 def mc_evaluation_row(row: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"Question": row["question"]}
     out.update({LETTERS[i]: choice for i, choice in enumerate(row["choices"])})
-    out["Answer"] = LETTERS[row["answer"]]
-    if row.get("source", "").endswith("hendrycks_math"):
+    out["Answer"] = LETTERS[_gold(row)]
+    if row.get("_builder") == "math_mc" or str(row.get("source") or "").endswith("hendrycks_math"):
         out["Type"] = row.get("subject")
     return out
 
 
+MMLU_PRO_COLUMNS = ("question_id", "question", "options", "answer", "answer_index", "cot_content", "category", "src")
+COMPATIBILITY_FLAGS = ("is_modified", "is_modified_non_llm", "modification_type_non_llm")
+
+
 def mmlu_pro_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    if "options" not in row or "answer_index" not in row:
-        raise UserError("the release has no MMLU-Pro columns (options, answer_index): not an MMLU-Pro+ release")
-    keys = ("question_id", "question", "options", "answer", "answer_index", "cot_content", "category", "src",
-            "is_modified", "is_modified_non_llm", "modification_type_non_llm")
-    return {key: row.get(key) for key in keys}
+    """MMLU-Pro's Hub columns, rebuilt from the record where a column is missing, and the flags where present."""
+    metadata = row.get("metadata") or {}
+    question_id = row.get("question_id", metadata.get("question_id"))
+    if question_id is None:
+        raise UserError("the release has no question_id (column or metadata): not made from MMLU-Pro")
+    gold = _gold(row)
+    out = {"question_id": question_id, "question": row["question"], "options": list(row["choices"]),
+           "answer": LETTERS[gold], "answer_index": gold, "cot_content": row.get("cot_content") or "",
+           "category": row.get("category"), "src": row.get("src", metadata.get("src"))}
+    out.update({flag: row[flag] for flag in COMPATIBILITY_FLAGS if flag in row})
+    return out
 
 
 # layout -> (row converter, which splits it writes: None for every split)
@@ -86,6 +118,8 @@ def export(spec: str, layout: str, output: Path) -> list[Path]:
             path.parent.mkdir(parents=True, exist_ok=True)
             _write_jsonl(path, (convert(row) for row in rows))
             written.append(path)
+    if not written:
+        raise UserError(f"{spec} has no {' or '.join(splits or ())} split: nothing to write in the {layout} layout")
     return written
 
 

@@ -35,6 +35,7 @@ from builders.core.record import MCQRecord
 from builders.core.rng import item_rng
 from builders.core.sources import LoadedSource, duplicate_option
 from builders.core.tables import Statistics, Table, counts_table
+from builders.core.validate import referring_options
 from classifiers.sba_model import BATCH_SIZE, EVALUATIONS_FILE, PAPER_CLASSIFIER
 
 logger = logging.getLogger(__name__)
@@ -430,8 +431,11 @@ class TaskPlan:
         files[f"{folder}/{self.group}.yaml"] = lm_eval_tasks.to_yaml(
             lm_eval_tasks.group(self.group, variants),
             "The mean accuracy over the WiCkeD variants; `python -m builders.evaluate` adds the std and the drop.")
-        files[lm_eval_tasks.MANIFEST] = lm_eval_tasks.manifest(NAME, location, manifest,
-                                                               [{"group": self.group, "tasks": variants}])
+        # lm-eval's group gives the mean; the std over the variants and the drop from `original` are computed by
+        # `python -m builders.evaluate` from the per-task accuracies, as this entry says.
+        files[lm_eval_tasks.MANIFEST] = lm_eval_tasks.manifest(
+            NAME, location, manifest, [{"group": self.group, "tasks": variants, "original": self.task("original"),
+                                        "reports": ["mean", "std", "drop"]}])
         return files
 
     def readme(self, location: TaskLocation) -> str:
@@ -459,40 +463,6 @@ variant, the variants' mean and standard deviation, and the drop.
 
 # ---- builder invariants: written independently of the code that built the items -----------------------
 
-_QUANTIFIERS = {"all", "none", "both", "neither", "nither", "nether", "either", "any", "each"}
-_OTHER_OPTIONS = {"above", "below", "these", "them", "those", "preceding", "foregoing", "options", "choices", "answers",
-                  "others"}
-_PHRASES = (("of", "the", "above"), ("of", "above"), ("listed", "above"), ("mentioned", "above"),
-            ("given", "above"), ("combination", "of", "these"), ("combinations", "of", "these"))
-_LABEL_GLUE = {"and", "or", "nor", "&", "both", "either", "neither", "only", "above", "option", "options", "choice",
-               "choices", "answer", "answers", "all", "of", "are", "is", "correct", "true", "will", "be"}
-_NUMBER_CUES = {"both", "either", "neither", "option", "options", "choice", "choices", "answer", "answers", "above"}
-
-
-def refers_to_other_options(option: str) -> bool:
-    """A second detector, on words: the option is split into words, and it refers to the other options if it
-    is a bare quantifier ("Both"), opens with a quantifier of the other options ("None of these"), holds
-    "of the above", or is made only of option labels and joining words ("a. and b. above", "Both 2 and 3")."""
-    words = [w.strip("().:;!?\"'") for w in re.split(r"[\s,]+", option.lower())]
-    words = [w for w in words if w]
-    if not words:
-        return False
-    if len(words) == 1 and words[0] in _QUANTIFIERS - {"all", "any", "each"}:
-        return True
-    if words[0] in _QUANTIFIERS and _OTHER_OPTIONS & set(words[1:5]):
-        return True
-    if any(tuple(words[i:i + len(p)]) == p for p in _PHRASES for i in range(len(words))):
-        return True
-    letters = [w for w in words if len(w) == 1 and w in "abcdefghij"]
-    numbers = [w for w in words if len(w) == 1 and w in "123456789"]
-    rest = [w for w in words if w not in letters and w not in numbers]
-    if not all(w in _LABEL_GLUE for w in rest):
-        return False
-    if letters and numbers:  # "(a) 1, (b) 1, (c) 1": the answers to a question's parts
-        return False
-    return len(letters) >= 2 or (len(numbers) >= 2 and bool(_NUMBER_CUES & set(rest)))
-
-
 def _pairs(build: Build):
     originals = {r.id: r for records in build.configs["original"].values() for r in records}
     for config, split, records in build.records():
@@ -507,7 +477,7 @@ def _altered(build: Build):
 
 def _altered_shape(build: Build):
     for config, split, record, original in _altered(build):
-        referring = [c for c in record.choices if refers_to_other_options(c)]
+        referring = referring_options(record.choices)
         if referring != [NOTA_TEXT]:
             yield f"{config}/{split} {record.id}: options referring to the others: {referring}"
         if len(record.choices) != len(original.choices):
@@ -516,7 +486,7 @@ def _altered_shape(build: Build):
 
 def _no_reference_altered(build: Build):
     for config, split, record, original in _altered(build):
-        referring = [c for c in original.choices if refers_to_other_options(c)]
+        referring = referring_options(original.choices)
         if referring:
             yield f"{config}/{split} {record.id}: altered, but option {referring[0]!r} refers to the others"
         if len({" ".join(c.split()) for c in original.choices}) < len(original.choices):
@@ -550,7 +520,7 @@ def _sba_copied(build: Build):
 
 CHECKS = [
     Check("one_nota_same_length", "every altered item has as many choices as the original, and its only option that "
-          "refers to the others is the added NOTA (a word-level detector, not the builder's)", _altered_shape),
+          "refers to the others is the added NOTA (the validator's word-level detector, not the builder's)", _altered_shape),
     Check("no_reference_altered", "no altered item had an option referring to the others, or two equal options "
           "(the same word-level detector)", _no_reference_altered),
     Check("gold_tracked", "choices[answer] is the original gold text, or NOTA when the gold was removed (then absent)", _gold_tracked),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import itertools
+from collections import defaultdict
 import json
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 from builders.contrast_sets import builder as cs
+from builders.contrast_sets import calibration, graph
 from builders.core import embeddings
 from builders.core import cli
 from builders.core.benchmarks import BENCHMARKS
@@ -23,8 +25,8 @@ from builders.core.validate import validate
 from fixtures import write_jsonl
 
 # ---- a tiny UnifiedQA-layout fixture: <dir>/<source>/<split>.jsonl -------------------------------------
-# Option texts are single words whose MiniLM similarities stay below 0.7, so the only equivalences are
-# identical texts. test split, edges: s1-s2, s1-s3, s2-s4 (a path where taking s1-s2 first is wrong),
+# Option texts are single words whose MiniLM similarities stay below 0.75 (under the default threshold), so
+# the only equivalences are identical texts. test split, edges: s1-s2, s1-s3, s2-s4 (a path where taking s1-s2 first is wrong),
 # s5-m3 (across sources), m1-m2, m1-m5 (m2 and m5 share their gold: one of them stays unmatched).
 UNIFIEDQA = {
     ("sci", "test"): [
@@ -85,7 +87,7 @@ def record(rid: str, gold: str, *distractors: str, question: str | None = None, 
                      source="x", source_config=source, source_split="test", source_index=0)
 
 
-def embed(pool: cs.Pool, similar: dict[str, tuple[str, float]]) -> np.ndarray:
+def embed(pool: graph.Pool, similar: dict[str, tuple[str, float]]) -> np.ndarray:
     """One orthogonal direction per text; ``similar[t] = (u, c)`` puts t at cosine c from u's direction."""
     vectors = np.eye(2 * len(pool.texts), dtype=np.float32)[: len(pool.texts)]
     for text, (anchor, cosine) in similar.items():
@@ -94,7 +96,7 @@ def embed(pool: cs.Pool, similar: dict[str, tuple[str, float]]) -> np.ndarray:
     return vectors
 
 
-def edge_set(pool: cs.Pool, edges: cs.Edges) -> dict[tuple[str, str], tuple[float, float]]:
+def edge_set(pool: graph.Pool, edges: graph.Edges) -> dict[tuple[str, str], tuple[float, float]]:
     return {(pool.records[a].id, pool.records[b].id): (round(float(s), 4), round(float(t), 4))
             for a, b, s, t in zip(edges.first, edges.second, edges.first_similarity, edges.second_similarity)}
 
@@ -112,8 +114,8 @@ def test_an_edge_needs_equivalence_in_both_directions():
     similar = {"eps~": ("epsilon", 0.90), "delta~": ("delta", 0.87), "delta^": ("gee", 0.84)}
     expected = {("a", "b"): (1.0, 1.0), ("d", "e"): (0.87, 0.9)}
     for order in (records, records[::-1]):
-        pool = cs.make_pool(order, cross_source=True, cross_split=False)
-        edges = cs.find_edges(pool, embed(pool, similar), 0.85)
+        pool = graph.make_pool(order, cross_source=True, cross_split=False)
+        edges = graph.find_edges(pool, embed(pool, similar), 0.85)
         assert edge_set(pool, edges) == expected  # the same edges, whichever vertex comes first
 
 
@@ -125,17 +127,17 @@ def test_no_edge_between_same_or_equivalent_golds_or_copies_of_a_question():
         record("k", "kappa", "lam"), record("l", "lam", "kappa"),  # the control: an edge
     ]
     similar = {"x~": ("x", 0.95), "x^": ("x", 0.9), "y2": ("y", 0.9), "y~": ("y", 0.95), "y2~": ("y2", 0.95)}
-    pool = cs.make_pool(records, cross_source=True, cross_split=False)
-    edges = cs.find_edges(pool, embed(pool, similar), 0.85)
+    pool = graph.make_pool(records, cross_source=True, cross_split=False)
+    edges = graph.find_edges(pool, embed(pool, similar), 0.85)
     assert edge_set(pool, edges) == {("k", "l"): (1.0, 1.0)}
-    assert len(cs.candidate_pairs(pool, embed(pool, similar), 0.85)[0]) == 4  # the rules, not the products, refuse them
+    assert len(graph.candidate_pairs(pool, embed(pool, similar), 0.85)[0]) == 4  # the rules, not the products, refuse them
 
 
 def test_blocks_keep_sources_apart_only_without_cross_source():
     records = [record("a", "alpha", "beta", source="one"), record("b", "beta", "alpha", source="two")]
     for cross_source, expected in [(True, 1), (False, 0)]:
-        pool = cs.make_pool(records, cross_source=cross_source, cross_split=False)
-        assert len(cs.find_edges(pool, embed(pool, {}), 0.85)) == expected
+        pool = graph.make_pool(records, cross_source=cross_source, cross_split=False)
+        assert len(graph.find_edges(pool, embed(pool, {}), 0.85)) == expected
 
 
 # ---- maximum matching ---------------------------------------------------------------------------------
@@ -166,7 +168,7 @@ def heaviest_first(edges: list[tuple[int, int]], weights: list[int]) -> int:
 def run_matching(n: int, edges: list[tuple[int, int]], weights: list[int]) -> list[tuple[int, int]]:
     first = np.array([a for a, _ in edges], dtype=np.int64)
     second = np.array([b for _, b in edges], dtype=np.int64)
-    matching = cs.maximum_matching(n, first, second, np.array(weights, dtype=np.int64))
+    matching = graph.maximum_matching(n, first, second, np.array(weights, dtype=np.int64))
     chosen = [edges[e] for e in matching.edges]
     vertices = [v for edge in chosen for v in edge]
     assert len(set(vertices)) == len(vertices)  # a matching
@@ -197,9 +199,9 @@ def test_matching_is_maximum_against_brute_force_on_random_graphs():
 
 
 def test_components_are_counted():
-    matching = cs.maximum_matching(7, np.array([0, 1, 4]), np.array([1, 2, 5]), np.ones(3, dtype=np.int64))
+    matching = graph.maximum_matching(7, np.array([0, 1, 4]), np.array([1, 2, 5]), np.ones(3, dtype=np.int64))
     assert matching.component_size.tolist() == [3, 3, 3, 1, 2, 2, 1]
-    assert cs.component_size_table(matching, np.array([0, 1, 4, 5])) == [("2", 1, 2, 2), ("3", 1, 3, 2)]
+    assert graph.component_size_table(matching, np.array([0, 1, 4, 5])) == [("2", 1, 2, 2), ("3", 1, 3, 2)]
 
 
 def test_balanced_flags_put_exactly_half_at_a():
@@ -367,3 +369,189 @@ def test_a_split_without_pairs_is_left_out_and_no_pair_at_all_is_an_error(tmp_pa
     write_jsonl(tmp_path / "b" / "misc" / "train.jsonl", UNIFIEDQA[("misc", "train")])
     assert cs.main(["--source", str(tmp_path / "b"), "--cache-dir", str(cache_dir), "--output", str(tmp_path / "out")]) == 2
     assert "error: no contrast pair among 1 items (0 edges)" in capsys.readouterr().err
+
+
+# ---- the threshold: calibrated for the packaged MiniLM (issue 12, point 7) ------------------------------
+
+# Option pairs in the style of the UnifiedQA sources, labelled by hand: paraphrases, inflections and synonyms
+# (equivalent) against co-hyponyms, antonyms and near-misses (not equivalent).
+EQUIVALENT = [
+    ("the sun", "sunlight"), ("evaporation", "evaporating"), ("photosynthesis", "the process of photosynthesis"),
+    ("a lightning strike", "lightning"), ("to save money", "so they could save money"), ("a magnet", "magnets"),
+    ("two", "2"), ("buy a new car", "purchase a new car"), ("gravity", "gravitational force"),
+    ("heat energy", "heat"), ("erosion", "soil erosion"), ("plants", "plant life"),
+    ("a thermometer", "thermometers"), ("friction", "frictional force"), ("cells", "cell"),
+    ("a car", "an automobile"), ("doctor", "physician"), ("ocean", "the sea"), ("carbon dioxide", "CO2"),
+    ("go to sleep", "fall asleep"), ("fossil fuels", "fossil fuel"), ("solar energy", "energy from the sun"),
+    ("a seed", "seeds"), ("vibrations", "vibration"), ("to get some exercise", "exercise"), ("wind", "the wind"),
+    ("sound waves", "sound"), ("they would feel grateful", "grateful"), ("melting", "it melts"),
+    ("temperature", "the temperature"), ("the heart", "heart"), ("water vapor", "steam"), ("happy", "glad"),
+    ("oxygen", "O2"), ("a store", "a shop"), ("sick", "ill"), ("rocks", "stones"), ("big", "large"),
+    ("to be polite", "politeness"), ("an earthquake", "earthquakes"),
+]
+NOT_EQUIVALENT = [
+    ("Mars", "Venus"), ("Saturn", "Jupiter"), ("Earth", "Mars"), ("blue", "red"), ("blue", "green"),
+    ("red", "green"), ("increases", "decreases"), ("increase", "decrease"), ("hot", "cold"), ("north", "south"),
+    ("evaporation", "condensation"), ("mitosis", "meiosis"), ("oxygen", "carbon dioxide"),
+    ("kinetic energy", "potential energy"), ("a thermometer", "a barometer"), ("sell the car", "buy the car"),
+    ("the moon", "the sun"), ("water", "water vapor"), ("10", "12"), ("solid", "liquid"), ("liquid", "gas"),
+    ("weathering", "erosion"), ("herbivore", "carnivore"), ("a mammal", "a reptile"), ("summer", "winter"),
+    ("sound", "light"), ("conduction", "convection"), ("predator", "prey"),
+    ("they would feel sad", "they would feel happy"), ("open the window", "close the window"),
+    ("an increase in temperature", "a decrease in temperature"), ("the left side", "the right side"),
+    ("more", "less"), ("bacteria", "viruses"), ("an hour", "a minute"), ("warm clothes", "a swimsuit"),
+    ("honey", "milk"), ("happy", "sad"), ("mitochondria", "chloroplasts"), ("a week", "a year"),
+]
+
+
+def test_the_default_threshold_is_the_calibration_of_the_packaged_embedder(tmp_path, cache_dir):
+    rows = [{"first": a, "second": b, "equivalent": True} for a, b in EQUIVALENT] + \
+           [{"first": a, "second": b, "equivalent": False} for a, b in NOT_EQUIVALENT]
+    write_jsonl(tmp_path / "pairs.jsonl", rows)
+    pairs = calibration.read_pairs(tmp_path / "pairs.jsonl")
+    embedder = embeddings.resolve_embedder(None)
+    result = calibration.calibrate(pairs, embedder, embeddings.EmbeddingCache(cache_dir, embedder))
+    assert result.threshold == calibration.DEFAULT_THRESHOLD == 0.78
+    assert result.summary(embedder.id, pairs) == calibration.MEASURED  # the figures the card quotes
+    # the paper's examples are edges at the default and not at the paper's 0.85
+    assert result.paper_examples == {"rain / rainfall": 0.80, "sun / sunlight": 0.83}
+    assert all(calibration.DEFAULT_THRESHOLD <= v < calibration.PAPER_THRESHOLD for v in result.paper_examples.values())
+    # the calibration beats the paper's threshold on the labelled set
+    assert (result.recall + result.rejection) / 2 > (result.paper_threshold_recall + result.paper_threshold_rejection) / 2
+    args = builder_args(cache_dir)
+    assert args.threshold is None
+    cs.check_arguments(args)
+    assert args.threshold == 0.78
+
+
+def test_the_papers_examples_make_an_edge_at_the_default_threshold(tmp_path, cache_dir):
+    """rain/rainfall (0.80) and sun/sunlight (0.83) were no edge at 0.85 with MiniLM."""
+    rows = [
+        {"question": "What falls from storm clouds as liquid water?", "choices": ["rain", "sunlight", "wind"], "answer": "A"},
+        {"question": "What does a solar panel turn into electricity?", "choices": ["rainfall", "sun", "snow"], "answer": "B"},
+    ]
+    write_jsonl(tmp_path / "uqa" / "sci" / "test.jsonl", rows)
+    source = load_source(BENCHMARKS["unifiedqa"], str(tmp_path / "uqa"))
+    build = cs.build(source, builder_args(cache_dir))
+    [first, second] = build.configs["contrast"]["test"]
+    assert set(first.choices) == set(second.choices) == {"rain", "sun"}
+    assert (first.metadata["gold_similarity"], second.metadata["gold_similarity"]) == \
+           (pytest.approx(0.80), pytest.approx(0.83))
+    assert first.metadata["replaced_distractor"] == "sunlight" and second.metadata["replaced_distractor"] == "rainfall"
+    graph_summary = build.card_context["graph"]
+    assert (graph_summary["edges"], graph_summary["edges_identical_texts"], graph_summary["edges_identical_texts_percent"]) == (1, 0, 0.0)
+    with pytest.raises(UserError, match="no contrast pair among 2 items"):
+        cs.build(source, builder_args(cache_dir, "--threshold", "0.85"))
+
+
+def test_threshold_options_are_checked():
+    for argv, message in [(["--threshold", "0.855"], "at most 2 decimals"), (["--threshold", "1.5"], r"in \(0, 1\]"),
+                          (["--embedder", "some/model"], "--embedder needs --threshold")]:
+        with pytest.raises(UserError, match=message):
+            cs.check_arguments(cli.builder_parser(cs.BUILDER).parse_args(argv))
+
+
+def test_the_card_reports_identical_edges_and_the_yield_against_the_paper(tmp_path, cache_dir):
+    build = build_fixture(tmp_path, cache_dir)
+    graph_summary = build.card_context["graph"]
+    assert (graph_summary["edges_identical_texts"], graph_summary["edges_identical_texts_percent"]) == (7, 100.0)
+    assert (graph_summary["kept_edges_identical_texts_percent"], graph_summary["paper_yield_percent"]) == (100.0, 10.77)
+    table = build.statistics["Similarity of the edges"]
+    assert table.row("all edges")["identical texts"] == 14 and table.row("all edges")["values"] == 14
+    cs.main(["--source", str(tmp_path / "unifiedqa"), "--cache-dir", str(cache_dir), "--output", str(tmp_path / "out")])
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert "**100.0% of the edges**\n(7 of 7)" in card and "against the paper's 10.77%" in card
+    assert "calibrated for this embedder" in card and "at least **0.78**" in card
+
+
+# ---- determinism: the bytes do not depend on the embedding batches (issue 13, point 6) -------------------
+
+
+def test_edges_do_not_move_when_the_embeddings_move_by_float_noise():
+    records = [record("a", "alpha", "beta"), record("b", "beta", "alpha"), record("d", "delta", "eps~"),
+               record("e", "epsilon", "delta~")]
+    pool = graph.make_pool(records, cross_source=True, cross_split=False)
+    vectors = embed(pool, {"eps~": ("epsilon", 0.90), "delta~": ("delta", 0.87)})
+    noisy = vectors + np.random.default_rng(0).normal(0, 3e-7, vectors.shape).astype(np.float32)
+    noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
+    assert not np.array_equal(noisy, vectors)
+    clean, moved = graph.find_edges(pool, vectors, 0.85), graph.find_edges(pool, noisy, 0.85)
+    for name in clean.__dataclass_fields__:
+        assert getattr(clean, name).tolist() == getattr(moved, name).tolist(), name
+    assert clean.first_similarity.tolist() == [1.0, 0.87]  # identical texts: exactly 1.0
+
+
+def test_release_bytes_do_not_depend_on_the_batch_size(tmp_path):
+    source = str(write_unifiedqa(tmp_path))
+    for run, batch in [("large", ["--batch-size", "256", "--batch-tokens", "1024"]),
+                       ("small", ["--batch-size", "1", "--batch-tokens", "8"])]:
+        assert cs.main(["--source", source, "--cache-dir", str(tmp_path / f"cache-{run}"), "--output",
+                        str(tmp_path / run), *batch]) == 0
+    large, small = _release_digests(tmp_path / "large"), _release_digests(tmp_path / "small")
+    assert large == small and len(large) == 9
+
+
+# ---- items with duplicated options are left out of the pool, and counted (issue 12, point 1) ------------
+
+
+def test_items_with_duplicated_options_are_counted_not_mined(tmp_path, cache_dir):
+    rows = [
+        {"question": "Which planet is called the red planet?", "choices": ["Mars", "Venus", "Jupiter"], "answer": "A"},
+        {"question": "Which planet has the Great Red Spot?", "choices": ["Pluto", "Jupiter", "Mars"], "answer": "B"},
+        {"question": "Which planet is the hottest?", "choices": ["Venus", "Mars", " Mars "], "answer": "A"},  # duplicated
+        {"question": "Which numeral is two in lower case?", "choices": ["ii", "II", "iv"], "answer": "A"},  # case differs: kept
+    ]
+    write_jsonl(tmp_path / "uqa" / "sci" / "test.jsonl", rows)
+    build = cs.build(load_source(BENCHMARKS["unifiedqa"], str(tmp_path / "uqa")), builder_args(cache_dir))
+    summary = build.card_context["graph"]
+    assert (summary["rows_in"], summary["not_mined_duplicate_choices"], summary["vertices"], summary["pairs"]) == (4, 1, 3, 1)
+    report = validate(build)
+    assert report.exclusion_reasons == {"test": {"duplicate_choices": 1, "no_contrast_partner": 1}}
+    duplicate = next(e for e in build.exclusions.entries if e.reason == "duplicate_choices")
+    assert duplicate.id == uid("sci", "test", 2) and duplicate.field == "choices[2]"
+    assert report.counts["contrast"]["test"] == {"in": 4, "out": 2, "excluded": 2}
+
+
+# ---- the embedded sample and the lm-eval tasks (issue 15, points 1 and 5) ---------------------------------
+
+
+def test_the_embedded_sample_builds_with_no_option(tmp_path, cache_dir):
+    assert cs.main(["--source", "sample", "--cache-dir", str(cache_dir), "--output", str(tmp_path / "out")]) == 0
+    for config in CONFIGS:
+        loaded = datasets.load_dataset(str(tmp_path / "out"), config)
+        assert (loaded["test"].num_rows, loaded["train"].num_rows) == (14, 2)
+    edges = [json.loads(line) for line in (tmp_path / "out" / "contrast_edges.jsonl").read_text().splitlines()]
+    assert len(edges) == 8 and all(e["matched"] for e in edges)
+    # one pair joins two sources through rain / rainfall (0.80), not through identical texts
+    cross = [e for e in edges if e["first"].split("/")[1] != e["second"].split("/")[1]]
+    assert [(e["first"], e["second"], e["second_similarity"]) for e in cross] == \
+           [("unifiedqa/arc/test/6", "unifiedqa/qasc/test/3", 0.8)]
+    manifest = json.loads((tmp_path / "out" / "lm_eval" / "manifest.json").read_text())
+    assert [(t["task"], t["config"], t["split"], t["role"]) for t in manifest["tasks"]] == [
+        ("contrast_sets_question_and_choices", "contrast", "test", "question_and_choices"),
+        ("contrast_sets_choices_only", "choices_only", "test", "choices_only")]
+
+
+@pytest.mark.slow
+def test_real_lm_eval_loads_both_tasks_of_the_release(tmp_path, cache_dir):
+    from lm_eval.tasks import TaskManager, get_task_dict
+
+    assert cs.main(["--source", "sample", "--cache-dir", str(cache_dir), "--output", str(tmp_path / "out")]) == 0
+    found = get_task_dict(["contrast_sets"], TaskManager(include_path=str(tmp_path / "out" / "lm_eval")))
+    [tasks] = found.values()
+    assert sorted(tasks) == ["contrast_sets_choices_only", "contrast_sets_question_and_choices"]
+    full, only = tasks["contrast_sets_question_and_choices"], tasks["contrast_sets_choices_only"]
+    full_docs, only_docs = list(full.test_docs()), list(only.test_docs())
+    assert len(full_docs) == len(only_docs) == 14
+    doc = full_docs[0]
+    options = f"A. {doc['choices'][0]}\nB. {doc['choices'][1]}\nAnswer:"
+    assert full.doc_to_text(doc) == f"{doc['question']}\n{options}"
+    assert only.doc_to_text(only_docs[0]) == options and only_docs[0]["question"] == ""
+    assert full.doc_to_choice(doc) == ["A", "B"] and full.doc_to_target(doc) == doc["answer"]
+    assert only.fewshot_context(only_docs[0], 0).startswith("The following are the options of multiple choice")
+    # the two questions of a pair are one choices-only input with two different golds
+    by_pair = defaultdict(list)
+    for d in only_docs:
+        by_pair[d["metadata"]["pair_id"]].append(d)
+    assert all(len(p) == 2 and only.doc_to_text(p[0]) == only.doc_to_text(p[1]) and p[0]["answer"] != p[1]["answer"]
+               for p in by_pair.values())

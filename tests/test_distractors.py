@@ -170,7 +170,7 @@ def test_math_spellings():
 
 
 def test_math_equivalence_under_hard_limits():
-    with MathEquivalence(workers=2, timeout=2.0) as equivalence:
+    with MathEquivalence(workers=2, timeout=5.0) as equivalence:  # 2 s flaked on a loaded machine
         started = time.monotonic()
         equivalence.prepare([[r"\frac{1}{2}", "0.5", "1/2", "3", r"9^{9^{9^{9}}}", "(0, 1]", r"x+1", "1+x"]])
         assert time.monotonic() - started < 30
@@ -181,7 +181,7 @@ def test_math_equivalence_under_hard_limits():
         stats = equivalence.stats
         assert stats.hanging == [r"9^{9^{9^{9}}}"]
         assert stats.pairs == 28 and stats.skipped == 7
-        assert stats.prejudged >= 10  # number pairs never reached math-verify
+        assert stats.prejudged >= 7  # pairs of plain numbers never reach math-verify (symbolic pairs always do)
 
 
 # ---- the worker pool ---------------------------------------------------------------------------------

@@ -73,6 +73,24 @@ def test_the_ranking_table_flags_a_major_shift(tmp_path):
     assert (tmp_path / "slope_p.png").stat().st_size > 0
 
 
+def test_each_perturbed_config_is_ranked_against_its_own_baseline():
+    """gold_at_* is zero-shot: it is compared with original_zero_shot, not with the 5-shot original."""
+    manifest = {"tasks": [{"task": "o5", "role": "original", "config": "original", "scoring": "symbol"},
+                          {"task": "o0", "role": "original", "config": "original_zero_shot", "scoring": "symbol"},
+                          {"task": "s", "role": "perturbed", "config": "shuffle", "scoring": "symbol",
+                           "baseline": "original"},
+                          {"task": "g", "role": "perturbed", "config": "gold_at_A", "scoring": "symbol",
+                           "baseline": "original_zero_shot"}]}
+    gold = {"q0": 0, "q1": 1}
+    right, wrong = {q: (g, g) for q, g in gold.items()}, {q: (g, 1 - g) for q, g in gold.items()}
+    runs = {"a": {"o5": result(1.0, right), "o0": result(0.0, wrong), "s": result(1.0, right), "g": result(0.0, wrong)},
+            "b": {"o5": result(0.0, wrong), "o0": result(1.0, right), "s": result(0.0, wrong), "g": result(1.0, right)}}
+    [table] = evaluate.ranking_table(runs, manifest, options())
+    assert table.row("shuffle", "symbol", "a")["accuracy original"] == 1.0
+    assert table.row("gold_at_A", "symbol", "a")["accuracy original"] == 0.0
+    assert table.row("gold_at_A", "symbol", "a")["k_tau"] == pytest.approx(1.0)
+
+
 def test_bad_models_and_releases_are_one_line(tmp_path):
     with pytest.raises(UserError, match="expected hf:PATH, openai:MODEL@URL or dummy"):
         evaluate.parse_model("gpt4", 8)

@@ -10,7 +10,9 @@ import datasets
 import pytest
 
 from builders.math_mc import builder as math_mc
+from builders.math_mc import answers, plain
 from builders.core import cli
+from builders.core.record import MCQRecord
 from builders.core.errors import ValidationFailed
 from builders.core.validate import validate
 
@@ -57,7 +59,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def test_golds_pools_sets_and_invariants(files, tmp_path):
     args = parse(["--source", str(files["source"]), "--predictions", str(files["predictions"]), "--sets", "2",
-                  "--pool", str(tmp_path / "pool.jsonl"), "--equivalence-timeout", "3"])
+                  "--pool", str(tmp_path / "pool.jsonl"), "--equivalence-timeout", "20", "--equivalence-workers", "2"])
     result = math_mc.build(cli.load(math_mc.BUILDER, args), args)
     assert sorted((e.id, e.reason) for e in result.exclusions.entries) == [
         ("math/test/2", "ambiguous_gold"), ("math/test/3", "pool_too_small"), ("math/test/4", "no_gold_answer")]
@@ -78,7 +80,7 @@ def test_golds_pools_sets_and_invariants(files, tmp_path):
     assert report["math/test/1"]["correct"] == {"a": 1, "b": 1}  # x=3 is the gold 3
     assert result.statistics["Gold answers"].row("test") == {
         "split": "test", "source rows": 6, "no boxed gold": 1, "ambiguous gold": 1, "usable gold": 4,
-        "paper (usable / rows)": "4.9K / 5K"}
+        "of which multi-value": 0, "paper (usable / rows)": "4.9K / 5K"}
     validate(result)
     # A distractor equivalent to another option must be caught by the builder's own check.
     choices = list(half.choices)
@@ -99,3 +101,137 @@ def test_publish_and_load_back(local_hub, files, tmp_path):
     assert remote["choices"] == local["choices"]
     card = (tmp_path / "out" / "README.md").read_text()
     assert "ambiguous_gold" in card and "math-verify" in card
+
+
+
+# ---- issue 12.4: no second correct option, no typesetting tell ------------------------------------------
+
+# Each released defect: the gold as MATH boxes it, and a model's answer that is the same answer spelled
+# otherwise (released as a second option), plus two answers that really differ.
+DEFECTS = [
+    (r"\text{odd}", "odd", [r"\text{even}", r"\text{neither}"]),
+    (r"\text{east}", "East", [r"\text{west}", r"\text{north}"]),
+    (r"\text{4:30 p.m.}", r"4:30 \text{ p.m.}", [r"\text{5:30 p.m.}", "6"]),
+    (r"\text{(E)}", r"\text{(E) Cylinder}", [r"\text{(A)}", r"\text{(C) Cone}"]),
+    ("4", r"h = 4\, in", ["5", r"h = 8\, in"]),
+    (r"\begin{pmatrix} 1 \\ 2 \end{pmatrix}",
+     r"\operatorname{proj}_{\mathbf{w}} \mathbf{v} = \begin{pmatrix} 1 \\ 2 \end{pmatrix}",
+     [r"\begin{pmatrix} 2 \\ 1 \end{pmatrix}", r"\begin{pmatrix} 1 \\ 3 \end{pmatrix}"]),
+]
+
+
+@pytest.mark.parametrize("gold, same, _", DEFECTS)
+def test_released_duplicates_have_one_surface_key_and_one_normal_form(gold, same, _):
+    assert answers.surface_key(gold) == answers.surface_key(same)
+    assert answers.option_form(gold) == answers.option_form(same)
+
+
+def test_normal_form_drops_the_marks_that_singled_out_the_gold():
+    forms = {r"5\text{ cm}": "5", r"440\text{ cm}^2": "440", r"30^\circ": "30", r"25\%": "25", r"\$15,\!000": "15000",
+             "x = 3": "3", r"k(x) = x^2": "x^2", r"\theta = 30^\circ": "30", "a = 2, b = 3": "2, 3",
+             r"C(5, 2) = \frac{5!}{2!3!} = 10": "10", r"19 \text{ and }43": "19, 43", r"\text{Sunday}": "sunday",
+             r"x \le 3": r"x \le 3", "6, -2": "6, -2", "y = 2x + 3": "2x + 3", r"\frac{3}{4}\pi\text{ inches}": r"\frac{3}{4}\pi",
+             "2m": "2m", r"45^\circ, 135^\circ": "45, 135", r"14,\!400": "14400",
+             "5x - 7y + 4 = 0": "5x - 7y + 4 = 0", "x^2 + y^2 = 25": "x^2 + y^2 = 25"}
+    assert {text: answers.option_form(text) for text in forms} == forms
+    assert answers.surface_key("(C)") == answers.surface_key("C") == "c"
+    assert answers.surface_key("x") != answers.surface_key("y")
+    assert answers.surface_key("5x - 7y + 4 = 0") != answers.surface_key("10x - 6y - 17 = 0")  # not both "0"
+
+
+def test_the_fast_path_never_settles_symbolic_pairs():
+    """The fingerprint valued o*d*d and \text{odd} differently, yet math-verify calls them equal."""
+    from math_verify import parse, verify
+
+    for a, b in [("odd", r"\text{odd}"), (r"\text{east}", "East")]:
+        left, right = parse(f"${a}$"), parse(f"${b}$")
+        assert verify(left, right) and verify(right, left)
+        assert answers._fingerprint(left) is None or answers._fingerprint(right) is None
+        assert not answers.clearly_different(answers._fingerprint(left), answers._fingerprint(right))
+    assert answers._fingerprint(parse("$2^{10}$")) == 1024
+
+
+@pytest.fixture
+def defect_files(tmp_path) -> dict[str, Path]:
+    rows = [{"problem": f"Defect {i}?", "level": "Level 3", "type": "Precalculus",
+             "solution": f"So the answer is $\\boxed{{{gold}}}$."} for i, (gold, _, _) in enumerate(DEFECTS)]
+    predictions = []
+    for i, (_, same, others) in enumerate(DEFECTS):
+        for model, answer in zip("abc", [same, *others]):
+            predictions.append({"question_index": i, "model": model, "output": f"$\\boxed{{{answer}}}$"})
+    return {"source": write_jsonl(tmp_path / "math" / "test.jsonl", rows).parent,
+            "predictions": write_jsonl(tmp_path / "preds.jsonl", predictions)}
+
+
+def test_no_released_item_holds_a_second_correct_option(defect_files, tmp_path):
+    args = parse(["--source", str(defect_files["source"]), "--predictions", str(defect_files["predictions"]),
+                  "--choices", "3", "--sets", "2", "--pool", str(tmp_path / "pool.jsonl"),
+                  "--equivalence-timeout", "20", "--equivalence-workers", "2"])
+    result = math_mc.build(cli.load(math_mc.BUILDER, args), args)
+    records = result.configs["set_0"]["test"]
+    assert [r.id for r in records] == [f"math/test/{i}" for i in range(6)]
+    assert [sorted(r.choices) for r in records] == [
+        ["even", "neither", "odd"], ["east", "north", "west"], ["4:30 p.m", "5:30 p.m", "6"], ["(A)", "(C)", "(E)"],
+        ["4", "5", "8"], [r"\begin{pmatrix} 1 \\ 2 \end{pmatrix}", r"\begin{pmatrix} 1 \\ 3 \end{pmatrix}",
+                          r"\begin{pmatrix} 2 \\ 1 \end{pmatrix}"]]
+    report = [json.loads(line) for line in (tmp_path / "pool.jsonl").read_text().splitlines()]
+    assert [r["correct"] for r in report] == [{"a": 1}] * 6  # each released duplicate counts as correct
+    assert result.statistics["Surface-form cues"].row("set_0")["items with a cue"] == 0
+    validate(result)
+    # The plain math-verify check, which shares no code with the builder's decision, finds a planted duplicate.
+    planted = records[0].replace(choices=tuple(r"\text{odd}" if c == "even" else c for c in records[0].choices))
+    result.configs["set_0"]["test"][0] = planted
+    with pytest.raises(ValidationFailed, match="plain_math_verify_distinct"):
+        validate(result)
+
+
+def test_plain_check_judges_every_shown_pair_both_ways():
+    pairs = [("odd", r"\text{odd}"), ("x = 3", "3"), ("3", "x = 3"), ("4", "5"), (r"\frac{1}{2}", "0.5")]
+    verdicts = plain.judge_pairs(pairs, workers=2, timeout=20)
+    assert [verdicts[p] for p in pairs] == ["equal", "equal", "equal", "different", "equal"]
+
+
+def _record(choices, answer) -> MCQRecord:
+    return MCQRecord(id="q", question="?", choices=tuple(choices), answer=answer, source="s", source_config=None,
+                     source_split="test", source_index=0)
+
+
+def test_form_cue_baseline_and_count():
+    assert math_mc.FORM_CUE.predict(_record(["x = 3", "4"], 1)) == 0
+    assert math_mc.FORM_CUE.predict(_record(["3", "4"], 1)) is None
+    assert math_mc.FORM_CUE.predict(_record([r"30^\circ", "40", "50"], 0)) == 0
+    assert math_mc.FORM_CUE.predict(_record([r"30\%", r"40\%", "50"], 0)) == 2
+    assert math_mc.form_cue(_record(["x = 3", "4"], 0)) == "equation"
+    assert math_mc.form_cue(_record(["x = 3", "y = 4"], 0)) is None
+
+
+def test_multi_value_golds_are_kept_and_counted_empty_boxes_are_not(tmp_path):
+    rows = [{"problem": "Roots?", "level": "Level 2", "type": "Algebra", "solution": r"$\boxed{6, -2}$"},
+            {"problem": "Empty?", "level": "Level 2", "type": "Algebra", "solution": r"$\boxed{\text{}}$"},
+            {"problem": "Pair?", "level": "Level 2", "type": "Algebra", "solution": r"$\boxed{(1, 2)}$"}]
+    predictions = [{"question_index": 0, "model": m, "output": f"$\\boxed{{{a}}}$"}
+                   for m, a in [("a", "-2, 6"), ("b", "6"), ("c", "x = 6, x = -2"), ("d", "2, -6")]]
+    source = write_jsonl(tmp_path / "math" / "test.jsonl", rows).parent
+    args = parse(["--source", str(source), "--predictions", str(write_jsonl(tmp_path / "p.jsonl", predictions)),
+                  "--choices", "3", "--sets", "1", "--equivalence-timeout", "20", "--equivalence-workers", "2"])
+    result = math_mc.build(cli.load(math_mc.BUILDER, args), args)
+    assert sorted((e.id, e.reason) for e in result.exclusions.entries) == [
+        ("math/test/1", "no_gold_answer"), ("math/test/2", "no_predictions")]
+    assert sorted(result.configs["set_0"]["test"][0].choices) == ["2, -6", "6", "6, -2"]
+    assert result.statistics["Gold answers"].row("test")["of which multi-value"] == 1
+
+
+def test_sample_builds_offline_with_lm_eval_tasks_by_type(tmp_path):
+    out = tmp_path / "out"
+    assert math_mc.main(["--source", "sample", "--output", str(out), "--log-level", "WARNING",
+                         "--equivalence-timeout", "20"]) == 0
+    test = datasets.load_dataset(str(out), "set_0")["test"]
+    assert len(test) == 12 and sorted(set(test["subject"])) == ["Algebra", "Prealgebra"]
+    gold_of = {r["id"]: r["choices"][r["answer"]] for r in test}
+    assert (gold_of["math/test/3"], gold_of["math/test/6"], gold_of["math/test/10"]) == ("odd", "36", "12")
+    tasks = sorted(p.name for p in (out / "lm_eval").glob("math_mc_set_0*.yaml"))
+    assert tasks == ["math_mc_set_0.yaml", "math_mc_set_0_algebra.yaml", "math_mc_set_0_prealgebra.yaml"]
+    header = (out / "lm_eval" / "math_mc_set_0_algebra.yaml").read_text()
+    assert "about high school math." in header and "only_algebra" in header
+    card = (out / "README.md").read_text()
+    assert "Surface-form cues" in card and "form_cue" in card

@@ -175,3 +175,32 @@ def test_ranking_reads_the_mmlu_pro_predictions_that_mmlu_pro_plus_reads(tmp_pat
     data = json.loads((tmp_path / "m" / "mmlu_pro_plus_metrics.json").read_text())
     assert {m["model"]: m["overall"]["correct_before"] for m in data["models"]} == \
         {"always_a": sum(r["answer_index"] == 0 for r in rows), "perfect": 35, "silent": 0}
+
+
+def test_added_option_before_the_originals_shifts_their_letters_and_categories_are_tallied():
+    # q7: added option at B, so MMLU-Pro's C (the answer) is D on MMLU-Pro+: staying on it is SSR_partial.
+    # q8: added at A, MMLU-Pro's wrong D is E on MMLU-Pro+: staying on it is SSR_wrong. q9: PFPP, right on both.
+    items = mm.items_by_question([
+        mm.Item("7", "mmlu_pro/test/7", TPP, 5, 2, 4, 6, 5, added_option=1, category="math"),
+        mm.Item("8", "mmlu_pro/test/8", TPP, 5, 0, 4, 6, 5, added_option=0, category="math"),
+        mm.Item("9", "mmlu_pro/test/9", PFPP, 1, 1, 4, 5, 4, category="law"),
+    ])
+    [m] = mm.compute(items, preds("m", {"7": "C", "8": "D", "9": "B"}),
+                     preds("m", {"7": "D", "8": "E", "9": "B"})).models
+    assert (m.tpp_total, m.tpp_stayed_partial, m.tpp_stayed_wrong) == (2, 1, 1)
+    assert items["7"].original_answer_after == 3 and items["8"].after_index(3) == 4 and items["9"].after_index(3) == 3
+    tallies = {c: (t.items, t.correct_before, t.correct_after) for c, t in m.categories.items()}
+    assert tallies == {"math": (2, 1, 0), "law": (1, 1, 1)}
+    assert m.to_dict()["categories"]["math"]["drop"] == 50.0
+    markdown = mm.to_markdown(mm.compute(items, preds("m", {"7": "C", "8": "D", "9": "B"}),
+                                         preds("m", {"7": "D", "8": "E", "9": "B"})))
+    assert "| model | law | math |" in markdown and "| m | 100.00 -> 100.00 (0.00) | 50.00 -> 0.00 (50.00) |" in markdown
+
+
+def test_item_from_a_row_with_the_hub_columns():
+    row = {"id": "mmlu_pro/test/7", "question_id": 7, "answer": "F", "answer_index": 5, "category": "math",
+           "modification": TPP, "choices": ["a", "new", "b", "c", "d", "Both b and new are correct"],
+           "metadata": {"question_id": 7, "original_answer_index": 1, "pair_option_index": 5, "added_option_index": 1}}
+    item = mm.item_from_row(row)
+    assert (item.answer, item.original_answer, item.original_options, item.added_option, item.category) == (5, 1, 4, 1, "math")
+    assert item.original_answer_after == 2

@@ -357,7 +357,7 @@ def test_build_is_byte_identical_and_independent_of_order(scripted, source_dir, 
     for out, cache in (("out1", "cache1"), ("out2", "cache2"), ("out3", "cache1")):  # cold, cold, warm
         assert mpp.main(build_argv(scripted, source_dir, tmp_path / cache, tmp_path / out, "--ratios", "12:6:6:11")) == 0
     first = parquet_hashes(tmp_path / "out1")
-    assert first == parquet_hashes(tmp_path / "out2") == parquet_hashes(tmp_path / "out3") and len(first) == 1
+    assert first == parquet_hashes(tmp_path / "out2") == parquet_hashes(tmp_path / "out3") and len(first) == 2
     reordered = write_jsonl(tmp_path / "rev" / "test.jsonl", list(reversed(source_rows()))).parent
     forward = {r.id: (r.choices, r.answer, r.columns) for r in build(scripted, source_dir, tmp_path / "cache1",
                                                                       "--ratios", "12:6:6:11").configs["default"]["test"]}
@@ -441,3 +441,206 @@ def test_build_config_rebuilds_the_same_release(scripted, source_dir, tmp_path):
     # the local source is recorded by name and content hash: a rebuild names it again
     assert mpp.main(["--config", str(config), *runtime, "--source", str(source_dir), "--output", str(tmp_path / "out2")]) == 0
     assert parquet_hashes(tmp_path / "out1") == parquet_hashes(tmp_path / "out2")
+
+
+# ---- pair texts and layout (issue 12, point 6) ---------------------------------------------------------------
+
+
+def test_pair_texts_strip_trailing_periods_and_spaces():
+    # Regressions: "Both  16.3923 and …" (a leading space kept) and "…palatini. and …" (a trailing period kept).
+    assert mpp.pair_text(" 16.3923", "12.5") == "Both 16.3923 and 12.5 are correct"
+    assert mpp.pair_text("Lacus palatini.", "Mare nostrum . ") == "Both Lacus palatini and Mare nostrum are correct"
+    original = record([" 16.3923", "Lacus palatini.", "Mare  nostrum", "U.S."], answer=0)
+    pfpp = mpp.make_pfpp(original, seed=0, layout="paper")
+    y = pfpp.metadata["pair_indices"][1]
+    assert pfpp.choices[-1] == "Both 16.3923 and " + {1: "Lacus palatini", 2: "Mare nostrum", 3: "U.S"}[y] + " are correct"
+    assert pfpp.choices[:4] == original.choices  # the options themselves stay as written
+    assert not mpp.pairable("...") and mpp.pairable("3.")
+
+
+def layout_records(n: int = 400) -> list[MCQRecord]:
+    return [MCQRecord(f"mmlu_pro/test/{k}", f"Question number {k}?", tuple(f"answer {k}-{j}" for j in range(10)),
+                      k % 10, "s", "c", "test", k, category="other", metadata={"question_id": k, "src": "t"})
+            for k in range(n)]
+
+
+def accept_all(batch):
+    return [mpp.Proposal(r.id, "t", f"new option {r.id}", similarity=0.1) for r in batch]
+
+
+def layout_figures(layout: str) -> tuple[int, ...]:
+    """(PFPP, PFPP whose first-named member is the answer, TPP, TPP with a pair member just before the pair,
+    modified, modified answered by the just-before rule), from the released options only."""
+    out = mpp.modify_split(layout_records(), mpp.parse_ratios("3718:2124:2029:4161"), 0, accept_all, "m", layout).records
+    pfpp = [r for r in out if r.columns["modification"] == mpp.PFPP]
+    tpp = [r for r in out if r.columns["modification"] == mpp.TPP]
+    modified = [r for r in out if r.columns["modification"] != mpp.UNCHANGED]
+    just_before = [r for r in tpp if r.choices[len(r.choices) - 2] in
+                   {r.choices[i] for i in r.metadata["pair_indices"]}]
+    return (len(pfpp), sum(mpp.first_named_member(r) == r.answer for r in pfpp), len(tpp), len(just_before),
+            len(modified), sum(mpp.pair_if_just_before(r) == r.answer for r in modified))
+
+
+def test_the_paper_layout_has_the_positional_shortcut():
+    # Figure 5: the answer always named first, the new option always just before the pair. The rule "the pair if
+    # it names the option before it, else its first-named option" answers every TPP and PFPP item whose wrong
+    # member is not the last original option: 179 of 262 (68%, the issue's 67%).
+    assert layout_figures("paper") == (71, 71, 124, 124, 262, 179)
+
+
+def test_the_default_layout_breaks_it():
+    pfpp, first, tpp, before, modified, rule = layout_figures("random")
+    assert (pfpp, first, tpp, before, modified, rule) == (71, 37, 124, 26, 262, 51)
+    assert 0.35 <= first / pfpp <= 0.65 and before / tpp <= 0.35 and rule / modified < 0.25
+
+
+def test_tpp_position_and_pair_order_are_drawn_per_item_content():
+    records = layout_records(60)
+    positions = {mpp.tpp_position(0, r, "random") for r in records}
+    assert positions == set(range(11)) and {mpp.tpp_position(0, r, "paper") for r in records} == {10}
+    # Keyed by content and seed: the same item gets the same draw whatever surrounds it; another seed differs.
+    assert [mpp.tpp_position(0, r, "random") for r in records] == [mpp.tpp_position(0, r, "random") for r in records[::-1]][::-1]
+    assert [mpp.tpp_position(1, r, "random") for r in records] != [mpp.tpp_position(0, r, "random") for r in records]
+    orders = Counter(mpp.pair_order(0, r, 1, 2, "random") for r in records)
+    assert set(orders) == {(1, 2), (2, 1)} and {mpp.pair_order(0, r, 1, 2, "paper") for r in records} == {(1, 2)}
+
+
+def test_random_tpp_layout_keeps_the_gold_and_the_originals():
+    original = record(["1", "9", "12", "15"], answer=1, category="math")
+    tpp = mpp.make_tpp(original, mpp.Proposal("x/1", "t", "36/4", similarity=0.4), "m", seed=3, layout="random")
+    added = tpp.metadata["added_option_index"]
+    assert tpp.choices[added] == "36/4" and tpp.answer == 5 == tpp.metadata["pair_option_index"]
+    assert tuple(c for i, c in enumerate(tpp.choices) if i not in (added, 5)) == original.choices
+    x, y = tpp.metadata["pair_indices"]
+    assert {tpp.choices[x], tpp.choices[y]} == {"9", "36/4"} and tpp.metadata["original_answer_index"] == 1
+    assert tpp.choices[5] == f"Both {tpp.choices[x]} and {tpp.choices[y]} are correct"
+
+
+def test_the_checks_follow_the_random_layout(scripted, source_dir, tmp_path):
+    result = build(scripted, source_dir, tmp_path / "cache", "--ratios", "12:6:6:11")
+    report = validate(result)
+    assert report.passed and {c.name for c in report.checks} >= {"pair_answer_by_group", "originals_kept", "hub_columns",
+                                                                "original_config"}
+    moved = [r for r in result.configs["default"]["test"] if r.metadata["added_option_index"] is not None
+             and r.metadata["added_option_index"] < r.metadata["original_answer_index"]]
+    assert moved  # some TPP options sit before the original answer: the checks must follow the shift
+    # A pair naming the original answer's unshifted place (the layout before the shift) is caught.
+    records = result.configs["default"]["test"]
+    at = next(i for i, r in enumerate(records) if r.id == moved[0].id)
+    victim = records[at]
+    unshifted = victim.metadata["original_answer_index"]
+    added = victim.metadata["added_option_index"]
+    choices = list(victim.choices)
+    choices[-1] = mpp.pair_text(choices[unshifted], choices[added])
+    records[at] = victim.replace(choices=choices).with_metadata(pair_indices=[unshifted, added])
+    with pytest.raises(ValidationFailed, match="pair_answer_by_group"):
+        validate(result)
+    records[at] = victim.with_columns(answer="A" if victim.columns["answer"] != "A" else "B")
+    with pytest.raises(ValidationFailed, match="hub_columns"):
+        validate(result)
+
+
+def load_release(folder: Path, *config: str):
+    """A release folder through datasets; never from its cache (two folders named alike may share a cache entry
+    within one process)."""
+    return datasets.load_dataset(str(folder), *config, download_mode="force_redownload")
+
+
+# ---- the sample, offline, with pre-generated TPP options (issue 15, points 1 and 5) --------------------------
+
+
+def test_the_sample_builds_offline_with_its_pregenerated_options(tmp_path):
+    out = tmp_path / "release"
+    assert mpp.main(["--source", "sample", "--output", str(out), "--cache-dir", str(tmp_path / "cache")]) == 0
+    test = load_release(out, "default")["test"]
+    assert Counter(test["modification"]) == {mpp.TPP: 4, mpp.PFPP: 2, mpp.CFPP: 2, mpp.UNCHANGED: 4}
+    # MMLU-Pro's Hub columns, the answer as a letter, next to the compatibility flags.
+    for row in test:
+        assert row["options"] == row["choices"] and row["answer"] == LETTERS[row["answer_index"]]
+        assert row["question_id"] == row["metadata"]["question_id"] and row["src"] and row["cot_content"] == ""
+        assert row["is_modified"] == (row["modification"] == mpp.TPP)
+    validation = load_release(out, "default")["validation"]
+    assert validation.num_rows == 4 and all(c.startswith("A: Let's think step by step.") for c in validation["cot_content"])
+    original = load_release(out, "original")["test"]
+    assert original.num_rows == 12 and set(original["question_id"]) == set(test["question_id"])
+    rejected = [json.loads(line) for line in (out / "tpp_rejections.jsonl").read_text().splitlines()]
+    assert [(r["id"], r["reason"]) for r in rejected] == [("mmlu_pro/test/9004", "too_long")]
+    card = (out / "README.md").read_text()
+    assert "**Layout: `random`.**" in card and "`tpp_options.jsonl` (no LLM was called)" in card
+    manifest = json.loads((out / "lm_eval" / "manifest.json").read_text())
+    assert sorted((t["role"], t["config"]) for t in manifest["tasks"]) == [("original", "original"), ("plus", "default")]
+    report = json.loads((out / "validation_report.json").read_text())
+    audit = {(r["config"], r["baseline"]): (r["items"], round(r["accuracy"] * r["items"]), bool(r["inherent"]))
+             for r in report["audit"]}
+    assert audit[("default", "always_both")] == (12, 4, True)  # the TPP share, declared inherent
+    assert audit[("default", "always_last")] == (12, 4, True)
+    assert audit[("default", "pair_first_named")] == (12, 0, False)
+    assert audit[("default", "pair_if_just_before_else_first_named")] == (12, 1, False)
+    assert ("original", "pair_first_named") not in audit and report["warnings"] == []
+
+
+def test_pregenerated_options_are_checked_and_exclusive(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question_id": 1}\n')
+    assert mpp.main(["--source", "sample", "--tpp-options", str(bad), "--output", str(tmp_path / "o")]) == 2
+    assert "bad.jsonl line 1: expected {question_id, option}" in capsys.readouterr().err
+    good = write_jsonl(tmp_path / "good.jsonl", [{"question_id": 9001, "option": "30/2"}])
+    assert mpp.main(["--source", "sample", "--tpp-options", str(good), "--llm-model", "m",
+                     "--output", str(tmp_path / "o")]) == 2
+    assert "exclude each other" in capsys.readouterr().err
+
+
+def test_the_paper_layout_is_kept_on_request_and_said_in_the_card(tmp_path):
+    out = tmp_path / "release"
+    assert mpp.main(["--source", "sample", "--layout", "paper", "--output", str(out),
+                     "--cache-dir", str(tmp_path / "cache")]) == 0
+    test = load_release(out, "default")["test"]
+    for row in test:
+        meta = row["metadata"]
+        if row["modification"] == mpp.TPP:
+            assert meta["added_option_index"] == len(row["choices"]) - 2
+        if row["modification"] in (mpp.TPP, mpp.PFPP):
+            assert meta["pair_indices"][0] == meta["original_answer_index"]
+    assert "**Layout: `paper`.** The paper's Figure 5 layout" in (out / "README.md").read_text()
+
+
+def _upstream_utils():
+    """lm-eval's own ``mmlu_pro_plus`` task functions (its folder name has a dash: loaded from its path)."""
+    import importlib.util
+
+    import lm_eval
+
+    path = Path(lm_eval.__file__).parent / "tasks" / "mmlu-pro-plus" / "utils.py"
+    spec = importlib.util.spec_from_file_location("upstream_mmlu_pro_plus_utils", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_upstream_lm_eval_task_reads_the_release(tmp_path):
+    out = tmp_path / "release"
+    assert mpp.main(["--source", "sample", "--output", str(out), "--cache-dir", str(tmp_path / "cache")]) == 0
+    upstream = _upstream_utils()
+    release = load_release(out)  # the default config, as the upstream task loads it
+    math = upstream.process_math(release["test"])
+    assert sorted(math["question_id"]) == [9001, 9006]
+    row = next(r for r in release["test"] if r["modification"] == mpp.TPP)
+    prompt = upstream.doc_to_text(row)
+    assert prompt.startswith("Question:\n" + row["question"]) and prompt.endswith("Answer: Let's think step by step.")
+    assert f"{row['answer']}. {row['options'][row['answer_index']]}" in prompt and row["answer"] == "L"
+    shot = release["validation"][0]
+    assert upstream.fewshot_to_target(shot).endswith("The answer is (B).")
+
+
+@pytest.mark.slow
+def test_evaluate_runs_the_release_tasks_in_lm_eval(tmp_path):
+    """The release's own lm-eval tasks run in the real lm_eval (its dummy model), and ``evaluate`` reads them by
+    their manifest roles (plus / original) into the paper's tables: per group, per category, SSR and CPI."""
+    from builders import evaluate
+
+    out = tmp_path / "release"
+    assert mpp.main(["--source", "sample", "--output", str(out), "--cache-dir", str(tmp_path / "cache")]) == 0
+    assert evaluate.main([str(out), "--model", "dummy", "--output", str(tmp_path / "eval")]) == 0
+    text = (tmp_path / "eval" / "evaluation.md").read_text()
+    assert "| dummy | true_positive_pair | 4 |" in text and "| dummy | complete_false_positive_pair | 2 |" in text
+    assert "| dummy | math | 2 |" in text and "| dummy | law | 1 |" in text and "SSR_wrong" in text and "CPI" in text

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import yaml
 
-from builders.perturbations import prompts
+from builders.perturbations import configs, prompts, transforms
 from builders.perturbations import builder as perturbations
 from builders.core import cli
 from builders.core.benchmarks import BENCHMARKS
@@ -31,8 +31,11 @@ from fixtures import write_benchmark, write_jsonl
 
 REPO = Path(__file__).resolve().parents[1]
 
-# Four test items (4-7) and one dev item (3) have options that depend on their positions; test item 10
-# has six options, so the gold positions run A-F and the symbol sets need their extension.
+# Five test items (4-7, 13) and one dev item (3) have options that depend on each other or on their
+# positions; test item 10 has six options, so the gold positions run A-F and the symbol sets need their
+# extension. Test item 11 has options that differ in case only (alleles: not duplicates); test item 12 has a
+# truly duplicated option (as MMLU-Pro test/8584); test item 13 refers to options in lower case
+# ("Both a and c", as MMLU virology).
 TEST_ROWS = [
     {"question": "What is 2 + 3?", "subject": "elementary_mathematics", "choices": ["4", "5", "6", "7"], "answer": 1},
     {"question": "Which gas do plants absorb?", "subject": "high_school_biology",
@@ -49,6 +52,12 @@ TEST_ROWS = [
     {"question": "Largest ocean?", "subject": "high_school_geography", "choices": ["Atlantic", "Indian", "Pacific", "Arctic"], "answer": 2},
     {"question": "Which number is even?", "subject": "elementary_mathematics",
      "choices": ["1", "3", "5", "8", "9", "11"], "answer": 3},
+    {"question": "Which cross gives only heterozygous offspring?", "subject": "high_school_biology",
+     "choices": ["BB Bb", "Bb Bb", "BB bb", "bb bb"], "answer": 2},
+    {"question": "Which value is the mode of 1, 2, 2, 3?", "subject": "elementary_mathematics",
+     "choices": ["2", "3", "2 ", "1"], "answer": 0},
+    {"question": "Which of these are viruses?", "subject": "high_school_biology",
+     "choices": ["HIV", "E. coli", "Influenza", "Both a and c"], "answer": 3},
 ]
 DEV_ROWS = [
     {"question": "What is 1 + 1?", "subject": "elementary_mathematics", "choices": ["1", "2", "3", "4"], "answer": 1},
@@ -61,9 +70,11 @@ DEV_ROWS = [
      "choices": ["50 C", "90 C", "100 C", "120 C"], "answer": 2},
 ]
 POSITION_DEPENDENT_TEST = {"mmlu/test/4": "has_all_of_the_above", "mmlu/test/5": "has_none_of_the_above",
-                           "mmlu/test/6": "has_option_combination", "mmlu/test/7": "has_letter_reference"}
+                           "mmlu/test/6": "has_option_combination", "mmlu/test/7": "has_letter_reference",
+                           "mmlu/test/13": "has_option_combination"}
+DUPLICATE_TEST = "mmlu/test/12"
 SIX = "ABCDEF"
-CONFIGS = (["original", "swap_fixed", "derangement", "shuffle"]
+CONFIGS = (["original", "swap_fixed", "derangement", "shuffle", "original_zero_shot"]
            + [f"gold_at_{L}" for L in SIX] + [f"fewshot_gold_at_{L}" for L in SIX]
            + [f"fewshot_and_test_gold_at_{L}" for L in SIX]
            + [f"symbols_{s}{v}" for s in ("common", "rare") for v in ("", "_shuffled_symbols", "_shuffled_content")]
@@ -102,39 +113,96 @@ def counts(build, config):
 # ---- configs and accounting ----------------------------------------------------------------------------
 
 
-def test_every_config_with_exact_counts(built):
+def test_every_config_keeps_every_item_with_exact_counts(built):
     assert list(built.configs) == CONFIGS
-    expected = {}
-    for config in CONFIGS:
-        if config in ("original", "no_subject", "correct_answer") or config.endswith(("in_context", "fewshot")):
-            expected[config] = {"test": 11, "dev": 6}
-        elif config in ("gold_at_E", "gold_at_F", "fewshot_and_test_gold_at_E", "fewshot_and_test_gold_at_F"):
-            expected[config] = {"test": 1, "dev": 0}  # only the six-option item has an E and an F
-        elif config in ("fewshot_gold_at_E", "fewshot_gold_at_F"):
-            expected[config] = {"test": 11, "dev": 0}
-        elif config.startswith("fewshot_gold_at_"):
-            expected[config] = {"test": 11, "dev": 5}  # the test split is unchanged: nothing excluded there
-        else:
-            expected[config] = {"test": 7, "dev": 5}
-    assert {config: counts(built, config) for config in CONFIGS} == expected
+    assert {config: counts(built, config) for config in CONFIGS} == {config: {"test": 14, "dev": 6} for config in CONFIGS}
+    assert not built.exclusions.entries
     report = validate(built)
     assert report.passed
     assert all(n["in"] == n["out"] + n["excluded"] for splits in report.counts.values() for n in splits.values())
+    assert report.counts["shuffle"] == {"test": {"in": 14, "out": 14, "excluded": 0}, "dev": {"in": 6, "out": 6, "excluded": 0}}
 
 
-def test_position_dependent_items_are_excluded_with_their_reason(built):
-    entries = [e for e in built.exclusions.entries if e.config == "shuffle"]
-    assert {e.id: e.reason for e in entries if e.split == "test"} == POSITION_DEPENDENT_TEST
-    assert [(e.id, e.reason) for e in entries if e.split == "dev"] == [("mmlu/dev/3", "has_all_of_the_above")]
-    gold_e = Counter((e.split, e.reason) for e in built.exclusions.entries if e.config == "gold_at_E")
-    assert gold_e == {("test", "has_all_of_the_above"): 1, ("test", "has_none_of_the_above"): 1,
-                      ("test", "has_option_combination"): 1, ("test", "has_letter_reference"): 1,
-                      ("test", "fewer_options_than_gold_position"): 6, ("dev", "has_all_of_the_above"): 1,
-                      ("dev", "fewer_options_than_gold_position"): 5}
-    kept = {r.id for r in built.configs["answer_in_context"]["test"]}
-    assert set(POSITION_DEPENDENT_TEST) <= kept  # configs that keep the order keep these items
-    assert not [e for e in built.exclusions.entries if e.config in ("no_subject", "ood_fewshot", "fewshot_gold_at_A")
-                and e.split == "test"]
+def skip_counts(build, config):
+    return Counter((split, r.metadata["skip_reason"]) for split, records in build.configs[config].items()
+                   for r in records if r.metadata["skip_reason"])
+
+
+def test_items_that_cannot_move_are_copied_unchanged_with_their_reason(built):
+    """Regression (issue 12.1-2): such items were excluded from the order-changing configs."""
+    source = originals(built)
+    shuffle = {r.id: r for rs in built.configs["shuffle"].values() for r in rs}
+    assert {i: r.metadata["skip_reason"] for i, r in shuffle.items() if r.metadata["skip_reason"]} == {
+        **POSITION_DEPENDENT_TEST, DUPLICATE_TEST: "duplicate_choices", "mmlu/dev/3": "has_all_of_the_above"}
+    for item_id in [*POSITION_DEPENDENT_TEST, DUPLICATE_TEST, "mmlu/dev/3"]:
+        record = shuffle[item_id]
+        assert (record.choices, record.answer, record.columns["labels"]) == (
+            source[item_id].choices, source[item_id].answer, ["A", "B", "C", "D"])
+        assert record.metadata["permutation"] == [0, 1, 2, 3]
+    assert skip_counts(built, "gold_at_E") == {
+        ("test", "has_all_of_the_above"): 1, ("test", "has_none_of_the_above"): 1, ("test", "has_option_combination"): 2,
+        ("test", "has_letter_reference"): 1, ("test", "duplicate_choices"): 1,
+        ("test", "fewer_options_than_gold_position"): 7, ("dev", "has_all_of_the_above"): 1,
+        ("dev", "fewer_options_than_gold_position"): 5}
+    # every order-changing config and split copies the six items, with the same reasons
+    for config in CONFIGS:
+        spec = next(s for s in configs.config_specs(6) if s.name == config)
+        reasons = {r.id: r.metadata["skip_reason"] for r in built.configs[config]["test"]
+                   if r.metadata["skip_reason"] not in (None, "fewer_options_than_gold_position")}
+        if spec.transforms("test", "dev"):
+            assert reasons == {**POSITION_DEPENDENT_TEST, DUPLICATE_TEST: "duplicate_choices"}, config
+        else:  # the options are the source's anyway: only the duplicate is flagged, in every config
+            assert reasons == {DUPLICATE_TEST: "duplicate_choices"}, config
+
+
+def test_real_mmlu_references_are_copied_unchanged_and_real_content_is_moved(tmp_path):
+    """Issue 12.2 on the real MMLU items the first detector missed ("Both a and c", "a. and b. above", bare
+    "None"...), and on real look-alikes that are content (roots "1 and 2", alleles, variables)."""
+    from fixtures_mmlu_references import CONTENT, REFERENCES
+
+    rows = {"test": [], "dev": []}
+    expected = {}
+    for item in [*REFERENCES, *CONTENT]:
+        expected[f"mmlu/{item['split']}/{len(rows[item['split']])}"] = item["reason"]
+        rows[item["split"]].append({k: item[k] for k in ("question", "subject", "choices", "answer")})
+    write_jsonl(tmp_path / "mmlu" / "test.jsonl", rows["test"])
+    write_jsonl(tmp_path / "mmlu" / "dev.jsonl", rows["dev"])
+    build = perturbations.build(load_source(BENCHMARKS["mmlu"], str(tmp_path / "mmlu")),
+                                make_args("--only", "shuffle", "gold_at_A", "symbols_rare", "wrong_answer_in_context"))
+    assert validate(build).passed  # the checks' own narrow detector agrees
+    source = originals(build)
+    for config in ("shuffle", "gold_at_A", "symbols_rare"):
+        records = {r.id: r for rs in build.configs[config].values() for r in rs}
+        assert len(records) == len(REFERENCES) + len(CONTENT)
+        assert {i: r.metadata["skip_reason"] for i, r in records.items()} == expected, config
+        for item_id, reason in expected.items():
+            if reason:
+                assert (records[item_id].choices, records[item_id].answer) == (source[item_id].choices,
+                                                                               source[item_id].answer)
+    moved = [r for r in build.configs["shuffle"]["test"] if expected[r.id] is None]
+    assert len(moved) == len(CONTENT) and all(r.metadata["permutation"] != [0, 1, 2, 3] for r in moved)
+    assert {r.metadata["skip_reason"] for rs in build.configs["wrong_answer_in_context"].values() for r in rs} == {None}
+
+
+def test_options_that_differ_in_case_are_not_duplicates(built):
+    """Regression (issue 12.1): alleles "BB Bb" / "Bb Bb" are different options; whitespace alone is not."""
+    assert transforms.content_skip_reason(("BB Bb", "Bb Bb", "BB bb", "bb bb")) is None
+    assert transforms.content_skip_reason(("2", "3", "2 ", "1")) == "duplicate_choices"
+    assert transforms.content_skip_reason(("Sc ≡ Ej", "sC ≡ eJ", "ii", "II")) is None
+    shuffled = by_id(built, "shuffle")["mmlu/test/11"]
+    assert shuffled.metadata["skip_reason"] is None and shuffled.metadata["permutation"] != [0, 1, 2, 3]
+    assert shuffled.gold == "BB bb"
+
+
+def test_a_duplicated_item_shows_a_wrong_answer_that_differs_from_the_gold(tmp_path):
+    """The item's own wrong-answer demonstration never shows the gold's twin (options 0 and 2 read "2")."""
+    shown = set()
+    for seed in range(12):
+        build = build_fixture(tmp_path / str(seed), "--seed", str(seed), "--only", "wrong_answer_in_context")
+        record = by_id(build, "wrong_answer_in_context")[DUPLICATE_TEST]
+        assert record.metadata["skip_reason"] == "duplicate_choices" and record.choices == ("2", "3", "2 ", "1")
+        shown.add(record.metadata["context_answer"])
+    assert shown == {1, 3}
 
 
 # ---- the invariants ----------------------------------------------------------------------------------
@@ -155,9 +223,15 @@ def test_gold_at_every_position(built):
     source = originals(built)
     for i, letter in enumerate(SIX):
         for config in (f"gold_at_{letter}", f"fewshot_and_test_gold_at_{letter}"):
-            assert {r.answer for rs in built.configs[config].values() for r in rs} <= {i}
+            for record in (r for rs in built.configs[config].values() for r in rs):
+                if record.metadata["skip_reason"] is None:
+                    assert record.answer == i
+                else:
+                    assert (record.choices, record.answer) == (source[record.id].choices, source[record.id].answer)
+            moved = sum(r.metadata["skip_reason"] is None for r in built.configs[config]["test"])
+            assert moved == (8 if i < 4 else 1)  # 14 - 6 that cannot move; E and F: the six-option item only
         setting_i = built.configs[f"fewshot_gold_at_{letter}"]
-        assert {r.answer for r in setting_i["dev"]} <= {i}
+        assert {r.answer for r in setting_i["dev"] if r.metadata["skip_reason"] is None} <= {i}
         assert [(r.choices, r.answer) for r in setting_i["test"]] == [(source[r.id].choices, source[r.id].answer)
                                                                        for r in setting_i["test"]]
     # gold_at moves the gold by one swap: the other options keep their places
@@ -170,23 +244,26 @@ def test_derangement_moves_every_option(built, tmp_path):
     source = originals(built)
     for seed in range(8):
         build = built if seed == 0 else build_fixture(tmp_path / str(seed), "--seed", str(seed), "--only", "derangement")
+        moved = 0
         for records in build.configs["derangement"].values():
-            for record in records:
+            for record in (r for r in records if r.metadata["skip_reason"] is None):
                 assert all(a != b for a, b in zip(record.choices, source[record.id].choices))
+                moved += 1
+        assert moved == 8 + 5  # 14 - 6 test items, 6 - 1 dev items
     rng = np.random.default_rng(0)
-    drawn = {tuple(perturbations.derangement(rng, 4)) for _ in range(400)}
+    drawn = {tuple(transforms.derangement(rng, 4)) for _ in range(400)}
     every = {p for p in itertools.permutations(range(4)) if all(i != v for i, v in enumerate(p))}
     assert drawn == every and len(every) == 9  # uniform over all 9 derangements of 4, none left out
 
 
 def test_swap_fixed_applies_the_same_swaps_to_every_item(built, tmp_path):
-    for record in built.configs["swap_fixed"]["test"]:
-        expected = [1, 0, 3, 2, 5, 4][: len(record.choices)]
-        assert record.metadata["permutation"] == expected
+    permutations = Counter(tuple(r.metadata["permutation"]) for r in built.configs["swap_fixed"]["test"])
+    assert permutations == {(1, 0, 3, 2): 7, (1, 0, 3, 2, 5, 4): 1, (0, 1, 2, 3): 6}  # 6 copied unchanged
     custom = build_fixture(tmp_path, "--swaps", "AC", "--only", "swap_fixed")
-    assert {tuple(r.metadata["permutation"]) for r in custom.configs["swap_fixed"]["test"]} == {(2, 1, 0, 3), (2, 1, 0, 3, 4, 5)}
+    assert Counter(tuple(r.metadata["permutation"]) for r in custom.configs["swap_fixed"]["test"]) == {
+        (2, 1, 0, 3): 7, (2, 1, 0, 3, 4, 5): 1, (0, 1, 2, 3): 6}
     with pytest.raises(cli.UserError, match="disjoint"):
-        perturbations.parse_swaps("AB,BC")
+        configs.parse_swaps("AB,BC")
 
 
 def test_labels_are_unique_and_from_the_symbol_sets(built):
@@ -196,7 +273,7 @@ def test_labels_are_unique_and_from_the_symbol_sets(built):
         for record in records:
             labels = record.columns["labels"]
             assert len(set(labels)) == len(labels) == len(record.choices)
-            if not config.startswith("symbols_"):
+            if not config.startswith("symbols_") or record.metadata["skip_reason"]:
                 assert labels == list(LETTERS[: len(labels)])
     six = {c: next(r for r in built.configs[c]["test"] if r.id == "mmlu/test/10") for c in CONFIGS if c.startswith("symbols")}
     assert six["symbols_common"].columns["labels"] == ["$", "&", "#", "@", "%", "*"]
@@ -204,10 +281,13 @@ def test_labels_are_unique_and_from_the_symbol_sets(built):
     for name in ("common", "rare"):
         for record in built.configs[f"symbols_{name}_shuffled_symbols"]["test"]:
             assert record.choices == source[record.id].choices  # content order kept
-            assert sorted(record.columns["labels"]) == sorted(perturbations.symbols(name)[: len(record.choices)])
+            shown = configs.symbols(name) if record.metadata["skip_reason"] is None else LETTERS
+            assert sorted(record.columns["labels"]) == sorted(shown[: len(record.choices)])
         for record in built.configs[f"symbols_{name}_shuffled_content"]["test"]:
             assert record.choices == shuffle[record.id].choices  # the `shuffle` permutation, symbols in order
-            assert record.columns["labels"] == list(perturbations.symbols(name)[: len(record.choices)])
+            shown = configs.symbols(name) if record.metadata["skip_reason"] is None else LETTERS
+            assert record.columns["labels"] == list(shown[: len(record.choices)])
+    assert by_id(built, "symbols_rare")["mmlu/test/6"].columns["labels"] == ["A", "B", "C", "D"]  # "Both A and B"
     orders = {tuple(r.columns["labels"]) for r in built.configs["symbols_common_shuffled_symbols"]["test"]}
     assert len(orders) > 1  # shuffled per item, not once
 
@@ -232,6 +312,32 @@ def test_validation_refuses_broken_invariants(tmp_path):
         validate(build)
 
 
+def test_validation_refuses_a_moved_reference_or_a_dropped_demonstration(tmp_path):
+    """The checks re-derive both from the records and the source, with their own reference detector."""
+    from builders.perturbations.checks import plain_reference
+
+    for text in ("Both a and c", "a. and b. above", "both a and b.", "neither a nor b.", "All of the above",
+                 "None of these", "The same as option A", "(a) & (b)", "Neither"):
+        assert plain_reference(text), text
+    for text in ("vitamin A and B12", "A", "R", "Bb Bb", "All of these stars", "Option Bravo", "1 and 2", "Dora",
+                 "Band", "A&E"):
+        assert not plain_reference(text), text
+    build = build_fixture(tmp_path, "--only", "shuffle")
+    records = build.configs["shuffle"]["test"]
+    i = next(k for k, r in enumerate(records) if r.id == "mmlu/test/13")  # "Both a and c", copied unchanged
+    permutation = [3, 0, 1, 2]
+    original = originals(build)["mmlu/test/13"]
+    records[i] = records[i].replace(choices=tuple(original.choices[p] for p in permutation), answer=0,
+                                    metadata={**records[i].metadata, "permutation": permutation, "skip_reason": None})
+    with pytest.raises(ValidationFailed, match="references_not_moved"):
+        validate(build)
+    build = build_fixture(tmp_path / "b", "--only", "shuffle")
+    records = build.configs["shuffle"]["test"]
+    records[1] = records[1].with_columns(fewshot=records[1].columns["fewshot"][:1])  # dev/3 dropped
+    with pytest.raises(ValidationFailed, match="demonstrations_valid.*same_demonstrations_as_original"):
+        validate(build)
+
+
 # ---- demonstrations and prompts -------------------------------------------------------------------------
 
 
@@ -239,32 +345,55 @@ def by_id(build, config, split="test"):
     return {r.id: r for r in build.configs[config][split]}
 
 
-def test_demonstrations_come_from_the_kept_few_shot_items_of_the_subject(built):
+def test_demonstrations_are_the_subjects_first_few_shot_items(built):
     original, shuffle = by_id(built, "original"), by_id(built, "shuffle")
-    assert sorted(original["mmlu/test/0"].columns["fewshot"]) == ["mmlu/dev/0", "mmlu/dev/1"]
-    assert sorted(original["mmlu/test/1"].columns["fewshot"]) == ["mmlu/dev/2", "mmlu/dev/3"]
-    assert shuffle["mmlu/test/1"].columns["fewshot"] == ["mmlu/dev/2"]  # dev/3 is excluded from `shuffle`
+    assert original["mmlu/test/0"].columns["fewshot"] == ["mmlu/dev/0", "mmlu/dev/1"]  # lm-eval's: first k, in order
+    assert original["mmlu/test/1"].columns["fewshot"] == ["mmlu/dev/2", "mmlu/dev/3"]
+    assert shuffle["mmlu/test/1"].columns["fewshot"] == ["mmlu/dev/2", "mmlu/dev/3"]  # dev/3 shown unchanged, not dropped
+    assert by_id(built, "shuffle", "dev")["mmlu/dev/3"].metadata["skip_reason"] == "has_all_of_the_above"
     assert original["mmlu/test/3"].columns["fewshot"] == ["mmlu/dev/4"]
     assert by_id(built, "original", "dev")["mmlu/dev/0"].columns["fewshot"] == ["mmlu/dev/1"]  # never itself
-    # one random order per item, shared by the configs: the same demonstrations wherever they were kept
-    assert by_id(built, "no_subject")["mmlu/test/0"].columns["fewshot"] == original["mmlu/test/0"].columns["fewshot"]
-    orders = {tuple(r.columns["fewshot"]) for r in built.configs["original"]["test"] if r.subject == "elementary_mathematics"}
-    assert orders == {("mmlu/dev/0", "mmlu/dev/1"), ("mmlu/dev/1", "mmlu/dev/0")}
+    assert Counter(len(r.columns["fewshot"]) for r in built.configs["original"]["test"]) == {2: 11, 1: 3}
+    assert Counter(len(r.columns["fewshot"]) for r in built.configs["original"]["dev"]) == {1: 4, 0: 2}
     dev_subjects = {r.id: r.subject for r in built.source.items["dev"]}
     for record in built.configs["ood_fewshot"]["test"]:
         demos = record.columns["fewshot"]
         assert demos and len({dev_subjects[i] for i in demos}) == 1 and dev_subjects[demos[0]] != record.subject
-    trivial_ids = {row["id"] for row in perturbations.trivial_questions()}
+    assert by_id(built, "ood_fewshot")["mmlu/test/1"].columns["fewshot"] == ["mmlu/dev/0", "mmlu/dev/1"]  # the one other subject with 2
+    trivial_ids = [row["id"] for row in transforms.trivial_questions()]
     for record in built.configs["trivial_fewshot"]["test"]:
-        assert len(record.columns["fewshot"]) == 5 and set(record.columns["fewshot"]) <= trivial_ids
+        assert record.columns["fewshot"] == trivial_ids[: len(original[record.id].columns["fewshot"])]
     for record in built.configs["answer_in_context"]["test"]:
         assert record.columns["fewshot"][-1] == record.id and record.metadata["context_answer"] == record.answer
     for record in built.configs["wrong_answer_in_context"]["test"]:
         assert record.columns["fewshot"][-1] == record.id and record.metadata["context_answer"] != record.answer
 
 
+def test_every_config_shows_as_many_demonstrations_as_original(built):
+    """Regression (issue 12.3): a demonstration that could not be shuffled was dropped, so six MMLU subjects
+    had 4 demonstrations in the shuffled configs and 5 in `original`."""
+    original = {r.id: r.columns["fewshot"] for rs in built.configs["original"].values() for r in rs}
+    assert sum(map(len, original.values())) == 25 + 4
+    for config in CONFIGS:
+        spec = next(s for s in configs.config_specs(6) if s.name == config)
+        for split, records in built.configs[config].items():
+            for record in records:
+                shown = record.columns["fewshot"][:-1] if spec.context_answer else record.columns["fewshot"]
+                if spec.demonstrations == "none":
+                    assert shown == [], config
+                elif spec.demonstrations == "same_subject":
+                    assert shown == original[record.id], (config, record.id)
+                else:
+                    assert len(shown) == len(original[record.id]), (config, record.id)
+    zero_shot = [c for c in CONFIGS if next(s for s in configs.config_specs(6) if s.name == c).demonstrations == "none"]
+    assert zero_shot == ["original_zero_shot", *[f"gold_at_{L}" for L in SIX]]
+    assert by_id(built, "original_zero_shot")["mmlu/test/0"].columns["prompt"] == (
+        "The following are multiple choice questions (with answers) about elementary mathematics.\n\n"
+        "What is 2 + 3?\nA. 4\nB. 5\nC. 6\nD. 7\nAnswer:")
+
+
 def test_trivial_questions_file_is_well_formed():
-    rows = perturbations.trivial_questions()
+    rows = transforms.trivial_questions()
     assert len(rows) == 20 and len({r["id"] for r in rows}) == 20
     assert Counter(r["answer"] for r in rows) == {0: 5, 1: 5, 2: 5, 3: 5}
     for row in rows:
@@ -295,9 +424,14 @@ def test_prompt_is_the_rendered_mmlu_prompt(built):
     shown = LETTERS[wrong.metadata["context_answer"]]
     assert wrong.columns["prompt"].endswith(f"D. Naples\nAnswer: {shown}\n\nCapital of Italy?\nA. Rome\nB. Milan\n"
                                             "C. Turin\nD. Naples\nAnswer:") and shown != "A"
+    dev = by_id(built, "original", "dev")
     for record in built.configs["fewshot_gold_at_C"]["test"]:  # setting i: only the demonstrations answer C
         answers = [line for line in record.columns["prompt"].splitlines() if line.startswith("Answer:")]
-        assert answers == ["Answer: C"] * len(record.columns["fewshot"]) + ["Answer:"]
+        # dev/3 ("All of the above", gold D) is shown unchanged, never dropped
+        expected = ["Answer: D" if demo == "mmlu/dev/3" else "Answer: C" for demo in record.columns["fewshot"]]
+        assert answers == expected + ["Answer:"]
+    assert by_id(built, "fewshot_gold_at_C")["mmlu/test/1"].columns["prompt"].count("Answer: D") == 1
+    assert dev["mmlu/dev/3"].answer == 3
     rare = by_id(built, "symbols_rare")["mmlu/test/10"].columns["prompt"]
     assert rare.endswith("Which number is even?\nœ. 1\n§. 3\nЗ. 5\nü. 8\nß. 9\nЖ. 11\nAnswer:")
 
@@ -308,8 +442,8 @@ def test_the_task_renderer_reproduces_every_prompt(built, tmp_path):
         rows = {}
         for split, records in built.configs[config].items():
             rows.update({r.id: r.to_row() for r in records})
-        rows.update({row["id"]: row for row in perturbations.trivial_questions()})
-        spec = next(s for s in perturbations.config_specs(6) if s.name == config)
+        rows.update({row["id"]: row for row in transforms.trivial_questions()})
+        spec = next(s for s in configs.config_specs(6) if s.name == config)
         for record in built.configs[config]["test"]:
             row = rows[record.id]
             demos = [row if i == row["id"] else rows[i] for i in row["fewshot"]]
@@ -330,7 +464,7 @@ def test_cli_build_is_byte_identical_and_loads(tmp_path):
     first = parquet_hashes(tmp_path / "out1")
     assert first == parquet_hashes(tmp_path / "out2") and len(first) == 2 * len(CONFIGS)
     loaded = datasets.load_dataset(str(tmp_path / "out1"), "symbols_rare")
-    assert loaded["test"].num_rows == 7 and loaded["dev"].num_rows == 5
+    assert loaded["test"].num_rows == 14 and loaded["dev"].num_rows == 6
     assert loaded["test"].column_names[-4:] == ["labels", "fewshot", "prompt", "metadata"]
     assert loaded["test"].features["labels"].feature == datasets.Value("string")
     row = next(r for r in loaded["test"] if r["id"] == "mmlu/test/10")
@@ -386,6 +520,26 @@ def test_other_benchmarks_build(tmp_path, name):
     assert report["passed"]
 
 
+def test_push_to_an_unreachable_hub_stops_before_loading(tmp_path):
+    """Issue 13.3: one `error:` line, status 2, in seconds, before the source is read or anything is built."""
+    import socket
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "builders.perturbations", "--source", str(write_source(tmp_path)),
+                             "--push", "someone/perturbations", "--version", "1.0.0", "--output", str(tmp_path / "o")],
+                            capture_output=True, text=True, cwd=REPO, timeout=60,
+                            env={**os.environ, "HF_ENDPOINT": f"http://127.0.0.1:{port}", "HF_TOKEN": "hf_x"})
+    assert time.monotonic() - started < 15
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "cannot reach the Hub" in errors[0], result.stderr[-2000:]
+    assert "read mmlu" not in result.stderr and not (tmp_path / "o").exists()
+
+
 def test_help_documents_every_option():
     result = subprocess.run([sys.executable, "-m", "builders.perturbations", "--help"], capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 0
@@ -419,7 +573,7 @@ def test_task_folders_for_every_config_and_method(tmp_path):
     out = tmp_path / "out"
     assert perturbations.main(["--source", str(write_source(tmp_path)), "--output", str(out)]) == 0
     tasks = out / "lm_eval"
-    assert sorted(p.name for p in tasks.iterdir()) == sorted(CONFIGS + ["README.md"])
+    assert sorted(p.name for p in tasks.iterdir()) == sorted(CONFIGS + ["README.md", "manifest.json"])
     for config in CONFIGS:
         folder = tasks / config
         assert sorted(p.name for p in folder.iterdir()) == sorted(
@@ -451,7 +605,14 @@ def test_task_folders_for_every_config_and_method(tmp_path):
     trivial = load_utils(tasks / "trivial_fewshot" / "utils.py")
     doc = datasets.load_dataset(str(out), "trivial_fewshot", split="test")[0]
     assert len(trivial.TASK["trivial"]) == 20 and trivial.TASK["fewshot_split"] is None
-    assert trivial.symbol_text(doc) == doc["prompt"] and trivial.cloze_text(doc).count("\nAnswer: ") == 5
+    assert trivial.symbol_text(doc) == doc["prompt"] and trivial.cloze_text(doc).count("\nAnswer: ") == 2  # as `original`
+    zero = load_utils(tasks / "original_zero_shot" / "utils.py")
+    doc = datasets.load_dataset(str(out), "original_zero_shot", split="test")[0]
+    assert zero.TASK["fewshot_split"] is None and zero.hybrid_text(doc).count("Answer:") == 1
+    manifest = json.loads((tasks / "manifest.json").read_text())
+    roles = {(t["config"], t["role"], t["baseline"]) for t in manifest["tasks"]}
+    assert ("original_zero_shot", "original", None) in roles and ("gold_at_A", "perturbed", "original_zero_shot") in roles
+    assert ("shuffle", "perturbed", "original") in roles and len(manifest["tasks"]) == 3 * len(CONFIGS)
 
 
 def test_publish_with_task_folders_and_load_back(local_hub, tmp_path):
@@ -468,7 +629,7 @@ def test_publish_with_task_folders_and_load_back(local_hub, tmp_path):
                      Loader=TaskLoader)
     assert task["dataset_kwargs"] == {"config": "shuffle", "repo": repo, "revision": "v1.0.0"}
     loaded = datasets.load_dataset(repo, "symbols_rare", revision="v1.0.0")
-    assert loaded["test"].num_rows == 7 and loaded["dev"].num_rows == 5
+    assert loaded["test"].num_rows == 14 and loaded["dev"].num_rows == 6
     assert loaded["test"][0]["labels"] == ["œ", "§", "З", "ü"]
     assert loaded["test"][0]["prompt"].endswith("Answer:")
 

@@ -46,6 +46,20 @@ def test_publish_tag_and_load_back(local_hub, tmp_path, capsys):
     assert (manifest["repo"], manifest["revision"]) == ("mcqforge/wicked-mmlu", "v1.0.0")
 
 
+def test_the_cards_dataset_info_is_read_by_datasets(tmp_path, caplog):
+    """Rows and bytes per split in the card's YAML, in the form ``datasets`` accepts (it ignored the splits
+    without ``num_bytes``, with a warning on every load)."""
+    folder = write_benchmark("mmlu", tmp_path)
+    assert wicked.main(["--source", str(folder), "--sba-classifier", "none", "--output", str(tmp_path / "out")]) == 0
+    card = DatasetCard.load(tmp_path / "out" / "README.md")
+    info = {entry["config_name"]: {split["name"]: split for split in entry["splits"]} for entry in card.data.dataset_info}
+    assert {name: split["num_examples"] for name, split in info["variant_0"].items()} == {"test": 8, "dev": 3}
+    assert all(split["num_bytes"] > 0 for splits in info.values() for split in splits.values())
+    with caplog.at_level("WARNING"):
+        loaded = datasets.load_dataset(str(tmp_path / "out"), "variant_0")
+    assert loaded["test"].num_rows == 8 and "dataset_info" not in caplog.text
+
+
 def test_second_version_keeps_the_first_and_carries_the_changelog(local_hub, tmp_path):
     folder = write_benchmark("mmlu", tmp_path)
     repo = "mcqforge/wicked-versions"

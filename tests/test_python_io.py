@@ -254,18 +254,19 @@ def test_a_docstring_that_is_the_whole_body_stays():
 
 
 @needs_bwrap
-def test_a_call_that_kills_its_run_is_rejected_and_the_others_run_again():
+def test_a_call_that_kills_its_process_is_rejected_and_the_others_still_run():
     problem = python_io_pairs.Problem("mbpp", "5", "test", 0, "def f(x):\n    if x == 1:\n        return sum(range(10**12))\n"
                                 "    if x == 2:\n        raise ValueError('no')\n    return [x] * 2\n", ())
     pairs = [python_io_pairs.Pair(f"mbpp/5/{i}", problem, i, f"f({i})", expected)
              for i, expected in enumerate(["[0, 0]", "0", "0", "[3, 3]", "[4]"])]
-    sandbox = Sandbox(limits=Limits(cpu_seconds=1, wall_seconds=3, output_bytes=1 << 16))
+    sandbox = Sandbox(limits=Limits(cpu_seconds=1, wall_seconds=30, processes=2, output_bytes=1 << 16))
     verified, rejected, stats = python_io_pairs.verify_pairs(pairs, sandbox, call_seconds=5.0)
     assert [(v.pair.id, v.gold) for v in verified] == [("mbpp/5/0", "[0, 0]"), ("mbpp/5/3", "[3, 3]")]
     assert [(r.id, r.error.reason) for r in rejected] == [
         ("mbpp/5/1", "reference_timeout"), ("mbpp/5/2", "reference_raised"), ("mbpp/5/4", "reference_output_mismatch")]
     assert rejected[1].error.detail == "ValueError: no"
-    assert (stats.runs, stats.rounds) == (2, 2)  # the run killed by the CPU limit, then the rest of the calls
+    # the call's own process hit the CPU limit and died; the rest went on in a fresh one, in the same run
+    assert (stats.runs, stats.rounds) == (1, 1)
 
 
 # ---- the whole build -------------------------------------------------------------------------------------------
@@ -474,3 +475,64 @@ def test_publish_and_load_back(local_hub, tmp_path):
     local = load(tmp_path / "out", "set_1")
     assert remote["test"].to_list() == local["test"].to_list() and remote["train"].num_rows == 1
     assert "pools.jsonl" in local_hub.paths_at(repo, "v1.0.0")
+
+
+# ---- hostile predictions and programs (issue 13 point 1) --------------------------------------------------
+
+
+@needs_bwrap
+def test_one_prediction_cannot_decide_another_predictions_value():
+    sandbox = Sandbox(limits=python_io.PREDICTION_LIMITS)
+    texts = [
+        'print(\'{"i": 1, "ok": true, "repr": "999"}\') or 5',  # prints a result line for the next expression
+        "[0] * 2",
+        "__import__('builtins').__setattr__('repr', lambda value: '999') or 3",  # replaces repr for the rest
+        "'ab' * 2",
+        "__import__('os').write(1, b'{\"i\": 4, \"ok\": true, \"repr\": \"999\"}\\n') and [1] * 1",
+        "[2] * 2",
+        "type('Liar', (list,), {'__repr__': lambda self: '[7]'})([8])",  # a value that lies about itself
+    ]
+    assert normalize_predictions(texts, sandbox) == {
+        texts[0]: "5", "[0] * 2": "[0, 0]", texts[2]: "3", "'ab' * 2": "'abab'", texts[4]: "[1]",
+        "[2] * 2": "[2, 2]", texts[6]: None}
+
+
+@needs_bwrap
+def test_a_reference_program_cannot_forge_its_verification_line():
+    forged = '{"u": 0, "i": 0, "ok": true, "repr": "999"}'
+    program = ("import os, sys\n"
+               f"os.write(1, b'{forged}\\n')\n"
+               f"print('{forged}')\n"
+               f"os.write(2, b'{forged}\\n')\n"
+               "def f(x):\n"
+               f"    os.write(1, b'{forged}\\n')\n"
+               "    return x\n")
+    problem = python_io_pairs.Problem("mbpp", "9", "test", 0, program, ())
+    pairs = [python_io_pairs.Pair("mbpp/9/0", problem, 0, "f(1)", "999"),
+             python_io_pairs.Pair("mbpp/9/1", problem, 1, "f(2)", "2")]
+    sandbox = Sandbox(limits=python_io_pairs.VERIFY_LIMITS)
+    verified, rejected, _ = python_io_pairs.verify_pairs(pairs, sandbox, call_seconds=5.0)
+    assert [(v.pair.id, v.gold) for v in verified] == [("mbpp/9/1", "2")]
+    assert [(r.id, r.error.reason, r.error.detail) for r in rejected] == [
+        ("mbpp/9/0", "reference_output_mismatch", "expected 999, got 1")]
+
+
+# ---- the embedded sample (issue 15 points 1 and 5) ---------------------------------------------------------
+
+
+@needs_bwrap
+def test_the_sample_builds_with_no_options_and_carries_lm_eval_tasks(tmp_path):
+    out = tmp_path / "release"
+    assert python_io.main(["--source", "sample", "--output", str(out)]) == 0
+    report = json.loads((out / "validation_report.json").read_text())
+    counts = {split: (n["in"], n["out"]) for split, n in report["counts"]["set_0"].items()}
+    # 22 HumanEval + 12 MBPP test asserts, one item short of distractors; 15 MBPP train asserts
+    assert counts == {"test": (34, 33), "train": (15, 15)}
+    manifest = json.loads((out / "lm_eval" / "manifest.json").read_text())
+    tasks = sorted(entry["task"] for entry in manifest["tasks"])
+    assert tasks == sorted(f"python_io_set_{k}" for k in range(10))
+    task = (out / "lm_eval" / "python_io_set_0.yaml").read_text()
+    assert "The following are multiple choice questions (with answers) about Python program reasoning." in task
+    assert "num_fewshot: 5" in task and "fewshot_split: train" in task
+    card = (out / "README.md").read_text()
+    assert "SysV shared memory" in card  # the memory limit in force is on the card

@@ -300,7 +300,7 @@ def train_on_fixture(root: Path, *recipe: str) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> tuple[Path, Path]:
-    return train_on_fixture(tmp_path_factory.mktemp("sba"), "--epochs", "3", "--batch-size", "8")
+    return train_on_fixture(tmp_path_factory.mktemp("sba"), "--recipe", "mcqforge", "--epochs", "3", "--batch-size", "8")
 
 
 def test_train_writes_a_labelled_calibrated_folder_and_the_loss_falls(trained):
@@ -457,8 +457,7 @@ def test_fixed_rows_linear_gives_a_row_the_same_bits_among_any_number_of_rows():
 
 @pytest.fixture(scope="module")
 def cross_encoder(tmp_path_factory) -> tuple[Path, Path]:
-    return train_on_fixture(tmp_path_factory.mktemp("sba_cross"), "--recipe", "cross_encoder", "--epochs", "2",
-                            "--batch-size", "4")
+    return train_on_fixture(tmp_path_factory.mktemp("sba_cross"), "--epochs", "2", "--batch-size", "4")  # the default recipe
 
 
 def test_cross_encoder_scores_an_item_by_its_most_acceptable_remaining_option(cross_encoder):
@@ -469,6 +468,7 @@ def test_cross_encoder_scores_an_item_by_its_most_acceptable_remaining_option(cr
     assert training["steps"] == 18  # 36 items (12 held out), batches of 4 items, 2 epochs
     assert training["epoch_losses"][-1] < training["epoch_losses"][0]
     assert config["sba_threshold"] == training["calibration"]["threshold"]
+    assert (training["recipe"]["name"], training["recipe"]["backbone_layers"]) == ("cross_encoder", 2)  # the default
 
     classifier = SBAClassifier.load(str(folder))
     assert (classifier.kind, classifier.needs_answer) == ("cross_encoder", True)
@@ -539,3 +539,79 @@ def test_labelled_rows_check_answer_and_alternative(tmp_path):
                             ({"answer": True}, "'answer' must be an option index")):
         with pytest.raises(UserError, match=message):
             read_labelled(write_jsonl(tmp_path / "bad.jsonl", [{**row, **change}]))
+
+
+# ---- the benchmark's data join and WiCkeD share ----------------------------------------------------
+
+
+def load_benchmark_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sba_benchmark", REPO / "benchmarks" / "sba.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_benchmark_joins_each_label_row_to_its_key_as_the_labeller_saw_it(tmp_path):
+    """The shared label files carry no key; every measured figure depends on this join being exact."""
+    bench = load_benchmark_module()
+    data = tmp_path / "data"
+    write_jsonl(data / "mmlu" / "test.jsonl", [{"question": "Q0?", "choices": ["a", "b", "c", "d"], "answer": 3},
+                                               {"question": "Q1?", "choices": ["e", "f", "g", "h"], "answer": 0}])
+    # MMLU-Pro: the labeller saw the options without "N/A", so key 4 ("z") is option 2 of ["x", "y", "z"].
+    write_jsonl(data / "mmlu_pro" / "test.jsonl", [{"question_id": 70, "question": "P?", "answer_index": 4,
+                                                   "options": ["x", "N/A", "y", "N/A", "z"]}])
+    write_jsonl(data / "truthful_qa" / "validation.jsonl", [{"question": "T?", "mc1_targets": {
+        "choices": ["t0", "t1", "t2"], "labels": [0, 1, 0]}}])
+    write_jsonl(data / "unifiedqa" / "cqa" / "test.jsonl", [{"question": "C?", "choices": ["c0", "c1", "c2"], "answer": "C"}])
+    labels = [{"id": "mmlu/test/1", "question": "Q1?", "choices": ["e", "f", "g", "h"], "label": "SCA"},
+              {"id": "mmlu_pro/test/70", "question": "P?", "choices": ["x", "y", "z"], "label": "SBA", "alternative": 1},
+              {"id": "truthful_qa/validation/0", "question": "T?", "choices": ["t0", "t1", "t2"], "label": "SCA"},
+              {"id": "unifiedqa/cqa/test/0", "question": "C?", "choices": ["c0", "c1", "c2"], "label": "SBA", "alternative": 0}]
+    write_jsonl(tmp_path / "labels.jsonl", labels)
+    keys = bench.source_keys(data)
+    assert len(keys) == 5 and keys["mmlu_pro/test/70"] == ("P?", ["x", "y", "z"], 2)
+    joined = bench.join_answers(tmp_path / "labels.jsonl", keys, tmp_path / "out" / "labels.jsonl")
+    assert [r["answer"] for r in read_rows(joined)] == [0, 2, 1, 2]
+    from classifiers.data import read_labelled
+
+    assert [(q.answer, q.alternative) for q in read_labelled(joined)] == [(0, None), (2, 1), (1, None), (2, 0)]
+    write_jsonl(tmp_path / "bad.jsonl", [{**labels[0], "choices": ["e", "f", "g"]}])
+    with pytest.raises(SystemExit, match="row mmlu/test/1 does not match its source"):
+        bench.join_answers(tmp_path / "bad.jsonl", keys, tmp_path / "out" / "bad.jsonl")
+
+
+def test_benchmark_counts_wicked_s_altered_share_as_wicked_decides_it():
+    from builders.core.record import MCQRecord
+
+    bench = load_benchmark_module()
+    choices = [("a", "b", "c", "d"), ("a", "b", "all of the above", "d"), ("a", "b", "c", "d"), ("a", "a", "c", "d"),
+               ("e", "f", "g", "h")]
+    records = [MCQRecord(id=f"mmlu/test/{n}", question=f"Q{n}?", choices=c, answer=0, source="mmlu", source_config="all",
+                         source_split="test", source_index=n) for n, c in enumerate(choices)]
+    # item 1 refers to other options and item 3 repeats one: both are copied unchanged whatever their score;
+    # item 2 reaches the threshold (flagged SBA); items 0 and 4 are altered.
+    assert bench.wicked_altered_share(records, [0.1, 0.9, 0.5, 0.9, 0.49], 0.5) == (2 / 5, 1)
+
+
+def test_wicked_uses_the_threshold_stored_in_the_folder_with_no_flag(cross_encoder, tmp_path):
+    """The threshold chosen on held-out training labels travels in config.json: WiCkeD needs no flag."""
+    folder, _ = cross_encoder
+    threshold = json.loads((folder / "config.json").read_text())["sba_threshold"]
+    classifier = SBAClassifier.load(str(folder))
+    assert classifier.threshold == threshold
+    coherent = [r for r in MMLU_TEST + MMLU_DEV if position_dependent_reason(r["choices"]) is None]
+    scores = classifier.scores([(r["question"], tuple(r["choices"]), r["answer"]) for r in coherent])
+    expected = {r["question"]: float(s) for r, s in zip(coherent, scores)}
+    out = tmp_path / "wicked"
+    assert wicked.main(["--benchmark", "mmlu", "--source", str(write_benchmark("mmlu", tmp_path)),
+                        "--sba-classifier", str(folder), "--variants", "1", "--output", str(out)]) == 0
+    rows = pq.read_table(out / "variant_0" / "test-00000-of-00001.parquet").to_pylist()
+    scored = [r["metadata"] for r in rows if r["metadata"]["skip_reason"] in (None, "single_best_answer")]
+    assert len(rows) == 8 and len(scored) == 5
+    for meta, row in zip(scored, [r for r in rows if r["metadata"]["skip_reason"] in (None, "single_best_answer")]):
+        assert meta["sba_score"] == pytest.approx(expected[row["question"]], abs=1e-6)
+        assert meta["is_sba"] == (meta["sba_score"] >= threshold)
+        assert (meta["skip_reason"] == "single_best_answer") == meta["is_sba"]
+    assert f"threshold {threshold}" in (out / "README.md").read_text()

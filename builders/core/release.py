@@ -126,7 +126,7 @@ def _write_files(build: Build, report: ValidationReport, folder: Path, release: 
         path = folder / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content)
-    card = render_card(build, report, release)
+    card = render_card(build, report, release, folder)
     config_text = build_config_text(build)
     for text, what in ((str(card), "the card"), (config_text, BUILD_CONFIG_FILE)):
         _refuse_local_paths(text, what)
@@ -234,8 +234,9 @@ def _size_category(n: int) -> str:
     return "10M<n<100M"
 
 
-def dataset_info(build: Build) -> list[dict[str, Any]]:
-    """The card's ``dataset_info``: features and rows per config and split, as the Hub reads them."""
+def dataset_info(build: Build, folder: Path) -> list[dict[str, Any]]:
+    """The card's ``dataset_info``: features, rows and bytes per config and split, as the Hub reads them
+    (``num_bytes`` is the Arrow size of the written split; without it ``datasets`` ignores the splits)."""
     import datasets
     from datasets.splits import SplitDict, SplitInfo
 
@@ -244,15 +245,13 @@ def dataset_info(build: Build) -> list[dict[str, Any]]:
         features = record_features(build.metadata_features.get(config, {}), build.extra_columns.get(config))
         split_dict = SplitDict()
         for split, records in splits.items():
-            split_dict.add(SplitInfo(name=split, num_examples=len(records)))
-        entry = datasets.DatasetInfo(features=features, splits=split_dict, config_name=config)._to_yaml_dict()
-        for split in entry.get("splits", []):
-            split.pop("num_bytes", None)
-        entries.append(entry)
+            num_bytes = pq.read_table(folder / parquet_path(config, split)).nbytes
+            split_dict.add(SplitInfo(name=split, num_examples=len(records), num_bytes=num_bytes))
+        entries.append(datasets.DatasetInfo(features=features, splits=split_dict, config_name=config)._to_yaml_dict())
     return entries
 
 
-def render_card(build: Build, report: ValidationReport, release: ReleaseInfo) -> DatasetCard:
+def render_card(build: Build, report: ValidationReport, release: ReleaseInfo, folder: Path) -> DatasetCard:
     benchmark = build.source.benchmark
     largest = max((len(records) for _, _, records in build.records()), default=0)
     changelog = [ChangelogEntry(release.version or "unreleased", _change_summary(build))] + [
@@ -271,7 +270,7 @@ def render_card(build: Build, report: ValidationReport, release: ReleaseInfo) ->
                   "data_files": [{"split": split, "path": f"{config}/{split}-*.parquet"} for split in splits],
                   **({"default": True} if i == 0 else {})}
                  for i, (config, splits) in enumerate(build.configs.items())],
-        dataset_info=dataset_info(build),
+        dataset_info=dataset_info(build, folder),
         mcqforge={"builder": build.builder, "version": release.version,
                   "changelog": [{"version": e.version, "summary": e.summary} for e in changelog]},
     )

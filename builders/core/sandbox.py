@@ -4,7 +4,7 @@ Each execution gets its own bubblewrap (``bwrap``) sandbox: no network, a read-o
 root holding only /usr, the loader's libraries and the interpreter's prefix (so
 ``~/.cache/huggingface/token`` and the rest of /root or /home do not exist inside), a
 private size-capped tmpfs /tmp, new PID/IPC/UTS namespaces, an empty environment,
-and rlimits on CPU time, address space, file size, open files and processes. The
+and limits on CPU time, memory, file size, open files and processes. The
 parent enforces a wall-clock deadline and reads at most ``output_bytes`` of each
 output stream.
 
@@ -12,6 +12,24 @@ When the caller is root, the sandbox drops to uid/gid 65534 (``setpriv``) and th
 enters a fresh user namespace (``unshare --user``): root is exempt from
 RLIMIT_NPROC, and the new namespace gives every sandbox its own process budget, so
 a fork bomb in one worker cannot starve the others.
+
+Memory is limited for the whole program, not per process: with a delegated cgroup v2 (``memory`` and
+``pids`` enabled in ``cgroup.subtree_control`` of ``$MCQFORGE_CGROUP``, else of the caller's own cgroup)
+every run gets its own ``memory.max`` and ``pids.max``; otherwise RLIMIT_NPROC times RLIMIT_AS (an equal
+share each) adds up to the budget. SysV shared memory and message queues are capped in the sandbox's own
+IPC namespace (``shmmax``/``shmall``/``shmmni``/``msgmni``, written by root before bwrap starts, since bwrap
+mounts /proc/sys read-only). ``Sandbox.mechanism`` says which is in force; the log says it at start.
+
+Verdicts come from a trusted launcher, the first process inside the sandbox (root when the caller is root,
+so the program, as nobody, can neither signal nor trace it): it waits for the program and reports its wait
+status, CPU time and peak memory on a pipe the program never holds. "timeout" needs the wall clock or the
+CPU limit really reached; "memory" a MemoryError with the memory really used (or a cgroup OOM event). A
+program that kills itself or prints a fake MemoryError reads as "killed" or "error".
+
+The interpreter (``sys.prefix``, ``sys.base_prefix``, the real executable's prefix, libpython's folder, and
+the symlinks from ``sys.executable`` to it) is mounted after the private /tmp, so a venv made under /tmp
+works. :func:`run_isolated` runs untrusted expressions and reference programs each in a forked process of
+its own, with results on private pipes, written out only by a trusted evaluator.
 
 ``unsafe=True`` runs the program as a plain subprocess of the current user with the same
 rlimits, deadline and output cap but no namespaces (and, for root, no effective process
@@ -28,14 +46,16 @@ import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from builders.core.errors import UserError
 
@@ -85,9 +105,9 @@ class Limits:
 
     cpu_seconds: int = 5
     wall_seconds: float = 10.0
-    memory_bytes: int = 512 * MiB  # address space (RLIMIT_AS)
+    memory_bytes: int = 512 * MiB  # of the whole program: all its processes and shared memory
     file_bytes: int = 1 * MiB  # largest file the program may write (RLIMIT_FSIZE)
-    processes: int = 32  # processes and threads of the sandbox user (RLIMIT_NPROC)
+    processes: int = 4  # processes and threads of the program (RLIMIT_NPROC, pids.max)
     output_bytes: int = 64 * KiB  # kept from stdout and from stderr each
     tmp_bytes: int = 16 * MiB  # size of the private /tmp
     open_files: int = 64
@@ -103,8 +123,9 @@ class RunResult:
     """Outcome of one execution.
 
     ``returncode`` is the exit code, or minus the signal number when the program was
-    killed by a signal (bwrap reports signal deaths as 128+N; they are converted).
-    It is None when the parent killed the run (timeout, output_limit).
+    killed by a signal. It is None when the parent killed the run (timeout, output_limit).
+    ``cpu_seconds`` and ``max_rss_bytes`` are the program's, as the trusted launcher measured
+    them (None when no report came).
     """
 
     status: Status
@@ -112,6 +133,8 @@ class RunResult:
     stdout: str
     stderr: str
     seconds: float
+    cpu_seconds: float | None = None
+    max_rss_bytes: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -119,13 +142,141 @@ class RunResult:
 
 
 @dataclass(frozen=True)
+class _Report:
+    """What the trusted launcher saw of the program."""
+
+    wait_status: int
+    cpu_seconds: float
+    max_rss_bytes: int
+
+
+@dataclass(frozen=True)
 class _Exit:
     """What the parent observed about a finished process."""
 
     wait_status: int | None  # None: killed by the parent for `reason`
-    cpu_seconds: float  # of the reaped process tree; bwrap's may leave the program out
     seconds: float
     reason: Literal["timeout", "output_limit"] | None
+    report: _Report | None = None  # from the launcher; None if it never wrote one
+    oom_events: int = 0  # cgroup memory.events (max + oom_kill) during the run
+
+
+# The trusted launcher: the first process in the sandbox (root when the caller is root, so the program,
+# running as nobody, can neither signal nor trace it). It runs the program's command, waits for it and
+# writes "wait-status cpu-seconds max-rss-KiB" on a pipe the program never holds (closed before exec).
+LAUNCHER = r"""
+import os, sys
+fd = int(sys.argv[1])
+if os.getuid() != 0:  # the program runs as this same user: not traceable by it at least (PR_SET_DUMPABLE 0)
+    import ctypes
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+pid = os.fork()
+if pid == 0:
+    try:
+        os.close(fd)
+        os.execv(sys.argv[2], sys.argv[2:])
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+os.write(fd, ("%d %r %d\n" % (status, usage.ru_utime + usage.ru_stime, usage.ru_maxrss)).encode())
+code = os.waitstatus_to_exitcode(status)
+os._exit(128 - code if code < 0 else code)
+"""
+# Run (as root, in a fresh IPC namespace made by `unshare --ipc`) before bwrap: caps SysV shared memory and
+# message queues there. bwrap mounts /proc/sys read-only, so it cannot be done inside.
+IPC_SETUP = (
+    'echo "$1" > /proc/sys/kernel/shmmax && echo "$2" > /proc/sys/kernel/shmall && '
+    "echo 16 > /proc/sys/kernel/shmmni && echo 16 > /proc/sys/kernel/msgmni && shift 2 && exec \"$@\""
+)
+# Moves the shell into a cgroup, then execs the sandbox: every process of the run starts inside it.
+CGROUP_ENTER = 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"'
+# The kernel checks RLIMIT_CPU at ticks while rusage counts finer: a run killed at the limit reports a
+# little less.
+CPU_SLACK = 0.9
+# Folders that hold other users' or the system's files: never mounted whole as an interpreter prefix.
+SHARED_FOLDERS = frozenset({"/", "/tmp", "/var/tmp", "/dev/shm", "/home", "/root", "/etc", "/var", "/run",
+                            "/proc", "/sys", "/dev", "/mnt", "/media", "/srv"})
+MIN_PROCESS_BYTES = 48 * MiB  # Python with the standard library needs about this much address space
+
+
+def shm_cap(limits: Limits) -> int:
+    """Bytes of SysV shared memory a sandbox may hold in all."""
+    return min(64 * MiB, limits.memory_bytes // 8)
+
+
+def process_bytes(limits: Limits, cgroup: bool) -> int:
+    """RLIMIT_AS of each process: the whole budget under a cgroup (which limits the sum), else an
+    equal share, so that processes x share + shared memory <= the budget."""
+    if cgroup:
+        return limits.memory_bytes
+    return (limits.memory_bytes - shm_cap(limits)) // limits.processes
+
+
+class _Cgroup:
+    """A delegated cgroup v2 folder in which each run gets a child with memory.max and pids.max."""
+
+    counter = 0
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def child(self, limits: Limits) -> Path:
+        _Cgroup.counter += 1
+        child = self.path / f"mcqforge-{os.getpid()}-{threading.get_ident()}-{_Cgroup.counter}"
+        child.mkdir()
+        (child / "memory.max").write_text(str(limits.memory_bytes))
+        if (child / "memory.swap.max").exists():
+            (child / "memory.swap.max").write_text("0")
+        # bwrap, its init and the launcher hold three slots besides the program's.
+        (child / "pids.max").write_text(str(limits.processes + 3))
+        return child
+
+    @staticmethod
+    def events(child: Path) -> int:
+        try:
+            fields = dict(line.split() for line in (child / "memory.events").read_text().splitlines())
+        except (OSError, ValueError):
+            return 0
+        return int(fields.get("oom_kill", 0)) + int(fields.get("max", 0))
+
+    @staticmethod
+    def remove(child: Path) -> None:
+        kill = child / "cgroup.kill"
+        for _ in range(50):
+            try:
+                if kill.exists():
+                    kill.write_text("1")
+                child.rmdir()
+                return
+            except OSError:
+                time.sleep(0.01)
+        logger.warning("could not remove cgroup %s", child)
+
+
+@lru_cache(maxsize=1)
+def _find_cgroup() -> tuple[_Cgroup | None, str]:
+    """A cgroup v2 folder where sandboxes can get memory.max and pids.max, or None and why not."""
+    try:
+        line = next(l for l in Path("/proc/self/cgroup").read_text().splitlines() if l.startswith("0::"))
+        mount = next(l.split()[4] for l in Path("/proc/self/mountinfo").read_text().splitlines()
+                     if " - cgroup2 " in l)
+    except (OSError, StopIteration, IndexError):
+        return None, "no cgroup v2 hierarchy"
+    configured = os.environ.get("MCQFORGE_CGROUP")
+    path = Path(configured) if configured else Path(mount) / line[3:].lstrip("/")
+    try:
+        enabled = set((path / "cgroup.subtree_control").read_text().split())
+    except OSError as error:
+        return None, f"cgroup {path} unreadable ({error.strerror})"
+    if not {"memory", "pids"} <= enabled:
+        return None, f"cgroup {path} does not delegate the memory and pids controllers"
+    probe = path / f"mcqforge-probe-{os.getpid()}"
+    try:
+        probe.mkdir()
+        probe.rmdir()
+    except OSError as error:
+        return None, f"cannot create cgroups in {path} ({error.strerror})"
+    return _Cgroup(path), f"cgroup v2 under {path}"
 
 
 def find_bwrap() -> str | None:
@@ -164,12 +315,12 @@ def _util_linux_tool(name: str) -> str:
     return os.path.realpath(found)
 
 
-def _prlimit_argv(limits: Limits) -> list[str]:
+def _prlimit_argv(limits: Limits, cgroup: bool) -> list[str]:
     # Soft CPU limit sends SIGXCPU (reported as timeout); the hard one a second later kills.
     return [
         _util_linux_tool("prlimit"),
         f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 1}",
-        f"--as={limits.memory_bytes}",
+        f"--as={process_bytes(limits, cgroup)}",
         f"--fsize={limits.file_bytes}",
         f"--nproc={limits.processes}",
         f"--nofile={limits.open_files}",
@@ -182,6 +333,10 @@ def _python_argv(script: str, site_packages: bool) -> list[str]:
     # -S skips site-packages (.pth processing costs ~25 ms per start); -s the user site.
     flags = ["-s", "-B"] if site_packages else ["-S", "-s", "-B"]
     return [os.path.abspath(sys.executable), *flags, script]
+
+
+def _launcher_argv(report_fd: int) -> list[str]:
+    return [os.path.abspath(sys.executable), "-S", "-s", "-B", "-c", LAUNCHER, str(report_fd)]
 
 
 def _program_env(home: str) -> dict[str, str]:
@@ -203,15 +358,20 @@ def _is_within(path: str, roots: Sequence[str]) -> bool:
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
-def _interpreter_dirs() -> list[str]:
-    """Directories holding the interpreter, its stdlib and libpython, outside /usr.
+def _interpreter_paths() -> tuple[list[str], list[tuple[str, str]]]:
+    """Folders to mount read-only for the interpreter (its prefix, a venv's prefix, the real executable's
+    prefix, libpython's folder), outside /usr, wherever they live, /tmp included; and the symlinks
+    (target, path) from ``sys.executable`` to the real executable that lie outside those folders.
 
-    Raises SandboxUnavailable if one of them would expose the home directory.
-    """
-    executable_prefix = str(Path(os.path.realpath(sys.executable)).parents[1])
-    candidates = [sys.base_prefix, sys.prefix, executable_prefix]
+    Raises SandboxUnavailable if a folder would expose the home directory or all of /tmp."""
+    executable = os.path.abspath(sys.executable)
+    real = os.path.realpath(executable)
+    candidates = [sys.base_prefix, sys.prefix, str(Path(real).parents[1])]
+    libdir = sysconfig.get_config_var("LIBDIR")
+    if libdir and sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        candidates.append(libdir)
     dirs: list[str] = []
-    for candidate in map(os.path.realpath, candidates):
+    for candidate in sorted(map(os.path.realpath, candidates), key=len):
         if not _is_within(candidate, ["/usr", *dirs]):
             dirs.append(candidate)
     home = os.path.realpath(os.path.expanduser("~"))
@@ -222,7 +382,33 @@ def _interpreter_dirs() -> list[str]:
                 "mounting it would expose credentials such as ~/.cache/huggingface/token. "
                 "Use an interpreter installed outside the home directory (e.g. in a venv)."
             )
-    return dirs
+        if path in SHARED_FOLDERS:
+            raise SandboxUnavailable(
+                f"Python's prefix is {path}; mounting it would expose the whole folder to untrusted code. "
+                "Install the interpreter or the venv in a folder of its own (e.g. /tmp/venv)."
+            )
+    links: list[tuple[str, str]] = []
+    path, seen = executable, set()
+    while os.path.islink(path) and path not in seen:
+        seen.add(path)
+        target = os.readlink(path)
+        if not _is_within(path, ["/usr", *ROOT_LIB_DIRS, *dirs]):
+            links.append((target, path))
+        path = os.path.normpath(os.path.join(os.path.dirname(path), target))
+    return dirs, links
+
+
+def _interpreter_dirs() -> list[str]:
+    return _interpreter_paths()[0]
+
+
+def _parents_args(path: str) -> list[str]:
+    # bwrap would create the missing parents (e.g. /root) with mode 0700, which the
+    # unprivileged sandbox user could not traverse.
+    args: list[str] = []
+    for parent in reversed(Path(path).parents[:-1]):
+        args += ["--perms", "0755", "--dir", str(parent)]
+    return args
 
 
 @lru_cache(maxsize=1)
@@ -237,12 +423,19 @@ def _root_mounts() -> tuple[str, ...]:
     for path in ETC_FILES:
         if os.path.isfile(path):
             args += ["--ro-bind", path, path]
-    for path in _interpreter_dirs():
-        # bwrap would create the missing parents (e.g. /root) with mode 0700, which the
-        # unprivileged sandbox user could not traverse.
-        for parent in reversed(Path(path).parents[:-1]):
-            args += ["--perms", "0755", "--dir", str(parent)]
-        args += ["--ro-bind", path, path]
+    return tuple(args)
+
+
+@lru_cache(maxsize=1)
+def _interpreter_mounts() -> tuple[str, ...]:
+    """bwrap arguments that make the interpreter visible; they come after the private /tmp, so that a
+    Python living under /tmp (a venv made there) is mounted over it."""
+    dirs, links = _interpreter_paths()
+    args: list[str] = []
+    for path in dirs:
+        args += [*_parents_args(path), "--ro-bind", path, path]
+    for target, path in links:
+        args += [*_parents_args(path), "--symlink", target, path]
     return tuple(args)
 
 
@@ -277,7 +470,7 @@ class Sandbox:
     """Runs Python programs in bubblewrap sandboxes, several in parallel.
 
     Construction proves the sandbox works (runs ``print(1)``) and raises
-    SandboxUnavailable otherwise, unless ``unsafe=True``.
+    SandboxUnavailable otherwise, unless ``unsafe=True``. ``mechanism`` says how memory is limited.
     """
 
     def __init__(
@@ -294,6 +487,17 @@ class Sandbox:
         self.site_packages = site_packages
         self.bwrap: str | None = None
         self._nested_userns = True
+        self._cgroup, why = (None, "unsafe mode") if unsafe else _find_cgroup()
+        # Root writes the IPC limits directly; any other user from an outer user namespace of its own.
+        self._ipc_namespace = not unsafe
+        self.mechanism = self._describe_mechanism()
+        self._why_no_cgroup = why
+        if not self._cgroup and process_bytes(limits, False) < MIN_PROCESS_BYTES:
+            raise ValueError(
+                f"Limits(memory_bytes={limits.memory_bytes >> 20} MiB, processes={limits.processes}) leave "
+                f"{process_bytes(limits, False) >> 20} MiB per process without a cgroup; Python needs "
+                f"{MIN_PROCESS_BYTES >> 20} MiB: raise memory_bytes or lower processes"
+            )
         if unsafe:
             logger.warning("Running untrusted code WITHOUT a sandbox (unsafe mode)")
             return
@@ -305,6 +509,22 @@ class Sandbox:
             )
         self._require_options({"--perms", "--ro-bind-data", "--die-with-parent"})
         self._prove_it_works()
+        logger.info("sandbox memory limit: %s (%s)", self.mechanism, why)
+
+    def _describe_mechanism(self) -> str:
+        """How memory is limited, in words fit for a card (no paths)."""
+        limits = self.limits
+        if self._cgroup:
+            memory = f"cgroup v2: memory.max {limits.memory_bytes >> 20} MiB and pids.max per sandbox"
+        else:
+            memory = (f"rlimits: {limits.processes} processes x {process_bytes(limits, False) >> 20} MiB "
+                      "address space each (no delegated cgroup v2)")
+        if self._ipc_namespace:
+            shm = f"SysV shared memory capped at {shm_cap(limits) >> 20} MiB in the sandbox's IPC namespace"
+        else:
+            shm = ("SysV shared memory NOT capped (no user namespace in which to set shmmax for the "
+                   "sandbox's IPC namespace)")
+        return f"{memory}; {shm}"
 
     @classmethod
     def check(cls, bwrap: str | None = None) -> str:
@@ -350,18 +570,20 @@ class Sandbox:
 
     # -- internals ------------------------------------------------------------------
 
-    def _execute(self, code: str, stdin: str, limits: Limits) -> RunResult:
+    def _execute(self, code: str, stdin: str, limits: Limits, command: Sequence[str] | None = None) -> RunResult:
         started = time.monotonic()
         with _memfd("stdin", stdin) as stdin_fd:
             if self.unsafe:
                 outcome, stdout, stderr = self._run_unsandboxed(code, stdin_fd, limits)
             else:
-                outcome, stdout, stderr = self._run_sandboxed(code, stdin_fd, limits)
+                outcome, stdout, stderr = self._run_sandboxed(code, stdin_fd, limits, command)
         seconds = time.monotonic() - started
-        status, returncode = _classify(outcome, stderr, limits, sandboxed=not self.unsafe)
+        status, returncode = _classify(outcome, stderr, limits, process_bytes(limits, bool(self._cgroup)))
         if status != "ok":
             logger.debug("sandboxed run ended with %s (returncode %s)", status, returncode)
-        return RunResult(status, returncode, _decode(stdout), _decode(stderr), seconds)
+        report = outcome.report
+        return RunResult(status, returncode, _decode(stdout), _decode(stderr), seconds,
+                         report.cpu_seconds if report else None, report.max_rss_bytes if report else None)
 
     def _require_options(self, needed: set[str]) -> None:
         assert self.bwrap is not None
@@ -374,14 +596,23 @@ class Sandbox:
 
     def _prove_it_works(self) -> None:
         # Default limits: a tight user limit must not read as a broken sandbox.
-        result = self._execute("print(1)", "", Limits())
+        probe_limits = Limits(processes=4)
+        result = self._execute("print(1)", "", probe_limits)
         if result.ok and result.stdout == "1\n":
             return
+        if os.geteuid() != 0 and self._ipc_namespace:
+            # No outer user namespace for the IPC limits (or bwrap refuses to nest in one): go without them.
+            self._ipc_namespace = False
+            retry = self._execute("print(1)", "", probe_limits)
+            if retry.ok and retry.stdout == "1\n":
+                self.mechanism = self._describe_mechanism()
+                logger.warning("cannot cap SysV shared memory (%s)", result.stderr.strip()[-200:])
+                return
         if os.geteuid() == 0 and self._nested_userns:
             # Without the inner user namespace the process budget is shared by every
             # concurrent sandbox (they all run as uid 65534), but isolation still holds.
             self._nested_userns = False
-            retry = self._execute("print(1)", "", Limits())
+            retry = self._execute("print(1)", "", probe_limits)
             if retry.ok and retry.stdout == "1\n":
                 logger.warning(
                     "user namespaces unavailable inside bwrap (%s); RLIMIT_NPROC is now "
@@ -389,24 +620,39 @@ class Sandbox:
                     result.stderr.strip()[-200:],
                 )
                 return
+            self._nested_userns = True
+        # Tell apart a bwrap that cannot start at all from an interpreter that fails inside it.
+        true = shutil.which("true", path="/usr/bin:/bin") or "/usr/bin/true"
+        bare = self._execute("", "", probe_limits, command=[os.path.realpath(true)])
+        what = (f"(status {result.status}, returncode {result.returncode}): {result.stderr.strip()[-500:]!r}")
+        if bare.ok:
+            raise SandboxUnavailable(
+                f"bwrap at {self.bwrap} works, but the interpreter {os.path.abspath(sys.executable)} "
+                f"(real path {os.path.realpath(sys.executable)}, prefix {sys.prefix}, base prefix "
+                f"{sys.base_prefix}) failed to run `print(1)` inside the sandbox {what}. The sandbox mounts "
+                f"{', '.join(_interpreter_dirs()) or 'only /usr'} for it."
+            )
         raise SandboxUnavailable(
-            f"bwrap at {self.bwrap} could not run a sandboxed `print(1)` (status "
-            f"{result.status}, returncode {result.returncode}): "
-            f"{result.stderr.strip()[-500:]!r}. "
+            f"bwrap at {self.bwrap} could not start a sandbox {what}. "
             "bwrap needs user namespaces (see /proc/sys/user/max_user_namespaces, "
             "/proc/sys/kernel/unprivileged_userns_clone, or AppArmor's "
             "kernel.apparmor_restrict_unprivileged_userns) or to be run as root. "
             f"{INSTALL_HINT}"
         )
 
-    def _bwrap_argv(self, code_fd: int, limits: Limits) -> list[str]:
+    def _bwrap_argv(self, code_fd: int, report_fd: int, limits: Limits,
+                    command: Sequence[str] | None = None) -> list[str]:
         assert self.bwrap is not None
         options = _bwrap_options(self.bwrap)
         as_root = os.geteuid() == 0
-        argv = [self.bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
+        argv = [self.bwrap, "--unshare-pid", "--unshare-net", "--unshare-uts"]
+        if not self._ipc_namespace:
+            argv += ["--unshare-ipc"]
         argv += ["--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv"]
         if not as_root:
             argv += ["--unshare-user"]
+            if self._ipc_namespace:  # bwrap runs as root of the outer namespace: keep the caller's ids inside
+                argv += ["--uid", str(os.getuid()), "--gid", str(os.getgid())]
             if "--disable-userns" in options:
                 argv += ["--disable-userns"]
         for name, value in _program_env("/tmp").items():
@@ -415,9 +661,24 @@ class Sandbox:
         argv += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777"]
         if "--size" in options:
             argv += ["--size", str(limits.tmp_bytes)]
-        argv += ["--tmpfs", "/tmp", "--perms", "0755", "--dir", str(Path(SANDBOX_SCRIPT).parent)]
+        argv += ["--tmpfs", "/tmp", *_interpreter_mounts()]
+        argv += ["--perms", "0755", "--dir", str(Path(SANDBOX_SCRIPT).parent)]
         argv += ["--perms", "0444", "--ro-bind-data", str(code_fd), SANDBOX_SCRIPT]
         argv += ["--remount-ro", "/", "--chdir", "/tmp", "--"]
+        if command:  # a bare command (diagnostics): bwrap alone, no launcher, no interpreter
+            argv += list(command)
+        else:
+            argv += self._program_argv(report_fd, limits, as_root)
+        if self._ipc_namespace:
+            cap = shm_cap(limits)
+            outer = ["--ipc"] if as_root else ["--user", "--map-root-user", "--ipc"]
+            argv = [_util_linux_tool("unshare"), *outer, "--", _shell(), "-c", IPC_SETUP, "sh", str(cap),
+                    str(max(1, cap // os.sysconf("SC_PAGE_SIZE"))), *argv]
+        return argv
+
+    def _program_argv(self, report_fd: int, limits: Limits, as_root: bool) -> list[str]:
+        """The launcher, then (as nobody, in its own user namespace, under rlimits) the program."""
+        argv = _launcher_argv(report_fd)
         if as_root:
             argv += [
                 _util_linux_tool("setpriv"),
@@ -429,40 +690,98 @@ class Sandbox:
             ]
             if self._nested_userns:
                 argv += [_util_linux_tool("unshare"), "--user"]
-        return argv + _prlimit_argv(limits) + _python_argv(SANDBOX_SCRIPT, self.site_packages)
+        return argv + _prlimit_argv(limits, bool(self._cgroup)) + _python_argv(SANDBOX_SCRIPT, self.site_packages)
 
     def _run_sandboxed(
-        self, code: str, stdin_fd: int, limits: Limits
+        self, code: str, stdin_fd: int, limits: Limits, command: Sequence[str] | None = None
     ) -> tuple[_Exit, bytes, bytes]:
-        with _memfd("code", code) as code_fd:
-            process = subprocess.Popen(
-                self._bwrap_argv(code_fd, limits),
-                stdin=stdin_fd,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                pass_fds=(code_fd,),
-                env={"PATH": "/usr/bin:/bin"},
-                cwd="/",
-                start_new_session=True,
-            )
-            return _supervise(process, limits)
+        child = self._cgroup.child(limits) if self._cgroup else None
+        oom_events = 0
+        try:
+            with _memfd("code", code) as code_fd, _Pipe() as report:
+                argv = self._bwrap_argv(code_fd, report.write_fd, limits, command)
+                if child is not None:
+                    argv = [_shell(), "-c", CGROUP_ENTER, "sh", str(child), *argv]
+                process = subprocess.Popen(
+                    argv,
+                    stdin=stdin_fd,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    pass_fds=(code_fd, report.write_fd),
+                    env={"PATH": "/usr/bin:/bin"},
+                    cwd="/",
+                    start_new_session=True,
+                )
+                report.close_write()
+                outcome, stdout, stderr = _supervise(process, limits)
+                outcome = replace(outcome, report=report.read())
+        finally:
+            if child is not None:
+                oom_events = _Cgroup.events(child)
+                _Cgroup.remove(child)
+        return replace(outcome, oom_events=oom_events), stdout, stderr
 
     def _run_unsandboxed(
         self, code: str, stdin_fd: int, limits: Limits
     ) -> tuple[_Exit, bytes, bytes]:
-        with tempfile.TemporaryDirectory(prefix="mcqforge-unsafe-") as workdir:
+        with tempfile.TemporaryDirectory(prefix="mcqforge-unsafe-") as workdir, _Pipe() as report:
             script = os.path.join(workdir, "main.py")
             Path(script).write_bytes(code.encode("utf-8", errors="surrogatepass"))
             process = subprocess.Popen(
-                _prlimit_argv(limits) + _python_argv(script, self.site_packages),
+                _launcher_argv(report.write_fd) + _prlimit_argv(limits, False)
+                + _python_argv(script, self.site_packages),
                 stdin=stdin_fd,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
+                pass_fds=(report.write_fd,),
                 env=_program_env(workdir),
                 cwd=workdir,
                 start_new_session=True,
             )
-            return _supervise(process, limits)
+            report.close_write()
+            outcome, stdout, stderr = _supervise(process, limits)
+            return replace(outcome, report=report.read()), stdout, stderr
+
+
+@lru_cache(maxsize=1)
+def _shell() -> str:
+    found = shutil.which("sh", path="/usr/bin:/bin")
+    if not found:
+        raise SandboxUnavailable("/bin/sh is missing")
+    return found
+
+
+class _Pipe:
+    """The launcher's report pipe: the write end goes to the launcher only."""
+
+    def __init__(self) -> None:
+        self.read_fd, self.write_fd = os.pipe()
+        os.set_inheritable(self.write_fd, False)
+
+    def close_write(self) -> None:
+        if self.write_fd >= 0:
+            os.close(self.write_fd)
+            self.write_fd = -1
+
+    def read(self) -> _Report | None:
+        """The launcher's report, once it has exited (the pipe holds it; nothing blocks)."""
+        os.set_blocking(self.read_fd, False)
+        try:
+            data = os.read(self.read_fd, 256)
+        except BlockingIOError:
+            return None
+        try:
+            status, cpu, rss = data.decode().split()
+            return _Report(int(status), float(cpu), int(rss) * KiB)
+        except ValueError:
+            return None
+
+    def __enter__(self) -> "_Pipe":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close_write()
+        os.close(self.read_fd)
 
 
 class _memfd:
@@ -493,7 +812,6 @@ def _supervise(process: subprocess.Popen[bytes], limits: Limits) -> tuple[_Exit,
     pidfd = os.pidfd_open(process.pid)
     buffers = {process.stdout.fileno(): bytearray(), process.stderr.fileno(): bytearray()}
     wait_status: int | None = None
-    cpu_seconds = 0.0
     reason: Literal["timeout", "output_limit"] | None = None
     with selectors.DefaultSelector() as selector:
         for fd in (*buffers, pidfd):
@@ -508,7 +826,7 @@ def _supervise(process: subprocess.Popen[bytes], limits: Limits) -> tuple[_Exit,
                     # Still a zombie here, so its process group id cannot have been
                     # reused: safe to kill stragglers (unsafe mode) before reaping.
                     _kill_group(process.pid)
-                    wait_status, cpu_seconds = _reap(process)
+                    wait_status = _reap(process)
                     selector.unregister(pidfd)
                 elif not _read_capped(key.fd, buffers[key.fd], limits.output_bytes):
                     selector.unregister(key.fd)
@@ -516,13 +834,13 @@ def _supervise(process: subprocess.Popen[bytes], limits: Limits) -> tuple[_Exit,
                     reason = "output_limit"
     if wait_status is None:
         _kill_group(process.pid)
-        wait_status, cpu_seconds = _reap(process)
+        wait_status = _reap(process)
     os.close(pidfd)
     process.stdout.close()
     process.stderr.close()
     stdout, stderr = (bytes(buffer[: limits.output_bytes]) for buffer in buffers.values())
     seconds = time.monotonic() - started
-    return _Exit(None if reason else wait_status, cpu_seconds, seconds, reason), stdout, stderr
+    return _Exit(None if reason else wait_status, seconds, reason), stdout, stderr
 
 
 def _read_capped(fd: int, buffer: bytearray, cap: int) -> bool:
@@ -539,39 +857,37 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
-def _reap(process: subprocess.Popen[bytes]) -> tuple[int, float]:
-    """Wait for the process; return its wait status and the CPU time of its tree."""
-    _, wait_status, usage = os.wait4(process.pid, 0)
+def _reap(process: subprocess.Popen[bytes]) -> int:
+    """Wait for the process; return its wait status."""
+    _, wait_status = os.waitpid(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(wait_status)  # Popen must not wait again
-    return wait_status, usage.ru_utime + usage.ru_stime
+    return wait_status
 
 
-def _returncode(wait_status: int, sandboxed: bool) -> int:
-    code = os.waitstatus_to_exitcode(wait_status)
-    # bwrap exits with 128+N when the program died from signal N.
-    if sandboxed and 128 < code <= 128 + signal.NSIG:
-        return -(code - 128)
-    return code
-
-
-def _classify(
-    outcome: _Exit, stderr: bytes, limits: Limits, sandboxed: bool
-) -> tuple[Status, int | None]:
+def _classify(outcome: _Exit, stderr: bytes, limits: Limits, process_limit: int) -> tuple[Status, int | None]:
+    """The verdict, from what the parent and the trusted launcher saw, never from the program's own words:
+    "timeout" needs the wall clock or the CPU limit reached, "memory" a MemoryError (or a kill) together with
+    the memory really used or a cgroup OOM event."""
     if outcome.reason is not None or outcome.wait_status is None:
         return outcome.reason or "killed", None
-    returncode = _returncode(outcome.wait_status, sandboxed)
+    report = outcome.report
+    if report is None:
+        # The launcher never reported (killed from outside): no trusted detail, so no timeout/memory verdict.
+        code = os.waitstatus_to_exitcode(outcome.wait_status)
+        code = -(code - 128) if 128 < code <= 128 + signal.NSIG else code
+        return ("ok" if code == 0 else "killed" if code < 0 else "error"), code
+    returncode = os.waitstatus_to_exitcode(report.wait_status)
     if returncode == 0:
         return "ok", 0
     if returncode < 0:
         signum = -returncode
-        # SIGKILL from the hard CPU limit (one second after SIGXCPU). Elapsed time stands
-        # in for CPU time, which bwrap's rusage omits; it is never smaller for one thread.
-        used = max(outcome.cpu_seconds, outcome.seconds)
-        over_cpu = signum == signal.SIGKILL and used >= limits.cpu_seconds + 1
-        if signum == signal.SIGXCPU or over_cpu:
+        if signum in (signal.SIGXCPU, signal.SIGKILL) and report.cpu_seconds >= CPU_SLACK * limits.cpu_seconds:
             return "timeout", returncode
+        if signum == signal.SIGKILL and outcome.oom_events:
+            return "memory", returncode
         return "killed", returncode
-    if _last_line(stderr).startswith(b"MemoryError"):
+    really_used = outcome.oom_events > 0 or report.max_rss_bytes >= process_limit // 2
+    if _last_line(stderr).startswith(b"MemoryError") and really_used:
         return "memory", returncode
     return "error", returncode
 
@@ -596,3 +912,252 @@ def _with_progress(
         logger.info("tqdm is not installed; running %d programs without a progress bar", total)
         return futures
     return tqdm(futures, total=total, desc="sandbox", unit="run")
+
+
+# ---- untrusted units, one forked process each, results on private pipes -----------------------------------
+
+# The trusted evaluator. Reads {"units": [{"program": str | None, "calls": [str, ...]}], "seconds",
+# "max_chars", "budget"} on stdin and makes itself non-dumpable (so no process of the same user can trace it
+# or open its file descriptors). For each unit it forks a child that runs the untrusted code: the child's
+# stdout and stderr go to /dev/null, it runs the program (if any) and then each call in order in one
+# namespace, and sends each value over a pipe of its own, marshalled (plain data only). Only this process
+# writes to stdout: one JSON line per call {"u", "i", "ok", "repr", "truncated", "error", "nonliteral"} (or
+# {"u", "program_error"}), then {"end": n} where n units were done (fewer when its time budget ran out).
+# So no unit can write another's result, replace the builtins another sees, or forge a line. A call that
+# overruns its time is killed with its child; the unit's remaining calls go on in a fresh child.
+ISOLATED_SCRIPT = r"""
+import builtins, ctypes, json, marshal, os, resource, select, signal, struct, sys, time
+ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+job = json.loads(sys.stdin.read())
+os.close(0)
+out = sys.stdout
+SECONDS, MAX_CHARS, BUDGET = job["seconds"], job["max_chars"], job["budget"]
+LITERAL = (int, float, complex, str, bytes, bool, type(None), list, tuple, set, frozenset, dict)
+MAX_FRAME = 1 << 24
+CPU_LIMIT = resource.getrlimit(resource.RLIMIT_CPU)[0]
+CPU_LIMIT = float("inf") if CPU_LIMIT == resource.RLIM_INFINITY else CPU_LIMIT
+started = time.monotonic()
+
+class _Timeout(BaseException):
+    pass
+
+def _alarm(signum, frame):
+    raise _Timeout()
+
+def _send(fd, kind, payload=b""):
+    data = struct.pack(">cI", kind, len(payload)) + payload
+    while data:
+        data = data[os.write(fd, data):]
+
+def _describe(error):
+    if isinstance(error, _Timeout):
+        return "timeout"
+    try:
+        return (type(error).__name__ + ": " + str(error))[:300]
+    except BaseException:
+        return type(error).__name__
+
+def _child(unit, start, fd):
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    signal.signal(signal.SIGALRM, _alarm)
+    namespace = {"__name__": "__program__", "__builtins__": builtins}
+    if unit.get("program") is not None:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, SECONDS)
+            try:
+                exec(compile(unit["program"], "<program>", "exec"), namespace)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        except BaseException as error:
+            _send(fd, b"p", _describe(error).encode("utf-8", "replace"))
+            os._exit(0)
+    for call in unit["calls"][start:]:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, SECONDS)
+            try:
+                value = eval(compile(call, "<call>", "eval"), namespace)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        except BaseException as error:
+            _send(fd, b"e", _describe(error).encode("utf-8", "replace"))
+            continue
+        try:
+            data = marshal.dumps(value)
+        except BaseException:
+            _send(fd, b"n", type(value).__name__.encode("utf-8", "replace")[:200])
+            continue
+        if len(data) > MAX_FRAME:
+            _send(fd, b"t")
+        else:
+            _send(fd, b"v", data)
+    os._exit(0)
+
+def _read_exact(fd, size, deadline):
+    data = b""
+    while len(data) < size:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+            return None, "timeout"
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            return None, "died"
+        data += chunk
+    return data, None
+
+def _plain(value):
+    # exact literal types only (no subclass with its own __repr__ or __eq__); iterative, any depth
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) not in LITERAL:
+            return False
+        if type(item) is dict:
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif type(item) in (list, tuple, set, frozenset):
+            stack.extend(item)
+    return True
+
+def _row(kind, payload):
+    if kind == b"v":
+        try:
+            value = marshal.loads(payload)
+        except BaseException:
+            return {"ok": False, "error": "malformed value"}
+        if not _plain(value):
+            return {"ok": False, "nonliteral": True, "error": "not a literal value"}
+        try:
+            shown = repr(value)
+        except BaseException as error:
+            return {"ok": False, "error": _describe(error)}
+        return {"ok": True, "repr": shown[:MAX_CHARS + 1], "truncated": len(shown) > MAX_CHARS}
+    if kind == b"t":
+        return {"ok": True, "repr": "", "truncated": True}
+    if kind == b"n":
+        return {"ok": False, "nonliteral": True, "error": "not a literal: " + payload.decode("utf-8", "replace")}
+    return {"ok": False, "error": payload.decode("utf-8", "replace")}
+
+def _emit(row):
+    out.write(json.dumps(row) + "\n")
+    out.flush()
+
+def _end_child(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    _, status, usage = os.wait4(pid, 0)
+    return status, usage.ru_utime + usage.ru_stime
+
+def _unit(u, unit):
+    calls, start = len(unit["calls"]), 0
+    while start < calls:
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read_fd)
+            try:
+                _child(unit, start, write_fd)
+            finally:
+                os._exit(0)
+        os.close(write_fd)
+        # the program's own run gets its time too, but only in the child's first life
+        deadline = time.monotonic() + SECONDS * (2 if unit.get("program") is not None else 1) + 0.5
+        index = start
+        while index < calls:
+            header, failure = _read_exact(read_fd, 5, deadline)
+            if header is not None:
+                kind, size = struct.unpack(">cI", header)
+                payload, failure = _read_exact(read_fd, size, deadline) if size <= MAX_FRAME else (None, "died")
+            if failure is not None:
+                status, cpu = _end_child(pid)
+                pid = None
+                if failure == "died" and os.WIFSIGNALED(status):
+                    # the child's CPU time as this process measured it: the CPU limit, or a signal of its own
+                    over = os.WTERMSIG(status) in (signal.SIGXCPU, signal.SIGKILL) and cpu >= 0.9 * CPU_LIMIT
+                    failure = "timeout" if over else "killed by signal %d" % os.WTERMSIG(status)
+                _emit({"u": u, "i": index, "ok": False, "error": failure})
+                index += 1
+                break
+            if kind == b"p":
+                _emit({"u": u, "program_error": payload.decode("utf-8", "replace")})
+                index = calls
+                break
+            _emit(dict(_row(kind, payload), u=u, i=index))
+            index += 1
+            deadline = time.monotonic() + SECONDS + 0.5
+        if pid is not None:
+            _end_child(pid)
+        os.close(read_fd)
+        start = index
+
+done = 0
+for u, unit in enumerate(job["units"]):
+    if done and time.monotonic() - started > BUDGET:  # always one unit at least: every run makes progress
+        break
+    _unit(u, unit)
+    done += 1
+_emit({"end": done})
+"""
+
+
+@dataclass(frozen=True)
+class Unit:
+    """Untrusted code to run in a process of its own: an optional program, then calls in its namespace."""
+
+    program: str | None
+    calls: tuple[str, ...]
+
+
+def run_isolated(sandbox: Sandbox, units: Sequence[Unit], seconds: float, max_chars: int,
+                 per_run: int = 64, *, progress: bool = False,
+                 tally: dict[str, int] | None = None) -> list[dict[str, Any]]:
+    """Each unit's outcome: ``{"program_error": text}`` or ``{"calls": [row, ...]}`` with one row per call
+    (``ok``, ``repr``, ``truncated``, ``error``, ``nonliteral``; ``died`` with the sandbox status when the
+    whole run died during it). Units go ``per_run`` to a sandbox run, each in its own forked process;
+    a run that stops early or dies is followed by another for the units it did not finish."""
+    results: list[dict[str, Any] | None] = [None] * len(units)
+    partial: dict[int, list[dict]] = {}
+    pending = [list(range(i, min(i + per_run, len(units)))) for i in range(0, len(units), per_run)]
+    budget = max(0.0, sandbox.limits.wall_seconds * 0.6 - 2 * seconds)
+    while pending:
+        jobs = []
+        for batch in pending:
+            job_units = []
+            for index in batch:
+                unit, done = units[index], len(partial.get(index, []))
+                # a unit resumed after a dead run re-runs its program, then only the calls not done
+                job_units.append({"program": unit.program, "calls": list(unit.calls[done:])})
+            jobs.append(json.dumps({"units": job_units, "seconds": seconds, "max_chars": max_chars,
+                                    "budget": budget}))
+        runs = sandbox.run_many([ISOLATED_SCRIPT] * len(jobs), jobs, progress=progress)
+        if tally is not None:
+            tally["runs"] = tally.get("runs", 0) + len(runs)
+            tally["rounds"] = tally.get("rounds", 0) + 1
+        retry = []
+        for batch, run in zip(pending, runs):
+            rows = list(json_rows(run.stdout))
+            ended = any(isinstance(row.get("end"), int) for row in rows)
+            died_in: int | None = None
+            for position, index in enumerate(batch):
+                unit_rows = [row for row in rows if row.get("u") == position]
+                error = next((row for row in unit_rows if "program_error" in row), None)
+                if error is not None:
+                    results[index] = {"program_error": str(error["program_error"])}
+                    continue
+                done = partial.setdefault(index, [])
+                done += [row for row in unit_rows if isinstance(row.get("i"), int)]
+                if len(done) < len(units[index].calls) and not ended and died_in is None:
+                    # units run in order: the run died during this one, on its next call; the rest run again
+                    died_in = position
+                    done.append({"ok": False, "died": run.status,
+                                 "error": f"sandbox run {run.status}: {run.stderr.strip()[-300:]}"})
+                if len(done) >= len(units[index].calls):
+                    results[index] = {"calls": done[: len(units[index].calls)]}
+                else:
+                    retry.append(index)  # not started (time budget, or after a dead run), or resumed
+        pending = [retry[i:i + per_run] for i in range(0, len(retry), per_run)]
+    return [result if result is not None else {"calls": []} for result in results]
+

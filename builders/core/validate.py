@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
@@ -161,3 +162,91 @@ def _run_check(check: Check, build: Build) -> CheckResult:
 def _positions(records) -> dict[str, int]:
     counts = Counter(LETTERS[r.answer] for r in records if 0 <= r.answer < len(LETTERS))
     return dict(sorted(counts.items()))
+
+
+# ---- options that refer to other options: a second detector, for the builders' checks ------------------
+# Written apart from builders.core.options (which decides what the builders skip), on a different method: the
+# option is cut into words, each word keeps whether it was a label ("(a)", "a.", "A"), and the word sequence is
+# read against small vocabularies. A check that reused the builder's patterns would pass whatever they miss.
+
+_QUANTIFIERS = {"all", "none", "both", "neither", "nither", "nether", "either", "any", "each"}
+_BARE = {"none", "both", "neither", "nither", "nether", "either"}
+_OTHER_OPTIONS = {"above", "below", "these", "them", "those", "preceding", "foregoing", "options", "choices", "answers",
+                  "others"}
+_PHRASES = (("of", "the", "above"), ("of", "above"), ("listed", "above"), ("mentioned", "above"),
+            ("given", "above"), ("combination", "of", "these"), ("combinations", "of", "these"))
+_LABEL_GLUE = {"and", "or", "nor", "&", "both", "either", "neither", "only", "above", "option", "options", "choice",
+               "choices", "answer", "answers", "all", "of", "are", "is", "correct", "true", "will", "be"}
+_NUMBER_CUES = {"both", "either", "neither", "option", "options", "choice", "choices", "answer", "answers", "above"}
+_JOINERS = {"and", "or", "nor", "&"}
+_NAMING = {"option", "options", "choice", "choices", "answer", "answers"}
+
+
+@dataclass(frozen=True)
+class _Word:
+    text: str  # lower case, without brackets and trailing punctuation
+    raw: str
+
+    @property
+    def letter(self) -> bool:
+        return len(self.text) == 1 and self.text in "abcdefghij"
+
+    @property
+    def number(self) -> bool:
+        return len(self.text) == 1 and self.text in "123456789"
+
+    @property
+    def bracketed(self) -> bool:
+        return self.letter and self.raw.rstrip(".,;:").endswith(")")
+
+
+def _words(option: str) -> list[_Word]:
+    words = (_Word(raw.lower().strip("().:;!?\"'"), raw) for raw in re.split(r"[\s,]+", option))
+    return [w for w in words if w.text]
+
+
+def refers_to_other_options(option: str, others: Iterable[str] = ()) -> bool:
+    """Whether ``option`` refers to the other options: a bare quantifier ("Both"); a quantifier of the others
+    ("None of these", "all the mentioned options", "All of (a) to (c) ..."); "of the above" anywhere; only
+    option labels and joining words ("a. and b. above", "Both 2 and 3", and "1 and 2" when no other option
+    holds a number); a list of bracketed letters opening the option ("(A), (B), and (C) are ..."); "both a and
+    b are correct"; "option B"; or an option that is only "(a)". ``others``: the item's other options."""
+    words = _words(option)
+    texts = [w.text for w in words]
+    if not words:
+        return False
+    if len(words) == 1:
+        return texts[0] in _BARE or words[0].bracketed
+    if texts[0] in _QUANTIFIERS and (_OTHER_OPTIONS & set(texts[1:5]) or (texts[1] == "of" and len(words) > 2
+                                                                         and words[2].letter)):
+        return True
+    if any(tuple(texts[i:i + len(p)]) == p for p in _PHRASES for i in range(len(texts))):
+        return True
+    for i in range(len(words) - 1):  # "option B", "choice (c)": an upper-case or bracketed letter
+        if texts[i] in _NAMING and words[i + 1].letter and (words[i + 1].bracketed or words[i + 1].raw[:1].isupper()):
+            return True
+    for i in range(len(words) - 5):  # "... both A and B are correct"
+        if (texts[i] in {"both", "either", "neither"} and words[i + 1].letter and texts[i + 2] in {"and", "or", "nor"}
+                and words[i + 3].letter and texts[i + 4] in {"are", "is"} and texts[i + 5] in {"correct", "right"}):
+            return True
+    opening = 0  # bracketed letters and joiners that open the option
+    while opening < len(words) and (words[opening].bracketed or texts[opening] in _JOINERS):
+        opening += 1
+    if sum(w.bracketed for w in words[:opening]) >= 2 and any(t in _JOINERS for t in texts[:opening]):
+        return True
+    letters = [w for w in words if w.letter]
+    numbers = [w for w in words if w.number]
+    rest = [w.text for w in words if not w.letter and not w.number]
+    if not all(t in _LABEL_GLUE for t in rest) or (letters and numbers):  # "(a) 1, (b) 1": a question's parts
+        return False
+    if len(letters) >= 2:
+        return True
+    others = list(others)
+    return len(numbers) >= 2 and (bool(_NUMBER_CUES & set(rest))
+                                  or bool(others) and not any(ch.isdigit() for other in others for ch in other))
+
+
+def referring_options(choices: Iterable[str]) -> list[str]:
+    """The options of an item that refer to the item's other options (see :func:`refers_to_other_options`)."""
+    choices = list(choices)
+    return [c for i, c in enumerate(choices) if refers_to_other_options(c, choices[:i] + choices[i + 1:])]

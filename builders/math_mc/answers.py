@@ -4,23 +4,27 @@ Extraction takes the last ``\\boxed{...}`` or ``\\fbox{...}`` with balanced brac
 an output without one falls back to Minerva's "The final answer is $X$" line, the format of the
 standard 4-shot Minerva prompt. A solution whose boxed answers differ is an ambiguous gold.
 
-Equivalence has two levels. :meth:`MathEquivalence.key` is a cheap canonical spelling (spaces,
-``\\left``/``\\right``, ``\\dfrac``...): equal keys are the same answer without asking anyone.
+Equivalence has two levels. :meth:`MathEquivalence.key` is :func:`surface_key`, the option's normal form
+(:func:`option_form`: no ``\\text{}``, units, degrees, percent or dollar signs, ``x =`` before a value)
+with case and spaces folded: equal keys are the same answer without asking anyone.
 :meth:`MathEquivalence.same` asks math-verify (``parse`` of the answer wrapped in ``$...$``, then
-``verify``), always in worker processes under a hard wall-clock limit (:mod:`.workers`); a timeout
-means "not equivalent" and is logged and counted.
+``verify`` in both directions: it is not symmetric), always in worker processes under a hard wall-clock
+limit (:mod:`.workers`); a timeout means "not equivalent" for the pools' statistics, is logged and counted,
+and leaves the pair :meth:`~MathEquivalence.undecided`, which the builder never shows side by side.
 
 For speed, :meth:`MathEquivalence.prepare` works in two stages over all questions at once.
 1. Every distinct answer is *read* once, in chunks spread over the workers: math-verify parses it, and
-   a plain scalar expression gets a numeric value (at fixed pseudo-random values of its free symbols;
-   infinite when too large for a float, as ``2^{2^{40}}``); an interval gets a flag. Plain numbers
-   ("-12", "3.5", "\\frac{7}{2}") get their value by regex in the parent, without any parse.
+   a symbol-free scalar expression gets a numeric value (infinite when too large for a float, as
+   ``2^{2^{40}}``); an interval gets a flag. Plain numbers ("-12", "3.5", "\\frac{7}{2}") get their value by
+   regex in the parent, without any parse. Expressions with symbols get no value: math-verify also
+   compares symbols as text ("odd", read o*d*d, equals ``\\text{odd}``), which no value can predict.
 2. A pair is settled "different" from these readings alone when both are scalars whose values differ
    (also after a factor of 100 either way, for percentages) or a scalar meets an interval: math-verify's
-   equality implies equal values there. Only the other pairs (equations, sets, tuples, text, values
-   that agree) go to ``verify``, in one task per question; a question whose task fails is judged again
-   pair by pair, so one hanging answer costs only its own pairs. An answer that cannot be read in
-   time is equivalent to nothing.
+   equality implies equal values there (``benchmarks/math_equivalence.py --check-fast-path`` asks plain
+   math-verify about every pair of the real build to prove it). Only the other pairs (equations, sets,
+   tuples, text, values that agree) go to ``verify``, in one task per question; a question whose task
+   fails is judged again pair by pair, so one hanging answer costs only its own pairs. An answer that
+   cannot be read in time is equivalent to nothing.
 The parent never parses an answer with sympy: it only compares the numbers the workers send back.
 """
 
@@ -89,6 +93,7 @@ def extract_answer(output: str) -> str | None:
 # ---- spelling ----------------------------------------------------------------------------------------
 
 _THIN_SPACES = re.compile(r"\\[,;:! ]")
+_SPACING = re.compile(r"(?<!\\)\\[,;: ]")  # "\," but not the row break "\\" before a space
 _LEFT_RIGHT = re.compile(r"\\(?:left|right)(?![A-Za-z])")
 _DISPLAY = re.compile(r"\\(?:displaystyle|textstyle)(?![A-Za-z])")
 _SMALL_FRAC = re.compile(r"\\[dt]frac(?![A-Za-z])")
@@ -126,6 +131,160 @@ def answer_key(answer: str) -> str | None:
     text = _LEFT_RIGHT.sub("", text)
     text = "".join(text.split())
     return text or None
+
+
+# ---- one normal form for every option ------------------------------------------------------------------
+# MATH golds carry typesetting that models' answers mostly lack (and the other way round): "\text{odd}",
+# "5\text{ cm}", "30^\circ", "25\%", "\$15", "x = 3". Shown as is, such a mark singles out the gold, and
+# two spellings of one answer ("\text{east}" and "East", "4" and "h = 4\, in") are kept as two options.
+# ``option_form`` removes the marks from every option, the gold included; ``surface_key`` also folds case,
+# spaces and any remaining "name =" prefix, and two options with one surface key are one answer.
+
+_TEXT_COMMAND = re.compile(r"\\(?:text|textbf|textrm|textit|textnormal|textup|mbox|mathrm|hbox)\s*\{")
+_DEGREES = re.compile(r"\s*(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\^\s*\{\s*\\degree\s*\}|\\degree|°)")
+_PERCENT = re.compile(r"\s*\\?%")
+_DOLLAR = re.compile(r"\\\$\s*")
+_THOUSANDS = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+_SEPARATOR = re.compile(r"(\d),\s*\\!\s*(?=\d{3})")  # "14,\!400", "111, \! 111": a thousands separator
+_AND = re.compile(r"\s*,?\s*\band\s+")
+UNITS = ("square units", "sq units", "cubic units", "units", "unit", "square inches", "square feet", "square meters",
+         "square centimeters", "square yards", "square miles", "sq ft", "cubic inches", "cubic feet",
+         "cubic centimeters", "cubic meters", "cubic yards", "inches", "inch", "in", "feet", "foot", "ft", "yards",
+         "yard", "yd", "miles", "mile", "mi", "mph", "meters", "meter", "m", "centimeters", "centimeter", "cm",
+         "millimeters", "mm", "kilometers", "km", "degrees", "degree", "dollars", "dollar", "cents", "cent",
+         "seconds", "second", "sec", "minutes", "minute", "min", "hours", "hour", "hrs", "hr", "days", "day",
+         "weeks", "week", "months", "years", "year", "pounds", "pound", "lbs", "lb", "ounces", "ounce", "oz",
+         "gallons", "gallon", "liters", "liter", "ml", "kg", "grams", "gram", "g", "students", "people",
+         "ways", "integers", "edges", "digits", "meals", "teachers", "children tickets", "tickets", "calories",
+         "marbles", "coins", "handshakes", "games", "pages", "points", "books", "cookies", "apples", "boxes",
+         "rows", "seats", "words", "numbers", "times", "steps", "sides", "vertices", "faces", "squares",
+         "triangles", "outfits", "combinations", "arrangements", "sequences", "groups", "committees", "paths",
+         "miles per hour", "feet per second", "meters per second", "percent")
+_UNIT = re.compile(r"^(?P<value>.*?(?:[\d}\)\]]|\\pi))\s+(?:" + "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True))
+                   + r")\.?(?:\s*\^\s*\{?[23]\}?)?$", re.IGNORECASE)
+_LETTER_LABEL = re.compile(r"^\(([A-Z])\)(?:\s.*)?$", re.DOTALL)
+_WORD = re.compile(r"^[A-Z][a-z]{2,}(?: [a-z]+)*$")
+_COMMANDS = re.compile(r"\\(?:begin|end)\s*\{[a-zA-Z*]*\}|\\[a-zA-Z]+")
+
+
+def _unwrap_text(text: str) -> str:
+    """``\\text{X}`` (and ``\\mbox``, ``\\mathrm``...) written as X; braces balanced."""
+    while True:
+        match = _TEXT_COMMAND.search(text)
+        if match is None:
+            return text
+        inner = _balanced(text[match.end() - 1:])
+        if inner is None:
+            return text
+        text = text[:match.start()] + " " + inner + " " + text[match.end() + len(inner) + 1:]
+
+
+_RELATION = re.compile(r"[<>]|\\(?:le|ge|leq|geq|ne|neq|approx|lt|gt|in|subset|subseteq|equiv)(?![a-zA-Z])")
+_NAME = re.compile(r"^(?:[A-Za-z]|\\[a-zA-Z]+)(?:_\{?[A-Za-z0-9]+\}?)?(?:\s*\([^()=]*\))?$")
+
+
+def _split_top(text: str, separator: str) -> list[str]:
+    """``text`` split at each ``separator`` outside every bracket."""
+    depth, parts, start = 0, [], 0
+    for index, char in enumerate(text):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == separator and depth == 0:
+            parts.append(text[start:index])
+            start = index + 1
+    return parts + [text[start:]]
+
+
+def _top_level_equals(text: str) -> int | None:
+    """The position of the one ``=`` outside any bracket (None when there are none or several)."""
+    parts = _split_top(text, "=")
+    return len(parts[0]) if len(parts) == 2 else None
+
+
+def _without_name(text: str) -> str:
+    """"x = 3" is 3; "k(x) = x + 1" is x + 1; "C(30, 3) = ... = 4060" is 4060 (the last value of a chain); a
+    list "x = 1, x = 2" is 1, 2. An equation such as "5x - 7y + 4 = 0" or "x^2 + y^2 = 25" is the answer itself,
+    and a relation outside brackets (\\le, <, \\in...) keeps the text whole."""
+    items = _split_top(text, ",")
+    if len(items) > 1 and all(len(_split_top(item, "=")) == 2 for item in items):
+        return ", ".join(_without_name(item.strip()) for item in items)
+    parts = _split_top(text, "=")
+    if len(parts) < 2 or any(_RELATION.search(_depth_zero(part)) for part in parts):
+        return text
+    first, last = parts[0].strip(), parts[-1].strip()
+    if len(parts) > 2 and _is_value(last):  # a derivation ending in its value
+        return last
+    if len(parts) == 2 and last and (_NAME.match(first) or (first.startswith("\\") and _is_value(last))):
+        return last  # "k(x) = x^2", "\\operatorname{proj}_{\\mathbf{w}} \\mathbf{v} = (pmatrix)"; not "x + y = 0"
+    return text
+
+
+def _depth_zero(text: str) -> str:
+    """The characters of ``text`` outside every bracket."""
+    depth, kept = 0, []
+    for char in text:
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif depth == 0:
+            kept.append(char)
+    return "".join(kept)
+
+
+def _is_value(text: str) -> bool:
+    """No variable in it: no letter once LaTeX commands and environment names are removed."""
+    return bool(text.strip()) and not re.search(r"[a-zA-Z]", _COMMANDS.sub("", text))
+
+
+def option_form(answer: str) -> str:
+    """The one spelling shown for an option: :func:`display_form` without ``\\text{}`` wrappers, units,
+    degrees, percent and dollar signs, thousands separators, a ``name =`` before a value, or the words
+    after a lettered choice ("(E) Cylinder" is "(E)"); a capitalised word is written in lower case."""
+    text = display_form(answer)
+    text = _unwrap_text(text)
+    text = _SEPARATOR.sub(r"\1,", text)
+    text = re.sub(r"(?<!\\)\\!", "", text)
+    text = _SPACING.sub(" ", text)
+    text = " ".join(text.split())
+    for _ in range(3):  # "\$15\text{ dollars}", "30^\circ\text{ degrees}": marks may stack
+        before = text
+        text = _DOLLAR.sub("", text)
+        text = _DEGREES.sub("", text)
+        text = _PERCENT.sub("", text).strip()
+        unit = _UNIT.match(text)
+        if unit and unit.group("value").strip():
+            text = unit.group("value").strip()
+        text = _without_name(text)
+        text = _strip_ends(" ".join(text.split()))
+        if text == before:
+            break
+    if _THOUSANDS.match(text):
+        text = text.replace(",", "")
+    if " and " in text and _is_value(_AND.sub(", ", text)):  # "19 and 43", "7, -2, and -5": a list
+        text = _AND.sub(", ", text)
+    label = _LETTER_LABEL.match(text)
+    if label:
+        text = f"({label.group(1)})"
+    if _WORD.match(text):
+        text = text[0].lower() + text[1:]
+    return text
+
+
+def surface_key(answer: str) -> str | None:
+    """The option's form with case, spaces, ``\\left``/``\\right`` and a leading ``name =`` folded away,
+    and a lettered choice with or without parentheses: options with one surface key are one answer."""
+    text = answer_key(option_form(answer))
+    if text is None:
+        return None
+    equals = _top_level_equals(text)
+    if equals is not None and _NAME.match(text[:equals]) and text[equals + 1:]:
+        text = text[equals + 1:]  # "y=2x+3" is "2x+3"; "x+y=0" stays an equation
+    text = text.lower()
+    label = re.match(r"^\(([a-z])\)$", text)
+    return label.group(1) if label else text
 
 
 # ---- the worker side ----------------------------------------------------------------------------------
@@ -204,6 +363,10 @@ def _fingerprint(parsed: list) -> complex | None:
     expression = parsed[0]
     if expression.atoms(sympy.core.function.AppliedUndef):  # f(x) with f unknown: no value
         return None
+    if expression.free_symbols:
+        # math-verify compares symbols as text too ("odd" = o*d*d equals \text{odd}, "East" equals
+        # \text{east}), so values at made-up symbol values prove nothing: only symbol-free values are used.
+        return None
     try:
         values = {s: _symbol_value(s.name) for s in expression.free_symbols}
         number = complex(expression.evalf(20, subs=values))
@@ -270,7 +433,9 @@ def _verify(gold: str, answer: str) -> tuple[bool, bool]:
     left, right = _answer(gold), _answer(answer)
     if clearly_different(left.value, right.value) or _scalar_and_continuum(left, right):
         return False, _timeouts.count > before
-    result = bool(verify(_parsed(left), _parsed(right), timeout_seconds=_soft_timeout))
+    # math-verify is not symmetric (the gold side may be an equation, a set...): ask both directions.
+    result = bool(verify(_parsed(left), _parsed(right), timeout_seconds=_soft_timeout)) or \
+        bool(verify(_parsed(right), _parsed(left), timeout_seconds=_soft_timeout))
     return result, _timeouts.count > before
 
 
@@ -349,15 +514,17 @@ class MathEquivalence:
     anything without asking again.
     """
 
-    def __init__(self, workers: int | None = None, timeout: float = 5.0, memory_limit: int | None = None) -> None:
+    def __init__(self, workers: int | None = None, timeout: float = 10.0, memory_limit: int | None = None) -> None:
         self.timeout = timeout
         options = {} if memory_limit is None else {"memory_limit": memory_limit}
         self._pool = HardTimeoutPool(WORKER_FUNCTION, workers or cpu_workers(), timeout,
-                                     preload=("sympy", "math_verify"), **options)
+                                     preload=("sympy", "math_verify", "builders.math_mc.warm"), **options)
         self._soft = max(1, int(timeout / 2))
         self._known: dict[tuple[str, str], bool] = {}
         self._readings: dict[str, Reading] = {}
         self._timeouts_by_answer: dict[str, int] = {}
+        self._undecided: set[tuple[str, str]] = set()
+        self.prejudged_pairs: set[tuple[str, str]] = set()  # settled "different" by the readings alone
         self.stats = EquivalenceStats()
 
     def __enter__(self) -> "MathEquivalence":
@@ -370,16 +537,22 @@ class MathEquivalence:
         self._pool.close()
 
     def key(self, answer: str) -> str | None:
-        return answer_key(answer)
+        return surface_key(answer)
 
     def same(self, a: str, b: str) -> bool:
-        if answer_key(a) == answer_key(b):
+        """One surface key, or math-verify (either direction) says equal."""
+        if surface_key(a) == surface_key(b):
             return True
         known = self._lookup(a, b)
         if known is None:
             self.prepare([[a, b]])
             known = self._lookup(a, b)
         return bool(known)
+
+    def undecided(self, a: str, b: str) -> bool:
+        """Whether the pair's "not equivalent" is only a default: math-verify timed out, failed, or one side
+        hangs. Such a pair is not proven different, so the builder never shows both as options."""
+        return (a, b) in self._undecided or (b, a) in self._undecided or self._is_hanging(a) or self._is_hanging(b)
 
     def _lookup(self, a: str, b: str) -> bool | None:
         found = self._known.get((a, b))
@@ -440,6 +613,7 @@ class MathEquivalence:
                 self.stats.skipped += 1
             elif prejudge(self._readings[a], self._readings[b]):
                 self._store(a, b, False)
+                self.prejudged_pairs.add((a, b))
                 self.stats.prejudged += 1
             else:
                 open_pairs.append((a, b))
@@ -481,6 +655,7 @@ class MathEquivalence:
 
     def _record_failure(self, a: str, b: str, outcome: Outcome) -> None:
         self._store(a, b, False)
+        self._undecided.add((a, b))
         if outcome.error != "timeout":
             self.stats.errors += 1
             logger.warning("math-verify failed on %.100r vs %.100r (%s: %s): judged not equivalent",

@@ -4,8 +4,13 @@ Zhang et al. (2024), "Multiple-Choice Questions are Efficient and Robust LLM Eva
 the last boxed expression of the solution; a solution whose boxed answers are not all equivalent is an
 ambiguous gold and is excluded. Models' predictions (read from files and/or generated with the 4-shot
 Minerva prompt) give one boxed answer each; math-verify, in worker processes under a hard time limit,
-decides which answers are equivalent. The distinct wrong answers form the question's pool; each of K
-sets draws N-1 of them and shuffles the options.
+decides which answers are equivalent (both ways, or one surface key). Every option, the gold included, is
+shown in one normal form (:func:`~builders.math_mc.answers.option_form`), so that no typesetting singles out
+the gold. The distinct wrong answers form the question's pool, every two of them proven different; each of K
+sets draws N-1 of them and shuffles the options. The validator asks plain math-verify about every pair of
+options again (:mod:`builders.math_mc.plain`).
+
+    python -m builders.math_mc --source sample    # the embedded sample and its made-up models' predictions
 
     python -m builders.math_mc --source ../shared/data/math --predictions ../shared/data/predictions/math_test.jsonl --output out/
 """
@@ -14,20 +19,25 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
+from collections import Counter
+from dataclasses import replace
 from typing import Sequence
 
 from datasets import Value
 
 from builders.core import api, cli
-from builders.core.build import Build, Builder
-from builders.core.record import OpenItem
+from builders.core.build import Baseline, Build, Builder
+from builders.core.record import MCQRecord, OpenItem
 from builders.core.sources import Benchmark, LoadedSource, RowContext
 from builders.core.steps import Exclude, ExclusionLog
 from builders.core.tables import Statistics, Table
 from builders.gsm_mc.builder import text_field
 from builders.from_predictions import collect, sets as mc
-from builders.math_mc.answers import MathEquivalence, answer_key, boxed_contents, display_form, extract_answer
-from builders.from_predictions.pools import Pool, pool_report
+from builders.from_predictions.tasks import set_tasks
+from builders.math_mc.answers import MathEquivalence, boxed_contents, extract_answer, option_form
+from builders.from_predictions.pools import Candidate, Pool, pool_report
+from builders.math_mc.plain import one_correct_option_check
 from builders.math_mc.prompts import math_request
 
 
@@ -52,11 +62,11 @@ def math_item(row: dict, ctx: RowContext) -> OpenItem:
     row_id = f"math/{ctx.split}/{ctx.split_position}"
     problem = text_field(row, "problem", row_id)
     solution = text_field(row, "solution", row_id)
-    boxed = [b for b in boxed_contents(solution) if answer_key(b)]
+    boxed = [b for b in boxed_contents(solution) if option_form(b)]
     if not boxed:
         raise Exclude("no_gold_answer", "solution", "no non-empty \\boxed{} in the solution")
-    gold = display_form(boxed[-1])
-    alternatives = tuple(dict.fromkeys(display_form(b) for b in boxed if answer_key(b) != answer_key(gold)))
+    gold = option_form(boxed[-1])
+    alternatives = tuple(dict.fromkeys(option_form(b) for b in boxed if option_form(b) != gold))
     return OpenItem(row_id, ctx.split, ctx.split_position, problem, gold, boxed[-1], solution, ctx.config,
                     subject=row.get("type") if isinstance(row.get("type"), str) else None,
                     metadata={"level": row.get("level") if isinstance(row.get("level"), str) else None},
@@ -69,9 +79,9 @@ MATH = Benchmark("math", "EleutherAI/hendrycks_math", None, ("train", "test"), m
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = collect.add_distractor_arguments(parser, "MATH-MC distractors", random_allowed=False)
-    group.add_argument("--equivalence-timeout", type=float, default=5.0,
-                       help="hard wall-clock limit (seconds) of one math-verify comparison; a timeout means "
-                            "'not equivalent'")
+    group.add_argument("--equivalence-timeout", type=float, default=10.0,
+                       help="hard wall-clock limit (seconds) of one math-verify comparison; a comparison that "
+                            "times out proves nothing, so the candidate is left out")
     parser.set_defaults(splits=["test"])
     cli.runtime_group(parser, "math-verify").add_argument(
         "--equivalence-workers", type=int, default=None, help="math-verify worker processes (default: one per CPU)")
@@ -79,13 +89,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _extract(output: str) -> str | None:
     answer = extract_answer(output)
-    return display_form(answer) if answer is not None else None
+    return (option_form(answer) or None) if answer is not None else None
 
 
 def _extracted(output: str) -> str | None:
-    """An answer given already extracted: boxed or not, in the options' spelling."""
+    """An answer given already extracted: boxed or not, in the options' normal form."""
     boxed = boxed_contents(output)
-    text = display_form(boxed[-1] if boxed else output)
+    text = option_form(boxed[-1] if boxed else output)
     return text or None
 
 
@@ -113,6 +123,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         gold_exclusions = drop_ambiguous_golds(items, equivalence)
         all_items = [item for split_items in items.values() for item in split_items]
         pools, collected, unanswered = model_pools(source, args, all_items, equivalence)
+        pools, dropped = distinct_pools(pools, equivalence)
     finally:
         equivalence.close()  # every pair validation asks was judged above; a miss would restart workers
     options = mc.SetOptions(NAME, args.choices, args.sets, args.seed, args.draw)
@@ -121,7 +132,8 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
     exclusions.extend(gold_exclusions)
     statistics = Statistics([gold_table(source, gold_exclusions, items)])
     statistics.extend(mc.pool_statistics(list(pools.values()), args.choices))
-    statistics.extend([engine_table(equivalence), mc.position_table(configs)])
+    statistics.extend([distinct_table(dropped), engine_table(equivalence), form_table(configs),
+                       mc.position_table(configs)])
     return Build(
         builder=NAME,
         title="MATH-MC",
@@ -131,11 +143,119 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         configs=configs,
         metadata_features={name: {**mc.METADATA_FEATURES, **EXTRA_METADATA} for name in configs},
         exclusions=exclusions,
-        checks=mc.make_checks({item.id: item.gold for item in all_items}, equivalence.same, pools),
+        checks=[*mc.make_checks({item.id: item.gold for item in all_items}, equivalence.same, pools),
+                one_correct_option_check(args.equivalence_workers, max(10.0, args.equivalence_timeout))],
         statistics=statistics,
         extra_files={"pools.jsonl": pool_report(pools.values()).encode()},
+        lm_eval_tasks=lambda location: set_tasks(NAME, "high school math", configs, location, by_subject=True),
+        baselines=[FORM_CUE],
         card_context=_card_context(args, collected),
     )
+
+
+DROP_REASONS = ("equivalent to the gold", "equivalent to a kept candidate", "undecided against the gold",
+                "undecided against a kept candidate")
+
+
+def distinct_pools(pools: dict[str, Pool], equivalence: MathEquivalence) -> tuple[dict[str, Pool], Counter]:
+    """Each pool with only the candidates that differ from the gold and from every candidate kept before them
+    (in rank order): one surface key, or math-verify equal either way, or a comparison that timed out, and the
+    candidate is left out (a candidate merely equal to a kept one gives its models to it). The pools' classes
+    were compared to one member only; this compares every pair that can be shown together."""
+    equivalence.prepare([[pool.gold, *pool.texts] for pool in pools.values()])
+    dropped: Counter = Counter()
+    result = {}
+    for item_id, pool in pools.items():
+        kept: list[Candidate] = []
+        for candidate in pool.candidates:
+            if equivalence.same(pool.gold, candidate.text) or equivalence.undecided(pool.gold, candidate.text):
+                dropped[DROP_REASONS[0 if equivalence.same(pool.gold, candidate.text) else 2]] += 1
+                continue
+            clash = next((i for i, k in enumerate(kept) if equivalence.same(k.text, candidate.text)
+                          or equivalence.undecided(k.text, candidate.text)), None)
+            if clash is None:
+                kept.append(candidate)
+                continue
+            home = kept[clash]
+            if equivalence.same(home.text, candidate.text):
+                dropped[DROP_REASONS[1]] += 1
+                kept[clash] = Candidate(home.text, tuple(sorted({*home.models, *candidate.models})),
+                                        tuple(sorted({*home.variants, candidate.text, *candidate.variants})))
+            else:
+                dropped[DROP_REASONS[3]] += 1
+        result[item_id] = replace(pool, candidates=sorted(kept, key=lambda c: (-c.count, c.text)))
+    return result, dropped
+
+
+def distinct_table(dropped: Counter) -> Table:
+    return Table("Second correct options left out", ("candidate", "left out"),
+                 [(reason, dropped[reason]) for reason in DROP_REASONS],
+                 note="A distractor is kept only when math-verify, asked both ways, calls it different from the gold and "
+                      "from every other kept candidate, and its surface key (the normal form with case, spaces and "
+                      "`name =` folded) differs from theirs. A comparison that timed out proves nothing and leaves "
+                      "the candidate out. The validator asks plain math-verify again about every pair of options.")
+
+
+# ---- surface form: what singles out an option without reading the problem --------------------------
+
+FORM_FEATURES = {
+    "equation": re.compile(r"(?<![<>\\!])=(?!=)"),
+    "text or units": re.compile(r"\\(?:text|mbox|mathrm|textbf)\b|\d\s*(?:cm|m|km|in|ft|feet|inches|units|"
+                                       r"degrees|dollars|cents|meters|miles|hours|minutes|seconds)\b"),
+    "degrees": re.compile(r"\\circ|\\degree|°"),
+    "percent": re.compile(r"%"),
+    "dollar": re.compile(r"\\\$|^\$"),
+}
+
+
+def form_marks(text: str) -> frozenset[str]:
+    return frozenset(name for name, pattern in FORM_FEATURES.items() if pattern.search(text))
+
+
+def form_cue(record: MCQRecord) -> str | None:
+    """The mark that sets the gold apart from every distractor (it alone has it, or it alone lacks it)."""
+    marks = [form_marks(c) for c in record.choices]
+    gold = marks[record.answer]
+    others = [m for i, m in enumerate(marks) if i != record.answer]
+    for name in FORM_FEATURES:
+        if others and all((name in gold) != (name in m) for m in others):
+            return name
+    return None
+
+
+def _form_odd_one_out(record: MCQRecord) -> int | None:
+    """Pick the one option that carries a mark no other option has, or (3 options or more) the one option
+    that lacks a mark all others have."""
+    marks = [form_marks(c) for c in record.choices]
+    for name in FORM_FEATURES:
+        having = [i for i, m in enumerate(marks) if name in m]
+        if len(having) == 1:
+            return having[0]
+        if len(marks) >= 3 and len(having) == len(marks) - 1:
+            return next(i for i, m in enumerate(marks) if name not in m)
+    return None
+
+
+FORM_CUE = Baseline("form_cue", "the one option whose typesetting differs: alone with (or, from 3 options, alone "
+                    "without) `name =`, `\\text{}`/units, `^\\circ`, `%` or `\\$`", _form_odd_one_out)
+
+
+def form_table(configs) -> Table:
+    rows = []
+    for config, splits in configs.items():
+        if config == "default":
+            continue
+        for split, records in splits.items():
+            cues = Counter(form_cue(r) for r in records)
+            with_cue = sum(n for name, n in cues.items() if name is not None)
+            rows.append((config, split, len(records), *(cues[name] for name in FORM_FEATURES), with_cue,
+                         with_cue / len(records) if records else 0.0))
+    return Table("Surface-form cues", ("config", "split", "items", *FORM_FEATURES, "items with a cue", "share"), rows,
+                 note="Items whose gold alone carries (or alone lacks) a typesetting mark, per mark. Every option, the "
+                      "gold included, is shown in one normal form (no `\\text{}`, units, `^\\circ`, `%`, `\\$`, or "
+                      "`name =` before a value), so what remains is part of the answer itself (an equation, an "
+                      "angle inside an expression). The shortcut audit reports the `form_cue` baseline.",
+                 percent=("share",))
 
 
 def model_pools(source: LoadedSource, args: argparse.Namespace, items: list[OpenItem],
@@ -157,24 +277,43 @@ def _card_context(args: argparse.Namespace, collected: collect.Collected) -> dic
     }
 
 
+def multi_value(gold: str) -> bool:
+    """A list of values ("6, -2", "1,3,5"): a comma outside every bracket."""
+    depth = 0
+    for char in gold:
+        depth += char in "([{"
+        depth -= char in ")]}"
+        if char == "," and depth == 0:
+            return True
+    return False
+
+
 def gold_table(source: LoadedSource, gold_exclusions: ExclusionLog, items: dict[str, list[OpenItem]]) -> Table:
     reasons = source.exclusions.reasons()
     ambiguous = gold_exclusions.reasons()
     rows = []
     for split, count in source.rows_in.items():
         paper = PAPER_GOLD_COUNTS.get(split, ("-", "-"))
+        usable = items.get(split, [])
         rows.append((split, count, reasons.get(split, {}).get("no_gold_answer", 0),
-                     ambiguous.get(split, {}).get("ambiguous_gold", 0), len(items.get(split, [])),
-                     f"{paper[0]} / {paper[1]}"))
+                     ambiguous.get(split, {}).get("ambiguous_gold", 0), len(usable),
+                     sum(1 for item in usable if multi_value(item.gold)), f"{paper[0]} / {paper[1]}"))
     return Table("Gold answers", ("split", "source rows", "no boxed gold", "ambiguous gold", "usable gold",
-                                  "paper (usable / rows)"), rows)
+                                  "of which multi-value", "paper (usable / rows)"), rows,
+                 note="`no boxed gold`: no `\\boxed{}` with content in the normal form (an empty box, `\\text{}`). "
+                      "`ambiguous gold`: boxed answers that math-verify does not find equivalent. `multi-value`: "
+                      "golds that list several values (\"6, -2\", the roots of an equation); they are kept, since "
+                      "math-verify compares them as sets (\"-2, 6\" equals \"6, -2\", \"6\" alone does not). The paper's "
+                      "4,914 of 5,000 test golds leave them out: on MATH test, 5,000 less 15 ambiguous and 76 "
+                      "multi-value golds is 4,909.")
 
 
 def engine_table(equivalence: MathEquivalence) -> Table:
     stats = equivalence.stats
     note = ("math-verify reads every distinct answer in worker processes (plain numbers need no reading); pairs are "
-            "judged from the readings alone where the values differ, else by math-verify. Comparisons that hit the "
-            "time limit or failed count as not equivalent.")
+            "judged from the readings alone where two symbol-free values differ, else by math-verify (both ways). "
+            "Comparisons that hit the time limit or failed prove nothing: such a candidate is never shown beside "
+            "the answer it could not be compared with.")
     if stats.hanging:
         note += " Answers that could not be read or compared in time: " + ", ".join(f"`{a}`" for a in stats.hanging[:10]) + "."
     return Table("Equivalence engine", ("quantity", "count"),

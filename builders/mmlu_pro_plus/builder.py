@@ -4,10 +4,15 @@ Taghanaki, Khani and Khasahmadi (2024). Each modified question gets the option "
 X and Y being full option texts, appended last:
 
 - true positive pair (TPP): X is the original answer and Y a new correct option written by an LLM (the same
-  value in another form for math questions, another correct option otherwise), appended before the pair
-  option; the pair option becomes the answer;
+  value in another form for math questions, another correct option otherwise) or read from a file of
+  pre-generated options (``--tpp-options``; the embedded sample ships one); the pair option becomes the answer;
 - partial false positive pair (PFPP): X is the answer and Y a random wrong option; the answer stays;
 - complete false positive pair (CFPP): X and Y are two random wrong options; the answer stays.
+
+Layout (``--layout``): by default the order in which the pair names X and Y is drawn per item and the new TPP
+option goes to a random position, so that no position gives the answer away; ``--layout paper`` keeps the
+paper's Figure 5 (X named first, the new option just before the pair), whose positions a no-knowledge rule
+exploits (the audit's ``pair_if_just_before_else_first_named``).
 
 Groups are cut from a per-item hash ranking at the requested shares, so that the counts are exact: a TPP
 candidate whose generated option is rejected falls back (to PFPP, CFPP or unchanged, by the same ranking)
@@ -38,17 +43,20 @@ from pathlib import Path
 from string import Template
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+import dataclasses
+
 from datasets import Value
 
 from builders.core import api, cli
 from builders.core.benchmarks import BENCHMARKS
-from builders.core.build import Build, Builder, Check
+from builders.core.benchmarks import mmlu_pro_record
+from builders.core.build import Baseline, Build, Builder, Check, TaskLocation
 from builders.core.embeddings import EmbeddingCache, Encoding, embed_texts, resolve_embedder
 from builders.core.errors import UserError
 from builders.core.options import position_dependent_reason
 from builders.core.record import LETTERS, MCQRecord, list_of, normalize_text, text_hash
 from builders.core.rng import item_rng
-from builders.core.sources import LoadedSource
+from builders.core.sources import SAMPLES_DIR, LoadedSource, RowContext
 from builders.core.tables import Statistics, Table, counts_table
 
 logger = logging.getLogger(__name__)
@@ -63,6 +71,14 @@ GROUPS = (TPP, PFPP, CFPP, UNCHANGED)
 # The paper's counts out of MMLU-Pro's 12,032 test questions; as weights they are the default shares.
 PAPER_COUNTS = {TPP: 3718, PFPP: 2124, CFPP: 2029, UNCHANGED: 12032 - 3718 - 2124 - 2029}
 PAIR_TEMPLATE = "Both {x} and {y} are correct"
+ORIGINAL_CONFIG = "original"
+# Where the pair's members and the new TPP option sit. "random" (the default): the order of the two options named
+# in the pair is drawn per item, and the new TPP option goes to a random position among the original ones.
+# "paper": the layout of the paper's Figure 5 (the answer named first, the new TPP option just before the pair),
+# which a no-knowledge rule exploits (see ``BASELINES``); kept for exact reproduction.
+LAYOUTS = ("random", "paper")
+DEFAULT_LAYOUT = "random"
+SAMPLE_TPP_OPTIONS = SAMPLES_DIR / "mmlu_pro" / "tpp_options.jsonl"
 NON_LLM_TYPE = {PFPP: "correct_and_wrong", CFPP: "two_wrong"}
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
@@ -97,7 +113,19 @@ DEFAULT_LENGTH_SLACK = 10
 RUNTIME_OPTIONS = {"embedder_batch_size", "audit_verdicts"}
 VERDICTS = ("ok", "wrong", "unsure")
 
+# MMLU-Pro's Hub columns (``TIGER-Lab/MMLU-Pro``), so that the release loads in the upstream lm-eval
+# ``mmlu_pro_plus`` task: ``answer`` is the gold letter there (the integer gold is ``answer_index``, and
+# ``choices`` = ``options``).
+HUB_FEATURES = {
+    "question_id": Value("int64"),
+    "options": list_of(Value("string")),
+    "answer": Value("string"),
+    "answer_index": Value("int64"),
+    "cot_content": Value("string"),
+    "src": Value("string"),
+}
 COLUMN_FEATURES = {
+    **HUB_FEATURES,
     "modification": Value("string"),
     # The flags the paper's released evaluation code reads (``evaluate_from_api.py``).
     "is_modified": Value("bool"),
@@ -128,6 +156,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--ratios", default=":".join(str(PAPER_COUNTS[g]) for g in GROUPS), metavar="TPP:PFPP:CFPP:UNCHANGED",
                        help="shares of the four groups, as non-negative weights (normalised); the default is the "
                             "paper's counts out of 12,032")
+    group.add_argument("--layout", choices=LAYOUTS, default=DEFAULT_LAYOUT,
+                       help="random: the order of the pair's two options is drawn per item and the new TPP option goes "
+                            "to a random position (no positional shortcut); paper: the paper's Figure 5 layout (answer "
+                            "named first, new TPP option just before the pair), for exact reproduction")
+    group.add_argument("--tpp-options", type=Path, default=None, metavar="FILE",
+                       help="pre-generated TPP options instead of an LLM: JSON lines {question_id, option[, "
+                            "generator_model]}; each still passes every rejection rule (default with --source sample "
+                            "and no --llm-model: the sample's own file)")
     group.add_argument("--modify-splits", default="test",
                        help="comma-separated splits to modify; the others (the few-shot validation split) are copied "
                             "unchanged, as in the paper")
@@ -177,9 +213,16 @@ def normalize_option(text: str) -> str:
     return flat
 
 
+def pair_member_text(option: str) -> str:
+    """An option as the pair names it: whitespace normalised, trailing periods stripped ("16.3923", not " 16.3923";
+    "…palatini", not "…palatini.")."""
+    return re.sub(r"[\s.]+$", "", normalize_text(option))
+
+
 def pairable(option: str) -> bool:
-    """A bare letter ("A", "(B)") in a pair would read as "Both A and B are correct": a letter combination."""
-    return not _BARE_LETTER.match(option)
+    """A bare letter ("A", "(B)") in a pair would read as "Both A and B are correct": a letter combination. An
+    option that is only periods would name nothing."""
+    return not _BARE_LETTER.match(option) and bool(pair_member_text(option))
 
 
 def letter_reference_reason(text: str) -> str | None:
@@ -202,7 +245,7 @@ def ineligible_reason(record: MCQRecord) -> str | None:
 
 
 def pair_text(x: str, y: str) -> str:
-    return PAIR_TEMPLATE.format(x=x, y=y)
+    return PAIR_TEMPLATE.format(x=pair_member_text(x), y=pair_member_text(y))
 
 
 def wrong_pairable(record: MCQRecord) -> list[int]:
@@ -397,6 +440,63 @@ class TPPGenerator:
         return proposals
 
 
+PREGENERATED_VERSION = "pregenerated"
+
+
+def read_tpp_options(path: Path) -> dict[str, tuple[str, str | None]]:
+    """question_id -> (option, generator_model) of a pre-generated options file (JSON lines)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as error:
+        raise UserError(f"--tpp-options {path}: {error.strerror or error}") from None
+    options: dict[str, tuple[str, str | None]] = {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise UserError(f"--tpp-options {Path(path).name} line {number}: not JSON ({error.msg})") from None
+        if not isinstance(row, dict) or "question_id" not in row or not isinstance(row.get("option"), str):
+            raise UserError(f"--tpp-options {Path(path).name} line {number}: expected {{question_id, option}}")
+        key = str(row["question_id"])
+        if key in options:
+            raise UserError(f"--tpp-options {Path(path).name} line {number}: question_id {key} appears twice")
+        model = row.get("generator_model")
+        options[key] = (row["option"], str(model) if model is not None else None)
+    return options
+
+
+@dataclass
+class PregeneratedOptions(TPPGenerator):
+    """TPP options read from a file (``--tpp-options``) instead of asked of an LLM; every rejection rule and the
+    similarity cut-off still apply. A question the file does not cover is rejected (``no_pregenerated_option``)."""
+
+    options: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
+    file_name: str = ""
+
+    @property
+    def model(self) -> str:
+        models = sorted({m for _, m in self.options.values() if m})
+        return ", ".join(models) if models else f"pre-generated ({self.file_name})"
+
+    def propose(self, records: Sequence[MCQRecord]) -> list[Proposal]:
+        self.rounds += 1
+        proposals = []
+        for record in records:
+            found = self.options.get(str(record.metadata.get("question_id")))
+            if found is None:
+                proposals.append(Proposal(record.id, PREGENERATED_VERSION, None, "no_pregenerated_option",
+                                          f"not in {self.file_name}"))
+                continue
+            option = " ".join(found[0].split())
+            limit = max_option_chars(record, self.length_ratio, self.length_slack)
+            rejected = rejection_reason(option, record, limit)
+            proposals.append(Proposal(record.id, PREGENERATED_VERSION, option, *rejected) if rejected
+                             else Proposal(record.id, PREGENERATED_VERSION, option))
+        return self._check_similarity(records, proposals)
+
+
 def select_tpp(ranked: Sequence[MCQRecord], target: int,
                propose: Callable[[Sequence[MCQRecord]], list[Proposal]]) -> tuple[dict[str, Proposal], list[Proposal]]:
     """Ask for the best-ranked candidates until ``target`` are accepted or none is left.
@@ -462,21 +562,42 @@ def add_pair(record: MCQRecord, x: int, y: int, answer_is_pair: bool) -> tuple[M
     return record.replace(choices=choices, answer=pair_index if answer_is_pair else record.answer), pair_index
 
 
-def make_tpp(record: MCQRecord, proposal: Proposal, model: str, **metadata: Any) -> MCQRecord:
-    added = len(record.choices)
-    extended = record.replace(choices=record.choices + (proposal.option,))
-    modified, pair_index = add_pair(extended, record.answer, added, answer_is_pair=True)
-    return with_group(modified, TPP, pair_indices=[record.answer, added], pair_option_index=pair_index,
+def pair_order(seed: int, record: MCQRecord, x: int, y: int, layout: str) -> tuple[int, int]:
+    """The order in which the pair names ``x`` (the answer) and ``y``: drawn per item, or the paper's (x first)."""
+    if layout == "paper":
+        return x, y
+    swap = bool(item_rng(seed, record.content_key, NAME, "pair_order").random() < 0.5)
+    return (y, x) if swap else (x, y)
+
+
+def tpp_position(seed: int, record: MCQRecord, layout: str) -> int:
+    """Where the new TPP option goes among the original options: anywhere (0..n), or last (the paper's)."""
+    size = len(record.choices)
+    if layout == "paper":
+        return size
+    return int(item_rng(seed, record.content_key, NAME, "tpp_position").integers(size + 1))
+
+
+def make_tpp(record: MCQRecord, proposal: Proposal, model: str, seed: int = 0, layout: str = "paper",
+             **metadata: Any) -> MCQRecord:
+    added = tpp_position(seed, record, layout)
+    choices = record.choices[:added] + (proposal.option,) + record.choices[added:]
+    answer = record.answer + (record.answer >= added)
+    extended = record.replace(choices=choices, answer=answer)
+    x, y = pair_order(seed, record, answer, added, layout)
+    modified, pair_index = add_pair(extended, x, y, answer_is_pair=True)
+    return with_group(modified, TPP, pair_indices=[x, y], pair_option_index=pair_index,
                       original_answer_index=record.answer, added_option_index=added, generator_model=model,
                       template_version=proposal.template_version, added_option_similarity=proposal.similarity,
                       **metadata)
 
 
-def make_pfpp(record: MCQRecord, seed: int, **metadata: Any) -> MCQRecord:
+def make_pfpp(record: MCQRecord, seed: int, layout: str = "paper", **metadata: Any) -> MCQRecord:
     wrong = wrong_pairable(record)
     y = wrong[int(item_rng(seed, record.content_key, NAME, "pair").integers(len(wrong)))]
-    modified, pair_index = add_pair(record, record.answer, y, answer_is_pair=False)
-    return with_group(modified, PFPP, pair_indices=[record.answer, y], pair_option_index=pair_index,
+    x, y = pair_order(seed, record, record.answer, y, layout)
+    modified, pair_index = add_pair(record, x, y, answer_is_pair=False)
+    return with_group(modified, PFPP, pair_indices=[x, y], pair_option_index=pair_index,
                       original_answer_index=record.answer, **metadata)
 
 
@@ -498,7 +619,8 @@ class SplitOutcome:
 
 
 def modify_split(records: Sequence[MCQRecord], shares: Mapping[str, float], seed: int,
-                 propose: Callable[[Sequence[MCQRecord]], list[Proposal]] | None, model: str | None) -> SplitOutcome:
+                 propose: Callable[[Sequence[MCQRecord]], list[Proposal]] | None, model: str | None,
+                 layout: str = DEFAULT_LAYOUT) -> SplitOutcome:
     """Assign every record to a group with exact counts, by the per-item ranking, and apply the group."""
     requested = apportion(len(records), shares)
     ineligible = {r.id: ineligible_reason(r) for r in records}
@@ -506,7 +628,8 @@ def modify_split(records: Sequence[MCQRecord], shares: Mapping[str, float], seed
     open_ = [r for r in ranked if ineligible[r.id] is None]
     candidates = [r for r in open_ if can_take(TPP, r)]
     if requested[TPP] and propose is None:
-        raise UserError("the TPP share is not 0: pass --llm-model (and --base-url) to generate the new options")
+        raise UserError("the TPP share is not 0: pass --llm-model (and --base-url) to generate the new options, "
+                        "or --tpp-options FILE with pre-generated ones")
     accepted, tried = select_tpp(candidates, requested[TPP], propose) if requested[TPP] else ({}, [])
     rejected = {p.item_id: p.reason for p in tried if not p.accepted}
     groups = {r.id: TPP for r in open_ if r.id in accepted}
@@ -518,9 +641,9 @@ def modify_split(records: Sequence[MCQRecord], shares: Mapping[str, float], seed
         group, extra = groups.get(record.id, UNCHANGED), {"tpp_rejection": rejected.get(record.id),
                                                            "ineligible_reason": ineligible[record.id]}
         if group == TPP:
-            out.append(make_tpp(record, accepted[record.id], model, **extra))
+            out.append(make_tpp(record, accepted[record.id], model, seed, layout, **extra))
         elif group == PFPP:
-            out.append(make_pfpp(record, seed, **extra))
+            out.append(make_pfpp(record, seed, layout, **extra))
         elif group == CFPP:
             out.append(make_cfpp(record, seed, **extra))
         else:
@@ -541,11 +664,27 @@ def _split_list(text: str) -> list[str]:
     return [part.strip() for part in str(text).split(",") if part.strip()]
 
 
+def tpp_options_file(args: argparse.Namespace) -> Path | None:
+    """``--tpp-options``, or, for ``--source sample`` without ``--llm-model``, the sample's pre-generated options
+    (so that the sample builds offline; the default is not written into the recorded options, and a rebuild from
+    the build config takes the same path)."""
+    if args.tpp_options is not None:
+        return Path(args.tpp_options)
+    if getattr(args, "source", None) == "sample" and not args.llm_model:
+        return SAMPLE_TPP_OPTIONS
+    return None
+
+
 def make_generator(args: argparse.Namespace) -> TPPGenerator:
     from builders.core.llm import LLMSettings
 
     settings = LLMSettings.from_args(args)
     scorer = SimilarityScorer(args.embedder, settings.cache_dir, args.embedder_batch_size)
+    options_file = tpp_options_file(args)
+    if options_file is not None:
+        return PregeneratedOptions(None, scorer, frozenset(), args.similarity_cutoff, args.max_length_ratio,
+                                   args.length_slack, args.llm_max_tokens, options=read_tpp_options(options_file),
+                                   file_name=options_file.name)
     return TPPGenerator(settings.client(args.llm_model), scorer,
                         frozenset(c.lower() for c in _split_list(args.math_categories)), args.similarity_cutoff,
                         args.max_length_ratio, args.length_slack, args.llm_max_tokens)
@@ -557,44 +696,60 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
     unknown = modify - set(source.benchmark.splits)
     if unknown:
         raise UserError(f"--modify-splits {sorted(unknown)}: not splits of {source.benchmark.name}")
-    generator = make_generator(args) if shares[TPP] > 0 and args.llm_model else None
+    generator = make_generator(args) if shares[TPP] > 0 and (args.llm_model or tpp_options_file(args)) else None
     outcomes: dict[str, SplitOutcome] = {}
     try:
         for split, records in source.items.items():
             if split in modify:
                 outcomes[split] = modify_split(records, shares, args.seed, generator.propose if generator else None,
-                                               generator.model if generator else None)
+                                               generator.model if generator else None, args.layout)
             else:
                 copied = [with_group(r, UNCHANGED, ineligible_reason=None) for r in records]
                 outcomes[split] = SplitOutcome(copied, {}, {UNCHANGED: len(copied)})
     finally:
-        if generator is not None:
+        if generator is not None and generator.client is not None:
             generator.client.close()
     audit = read_verdicts(args.audit_verdicts) if args.audit_verdicts else None
     rejections = [p for o in outcomes.values() for p in o.tried if not p.accepted]
     context = card_context(args, generator, outcomes, audit)
+    source_metadata = {k: v for k, v in source.benchmark.metadata_features.items() if k != "cot_content"}
+    configs = {CONFIG: {split: [with_hub_columns(r) for r in o.records] for split, o in outcomes.items()},
+               ORIGINAL_CONFIG: {split: [with_hub_columns(r) for r in records]
+                                 for split, records in source.items.items()}}
     return Build(
         builder=NAME,
         title=f"MMLU-Pro+ ({source.benchmark.pretty_name} with \"Both X and Y are correct\" options)",
         method_citation=CITATION,
         source=source,
         params={},
-        configs={CONFIG: {split: o.records for split, o in outcomes.items()}},
-        metadata_features={CONFIG: {**source.benchmark.metadata_features, **METADATA_FEATURES}},
-        extra_columns={CONFIG: COLUMN_FEATURES},
+        configs=configs,
+        metadata_features={CONFIG: {**source_metadata, **METADATA_FEATURES}, ORIGINAL_CONFIG: source_metadata},
+        extra_columns={CONFIG: COLUMN_FEATURES, ORIGINAL_CONFIG: HUB_FEATURES},
         exclusions=source.exclusions,
         checks=CHECKS,
         statistics=statistics(outcomes, context),
         extra_files=extra_files(rejections, audit),
         card_context=context,
+        lm_eval_tasks=lambda location: lm_eval_files(location, configs),
+        baselines=BASELINES,
+        inherent_baselines=INHERENT_BASELINES,
     )
+
+
+def with_hub_columns(record: MCQRecord) -> MCQRecord:
+    """MMLU-Pro's Hub columns, from the record as released (``cot_content`` moves out of the metadata)."""
+    metadata = {k: v for k, v in record.metadata.items() if k != "cot_content"}
+    return record.replace(metadata=metadata).with_columns(
+        question_id=metadata.get("question_id"), options=list(record.choices), answer=LETTERS[record.answer],
+        answer_index=record.answer, cot_content=record.metadata.get("cot_content") or "", src=metadata.get("src"))
 
 
 def card_context(args, generator: TPPGenerator | None, outcomes: Mapping[str, SplitOutcome], audit) -> dict[str, Any]:
     templates = [load_template(kind) for kind in TEMPLATE_FILES]
     llm = None
     if generator is not None:
-        llm = {"model": generator.model, "rounds": generator.rounds, "usage": generator.client.usage_summary(),
+        usage = generator.client.usage_summary() if generator.client is not None else "no LLM calls"
+        llm = {"model": generator.model, "rounds": generator.rounds, "usage": usage,
                "embedder": generator.scorer.id, "embedder_revision": generator.scorer.revision}
     return {
         "pair_template": pair_text("X", "Y"),
@@ -605,6 +760,9 @@ def card_context(args, generator: TPPGenerator | None, outcomes: Mapping[str, Sp
         "length_slack": args.length_slack,
         "modified_splits": [s for s, o in outcomes.items() if o.requested],
         "audit": audit,
+        "layout": args.layout,
+        "pregenerated": generator.file_name if isinstance(generator, PregeneratedOptions) else None,
+        "original_config": ORIGINAL_CONFIG,
     }
 
 
@@ -636,9 +794,29 @@ def statistics(outcomes: Mapping[str, SplitOutcome], context: Mapping[str, Any])
         counts_table("Items that cannot take a pair option", ineligible,
                      note="Copied unchanged (counted in the `unchanged` group)."),
     ])
+    statistics.add(layout_table(outcomes, context.get("layout", DEFAULT_LAYOUT)))
     if context.get("audit"):
         statistics.add(audit_table(context["audit"]))
     return statistics
+
+
+def layout_table(outcomes: Mapping[str, SplitOutcome], layout: str) -> Table:
+    """How often the positional cues of the paper's layout hold in this build (issue: no structural shortcut)."""
+    rows = []
+    for split, outcome in outcomes.items():
+        pfpp = [r for r in outcome.records if r.columns["modification"] == PFPP]
+        tpp = [r for r in outcome.records if r.columns["modification"] == TPP]
+        if not (pfpp or tpp):
+            continue
+        first = sum(r.metadata["pair_indices"][0] == r.answer for r in pfpp)
+        before = sum(r.metadata["pair_option_index"] - 1 in r.metadata["pair_indices"] for r in tpp)
+        rows.append((split, layout, len(pfpp), first / len(pfpp) if pfpp else None, len(tpp),
+                     before / len(tpp) if tpp else None))
+    return Table("Pair layout", ("split", "layout", "PFPP items", "PFPP: answer named first", "TPP items",
+                                 "TPP: a pair member just before the pair"), rows,
+                 note="In the paper's layout both shares are 100%: the answer is always named first and the new TPP "
+                      "option always sits just before the pair. The default layout draws both per item.",
+                 percent=("PFPP: answer named first", "TPP: a pair member just before the pair"))
 
 
 # ---- builder invariants ----------------------------------------------------------------------------------
@@ -651,6 +829,8 @@ def _originals(build: Build) -> dict[str, MCQRecord]:
 def _each(build: Build):
     originals = _originals(build)
     for config, split, records in build.records():
+        if config != CONFIG:
+            continue
         for record in records:
             yield f"{config}/{split} {record.id}", record, originals[record.id]
 
@@ -688,21 +868,26 @@ def _pair_answer_by_group(build: Build) -> Iterable[str]:
         if group == UNCHANGED:
             continue
         x, y = meta["pair_indices"]
+        added = meta["added_option_index"]
+        # Where the original answer sits now: one further on when the added TPP option went before it.
+        answer_now = original.answer + (added is not None and original.answer >= added)
         pair_is_answer = record.answer == meta["pair_option_index"]
         if pair_is_answer != (group == TPP):
             yield f"{where}: pair option {'is' if pair_is_answer else 'is not'} the answer in group {group}"
-        elif group == TPP and (x != original.answer or y != meta["added_option_index"]):
+        elif group == TPP and {x, y} != {answer_now, added}:
             yield f"{where}: TPP pair is not (original answer, added option)"
-        elif group == PFPP and (x != original.answer or y == original.answer):
+        elif group == PFPP and (answer_now not in (x, y) or x == y):
             yield f"{where}: PFPP pair is not (answer, wrong option)"
-        elif group == CFPP and original.answer in (x, y):
+        elif group == CFPP and answer_now in (x, y):
             yield f"{where}: CFPP pair contains the answer"
 
 
 def _originals_kept(build: Build) -> Iterable[str]:
     for where, record, original in _each(build):
         size = len(original.choices)
-        if record.choices[:size] != original.choices or record.question != original.question:
+        added = {record.metadata["added_option_index"], record.metadata["pair_option_index"]}
+        kept = tuple(c for i, c in enumerate(record.choices) if i not in added)
+        if kept != original.choices or record.question != original.question:
             yield f"{where}: the original question or options changed"
         elif record.metadata["original_answer_index"] != original.answer:
             yield f"{where}: original_answer_index {record.metadata['original_answer_index']} != {original.answer}"
@@ -728,6 +913,26 @@ def _compatibility_columns(build: Build) -> Iterable[str]:
             yield f"{where}: compatibility flags disagree with modification {group}"
 
 
+def _hub_columns(build: Build) -> Iterable[str]:
+    for config, split, records in build.records():
+        for record in records:
+            columns = record.columns
+            if (columns.get("options") != list(record.choices) or columns.get("answer_index") != record.answer
+                    or columns.get("answer") != "ABCDEFGHIJKLMNOP"[record.answer]
+                    or columns.get("question_id") != record.metadata.get("question_id")):
+                yield f"{config}/{split} {record.id}: MMLU-Pro columns disagree with the choices and answer"
+
+
+def _original_config(build: Build) -> Iterable[str]:
+    originals = _originals(build)
+    for split, records in build.configs.get(ORIGINAL_CONFIG, {}).items():
+        for record in records:
+            source = originals.get(record.id)
+            if source is None or (record.question, record.choices, record.answer) != \
+                    (source.question, source.choices, source.answer):
+                yield f"{ORIGINAL_CONFIG}/{split} {record.id}: differs from the MMLU-Pro item"
+
+
 CHECKS = [
     Check("one_answer", "exactly one answer: the pair option for TPP, the original answer otherwise, and one pair "
                         "option per modified item", _one_answer),
@@ -741,6 +946,9 @@ CHECKS = [
                                  "and number format ignored)", _added_option_unique),
     Check("compatibility_columns", "is_modified / is_modified_non_llm / modification_type_non_llm agree with "
                                    "modification", _compatibility_columns),
+    Check("hub_columns", "MMLU-Pro's options / answer letter / answer_index / question_id agree with the choices, "
+                         "the answer and the metadata", _hub_columns),
+    Check("original_config", f"the `{ORIGINAL_CONFIG}` config holds the MMLU-Pro items unchanged", _original_config),
 ]
 
 
@@ -778,7 +986,8 @@ def audit_row(row: Mapping[str, Any], number: int) -> dict[str, Any]:
         "audit_id": f"{number:04d}", "id": row["id"], "question_id": meta.get("question_id"),
         "modification": row["modification"], "category": row.get("category"), "question": row["question"],
         "options": "\n".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(choices)),
-        "answer": _letter(row["answer"], choices), "pair_option": _letter(meta.get("pair_option_index"), choices),
+        "answer": _letter(row["answer_index"] if row.get("answer_index") is not None else row["answer"], choices),
+        "pair_option": _letter(meta.get("pair_option_index"), choices),
         "added_option": _letter(meta.get("added_option_index"), choices),
         "original_answer": _letter(meta.get("original_answer_index"), choices),
         "generator_model": meta.get("generator_model"), "template_version": meta.get("template_version"),
@@ -936,11 +1145,133 @@ COMMANDS = {"export-audit": export_audit_command, "import-audit": import_audit_c
 
 def check_arguments(args: argparse.Namespace) -> None:
     parse_ratios(args.ratios)
+    if args.llm_model and args.tpp_options is not None:
+        raise UserError("--tpp-options and --llm-model exclude each other: the new TPP options come from one of them")
+    if args.tpp_options is not None:
+        read_tpp_options(args.tpp_options)
     if not 0 < args.similarity_cutoff <= 1:
         raise UserError("--similarity-cutoff must be in (0, 1]")
 
 
-BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [BENCHMARKS["mmlu_pro"]], add_arguments, build, check_arguments,
+# ---- the shortcut audit's MMLU-Pro+ rules (read the released options only, not the builder's metadata) ---------
+
+_PAIR_SHAPE = re.compile(r"^Both (.+) and (.+) are correct$", re.S)
+
+
+def _named_members(record: MCQRecord) -> tuple[int, list[int]] | None:
+    """(pair option index, the option indices it names in naming order), read from the texts: every way of
+    cutting "Both … and … are correct" at an " and " whose halves are two options (trailing periods ignored)."""
+    for pair in range(len(record.choices) - 1, -1, -1):
+        text = record.choices[pair]
+        if not (text.startswith("Both ") and text.endswith(" are correct")):
+            continue
+        inner = text[len("Both "):-len(" are correct")]
+        names = {}
+        for index, choice in enumerate(record.choices):
+            if index != pair:
+                names.setdefault(re.sub(r"[\s.]+$", "", " ".join(choice.split())), index)
+        start = 0
+        while (cut := inner.find(" and ", start)) != -1:
+            left, right = inner[:cut], inner[cut + len(" and "):]
+            if left in names and right in names and names[left] != names[right]:
+                return pair, [names[left], names[right]]
+            start = cut + 1
+        return None
+    return None
+
+
+def first_named_member(record: MCQRecord) -> int | None:
+    found = _named_members(record)
+    return found[1][0] if found else None
+
+
+def pair_if_just_before(record: MCQRecord) -> int | None:
+    """The pair when the option just before it is one of its members, otherwise the pair's first-named option:
+    67% of modified items in the paper's layout."""
+    found = _named_members(record)
+    if not found:
+        return None
+    pair, members = found
+    return pair if pair - 1 in members else members[0]
+
+
+BASELINES = [
+    Baseline("pair_first_named", "the option the \"Both X and Y\" pair names first (X), where there is a pair",
+             first_named_member),
+    Baseline("pair_if_just_before_else_first_named", "the pair when the option just before it is one of its "
+             "members, otherwise the pair's first-named option", pair_if_just_before),
+]
+INHERENT_BASELINES = {
+    f"{CONFIG}/always_both": "the pair option is the answer exactly in the true-positive-pair group: the TPP share, "
+                             "by construction",
+    f"{CONFIG}/always_last": "the pair option is always appended last (the paper's design), so always-last is always-Both",
+    # Only in the MMLU-Pro+ config: MMLU-Pro's own longest-option bias stays reported on `original`.
+    f"{CONFIG}/longest_option": "the pair option names two options, so it is nearly always the longest: on the "
+                                "modified items this is always-Both (the TPP share), plus MMLU-Pro's own "
+                                "longest-option bias on the unchanged ones (see the `original` config)",
+}
+
+
+# ---- lm-eval tasks ---------------------------------------------------------------------------------------------
+
+SHOTS = 5
+
+
+def lm_eval_files(location: TaskLocation, configs: Mapping[str, Mapping[str, Sequence[MCQRecord]]]) -> dict[str, bytes]:
+    """Our own tasks: MMLU-Pro+ (``default``) and MMLU-Pro (``original``) in lm-eval's MMLU multiple-choice
+    layout, 5-shot from the unmodified validation split; the letter after "Answer:" is scored. The upstream
+    lm-eval ``mmlu_pro_plus`` task (chain of thought) also reads this release through its Hub columns."""
+    from builders.core import lm_eval_tasks as lt
+
+    description = "The following are multiple choice questions (with answers).\n\n"
+    files: dict[str, bytes] = {}
+    manifest, tasks = [], []
+    for config, role in ((CONFIG, "plus"), (ORIGINAL_CONFIG, "original")):
+        splits = configs[config]
+        test = "test" if "test" in splits else next(iter(splits))
+        fewshot = "validation" if splits.get("validation") else None
+        shots = min(SHOTS, len(splits.get("validation") or ()))  # a small sample may hold fewer demonstrations
+        task = f"{NAME}_{config}"
+        files[f"{lt.TASKS_DIR}/{task}.yaml"] = lt.to_yaml(lt.multiple_choice_task(
+            task, config, location, test, description=description, fewshot_split=fewshot,
+            num_fewshot=shots, doc_to_target="answer_index"))
+        manifest.append({"task": task, "config": config, "split": test, "role": role})
+        tasks.append(task)
+    files[f"{lt.TASKS_DIR}/{NAME}_all.yaml"] = lt.to_yaml(lt.group(f"{NAME}_all", tasks, weight_by_size=False))
+    files[f"{lt.TASKS_DIR}/utils.py"] = lt.UTILS.encode()
+    files[lt.MANIFEST] = lt.manifest(NAME, location, manifest)
+    files[f"{lt.TASKS_DIR}/README.md"] = f"""# lm-evaluation-harness tasks
+
+- `{NAME}_{CONFIG}`: MMLU-Pro+ (config `{CONFIG}`, split `test`), MMLU's multiple-choice layout, {SHOTS}-shot from the
+  unmodified `validation` split; the letter after "Answer:" is scored (`acc`).
+- `{NAME}_{ORIGINAL_CONFIG}`: the same questions as in MMLU-Pro (config `{ORIGINAL_CONFIG}`), same prompt.
+
+```
+lm_eval --model hf --model_args pretrained=MODEL --include_path lm_eval --tasks {NAME}_{CONFIG},{NAME}_{ORIGINAL_CONFIG}
+python -m builders.evaluate RELEASE --model hf:MODEL   # accuracy and drop per group and category, SSR, CPI
+```
+
+The release also carries MMLU-Pro's Hub columns (`question_id`, `options`, `answer` letter, `answer_index`,
+`cot_content`, `category`, `src`), so lm-eval's own chain-of-thought `mmlu_pro_plus` task reads it with
+`dataset_path` set to this release.
+""".encode()
+    return files
+
+
+# ---- the source: MMLU-Pro, keeping cot_content for the Hub columns ------------------------------------------
+
+
+def _mmlu_pro_with_cot(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
+    record = mmlu_pro_record(row, ctx)
+    cot = row.get("cot_content")
+    return record.with_metadata(cot_content=cot if isinstance(cot, str) else "")
+
+
+MMLU_PRO = dataclasses.replace(BENCHMARKS["mmlu_pro"], to_item=_mmlu_pro_with_cot,
+                               metadata_features={**BENCHMARKS["mmlu_pro"].metadata_features,
+                                                  "cot_content": Value("string")})
+
+BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [MMLU_PRO], add_arguments, build, check_arguments,
                   llm_models=lambda args: [args.llm_model] if args.llm_model else [],
                   epilog="other commands: export-audit, import-audit, metrics (each with --help)")
 

@@ -14,7 +14,9 @@ Predictions are read by the one reader (:mod:`builders.core.predictions`) and jo
 ``question_id``: a prediction names its question by ``question_id`` (MMLU-Pro's own result rows and lm-eval
 docs), or by ``id``, the release's record id (``mmlu_pro/test/70``) or the question id itself. Letters or indices are read against the options of each side:
 MMLU-Pro+ keeps the original options in place and appends its new ones, so a letter means the same
-option on both sides. A null prediction (no answer extracted) counts as wrong and is counted.
+option on both sides, except that a TPP question's added option may sit among the original ones (the default
+layout): a letter on MMLU-Pro+ is mapped through ``added_option_index``. A null prediction (no answer extracted)
+counts as wrong and is counted. Accuracy is also reported per MMLU-Pro category, as in the paper's Table 1.
 
     python -m builders.metrics mmlu-pro-plus --dataset out/ --before mmlu_pro.jsonl --after plus.jsonl --output m/
 """
@@ -55,16 +57,31 @@ class Item:
     original_options: int  # options MMLU-Pro had (MMLU-Pro+ appends after them)
     options: int
     pair_option: int | None
+    added_option: int | None = None  # where the new TPP option sits on MMLU-Pro+ (None: no option added)
+    category: str | None = None
+
+    def after_index(self, original: int | None) -> int | None:
+        """The MMLU-Pro+ index of MMLU-Pro's option ``original`` (one further on past the added option)."""
+        if original is None:
+            return None
+        return original + (self.added_option is not None and original >= self.added_option)
+
+    @property
+    def original_answer_after(self) -> int:
+        return self.after_index(self.original_answer)
 
 
 def item_from_row(row: Mapping[str, Any]) -> Item:
+    """An item from a release row: ``answer_index`` is the gold where the row carries MMLU-Pro's Hub columns
+    (``answer`` is then the letter), else ``answer``."""
     meta = row.get("metadata") or {}
-    question_id = meta.get("question_id")
+    question_id = meta.get("question_id", row.get("question_id"))
     group = row["modification"]
     added = {TPP: 2, PFPP: 1, CFPP: 1}.get(group, 0)
-    return Item(str(question_id if question_id is not None else row["id"]), str(row["id"]), group, int(row["answer"]),
+    gold = row["answer_index"] if row.get("answer_index") is not None else row["answer"]
+    return Item(str(question_id if question_id is not None else row["id"]), str(row["id"]), group, int(gold),
                 int(meta["original_answer_index"]), len(row["choices"]) - added, len(row["choices"]),
-                meta.get("pair_option_index"))
+                meta.get("pair_option_index"), meta.get("added_option_index"), row.get("category"))
 
 
 def load_items(dataset: str, config: str, split: str, revision: str | None) -> dict[str, Item]:
@@ -168,6 +185,7 @@ class ModelMetrics:
     cfpp_pair_chosen: int = 0
     no_answer_before: int = 0
     no_answer_after: int = 0
+    categories: dict[str, GroupAccuracy] = field(default_factory=dict)  # per MMLU-Pro category (paper's Table 1)
 
     @property
     def ssr_wrong(self) -> float | None:
@@ -192,6 +210,7 @@ class ModelMetrics:
             "model": self.model,
             "overall": self.overall.to_dict(),
             "groups": {g: a.to_dict() for g, a in self.groups.items()},
+            "categories": {c: a.to_dict() for c, a in sorted(self.categories.items())},
             "ssr_wrong": self.ssr_wrong, "ssr_partial": self.ssr_partial,
             "cpi": self.cpi, "cpi_numerator": self.tpp_pair_chosen, "cpi_denominator": self.cpi_denominator,
             "cpi_note": None if self.cpi_denominator else
@@ -207,7 +226,8 @@ def score_model(model: str, items: Mapping[str, Item], before: Mapping[str, int 
     for question in sorted(set(before) & set(after)):
         item, old, new = items[question], before[question], after[question]
         right_before, right_after = old == item.original_answer, new == item.answer
-        for tally in (result.groups[item.modification], result.overall):
+        category = result.categories.setdefault(item.category or "(none)", GroupAccuracy())
+        for tally in (result.groups[item.modification], result.overall, category):
             tally.items += 1
             tally.correct_before += right_before
             tally.correct_after += right_after
@@ -218,8 +238,8 @@ def score_model(model: str, items: Mapping[str, Item], before: Mapping[str, int 
             result.tpp_total += 1
             result.tpp_before_correct += right_before
             result.tpp_before_wrong += old is not None and not right_before
-            result.tpp_stayed_wrong += old is not None and not right_before and new == old
-            result.tpp_stayed_partial += right_before and new == item.original_answer
+            result.tpp_stayed_wrong += old is not None and not right_before and new == item.after_index(old)
+            result.tpp_stayed_partial += right_before and new == item.original_answer_after
             result.tpp_pair_chosen += pair_chosen
         elif item.modification == PFPP:
             result.pfpp_pair_chosen += pair_chosen
@@ -293,6 +313,14 @@ def to_markdown(report: Report) -> str:
             cpi += " (undefined: denominator 0)"
         lines.append(f"| {m.model} | {m.tpp_total} | {_ratio(m.ssr_wrong)} = {m.tpp_stayed_wrong} / {m.tpp_total} | "
                      f"{_ratio(m.ssr_partial)} = {m.tpp_stayed_partial} / {m.tpp_total} | {cpi} |")
+    categories = sorted({c for m in report.models for c in m.categories})
+    if categories:
+        lines += ["", "Accuracy (%) per MMLU-Pro category (the paper's Table 1): MMLU-Pro -> MMLU-Pro+ (drop).", "",
+                  "| model | " + " | ".join(categories) + " |", "|---|" + "---|" * len(categories)]
+        for m in report.models:
+            cells = [(f"{_pct(t.accuracy_before)} -> {_pct(t.accuracy_after)} ({_pct(t.drop)})"
+                      if (t := m.categories.get(c)) else "-") for c in categories]
+            lines.append(f"| {m.model} | " + " | ".join(cells) + " |")
     lines += [""] + [f"Note: {note}." for note in report.notes]
     return "\n".join(lines).rstrip() + "\n"
 

@@ -10,9 +10,11 @@ and cloze scoring methods, with a manifest for ``python -m builders.evaluate``.
 
     python -m builders.perturbations --benchmark mmlu --source ../shared/data/mmlu --output out/
 
-Every config keeps every item. Items whose options cannot be reordered or relabelled (duplicated options;
-options that depend on their positions: "All of the above", "Both A and B", "None of these", letter
-references) are copied unchanged in the configs that change options, with ``metadata.skip_reason``.
+Every config keeps every item. Items whose options cannot be reordered or relabelled (options that depend
+on each other or on their positions: "All of the above", "Both a and c", "None of these", letter
+references) are copied unchanged in the configs that change options, with ``metadata.skip_reason``; items
+with duplicated options are copied unchanged with ``duplicate_choices`` in every config. Every config shows
+an item as many demonstrations as ``original``; `gold_at_<L>` and ``original_zero_shot`` are zero-shot.
 
 The modules: :mod:`.configs` (what each config changes), :mod:`.transforms` (the per-item transforms,
 demonstrations and prompts), :mod:`.prompts` (the prompt renderer the lm-eval tasks share), :mod:`.tasks`
@@ -172,14 +174,15 @@ def demonstrations_text(spec: ConfigSpec, args: argparse.Namespace) -> str:
     if spec.demonstrations == "none" or args.shots == 0:
         return "none"
     which = "first" if args.fewshot_sampler == "first_n" else "random"
-    kinds = {"same_subject": f"the subject's {which} {args.shots}", "other_subject": f"another subject's {which} {args.shots}",
-             "trivial": f"{which} {args.shots} trivial questions"}
+    kinds = {"same_subject": f"the subject's {which} {args.shots}",
+             "other_subject": f"another subject's {which}, as many as `original`",
+             "trivial": f"{which} trivial questions, as many as `original`"}
     return kinds[spec.demonstrations] + (", then the item" if spec.context_answer else "")
 
 
 def copied_unchanged_table(specs: Sequence[ConfigSpec], configs: Mapping[str, Mapping[str, list[MCQRecord]]],
                            fewshot_split: str | None) -> Table:
-    """Per config and split that changes options: items copied unchanged per reason, and prompts whose
+    """Per config and split with an item copied unchanged: items per reason, and prompts whose
     demonstrations include such an item (shown unchanged, never dropped)."""
     counts: dict[tuple[str, str], Counter] = {}
     shown: dict[tuple[str, str], int] = {}
@@ -187,15 +190,18 @@ def copied_unchanged_table(specs: Sequence[ConfigSpec], configs: Mapping[str, Ma
         splits = configs[spec.name]
         unchanged = {r.id for r in splits.get(fewshot_split or "", []) if r.metadata["skip_reason"]}
         for split, records in splits.items():
-            if spec.transforms(split, fewshot_split) or (unchanged and split != fewshot_split):
-                counts[spec.name, split] = Counter(r.metadata["skip_reason"] for r in records if r.metadata["skip_reason"])
-                shown[spec.name, split] = sum(1 for r in records if unchanged.intersection(r.columns["fewshot"]))
+            counter = Counter(r.metadata["skip_reason"] for r in records if r.metadata["skip_reason"])
+            with_demo = sum(1 for r in records if unchanged.intersection(r.columns["fewshot"]))
+            if counter or with_demo:
+                counts[spec.name, split], shown[spec.name, split] = counter, with_demo
     reasons = sorted({reason for counter in counts.values() for reason in counter})
     return Table("Items copied unchanged", ("config", "split", *reasons, "prompts with an unchanged demonstration"),
                  [(config, split, *[counter[r] for r in reasons], shown[config, split])
                   for (config, split), counter in counts.items()],
                  note="Items whose options cannot be reordered or relabelled are copied unchanged (source order, "
-                      "letters) with `metadata.skip_reason`; as demonstrations they are shown unchanged.")
+                      "letters) with `metadata.skip_reason`, in the configs and splits that change options; items "
+                      "with duplicated options carry `duplicate_choices` in every config and split. As demonstrations "
+                      "they are shown unchanged.")
 
 
 BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [BENCHMARKS[name] for name in BENCHMARK_NAMES], add_arguments,

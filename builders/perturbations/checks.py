@@ -5,6 +5,7 @@ builder's cached one."""
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -50,21 +51,24 @@ def checks(specs: Sequence[ConfigSpec], source: LoadedSource, shots: int, sample
             reason = record.metadata["skip_reason"]
             if reason is None:
                 continue
-            if not spec.transforms(split, fewshot_split):
+            if not spec.transforms(split, fewshot_split) and reason != DUPLICATE_CHOICES:
                 yield f"{spec.name}/{split} {record.id}: skip_reason {reason!r} where nothing is transformed"
             elif ((record.choices, record.answer, record.columns["labels"]) !=
                   (original.choices, original.answer, list(LETTERS[: len(original.choices)]))):
                 yield f"{spec.name}/{split} {record.id}: skipped ({reason}) but not the source's options and letters"
 
     def skip_reasons_consistent(build: Build) -> Iterable[str]:
-        """Duplicates are re-counted; the position/reference reasons must agree over every config."""
+        """Duplicates are re-counted (flagged in every config and split); the position/reference reasons
+        must agree over every config that changes options."""
         content_reasons: dict[str, set] = defaultdict(set)
-        for spec, split, record, original in each(build, lambda s, split: s.transforms(split, fewshot_split)):
+        for spec, split, record, original in each(build):
             reason, size = record.metadata["skip_reason"], len(original.choices)
             where = f"{spec.name}/{split} {record.id}"
             duplicated = len({normalize_text(c) for c in original.choices}) < size
             if duplicated != (reason == DUPLICATE_CHOICES):
                 yield f"{where}: duplicated options {duplicated}, skip_reason {reason!r}"
+            if not spec.transforms(split, fewshot_split) or duplicated:
+                continue
             beyond = spec.gold_position is not None and spec.gold_position >= size
             if reason == FEWER_OPTIONS and not beyond:
                 yield f"{where}: {FEWER_OPTIONS} with {size} options"
@@ -84,6 +88,15 @@ def checks(specs: Sequence[ConfigSpec], source: LoadedSource, shots: int, sample
             expected = spec.gold_position if transformed(spec, split, record) else original.answer
             if record.answer != expected:
                 yield f"{spec.name}/{split} {record.id}: gold at {LETTERS[record.answer]}, expected {LETTERS[expected]}"
+
+    def references_not_moved(build: Build) -> Iterable[str]:
+        """An item with an option that plainly names other options is not reordered or relabelled: a
+        second, deliberately narrow detector (:func:`plain_reference`), not the builder's."""
+        for spec, split, record, original in each(build, lambda s, split: s.transforms(split, fewshot_split)):
+            if record.metadata["skip_reason"] is None:
+                named = next((c for c in original.choices if plain_reference(c)), None)
+                if named is not None:
+                    yield f"{spec.name}/{split} {record.id}: option {named!r} names other options, yet the item is transformed"
 
     def derangement_moves_all(build: Build) -> Iterable[str]:
         for spec, split, record, original in each(build, lambda s, _: s.order == "derangement"):
@@ -140,6 +153,8 @@ def checks(specs: Sequence[ConfigSpec], source: LoadedSource, shots: int, sample
         Check("skip_reasons_consistent", "duplicated options (re-counted) are skipped as duplicate_choices; an "
               "item skipped for its content is skipped alike in every config; size reasons match the sizes",
               skip_reasons_consistent),
+        Check("references_not_moved", "no item with an option that plainly names other options (\"of the "
+              "above\", \"none of these\", \"both a and c\", \"option B\") is reordered or relabelled", references_not_moved),
         Check("gold_at_position", "gold-position configs have every transformed gold at their position, "
               "and the source gold elsewhere", gold_at_position),
         Check("derangement_moves_every_option", "in `derangement`, no option of a transformed item stays at "
@@ -149,12 +164,33 @@ def checks(specs: Sequence[ConfigSpec], source: LoadedSource, shots: int, sample
         Check("labels_unique", "one label per option, unique per item, from the config's symbol set where "
               "transformed, letters elsewhere", labels_unique),
         Check("demonstrations_valid", "`fewshot` ids follow the config's kind of demonstrations and --shots "
-              "(the first few-shot items of the subject in source order by default)", demonstrations_valid),
+              "(the first few-shot items of the subject in source order by default), as many as `original` "
+              "shows the item; a wrong answer in context differs from the gold in text", demonstrations_valid),
         Check("same_demonstrations_as_original", "configs with same-subject demonstrations show each item "
               "the demonstrations it has in `original`", same_demonstrations_as_original),
         Check("prompt_rendered", "`prompt` is the item after its demonstrations as the config shows them, "
               "rendered by the plain renderer", prompt_rendered),
     ]
+
+
+# The check's own, deliberately narrow reading of "this option names other options" (issue 12.8: the
+# validator does not reuse the builder's detector). Every form it accepts must be copied unchanged by the
+# builder; the builder's detector is wider (prose references, numbered options, verdicts).
+_PLAIN_LETTER = r"(?:\([a-dA-D]\)|\b[a-dA-D]\b\.?)"  # a, a., (a)
+_PLAIN_JOIN = r"(?:\s*[,&]\s*(?:(?:and|or|nor)\s+)?|\s+(?:and|or|nor)\s+)"  # never "Dora" (D-or-a)
+_PLAIN_REFERENCES = [
+    re.compile(r"\bof\s+the\s+above\b", re.I),
+    re.compile(r"^\W*(?:all|none|both|neither)\s+of\s+(?:these|them|the\s+options)\W*$", re.I),
+    re.compile(r"^\W*(?:none|neither|both)\W*$", re.I),
+    re.compile(rf"^\W*(?:(?:both|either|neither)\s+)?{_PLAIN_LETTER}(?:{_PLAIN_JOIN}{_PLAIN_LETTER})+"
+               r"(?:\s+(?:above|only))?[\s.]*$", re.I),
+    re.compile(r"\b(?:[Oo]ptions?|[Cc]hoices?)\s+(?:\([A-D]\)|[A-D](?![\w']))"),
+]
+
+
+def plain_reference(option: str) -> bool:
+    text = " ".join(option.split())
+    return any(pattern.search(text) for pattern in _PLAIN_REFERENCES)
 
 
 def prompt_row(record: MCQRecord) -> dict:
@@ -182,8 +218,12 @@ class ExpectedDemonstrations:
             if not fewshot or fewshot[-1] != record.id or context is None:
                 yield f"{where}: the item is not its own last demonstration"
                 return
-            if (context == record.answer) != (spec.context_answer == "correct"):
-                yield f"{where}: context answer {context} is not {spec.context_answer}"
+            if not 0 <= context < len(record.choices):
+                yield f"{where}: context answer {context} is not an option"
+                return
+            shown = normalize_text(record.choices[context])
+            if (shown == normalize_text(record.gold)) != (spec.context_answer == "correct"):
+                yield f"{where}: context answer {context} ({shown!r}) is not {spec.context_answer}"
             fewshot = fewshot[:-1]
         elif context is not None:
             yield f"{where}: a context answer outside the in-context configs"
@@ -194,11 +234,17 @@ class ExpectedDemonstrations:
         if record.id in fewshot or len(fewshot) != len(set(fewshot)):
             yield f"{where}: demonstrations {fewshot} repeat or include the item"
             return
+        expected = min(self.shots, len(self.same_subject(record)))  # as many as `original` shows
+        if not fewshot:
+            others = [s for s in self.in_order if s != subject_group(record)]
+            if expected and (spec.demonstrations != "other_subject" or others):
+                yield f"{where}: no demonstrations, expected {expected}"
+            return
         candidates = self.candidates(spec, record, fewshot)
         if candidates is None or not set(fewshot) <= set(candidates):
             yield f"{where}: demonstrations {fewshot} are not {spec.demonstrations.replace('_', ' ')} demonstrations"
-        elif len(fewshot) != min(self.shots, len(candidates)):
-            yield f"{where}: {len(fewshot)} demonstrations, expected {min(self.shots, len(candidates))}"
+        elif len(fewshot) != min(expected, len(candidates)):
+            yield f"{where}: {len(fewshot)} demonstrations, expected {min(expected, len(candidates))}"
         elif self.sampler == "first_n" and fewshot != candidates[: len(fewshot)]:
             yield f"{where}: demonstrations {fewshot} are not the first {len(fewshot)} in source order"
 
@@ -207,10 +253,13 @@ class ExpectedDemonstrations:
         if spec.demonstrations == "trivial":
             return self.trivial
         if spec.demonstrations == "same_subject":
-            subject = subject_group(record)
+            return self.same_subject(record)
         else:  # other_subject: one other subject, whichever the item drew
             subjects = {self.subject_of.get(i) for i in fewshot}
             if len(subjects) != 1 or None in subjects or subject_group(record) in subjects:
                 return None
             subject = subjects.pop()
         return [i for i in self.in_order.get(subject, []) if i != record.id]
+
+    def same_subject(self, record: MCQRecord) -> list[str]:
+        return [i for i in self.in_order.get(subject_group(record), []) if i != record.id]

@@ -5,9 +5,13 @@ by the configs that use it: `shuffle` and `symbols_*_shuffled_content` show the 
 symbol sets the same symbol order, so that two configs differ only in what they are about.
 
 An item whose options cannot take a config's change is copied unchanged (source order, letters) with its
-``skip_reason``: duplicated options (which of the two is meant after a move?), options that refer to other
-options or to positions ("All of the above", "Both A and B", "option C"), fewer options than the gold
-position, or more options than the symbol set has. Such an item stays in the config, and is shown unchanged where it is a demonstration.
+``skip_reason``: options that refer to other options or to positions ("All of the above", "Both A and B",
+"option C"), fewer options than the gold position, or more options than the symbol set has, in the configs
+and splits that reorder or relabel options. An item with duplicated options (equal after whitespace
+normalisation; case matters) has ``skip_reason`` ``duplicate_choices`` in every config and split: its options
+are the source's everywhere, and its wrong answer in context is an option whose text differs from the gold.
+Such an item stays in the config, and is shown unchanged where it is a demonstration: every config of an
+item shows as many demonstrations as ``original``.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from builders.core.options import position_dependent_reason
-from builders.core.record import LETTERS, MCQRecord
+from builders.core.record import LETTERS, MCQRecord, normalize_text
 from builders.core.rng import item_rng
 from builders.core.sources import duplicate_option
 from builders.perturbations import prompts
@@ -80,8 +84,10 @@ class ItemDraws:
         return self._draw(record, "symbol_order", lambda rng: [int(i) for i in rng.permutation(len(record.choices))])
 
     def wrong_answer(self, record: MCQRecord) -> int:
-        """A source index other than the gold."""
-        wrong = [i for i in range(len(record.choices)) if i != record.answer]
+        """A source index whose text differs from the gold's (with duplicated options, not the gold's twin)."""
+        gold = normalize_text(record.gold)
+        wrong = ([i for i in range(len(record.choices)) if normalize_text(record.choices[i]) != gold]
+                 or [i for i in range(len(record.choices)) if i != record.answer])  # every option is the gold's text
         return self._draw(record, "wrong_answer", lambda rng: wrong[int(rng.integers(len(wrong)))])
 
     def choice(self, record: MCQRecord, purpose: str, options: Sequence[str]) -> str:
@@ -129,8 +135,11 @@ class Perturbation:
     def fields(self, record: MCQRecord, split: str) -> dict[str, Any]:
         """``choices``, ``answer``, ``labels`` and ``metadata`` of the record in this config and split."""
         size = len(record.choices)
-        reason = self.skip_reason(record) if self.spec.transforms(split, self.fewshot_split) else None
-        if self.spec.transforms(split, self.fewshot_split) and reason is None:
+        transforms = self.spec.transforms(split, self.fewshot_split)
+        reason = self.skip_reason(record) if transforms else None
+        if reason is None and content_skip_reason(record.choices) == DUPLICATE_CHOICES:
+            reason = DUPLICATE_CHOICES  # flagged in every config and split, as WiCkeD flags it
+        if transforms and reason is None:
             permutation, labels = self.option_order(record), self.option_labels(record)
         else:
             permutation, labels = list(range(size)), list(LETTERS[:size])
@@ -172,8 +181,10 @@ class Demonstrations:
     """The ids of the demonstrations each item is shown, per kind: the same in every config of that kind.
 
     Candidates are the few-shot items of a subject in source order, never the item itself. ``first_n`` takes
-    the first ``shots`` of them (lm-eval's MMLU); ``random`` takes ``shots`` in a per-item random order. An
-    `ood_fewshot` item draws another subject; `trivial_fewshot` takes the shipped trivial questions.
+    the first ``shots`` of them (lm-eval's MMLU); ``random`` takes ``shots`` in a per-item random order. The
+    other kinds show as many demonstrations as the same-subject kind (`original`) shows the item: an
+    `ood_fewshot` item draws another subject among those with enough few-shot items; `trivial_fewshot` takes
+    the shipped trivial questions.
     """
 
     def __init__(self, fewshot_records: Sequence[MCQRecord], shots: int, sampler: str, draws: ItemDraws):
@@ -194,19 +205,24 @@ class Demonstrations:
     def _choose(self, record: MCQRecord, kind: str) -> tuple[str, ...]:
         if kind == "none" or self.shots == 0:
             return ()
+        if kind == "same_subject":
+            return self._take(record, kind, self.groups.get(subject_group(record), []), self.shots)
+        wanted = len(self.ids(record, "same_subject"))  # as many as `original` shows
         if kind == "trivial":
             candidates = [row["id"] for row in trivial_questions()]
-        elif kind == "same_subject":
-            candidates = self.groups.get(subject_group(record), [])
         else:  # other_subject
             others = [s for s in self.subjects if s != subject_group(record)]
             if not others:
                 return ()
-            candidates = self.groups[self.draws.choice(record, "ood_subject", others)]
+            enough = [s for s in others if len(self.groups[s]) >= wanted]
+            candidates = self.groups[self.draws.choice(record, "ood_subject", enough or others)]
+        return self._take(record, kind, candidates, wanted)
+
+    def _take(self, record: MCQRecord, kind: str, candidates: Sequence[str], count: int) -> tuple[str, ...]:
         candidates = [i for i in candidates if i != record.id]
         if self.sampler == "random":
             candidates = self.draws.order(record, f"{kind}_order", candidates)
-        return tuple(candidates[: self.shots])
+        return tuple(candidates[:count])
 
 
 # ---- prompts ------------------------------------------------------------------------------------------------

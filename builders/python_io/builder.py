@@ -42,6 +42,7 @@ from builders.core.sources import LoadedSource, read_rows
 from builders.core.tables import Statistics, Table
 from builders.from_predictions import collect, sets as mc
 from builders.from_predictions.pools import Pool, build_pool, pool_report, respell
+from builders.from_predictions.tasks import set_tasks
 from builders.python_io.values import (
     DEFAULT_MAX_OUTPUT_CHARS,
     NotALiteral,
@@ -69,6 +70,7 @@ from builders.python_io.problems import (
 logger = logging.getLogger(__name__)
 
 NAME = "python_io"
+TOPIC = "Python program reasoning"  # the paper's lm-eval header: "... (with answers) about <topic>."
 PAPER_COUNTS = {"test": 1684, "train": 966}
 CITATION = """@article{zhang2024multiple,
   title={Multiple-Choice Questions are Efficient and Robust {LLM} Evaluators},
@@ -239,7 +241,8 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 
 # Predicted outputs are short expressions: tighter limits than programs, so a hostile one costs seconds.
-PREDICTION_LIMITS = Limits(cpu_seconds=5, wall_seconds=10.0, memory_bytes=512 << 20, output_bytes=1 << 20)
+# Two processes: the trusted evaluator and the expression's own (one forked per expression).
+PREDICTION_LIMITS = Limits(cpu_seconds=5, wall_seconds=10.0, memory_bytes=512 << 20, processes=2, output_bytes=1 << 20)
 
 
 def make_sandbox(args: argparse.Namespace, limits: Limits = VERIFY_LIMITS) -> Sandbox:
@@ -334,6 +337,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         statistics=statistics,
         extra_files={"pools.jsonl": pool_report(pools.values()).encode()},
         card_context=_card_context(args, report),
+        lm_eval_tasks=lambda location: set_tasks(NAME, TOPIC, configs, location),
     )
 
 
@@ -406,9 +410,10 @@ def _verification_table(stats: VerificationStats, args: argparse.Namespace) -> T
     return Table("Verification in the sandbox", ("quantity", "value"),
                  [("calls", stats.pairs), ("sandbox runs", stats.runs), ("rounds", stats.rounds),
                   ("seconds", round(stats.seconds, 1)), ("runs per second", round(stats.runs_per_second, 1)),
-                  ("calls per second", round(stats.calls_per_second, 1)), ("seconds per call (limit)", args.call_timeout)],
-                 note=f"Every reference program ran {mode}: one run per program, a fresh one after a call that "
-                      "killed its run.")
+                  ("calls per second", round(stats.calls_per_second, 1)), ("seconds per call (limit)", args.call_timeout),
+                  ("memory limit", stats.mechanism)],
+                 note=f"Every reference program ran {mode}, in a forked process of its own; a fresh one after a call "
+                      "that overran its time.")
 
 
 def _prediction_tables(report: MatchReport, failures: Mapping[str, int], counts: Mapping[str, Any]) -> list[Table]:

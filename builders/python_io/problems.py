@@ -12,18 +12,16 @@ from __future__ import annotations
 
 import ast
 import builtins
-import json
 import logging
 import re
 import time
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
-from builders.core.errors import MalformedRow, UserError
-from builders.core.sandbox import SCRIPT_PRELUDE, Limits, Sandbox, json_rows
+from builders.core.errors import MalformedRow
+from builders.core.sandbox import Limits, Sandbox, Unit, run_isolated
 from builders.core.sources import Benchmark, RowContext
 from builders.core.steps import Exclude
 from builders.python_io.values import (
@@ -351,43 +349,13 @@ def call_signature(call: str) -> str:
 
 # ---- verification in the sandbox -------------------------------------------------------------------------
 
-# Reads {program, calls, indices, seconds, max_chars} as JSON on stdin; runs the program once, then each
-# call in order in its namespace (as the original tests do), writing one JSON line per call. The program's
-# own prints go nowhere; a per-call alarm stops slow calls so that the next ones still run.
-VERIFY_SCRIPT = SCRIPT_PRELUDE + r"""
-def _describe(error):
-    if isinstance(error, _Timeout):
-        return "timeout"
-    return (type(error).__name__ + ": " + str(error))[:300]
-def _emit(row):
-    _out.write(json.dumps(row) + "\n")
-    _out.flush()
-job = json.loads(sys.stdin.read())
-namespace = {"__name__": "__program__"}
-try:
-    signal.setitimer(signal.ITIMER_REAL, job["seconds"])
-    try:
-        exec(compile(job["program"], "<program>", "exec"), namespace)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-except BaseException as error:
-    _emit({"program_error": _describe(error)})
-    raise SystemExit(0)
-for index, call in zip(job["indices"], job["calls"]):
-    row = {"i": index}
-    try:
-        signal.setitimer(signal.ITIMER_REAL, job["seconds"])
-        try:
-            value = eval(compile(call, "<call>", "eval"), namespace)
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-        shown = repr(value)
-        row.update(ok=True, repr=shown[: job["max_chars"]], truncated=len(shown) > job["max_chars"])
-    except BaseException as error:
-        row.update(ok=False, error=_describe(error))
-    _emit(row)
-"""
-VERIFY_LIMITS = Limits(cpu_seconds=60, wall_seconds=60.0, memory_bytes=1 << 30, output_bytes=4 << 20)
+# Each problem's program runs once in a forked process of its own, then its calls in order in its namespace
+# (as the original tests do); the values come back over a private pipe, and the trusted evaluator alone writes
+# result lines (:func:`builders.core.sandbox.run_isolated`), so a program cannot forge its verification line.
+# A call that overruns its time is killed with its process; the problem's other calls go on in a fresh one.
+# Two processes (the evaluator and the program) share the memory budget.
+VERIFY_LIMITS = Limits(cpu_seconds=60, wall_seconds=60.0, memory_bytes=1 << 30, processes=2, output_bytes=4 << 20)
+PROBLEMS_PER_RUN = 16
 
 
 @dataclass(frozen=True)
@@ -402,6 +370,7 @@ class VerificationStats:
     runs: int = 0
     rounds: int = 0
     seconds: float = 0.0
+    mechanism: str = ""  # how the sandbox limits memory (Sandbox.mechanism)
 
     @property
     def runs_per_second(self) -> float:
@@ -415,27 +384,22 @@ class VerificationStats:
 def verify_pairs(pairs: Sequence[Pair], sandbox: Sandbox, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
                  call_seconds: float = 5.0) -> tuple[list[Verified], list[Rejected], VerificationStats]:
     """Run each problem's program once in the sandbox and evaluate its calls; keep the pairs whose value
-    equals the expected one. When a run dies (timeout, memory), the call it died on is rejected and the
-    rest of that problem's calls run again."""
-    stats = VerificationStats(pairs=len(pairs))
+    equals the expected one. A call that dies (timeout, memory) is rejected; the problem's other calls
+    still run."""
+    stats = VerificationStats(pairs=len(pairs), mechanism=sandbox.mechanism)
     started = time.monotonic()
     by_problem: dict[tuple[str, str], list[Pair]] = defaultdict(list)
     for pair in pairs:
         by_problem[pair.problem.key].append(pair)
-    pending = list(by_problem.values())
+    batches = list(by_problem.values())
+    units = [Unit(batch[0].problem.program, tuple(p.call for p in batch)) for batch in batches]
+    tally: Counter = Counter()
+    outcomes = run_isolated(sandbox, units, call_seconds, max_chars, per_run=PROBLEMS_PER_RUN, tally=tally)
+    stats.runs, stats.rounds = tally["runs"], tally["rounds"]
     verified: dict[str, Verified] = {}
     rejected: dict[str, Rejected] = {}
-    while pending:
-        jobs = [_verify_job(batch, max_chars, call_seconds) for batch in pending]
-        runs = sandbox.run_many([VERIFY_SCRIPT] * len(jobs), jobs)
-        stats.runs += len(runs)
-        stats.rounds += 1
-        retry = []
-        for batch, run in zip(pending, runs):
-            rest = _judge_run(batch, run, max_chars, verified, rejected)
-            if rest:
-                retry.append(rest)
-        pending = retry
+    for batch, outcome in zip(batches, outcomes):
+        _judge_unit(batch, outcome, max_chars, verified, rejected)
     stats.seconds = time.monotonic() - started
     logger.info("verified %d pairs in %d sandbox runs (%.1f s, %.1f runs/s, %.1f calls/s): %d kept",
                 len(pairs), stats.runs, stats.seconds, stats.runs_per_second, stats.calls_per_second, len(verified))
@@ -443,47 +407,39 @@ def verify_pairs(pairs: Sequence[Pair], sandbox: Sandbox, max_chars: int = DEFAU
             [rejected[p.id] for p in pairs if p.id in rejected], stats)
 
 
-def _verify_job(batch: Sequence[Pair], max_chars: int, call_seconds: float) -> str:
-    return json.dumps({"program": batch[0].problem.program, "calls": [p.call for p in batch],
-                       "indices": list(range(len(batch))), "seconds": call_seconds, "max_chars": max_chars})
-
-
-def _judge_run(batch: list[Pair], run, max_chars: int, verified: dict, rejected: dict) -> list[Pair]:
-    """Record the outcome of each call of one run; return the calls to run again."""
-    lines, program_error = _verify_lines(run.stdout, len(batch))
-    for index, pair in enumerate(batch):
-        if program_error is not None:
-            rejected[pair.id] = _rejected(pair, "program_failed", program_error)
-        elif index in lines:
-            outcome = _judge_call(pair, lines[index], max_chars)
-            if isinstance(outcome, Verified):
-                verified[pair.id] = outcome
-            else:
-                rejected[pair.id] = outcome
+def _judge_unit(batch: list[Pair], outcome: Mapping[str, Any], max_chars: int, verified: dict,
+                rejected: dict) -> None:
+    """Record the outcome of each call of one problem."""
+    if "program_error" in outcome:
+        for pair in batch:
+            rejected[pair.id] = _rejected(pair, "program_failed", str(outcome["program_error"]))
+        return
+    rows = outcome.get("calls") or []
+    for pair, row in zip(batch, rows):
+        result = _judge_call(pair, row, max_chars)
+        if isinstance(result, Verified):
+            verified[pair.id] = result
         else:
-            # The run ended during this call: the call is the culprit; the others get a fresh run.
-            detail = f"sandbox status {run.status}: {run.stderr.strip()[-300:]}"
-            reason = {"timeout": "reference_timeout", "memory": "reference_out_of_memory"}.get(
-                run.status, "reference_run_died")
-            rejected[pair.id] = _rejected(pair, reason, detail)
-            return batch[index + 1:]
-    return []
-
-
-def _verify_lines(stdout: str, expected: int) -> tuple[dict[int, dict], str | None]:
-    lines: dict[int, dict] = {}
-    for row in json_rows(stdout):
-        if "program_error" in row and not lines:
-            return {}, str(row["program_error"])
-        if isinstance(row.get("i"), int) and 0 <= row["i"] < expected:
-            lines.setdefault(row["i"], row)
-    return lines, None
+            rejected[pair.id] = result
+    for pair in batch[len(rows):]:
+        rejected[pair.id] = _rejected(pair, "reference_run_died", "no result")
 
 
 def _judge_call(pair: Pair, row: Mapping[str, Any], max_chars: int) -> Verified | Rejected:
     if not row.get("ok"):
         error = str(row.get("error", ""))
-        return _rejected(pair, "reference_timeout" if error == "timeout" else "reference_raised", error)
+        if "died" in row:  # the whole sandbox run ended during this call
+            reason = {"timeout": "reference_timeout", "memory": "reference_out_of_memory"}.get(
+                str(row["died"]), "reference_run_died")
+        elif row.get("nonliteral"):
+            reason = "output_not_a_literal"
+        elif error == "timeout":
+            reason = "reference_timeout"
+        elif error == "died" or error.startswith("killed by signal"):
+            reason = "reference_run_died"
+        else:
+            reason = "reference_raised"
+        return _rejected(pair, reason, error)
     shown = str(row.get("repr", ""))
     if row.get("truncated"):
         return _rejected(pair, "output_too_long", f"repr longer than {max_chars} characters")

@@ -15,7 +15,6 @@ spelling never tells the gold (written by ``repr``) from the models' answers (wr
 from __future__ import annotations
 
 import ast
-import json
 import logging
 import math
 import re
@@ -24,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from builders.core.sandbox import SCRIPT_PRELUDE, json_rows
+from builders.core.sandbox import Unit, run_isolated
 
 logger = logging.getLogger(__name__)
 
@@ -195,67 +194,23 @@ def _cached_key(answer: str, max_chars: int) -> Hashable | None:
 
 # ---- predictions that are expressions, not literals: evaluated in the sandbox only ---------------------
 
-# Reads a JSON list of expression texts on stdin; writes one JSON line per expression. Each expression
-# gets fresh builtins (so one cannot change what the next sees) and a wall-clock alarm.
-EVALUATE_SCRIPT = SCRIPT_PRELUDE + r"""
-job = json.loads(sys.stdin.read())
-for index, text in enumerate(job["texts"]):
-    result = {"i": index}
-    try:
-        signal.setitimer(signal.ITIMER_REAL, job["seconds"])
-        try:
-            value = eval(compile(text, "<prediction>", "eval"), {"__builtins__": dict(vars(builtins))})
-            shown = repr(value)
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-        result.update(ok=True, repr=shown[: job["max_chars"] + 1])
-    except _Timeout:
-        result.update(ok=False, error="timeout")
-    except BaseException as error:
-        result.update(ok=False, error=type(error).__name__)
-    _out.write(json.dumps(result) + "\n")
-    _out.flush()
-"""
-
-
 def evaluate_expressions(sandbox, texts: Sequence[str], max_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
                          seconds: float = EXPRESSION_SECONDS) -> dict[str, str | None]:
-    """{text: canonical text of its value, or None}, each text evaluated only inside ``sandbox``.
-
-    Texts go to the sandbox in batches; when a batch dies (timeout, memory), the expression it died on
-    is given up and the rest of the batch is run again.
-    """
+    """{text: canonical text of its value, or None}, each text evaluated only inside ``sandbox``, in a forked
+    process of its own (:func:`builders.core.sandbox.run_isolated`): one expression cannot print another's
+    result, replace the builtins another sees, or outlive its time. The value comes back marshalled (plain
+    data only) and is written out by the trusted evaluator, never by the expression's own ``repr``."""
+    units = [Unit(None, (text,)) for text in texts]
+    outcomes = run_isolated(sandbox, units, seconds, max_chars, per_run=EXPRESSIONS_PER_RUN)
     results: dict[str, str | None] = {}
-    pending = [list(texts[i:i + EXPRESSIONS_PER_RUN]) for i in range(0, len(texts), EXPRESSIONS_PER_RUN)]
-    while pending:
-        jobs = [json.dumps({"texts": batch, "seconds": seconds, "max_chars": max_chars}) for batch in pending]
-        runs = sandbox.run_many([EVALUATE_SCRIPT] * len(jobs), jobs)
-        retry = []
-        for batch, run in zip(pending, runs):
-            lines = _result_lines(run.stdout, len(batch))
-            for index, text in enumerate(batch):
-                if index in lines:
-                    results[text] = _canonical_repr(lines[index], max_chars)
-                else:
-                    results[text] = None  # the one the run died on; the rest are run again
-                    if index + 1 < len(batch):
-                        retry.append(batch[index + 1:])
-                    break
-        pending = retry
+    for text, outcome in zip(texts, outcomes):
+        rows = outcome.get("calls") or []
+        results[text] = _canonical_repr(rows[0], max_chars) if rows else None
     return results
 
 
-def _result_lines(stdout: str, expected: int) -> dict[int, dict]:
-    """Result lines by index; anything else the program wrote is ignored."""
-    lines: dict[int, dict] = {}
-    for row in json_rows(stdout):
-        if isinstance(row.get("i"), int) and 0 <= row["i"] < expected:
-            lines.setdefault(row["i"], row)
-    return lines
-
-
 def _canonical_repr(row: Mapping[str, Any], max_chars: int) -> str | None:
-    if not row.get("ok") or not isinstance(row.get("repr"), str):
+    if not row.get("ok") or row.get("truncated") or not isinstance(row.get("repr"), str):
         return None
     try:
         return canonical_text(row["repr"], max_chars)

@@ -1,0 +1,76 @@
+"""The lm-eval tasks of a contrast-set release: the question-and-choices task and the choices-only task.
+
+Balepur and Rudinger (2024) compare a model's accuracy on the two-option contrast questions with and without
+the question: within a pair both questions have the same two options and different golds, so a model that
+answers from the options alone gets at most one of the two right, and the gap between the two tasks is the
+paper's measure. Both tasks are zero-shot, in lm-eval's MMLU layout (lettered options, then "Answer:", the
+letter scored); the choices-only task shows the same options without the question line.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from builders.core import lm_eval_tasks
+from builders.core.build import TaskLocation
+from builders.core.record import MCQRecord
+
+NAME = "contrast_sets"
+# task -> (config, manifest role, prompt function in utils.py)
+TASKS = {
+    f"{NAME}_question_and_choices": ("contrast", "question_and_choices", "utils.mc_text"),
+    f"{NAME}_choices_only": ("choices_only", "choices_only", "utils.choices_only_text"),
+}
+DESCRIPTION = "The following are multiple choice questions (with answers).\n\n"
+CHOICES_ONLY_DESCRIPTION = "The following are the options of multiple choice questions (with answers).\n\n"
+
+UTILS_EXTRA = '''
+
+def choices_only_text(doc):
+    """The lettered options and "Answer:", without the question (the choices-only prompt)."""
+    lines = [f"{LETTERS[i]}. {choice}" for i, choice in enumerate(doc["choices"])]
+    return "\\n".join(lines + ["Answer:"])
+'''
+
+
+def test_split(splits: Mapping[str, Sequence[MCQRecord]]) -> str:
+    """The split the tasks score: ``test``, else ``validation``, else the release's first."""
+    return next((s for s in ("test", "validation") if splits.get(s)), next(iter(splits)))
+
+
+def contrast_tasks(configs: Mapping[str, Mapping[str, Sequence[MCQRecord]]], location: TaskLocation) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    manifest = []
+    split = test_split(configs["contrast"])
+    for task, (config, role, prompt) in TASKS.items():
+        description = CHOICES_ONLY_DESCRIPTION if role == "choices_only" else DESCRIPTION
+        files[f"{lm_eval_tasks.TASKS_DIR}/{task}.yaml"] = lm_eval_tasks.to_yaml(
+            lm_eval_tasks.multiple_choice_task(task, config, location, split, description=description,
+                                               doc_to_text=prompt),
+            comment=f"{role.replace('_', ' ')}: config {config!r}, split {split!r} of this release")
+        manifest.append({"task": task, "config": config, "split": split, "role": role})
+    files[f"{lm_eval_tasks.TASKS_DIR}/{NAME}.yaml"] = lm_eval_tasks.to_yaml(lm_eval_tasks.group(NAME, list(TASKS)))
+    files[f"{lm_eval_tasks.TASKS_DIR}/utils.py"] = (lm_eval_tasks.UTILS + UTILS_EXTRA).encode()
+    files[lm_eval_tasks.MANIFEST] = lm_eval_tasks.manifest(NAME, location, manifest)
+    files[f"{lm_eval_tasks.TASKS_DIR}/README.md"] = _readme(split).encode()
+    return files
+
+
+def _readme(split: str) -> str:
+    full, only = list(TASKS)
+    return f"""# lm-evaluation-harness tasks
+
+- `{full}`: the two-option contrast questions (config `contrast`, split `{split}`), question and options.
+- `{only}`: the same items without the question (config `choices_only`).
+- `{NAME}`: a group running both.
+
+Both are zero-shot, in lm-eval's MMLU layout; the letter after "Answer:" is scored (`acc`). The two questions
+of a pair share their two options and have different golds, so the choices-only task cannot be answered above
+50% per pair: the gap between the two accuracies is what the release measures (Balepur and Rudinger, 2024).
+The tasks read this release folder's Parquet files, or the published repo at its tag:
+
+```
+lm_eval --model hf --model_args pretrained=MODEL --include_path lm_eval --tasks {NAME}
+python -m builders.evaluate RELEASE --model hf:MODEL   # accuracy with and without the question, and the gap
+```
+"""

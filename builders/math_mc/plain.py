@@ -1,0 +1,101 @@
+"""The validator's one-correct-option check for MATH-MC, with plain math-verify only.
+
+It shares no decision code with the builder: no normal form, no surface key, no numeric fingerprint, no
+cache of the builder's verdicts. Every pair of options of every released item (the gold among them) is
+given to math-verify as written in the release, ``parse`` of ``$option$`` then ``verify`` in both
+directions, in worker processes under a hard time limit (sympy can hang on an option such as
+``2^{2^{40}}``). A pair math-verify calls equal is a violation, and so is a pair it cannot compare in time:
+such a pair is not shown to differ.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from builders.core.build import Build, Check
+from builders.core.workers import HardTimeoutPool, cpu_workers
+
+WORKER_FUNCTION = "builders.math_mc.plain:judge"
+PAIRS_PER_TASK = 8
+
+
+def judge(task: tuple[list[tuple[str, str]], int]) -> list[tuple[bool, bool]]:
+    """Worker: (equal either way, a math-verify time limit fired) per pair."""
+    import logging
+
+    from math_verify import parse, verify
+
+    pairs, soft = task
+    fired = []
+
+    class _Timeouts(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if str(record.msg).startswith("Timeout"):
+                fired.append(True)
+
+    handler = _Timeouts(logging.WARNING)
+    math_verify_logger = logging.getLogger("math_verify")
+    math_verify_logger.addHandler(handler)
+    math_verify_logger.setLevel(logging.WARNING)
+    math_verify_logger.propagate = False
+    results = []
+    try:
+        for a, b in pairs:
+            fired.clear()
+            left, right = parse(f"${a}$", parsing_timeout=soft), parse(f"${b}$", parsing_timeout=soft)
+            equal = bool(verify(left, right, timeout_seconds=soft)) or bool(verify(right, left, timeout_seconds=soft))
+            results.append((equal, bool(fired)))
+    finally:
+        math_verify_logger.removeHandler(handler)
+    return results
+
+
+def option_pairs(build: Build) -> dict[tuple[str, str], list[str]]:
+    """Each distinct unordered pair of option texts shown together, with where (config/split id i j)."""
+    pairs: dict[tuple[str, str], list[str]] = {}
+    for config, split, records in build.records():
+        for record in records:
+            choices = record.choices
+            for i in range(len(choices)):
+                for j in range(i + 1, len(choices)):
+                    key = tuple(sorted((choices[i], choices[j])))
+                    pairs.setdefault(key, []).append(f"{config}/{split} {record.id}: options {i} and {j}")
+    return pairs
+
+
+def judge_pairs(pairs: list[tuple[str, str]], workers: int | None = None, timeout: float = 10.0
+                ) -> dict[tuple[str, str], str]:
+    """Plain math-verify's verdict per pair: "different", "equal" or "undecided" (timeout, error)."""
+    verdicts: dict[tuple[str, str], str] = {}
+    soft = max(1, int(timeout / 2))
+    with HardTimeoutPool(WORKER_FUNCTION, workers or cpu_workers(), timeout, preload=("sympy", "math_verify", "builders.math_mc.warm")) as pool:
+        chunks = [pairs[i:i + PAIRS_PER_TASK] for i in range(0, len(pairs), PAIRS_PER_TASK)]
+        retry = []
+        for chunk, outcome in zip(chunks, pool.map([(c, soft) for c in chunks])):
+            if outcome.ok:
+                for pair, (equal, fired) in zip(chunk, outcome.value):
+                    verdicts[pair] = "equal" if equal else "undecided" if fired else "different"
+            else:
+                retry.extend(chunk)
+        for pair, outcome in zip(retry, pool.map([([p], soft) for p in retry])):
+            if outcome.ok:
+                equal, fired = outcome.value[0]
+                verdicts[pair] = "equal" if equal else "undecided" if fired else "different"
+            else:
+                verdicts[pair] = "undecided"
+    return verdicts
+
+
+def one_correct_option_check(workers: int | None = None, timeout: float = 10.0) -> Check:
+    def violations(build: Build) -> Iterable[str]:
+        shown = option_pairs(build)
+        verdicts = judge_pairs(sorted(shown), workers, timeout)
+        for pair, places in shown.items():
+            verdict = verdicts[pair]
+            if verdict != "different":
+                for place in places:
+                    yield f"{place} ({pair[0]!r}, {pair[1]!r}) are {verdict} for plain math-verify"
+
+    return Check("plain_math_verify_distinct",
+                 "plain math-verify, asked both ways, calls every pair of options of an item different (the gold "
+                 "included): exactly one correct option", violations)
