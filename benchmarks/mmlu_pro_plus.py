@@ -133,7 +133,7 @@ def main() -> None:
 
 
 def report_built(rows: list[dict], release: Path, source_rows: int) -> None:
-    from builders.mmlu_pro_plus.builder import GROUPS, apportion, parse_ratios
+    from builders.mmlu_pro_plus.groups import GROUPS, apportion, parse_ratios
 
     requested = apportion(len(rows), parse_ratios("3718:2124:2029:4161"))
     built = Counter(r["modification"] for r in rows)

@@ -87,7 +87,7 @@ def record(rid: str, gold: str, *distractors: str, question: str | None = None, 
                      source="x", source_config=source, source_split="test", source_index=0)
 
 
-def embed(pool: graph.Pool, similar: dict[str, tuple[str, float]]) -> np.ndarray:
+def embed(pool: graph.CandidatePool, similar: dict[str, tuple[str, float]]) -> np.ndarray:
     """One orthogonal direction per text; ``similar[t] = (u, c)`` puts t at cosine c from u's direction."""
     vectors = np.eye(2 * len(pool.texts), dtype=np.float32)[: len(pool.texts)]
     for text, (anchor, cosine) in similar.items():
@@ -96,7 +96,7 @@ def embed(pool: graph.Pool, similar: dict[str, tuple[str, float]]) -> np.ndarray
     return vectors
 
 
-def edge_set(pool: graph.Pool, edges: graph.Edges) -> dict[tuple[str, str], tuple[float, float]]:
+def edge_set(pool: graph.CandidatePool, edges: graph.Edges) -> dict[tuple[str, str], tuple[float, float]]:
     return {(pool.records[a].id, pool.records[b].id): (round(float(s), 4), round(float(t), 4))
             for a, b, s, t in zip(edges.first, edges.second, edges.first_similarity, edges.second_similarity)}
 

@@ -16,15 +16,15 @@ from fixtures import write_jsonl
 TPP, PFPP, CFPP, UNCHANGED = mm.TPP, mm.PFPP, mm.CFPP, mm.UNCHANGED
 
 
-def hand_items() -> dict[str, mm.Item]:
+def hand_items() -> dict[str, mm.PlusItem]:
     # question_id, record id, group, answer (MMLU-Pro+), original answer, original options, options, pair option
     return mm.items_by_question([
-        mm.Item("1", "mmlu_pro/test/1", TPP, 5, 1, 4, 6, 5),
-        mm.Item("2", "mmlu_pro/test/2", TPP, 5, 0, 4, 6, 5),
-        mm.Item("3", "mmlu_pro/test/3", TPP, 5, 2, 4, 6, 5),
-        mm.Item("4", "mmlu_pro/test/4", PFPP, 0, 0, 4, 5, 4),
-        mm.Item("5", "mmlu_pro/test/5", CFPP, 3, 3, 4, 5, 4),
-        mm.Item("6", "mmlu_pro/test/6", UNCHANGED, 2, 2, 4, 4, None),
+        mm.PlusItem("1", "mmlu_pro/test/1", TPP, 5, 1, 4, 6, 5),
+        mm.PlusItem("2", "mmlu_pro/test/2", TPP, 5, 0, 4, 6, 5),
+        mm.PlusItem("3", "mmlu_pro/test/3", TPP, 5, 2, 4, 6, 5),
+        mm.PlusItem("4", "mmlu_pro/test/4", PFPP, 0, 0, 4, 5, 4),
+        mm.PlusItem("5", "mmlu_pro/test/5", CFPP, 3, 3, 4, 5, 4),
+        mm.PlusItem("6", "mmlu_pro/test/6", UNCHANGED, 2, 2, 4, 4, None),
     ])
 
 
@@ -181,9 +181,9 @@ def test_added_option_before_the_originals_shifts_their_letters_and_categories_a
     # q7: added option at B, so MMLU-Pro's C (the answer) is D on MMLU-Pro+: staying on it is SSR_partial.
     # q8: added at A, MMLU-Pro's wrong D is E on MMLU-Pro+: staying on it is SSR_wrong. q9: PFPP, right on both.
     items = mm.items_by_question([
-        mm.Item("7", "mmlu_pro/test/7", TPP, 5, 2, 4, 6, 5, added_option=1, category="math"),
-        mm.Item("8", "mmlu_pro/test/8", TPP, 5, 0, 4, 6, 5, added_option=0, category="math"),
-        mm.Item("9", "mmlu_pro/test/9", PFPP, 1, 1, 4, 5, 4, category="law"),
+        mm.PlusItem("7", "mmlu_pro/test/7", TPP, 5, 2, 4, 6, 5, added_option=1, category="math"),
+        mm.PlusItem("8", "mmlu_pro/test/8", TPP, 5, 0, 4, 6, 5, added_option=0, category="math"),
+        mm.PlusItem("9", "mmlu_pro/test/9", PFPP, 1, 1, 4, 5, 4, category="law"),
     ])
     [m] = mm.compute(items, preds("m", {"7": "C", "8": "D", "9": "B"}),
                      preds("m", {"7": "D", "8": "E", "9": "B"})).models

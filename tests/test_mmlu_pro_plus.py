@@ -18,6 +18,14 @@ import datasets
 import pytest
 
 from builders.mmlu_pro_plus import builder as mpp
+from builders.mmlu_pro_plus.audit import AUDIT_FIELDS, wilson_interval
+from builders.mmlu_pro_plus.baselines import first_named_member, pair_if_just_before
+from builders.mmlu_pro_plus.generation import (Proposal, TPPGenerator, max_option_chars, normalize_option, parse_reply,
+                                               rejection_reason)
+from builders.mmlu_pro_plus.groups import CFPP, GROUPS, PFPP, TPP, UNCHANGED, apportion, parse_ratios, with_group
+from builders.mmlu_pro_plus.layout import (can_take, make_cfpp, make_pfpp, make_tpp, pair_order, pair_text, pairable,
+                                           tpp_position, wrong_pairable)
+from builders.mmlu_pro_plus.similarity import CALIBRATION_PAIRS, DEFAULT_SIMILARITY_CUTOFF, SimilarityScorer
 from builders.core import cli
 from builders.core.benchmarks import BENCHMARKS
 from builders.core.sources import load_source
@@ -176,44 +184,44 @@ def record(choices, answer=0, category="other") -> MCQRecord:
 ])
 def test_rejection_rules(option, reason):
     item = record(["9", "eleven", "1000", "7"])
-    found = mpp.rejection_reason(option, item, max_chars=16)
+    found = rejection_reason(option, item, max_chars=16)
     assert (found[0] if found else None) == reason
 
 
 def test_length_limit_follows_the_longest_option():
-    assert mpp.max_option_chars(record(["9", "eleven", "1000", "7"]), 1.5, 10) == 16  # 6 + 10 > ceil(1.5 * 6)
-    assert mpp.max_option_chars(record(["a" * 100, "b"]), 1.5, 10) == 150
+    assert max_option_chars(record(["9", "eleven", "1000", "7"]), 1.5, 10) == 16  # 6 + 10 > ceil(1.5 * 6)
+    assert max_option_chars(record(["a" * 100, "b"]), 1.5, 10) == 150
 
 
 def test_number_formats_normalise_to_one_option():
-    assert {mpp.normalize_option(t) for t in ["9", "9.0", "9.", " 9 ", "+9", "9.000", "09"]} == {"9"}
-    assert mpp.normalize_option("1,000.50") == "1000.5"
-    assert mpp.normalize_option("Paris.") == mpp.normalize_option("  paris ") == "paris"
-    assert mpp.normalize_option("36/4") == "36/4"
+    assert {normalize_option(t) for t in ["9", "9.0", "9.", " 9 ", "+9", "9.000", "09"]} == {"9"}
+    assert normalize_option("1,000.50") == "1000.5"
+    assert normalize_option("Paris.") == normalize_option("  paris ") == "paris"
+    assert normalize_option("36/4") == "36/4"
 
 
 def test_reply_parsing():
-    assert mpp.parse_reply('{"option": "36/4", "rationale": "x"}') == "36/4"
-    assert mpp.parse_reply('```json\n{"option": "36/4"}\n```') == "36/4"
+    assert parse_reply('{"option": "36/4", "rationale": "x"}') == "36/4"
+    assert parse_reply('```json\n{"option": "36/4"}\n```') == "36/4"
     for bad in ["36/4", '{"answer": "36/4"}', '["36/4"]', '{"option": 9}', ""]:
         with pytest.raises(ValueError):
-            mpp.parse_reply(bad)
+            parse_reply(bad)
 
 
 def test_similarity_cutoff_separates_the_calibration_pairs(tmp_path):
-    scorer = mpp.SimilarityScorer(None, tmp_path)
-    restatements = scorer.scores(mpp.CALIBRATION_PAIRS["restatement"])
-    acceptable = scorer.scores(mpp.CALIBRATION_PAIRS["acceptable"])
-    assert min(restatements) >= mpp.DEFAULT_SIMILARITY_CUTOFF > max(acceptable)
+    scorer = SimilarityScorer(None, tmp_path)
+    restatements = scorer.scores(CALIBRATION_PAIRS["restatement"])
+    acceptable = scorer.scores(CALIBRATION_PAIRS["acceptable"])
+    assert min(restatements) >= DEFAULT_SIMILARITY_CUTOFF > max(acceptable)
     assert scorer.computed == 14
-    again = mpp.SimilarityScorer(None, tmp_path)  # a fresh scorer reads the cache and never embeds
-    assert again.scores(mpp.CALIBRATION_PAIRS["restatement"]) == restatements and again.computed == 0
+    again = SimilarityScorer(None, tmp_path)  # a fresh scorer reads the cache and never embeds
+    assert again.scores(CALIBRATION_PAIRS["restatement"]) == restatements and again.computed == 0
 
 
 def test_every_rejection_rule_through_the_llm(scripted, source_dir, tmp_path):
     source = load_source(BENCHMARKS["mmlu_pro"], str(source_dir))
     records = [r for r in source.items["test"] if r.question in REPLIES]
-    generator = mpp.TPPGenerator(fast_client(scripted, cache_dir=tmp_path / "llm"), mpp.SimilarityScorer(None, tmp_path),
+    generator = TPPGenerator(fast_client(scripted, cache_dir=tmp_path / "llm"), SimilarityScorer(None, tmp_path),
                                  frozenset({"math"}), 0.85, 1.5, 10, 300)
     proposals = {r.question: p for r, p in zip(records, generator.propose(records))}
     reasons = {q: p.reason for q, p in proposals.items() if not p.accepted}
@@ -233,42 +241,42 @@ def test_every_rejection_rule_through_the_llm(scripted, source_dir, tmp_path):
 
 
 def test_apportion_and_ratios():
-    paper = mpp.parse_ratios("3718:2124:2029:4161")
-    assert mpp.apportion(12032, paper) == {mpp.TPP: 3718, mpp.PFPP: 2124, mpp.CFPP: 2029, mpp.UNCHANGED: 4161}
-    assert mpp.apportion(12014, paper) == {mpp.TPP: 3712, mpp.PFPP: 2121, mpp.CFPP: 2026, mpp.UNCHANGED: 4155}
-    assert mpp.apportion(3, mpp.parse_ratios("1:1:1:1")) == {mpp.TPP: 1, mpp.PFPP: 1, mpp.CFPP: 1, mpp.UNCHANGED: 0}
+    paper = parse_ratios("3718:2124:2029:4161")
+    assert apportion(12032, paper) == {TPP: 3718, PFPP: 2124, CFPP: 2029, UNCHANGED: 4161}
+    assert apportion(12014, paper) == {TPP: 3712, PFPP: 2121, CFPP: 2026, UNCHANGED: 4155}
+    assert apportion(3, parse_ratios("1:1:1:1")) == {TPP: 1, PFPP: 1, CFPP: 1, UNCHANGED: 0}
     for bad in ["1:2:3", "a:b:c:d", "0:0:0:0", "-1:1:1:1"]:
         with pytest.raises(UserError):
-            mpp.parse_ratios(bad)
+            parse_ratios(bad)
 
 
 def test_answer_tracking_in_all_four_groups():
     original = record(["1", "9", "12", "15"], answer=1, category="math")
-    tpp = mpp.make_tpp(original, mpp.Proposal("x/1", "tpp-math-v1", "36/4", similarity=0.4039), "gpt-4o")
+    tpp = make_tpp(original, Proposal("x/1", "tpp-math-v1", "36/4", similarity=0.4039), "gpt-4o")
     assert tpp.choices == ("1", "9", "12", "15", "36/4", "Both 9 and 36/4 are correct") and tpp.answer == 5
     assert {k: tpp.metadata[k] for k in ("pair_indices", "pair_option_index", "original_answer_index",
                                          "added_option_index", "generator_model", "template_version")} == {
         "pair_indices": [1, 4], "pair_option_index": 5, "original_answer_index": 1, "added_option_index": 4,
         "generator_model": "gpt-4o", "template_version": "tpp-math-v1"}
-    assert tpp.columns == {"modification": mpp.TPP, "is_modified": True, "is_modified_non_llm": False,
+    assert tpp.columns == {"modification": TPP, "is_modified": True, "is_modified_non_llm": False,
                            "modification_type_non_llm": None}
 
-    pfpp = mpp.make_pfpp(original, seed=0)
+    pfpp = make_pfpp(original, seed=0)
     assert pfpp.choices[:4] == original.choices and pfpp.answer == 1 and pfpp.gold == "9"
     x, y = pfpp.metadata["pair_indices"]
     assert x == 1 and y in (0, 2, 3) and pfpp.choices[4] == f"Both 9 and {original.choices[y]} are correct"
     assert pfpp.metadata["added_option_index"] is None and pfpp.metadata["pair_option_index"] == 4
     assert pfpp.columns["modification_type_non_llm"] == "correct_and_wrong" and pfpp.columns["is_modified_non_llm"]
 
-    cfpp = mpp.make_cfpp(original, seed=0)
+    cfpp = make_cfpp(original, seed=0)
     x, y = cfpp.metadata["pair_indices"]
     assert cfpp.answer == 1 and cfpp.gold == "9" and 1 not in (x, y) and x != y
     assert cfpp.choices[4] == f"Both {original.choices[x]} and {original.choices[y]} are correct"
     assert cfpp.columns["modification_type_non_llm"] == "two_wrong" and not cfpp.columns["is_modified"]
 
-    unchanged = mpp.with_group(original, mpp.UNCHANGED)
+    unchanged = with_group(original, UNCHANGED)
     assert (unchanged.choices, unchanged.answer, unchanged.metadata["pair_indices"]) == (original.choices, 1, None)
-    assert unchanged.columns == {"modification": mpp.UNCHANGED, "is_modified": False, "is_modified_non_llm": False,
+    assert unchanged.columns == {"modification": UNCHANGED, "is_modified": False, "is_modified_non_llm": False,
                                  "modification_type_non_llm": None}
     # Pinned draws: a change of RNG or algorithm would silently change every published dataset.
     assert (pfpp.metadata["pair_indices"], cfpp.metadata["pair_indices"]) == ([1, 3], [2, 0])
@@ -276,18 +284,18 @@ def test_answer_tracking_in_all_four_groups():
 
 def test_bare_letters_are_never_paired():
     letters = record(["A", "B", "C", "D"])
-    assert not any(mpp.can_take(g, letters) for g in (mpp.TPP, mpp.PFPP, mpp.CFPP))
+    assert not any(can_take(g, letters) for g in (TPP, PFPP, CFPP))
     mixed = record(["A", "Paris", "Rome", "B"], answer=1)
-    assert mpp.wrong_pairable(mixed) == [2] and mpp.can_take(mpp.PFPP, mixed) and not mpp.can_take(mpp.CFPP, mixed)
+    assert wrong_pairable(mixed) == [2] and can_take(PFPP, mixed) and not can_take(CFPP, mixed)
 
 
 def test_exact_counts_after_fallbacks(scripted, source_dir, tmp_path):
     result = build(scripted, source_dir, tmp_path / "cache", "--ratios", "12:6:6:11")
     records = result.configs["default"]["test"]
-    assert Counter(r.columns["modification"] for r in records) == {mpp.TPP: 12, mpp.PFPP: 6, mpp.CFPP: 6, mpp.UNCHANGED: 11}
-    tried = [r for r in records if r.columns["modification"] == mpp.TPP or r.metadata["tpp_rejection"]]
+    assert Counter(r.columns["modification"] for r in records) == {TPP: 12, PFPP: 6, CFPP: 6, UNCHANGED: 11}
+    tried = [r for r in records if r.columns["modification"] == TPP or r.metadata["tpp_rejection"]]
     rejected = [r for r in records if r.metadata["tpp_rejection"]]
-    assert all(r.columns["modification"] != mpp.TPP for r in rejected)
+    assert all(r.columns["modification"] != TPP for r in rejected)
     assert {r.metadata["tpp_rejection"] for r in rejected} <= set(EXPECTED_REJECTIONS.values())
     assert all(EXPECTED_REJECTIONS[r.question] == r.metadata["tpp_rejection"] for r in rejected)
     retried = sum(r.question in ("At what temperature does water boil at sea level?",
@@ -297,15 +305,15 @@ def test_exact_counts_after_fallbacks(scripted, source_dir, tmp_path):
     assert by_question["Which of these is a primary color?"].metadata["ineligible_reason"] == "has_none_of_the_above"
     assert by_question["Which numbers are odd?"].metadata["ineligible_reason"] == "has_pair_option"
     for question in ("Which of these is a primary color?", "Which numbers are odd?", "Which letter comes first in the alphabet?"):
-        assert by_question[question].columns["modification"] == mpp.UNCHANGED
+        assert by_question[question].columns["modification"] == UNCHANGED
     for r in records:
-        if r.columns["modification"] == mpp.TPP:
+        if r.columns["modification"] == TPP:
             assert r.metadata["generator_model"] == "mock-model" and r.gold.startswith("Both ")
             assert r.choices[r.metadata["added_option_index"]] == json.loads(REPLIES[r.question] if not isinstance(
                 REPLIES[r.question], list) else REPLIES[r.question][1])["option"]
     report = validate(result)
     assert report.passed and report.counts["default"]["test"] == {"in": 35, "out": 35, "excluded": 0}
-    assert result.statistics["Modification groups"].row("test", mpp.TPP)["built"] == 12
+    assert result.statistics["Modification groups"].row("test", TPP)["built"] == 12
 
 
 def test_every_rule_falls_back_and_a_shortfall_is_reported(scripted, source_dir, tmp_path, caplog):
@@ -313,12 +321,12 @@ def test_every_rule_falls_back_and_a_shortfall_is_reported(scripted, source_dir,
         result = build(scripted, source_dir, tmp_path / "cache", "--ratios", "30:0:0:5")
     records = result.configs["default"]["test"]
     # 32 questions can take a pair, 9 of them get a rejected option: 23 TPP instead of 30, every candidate asked.
-    assert Counter(r.columns["modification"] for r in records) == {mpp.TPP: 23, mpp.UNCHANGED: 12}
+    assert Counter(r.columns["modification"] for r in records) == {TPP: 23, UNCHANGED: 12}
     assert Counter(r.metadata["tpp_rejection"] for r in records if r.metadata["tpp_rejection"]) == Counter(
         EXPECTED_REJECTIONS.values())
     assert "differ from the requested" in caplog.text
-    assert result.statistics["Modification groups"].row("test", mpp.TPP) == {
-        "split": "test", "group": mpp.TPP, "requested": 30, "built": 23}
+    assert result.statistics["Modification groups"].row("test", TPP) == {
+        "split": "test", "group": TPP, "requested": 30, "built": 23}
     assert result.statistics["TPP generation"].row("too_similar")["TPP candidates"] == 1
     lines = [json.loads(line) for line in result.extra_files["tpp_rejections.jsonl"].decode().splitlines()]
     assert sorted(line["reason"] for line in lines) == sorted(EXPECTED_REJECTIONS.values())
@@ -331,18 +339,18 @@ def test_tpp_needs_a_model(source_dir):
         mpp.build(load_source(BENCHMARKS["mmlu_pro"], str(source_dir)), args)
     no_tpp = mpp.build(load_source(BENCHMARKS["mmlu_pro"], str(source_dir)), parse_args(["--ratios", "0:1:1:1"]))
     assert Counter(r.columns["modification"] for r in no_tpp.configs["default"]["test"]) == {
-        mpp.PFPP: 12, mpp.CFPP: 12, mpp.UNCHANGED: 11}
+        PFPP: 12, CFPP: 12, UNCHANGED: 11}
 
 
 def test_validation_refuses_broken_items(scripted, source_dir, tmp_path):
     result = build(scripted, source_dir, tmp_path / "cache", "--ratios", "12:6:6:11")
     records = result.configs["default"]["test"]
-    tpp = next(i for i, r in enumerate(records) if r.columns["modification"] == mpp.TPP)
+    tpp = next(i for i, r in enumerate(records) if r.columns["modification"] == TPP)
     records[tpp] = records[tpp].replace(answer=records[tpp].metadata["original_answer_index"])
     with pytest.raises(ValidationFailed, match="one_answer"):
         validate(result)
     records[tpp] = records[tpp].replace(answer=len(records[tpp].choices) - 1)
-    pfpp = next(i for i, r in enumerate(records) if r.columns["modification"] == mpp.PFPP)
+    pfpp = next(i for i, r in enumerate(records) if r.columns["modification"] == PFPP)
     wrong_pair = list(records[pfpp].choices)
     wrong_pair[-1] = "Both Oxygen and Helium are correct"
     records[pfpp] = records[pfpp].replace(choices=wrong_pair)
@@ -378,23 +386,23 @@ def test_audit_export_and_import_into_the_next_card(scripted, source_dir, tmp_pa
     assert mpp.main(["export-audit", str(tmp_path / "v1"), "--output", str(tmp_path / "audit"), "--per-group", "4"]) == 0
     with open(tmp_path / "audit" / "audit_sample.csv", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
-    assert Counter(r["modification"] for r in rows) == {g: 4 for g in mpp.GROUPS}
-    assert list(rows[0]) == mpp.AUDIT_FIELDS and all(r["verdict"] == "" for r in rows)
+    assert Counter(r["modification"] for r in rows) == {g: 4 for g in GROUPS}
+    assert list(rows[0]) == AUDIT_FIELDS and all(r["verdict"] == "" for r in rows)
     jsonl = [json.loads(line) for line in (tmp_path / "audit" / "audit_sample.jsonl").read_text().splitlines()]
     assert [r["id"] for r in jsonl] == [r["id"] for r in rows]
-    tpp = next(r for r in rows if r["modification"] == mpp.TPP)
+    tpp = next(r for r in rows if r["modification"] == TPP)
     assert tpp["pair_option"].endswith("are correct") and tpp["answer"] == tpp["pair_option"]
     for r, verdict in zip(rows, ["ok", "ok", "wrong", ""] * 4):
         r["verdict"], r["reviewer_notes"] = verdict, "Y is not equal" if verdict == "wrong" else ""
     with open(tmp_path / "audit" / "audit_sample.csv", "w", encoding="utf-8", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=mpp.AUDIT_FIELDS)
+        writer = csv.DictWriter(f, fieldnames=AUDIT_FIELDS)
         writer.writeheader()
         writer.writerows(rows)
     verdicts = tmp_path / "audit" / "verdicts.json"
     assert mpp.main(["import-audit", str(tmp_path / "audit" / "audit_sample.csv"), "--output", str(verdicts)]) == 0
     summary = json.loads(verdicts.read_text())
-    assert summary["groups"][mpp.TPP] == {"sampled": 4, "reviewed": 3, "ok": 2, "wrong": 1, "unsure": 0,
-                                         "ok_rate": 0.6667, "ok_rate_ci95": mpp.wilson_interval(2, 3)}
+    assert summary["groups"][TPP] == {"sampled": 4, "reviewed": 3, "ok": 2, "wrong": 1, "unsure": 0,
+                                         "ok_rate": 0.6667, "ok_rate_ci95": wilson_interval(2, 3)}
     assert len(summary["wrong_items"]) == 4 and summary["manifest"]["per_group"] == 4
     assert mpp.main(argv[:-2] + ["--output", str(tmp_path / "v2"), "--audit-verdicts", str(verdicts)]) == 0
     card = (tmp_path / "v2" / "README.md").read_text()
@@ -417,7 +425,7 @@ def test_publish_and_load_back_with_the_compatibility_columns(local_hub, scripte
     assert loaded.num_rows == 35
     for column in ("modification", "is_modified", "is_modified_non_llm", "modification_type_non_llm"):
         assert column in loaded.column_names
-    assert Counter(loaded["modification"]) == {mpp.TPP: 12, mpp.PFPP: 6, mpp.CFPP: 6, mpp.UNCHANGED: 11}
+    assert Counter(loaded["modification"]) == {TPP: 12, PFPP: 6, CFPP: 6, UNCHANGED: 11}
     assert Counter(loaded["modification_type_non_llm"]) == {"correct_and_wrong": 6, "two_wrong": 6, None: 23}
     assert sum(loaded["is_modified"]) == 12 and sum(loaded["is_modified_non_llm"]) == 12
     assert "tpp_rejections.jsonl" in local_hub.paths_at(repo, "v1.0.0")
@@ -448,14 +456,14 @@ def test_build_config_rebuilds_the_same_release(scripted, source_dir, tmp_path):
 
 def test_pair_texts_strip_trailing_periods_and_spaces():
     # Regressions: "Both  16.3923 and …" (a leading space kept) and "…palatini. and …" (a trailing period kept).
-    assert mpp.pair_text(" 16.3923", "12.5") == "Both 16.3923 and 12.5 are correct"
-    assert mpp.pair_text("Lacus palatini.", "Mare nostrum . ") == "Both Lacus palatini and Mare nostrum are correct"
+    assert pair_text(" 16.3923", "12.5") == "Both 16.3923 and 12.5 are correct"
+    assert pair_text("Lacus palatini.", "Mare nostrum . ") == "Both Lacus palatini and Mare nostrum are correct"
     original = record([" 16.3923", "Lacus palatini.", "Mare  nostrum", "U.S."], answer=0)
-    pfpp = mpp.make_pfpp(original, seed=0, layout="paper")
+    pfpp = make_pfpp(original, seed=0, layout="paper")
     y = pfpp.metadata["pair_indices"][1]
     assert pfpp.choices[-1] == "Both 16.3923 and " + {1: "Lacus palatini", 2: "Mare nostrum", 3: "U.S"}[y] + " are correct"
     assert pfpp.choices[:4] == original.choices  # the options themselves stay as written
-    assert not mpp.pairable("...") and mpp.pairable("3.")
+    assert not pairable("...") and pairable("3.")
 
 
 def layout_records(n: int = 400) -> list[MCQRecord]:
@@ -465,20 +473,20 @@ def layout_records(n: int = 400) -> list[MCQRecord]:
 
 
 def accept_all(batch):
-    return [mpp.Proposal(r.id, "t", f"new option {r.id}", similarity=0.1) for r in batch]
+    return [Proposal(r.id, "t", f"new option {r.id}", similarity=0.1) for r in batch]
 
 
 def layout_figures(layout: str) -> tuple[int, ...]:
     """(PFPP, PFPP whose first-named member is the answer, TPP, TPP with a pair member just before the pair,
     modified, modified answered by the just-before rule), from the released options only."""
-    out = mpp.modify_split(layout_records(), mpp.parse_ratios("3718:2124:2029:4161"), 0, accept_all, "m", layout).records
-    pfpp = [r for r in out if r.columns["modification"] == mpp.PFPP]
-    tpp = [r for r in out if r.columns["modification"] == mpp.TPP]
-    modified = [r for r in out if r.columns["modification"] != mpp.UNCHANGED]
+    out = mpp.modify_split(layout_records(), parse_ratios("3718:2124:2029:4161"), 0, accept_all, "m", layout).records
+    pfpp = [r for r in out if r.columns["modification"] == PFPP]
+    tpp = [r for r in out if r.columns["modification"] == TPP]
+    modified = [r for r in out if r.columns["modification"] != UNCHANGED]
     just_before = [r for r in tpp if r.choices[len(r.choices) - 2] in
                    {r.choices[i] for i in r.metadata["pair_indices"]}]
-    return (len(pfpp), sum(mpp.first_named_member(r) == r.answer for r in pfpp), len(tpp), len(just_before),
-            len(modified), sum(mpp.pair_if_just_before(r) == r.answer for r in modified))
+    return (len(pfpp), sum(first_named_member(r) == r.answer for r in pfpp), len(tpp), len(just_before),
+            len(modified), sum(pair_if_just_before(r) == r.answer for r in modified))
 
 
 def test_the_paper_layout_has_the_positional_shortcut():
@@ -496,18 +504,18 @@ def test_the_default_layout_breaks_it():
 
 def test_tpp_position_and_pair_order_are_drawn_per_item_content():
     records = layout_records(60)
-    positions = {mpp.tpp_position(0, r, "random") for r in records}
-    assert positions == set(range(11)) and {mpp.tpp_position(0, r, "paper") for r in records} == {10}
+    positions = {tpp_position(0, r, "random") for r in records}
+    assert positions == set(range(11)) and {tpp_position(0, r, "paper") for r in records} == {10}
     # Keyed by content and seed: the same item gets the same draw whatever surrounds it; another seed differs.
-    assert [mpp.tpp_position(0, r, "random") for r in records] == [mpp.tpp_position(0, r, "random") for r in records[::-1]][::-1]
-    assert [mpp.tpp_position(1, r, "random") for r in records] != [mpp.tpp_position(0, r, "random") for r in records]
-    orders = Counter(mpp.pair_order(0, r, 1, 2, "random") for r in records)
-    assert set(orders) == {(1, 2), (2, 1)} and {mpp.pair_order(0, r, 1, 2, "paper") for r in records} == {(1, 2)}
+    assert [tpp_position(0, r, "random") for r in records] == [tpp_position(0, r, "random") for r in records[::-1]][::-1]
+    assert [tpp_position(1, r, "random") for r in records] != [tpp_position(0, r, "random") for r in records]
+    orders = Counter(pair_order(0, r, 1, 2, "random") for r in records)
+    assert set(orders) == {(1, 2), (2, 1)} and {pair_order(0, r, 1, 2, "paper") for r in records} == {(1, 2)}
 
 
 def test_random_tpp_layout_keeps_the_gold_and_the_originals():
     original = record(["1", "9", "12", "15"], answer=1, category="math")
-    tpp = mpp.make_tpp(original, mpp.Proposal("x/1", "t", "36/4", similarity=0.4), "m", seed=3, layout="random")
+    tpp = make_tpp(original, Proposal("x/1", "t", "36/4", similarity=0.4), "m", seed=3, layout="random")
     added = tpp.metadata["added_option_index"]
     assert tpp.choices[added] == "36/4" and tpp.answer == 5 == tpp.metadata["pair_option_index"]
     assert tuple(c for i, c in enumerate(tpp.choices) if i not in (added, 5)) == original.choices
@@ -531,7 +539,7 @@ def test_the_checks_follow_the_random_layout(scripted, source_dir, tmp_path):
     unshifted = victim.metadata["original_answer_index"]
     added = victim.metadata["added_option_index"]
     choices = list(victim.choices)
-    choices[-1] = mpp.pair_text(choices[unshifted], choices[added])
+    choices[-1] = pair_text(choices[unshifted], choices[added])
     records[at] = victim.replace(choices=choices).with_metadata(pair_indices=[unshifted, added])
     with pytest.raises(ValidationFailed, match="pair_answer_by_group"):
         validate(result)
@@ -553,12 +561,12 @@ def test_the_sample_builds_offline_with_its_pregenerated_options(tmp_path):
     out = tmp_path / "release"
     assert mpp.main(["--source", "sample", "--output", str(out), "--cache-dir", str(tmp_path / "cache")]) == 0
     test = load_release(out, "default")["test"]
-    assert Counter(test["modification"]) == {mpp.TPP: 4, mpp.PFPP: 2, mpp.CFPP: 2, mpp.UNCHANGED: 4}
+    assert Counter(test["modification"]) == {TPP: 4, PFPP: 2, CFPP: 2, UNCHANGED: 4}
     # MMLU-Pro's Hub columns, the answer as a letter, next to the compatibility flags.
     for row in test:
         assert row["options"] == row["choices"] and row["answer"] == LETTERS[row["answer_index"]]
         assert row["question_id"] == row["metadata"]["question_id"] and row["src"] and row["cot_content"] == ""
-        assert row["is_modified"] == (row["modification"] == mpp.TPP)
+        assert row["is_modified"] == (row["modification"] == TPP)
     validation = load_release(out, "default")["validation"]
     assert validation.num_rows == 4 and all(c.startswith("A: Let's think step by step.") for c in validation["cot_content"])
     original = load_release(out, "original")["test"]
@@ -597,9 +605,9 @@ def test_the_paper_layout_is_kept_on_request_and_said_in_the_card(tmp_path):
     test = load_release(out, "default")["test"]
     for row in test:
         meta = row["metadata"]
-        if row["modification"] == mpp.TPP:
+        if row["modification"] == TPP:
             assert meta["added_option_index"] == len(row["choices"]) - 2
-        if row["modification"] in (mpp.TPP, mpp.PFPP):
+        if row["modification"] in (TPP, PFPP):
             assert meta["pair_indices"][0] == meta["original_answer_index"]
     assert "**Layout: `paper`.** The paper's Figure 5 layout" in (out / "README.md").read_text()
 
@@ -624,7 +632,7 @@ def test_the_upstream_lm_eval_task_reads_the_release(tmp_path):
     release = load_release(out)  # the default config, as the upstream task loads it
     math = upstream.process_math(release["test"])
     assert sorted(math["question_id"]) == [9001, 9006]
-    row = next(r for r in release["test"] if r["modification"] == mpp.TPP)
+    row = next(r for r in release["test"] if r["modification"] == TPP)
     prompt = upstream.doc_to_text(row)
     assert prompt.startswith("Question:\n" + row["question"]) and prompt.endswith("Answer: Let's think step by step.")
     assert f"{row['answer']}. {row['options'][row['answer_index']]}" in prompt and row["answer"] == "L"

@@ -208,7 +208,7 @@ def test_pairs_and_rejections_per_assert(tmp_path):
         shown[problem.task_id] = cleaned.program
         for result in results:
             outcomes[result.id] = (result.call, result.expected_text, result.truth_test) if isinstance(
-                result, python_io_pairs.Pair) else result.error.reason
+                result, python_io_pairs.CallPair) else result.error.reason
     assert outcomes == {
         "humaneval/0/0": ("add(1, 2)", "3", False),
         "humaneval/0/1": ("add([1], [2])", "[1, 2]", False),
@@ -257,7 +257,7 @@ def test_a_docstring_that_is_the_whole_body_stays():
 def test_a_call_that_kills_its_process_is_rejected_and_the_others_still_run():
     problem = python_io_pairs.Problem("mbpp", "5", "test", 0, "def f(x):\n    if x == 1:\n        return sum(range(10**12))\n"
                                 "    if x == 2:\n        raise ValueError('no')\n    return [x] * 2\n", ())
-    pairs = [python_io_pairs.Pair(f"mbpp/5/{i}", problem, i, f"f({i})", expected)
+    pairs = [python_io_pairs.CallPair(f"mbpp/5/{i}", problem, i, f"f({i})", expected)
              for i, expected in enumerate(["[0, 0]", "0", "0", "[3, 3]", "[4]"])]
     sandbox = Sandbox(limits=Limits(cpu_seconds=1, wall_seconds=30, processes=2, output_bytes=1 << 16))
     verified, rejected, stats = python_io_pairs.verify_pairs(pairs, sandbox, call_seconds=5.0)
@@ -508,8 +508,8 @@ def test_a_reference_program_cannot_forge_its_verification_line():
                f"    os.write(1, b'{forged}\\n')\n"
                "    return x\n")
     problem = python_io_pairs.Problem("mbpp", "9", "test", 0, program, ())
-    pairs = [python_io_pairs.Pair("mbpp/9/0", problem, 0, "f(1)", "999"),
-             python_io_pairs.Pair("mbpp/9/1", problem, 1, "f(2)", "2")]
+    pairs = [python_io_pairs.CallPair("mbpp/9/0", problem, 0, "f(1)", "999"),
+             python_io_pairs.CallPair("mbpp/9/1", problem, 1, "f(2)", "2")]
     sandbox = Sandbox(limits=python_io_pairs.VERIFY_LIMITS)
     verified, rejected, _ = python_io_pairs.verify_pairs(pairs, sandbox, call_seconds=5.0)
     assert [(v.pair.id, v.gold) for v in verified] == [("mbpp/9/1", "2")]

@@ -39,7 +39,7 @@ from builders.core.steps import Exclude, ExclusionLog
 from builders.core.tables import Statistics, Table
 
 from .calibration import DEFAULT_THRESHOLD, MEASURED, PAPER_THRESHOLD
-from .graph import (SIMILARITY_DECIMALS, Edges, Matching, Pool, component_size_table, edge_weights, find_edges,
+from .graph import (SIMILARITY_DECIMALS, CandidatePool, Edges, Matching, component_size_table, edge_weights, find_edges,
                     gold_similarity, make_pool, maximum_matching, source_name, text_key)
 from .tasks import contrast_tasks
 
@@ -117,7 +117,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 @dataclass(frozen=True)
-class Pair:
+class ContrastPair:
     """A matched edge; ``first`` has the smaller id."""
 
     id: str
@@ -135,11 +135,11 @@ def pair_id(first_id: str, second_id: str) -> str:
     return "pair-" + hashlib.sha256(f"{first_id}\x1f{second_id}".encode()).hexdigest()[:16]
 
 
-def make_pairs(pool: Pool, edges: Edges, matching: Matching) -> list[Pair]:
+def make_pairs(pool: CandidatePool, edges: Edges, matching: Matching) -> list[ContrastPair]:
     pairs = []
     for e in matching.edges:
         first, second = pool.records[edges.first[e]], pool.records[edges.second[e]]
-        pairs.append(Pair(
+        pairs.append(ContrastPair(
             pair_id(first.id, second.id), first, second, float(edges.first_similarity[e]),
             float(edges.second_similarity[e]), float(edges.golds_similarity[e]),
             _original_text(first, pool.texts[edges.first_distractor[e]]),
@@ -168,7 +168,7 @@ def balanced_flags(keys: Sequence[str], seed: int, purpose: str) -> dict[str, bo
     return flags
 
 
-def contrast_records(pair: Pair, first_at_a: bool, cross_source: bool) -> tuple[MCQRecord, MCQRecord]:
+def contrast_records(pair: ContrastPair, first_at_a: bool, cross_source: bool) -> tuple[MCQRecord, MCQRecord]:
     """Both questions get the same two options in the same order; the pair's generator chose the order."""
     options = (pair.first.gold, pair.second.gold) if first_at_a else (pair.second.gold, pair.first.gold)
     members = [(pair.first, pair.second, pair.first_similarity, pair.second_similarity, pair.first_replaced),
@@ -185,7 +185,7 @@ def contrast_records(pair: Pair, first_at_a: bool, cross_source: bool) -> tuple[
     return made[0], made[1]
 
 
-def random_partners(pool: Pool, embeddings: np.ndarray, threshold: float, vertices: Sequence[int],
+def random_partners(pool: CandidatePool, embeddings: np.ndarray, threshold: float, vertices: Sequence[int],
                     seed: int) -> dict[int, int]:
     """Each vertex gets a random other vertex of its block whose gold is neither the same nor equivalent."""
     members: dict[int, np.ndarray] = {b: np.flatnonzero(pool.block == b) for b in np.unique(pool.block[list(vertices)])}
@@ -204,12 +204,12 @@ def random_partners(pool: Pool, embeddings: np.ndarray, threshold: float, vertic
     return partners
 
 
-def _acceptable_gold(pool: Pool, embeddings: np.ndarray, threshold: float, v: int, others: np.ndarray) -> np.ndarray:
+def _acceptable_gold(pool: CandidatePool, embeddings: np.ndarray, threshold: float, v: int, others: np.ndarray) -> np.ndarray:
     similarity = gold_similarity(embeddings, pool.gold[others], np.full(len(others), pool.gold[v]))
     return (others != v) & (pool.gold[others] != pool.gold[v]) & (similarity < threshold)
 
 
-def random_pair_record(record: MCQRecord, partner: MCQRecord, pair: Pair, gold_first: bool,
+def random_pair_record(record: MCQRecord, partner: MCQRecord, pair: ContrastPair, gold_first: bool,
                        golds_similarity: float) -> MCQRecord:
     options = (record.gold, partner.gold) if gold_first else (partner.gold, record.gold)
     return record.replace(choices=options, answer=0 if gold_first else 1).with_metadata(
@@ -239,11 +239,11 @@ class Stopwatch:
 class Mined:
     """Everything the mining found, for the configs and the card."""
 
-    pool: Pool
+    pool: CandidatePool
     embeddings: np.ndarray
     edges: Edges
     matching: Matching
-    pairs: list[Pair]
+    pairs: list[ContrastPair]
     embedder: Embedder
     embedding_stats: EmbeddingStats
     not_mined: list[tuple[MCQRecord, Exclude]] = field(default_factory=list)

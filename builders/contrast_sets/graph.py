@@ -51,7 +51,7 @@ def text_key(text: str) -> str:
 
 
 @dataclass
-class Pool:
+class CandidatePool:
     """The mined items as arrays: one row per vertex, sorted by id so that input order does not matter."""
 
     records: list[MCQRecord]
@@ -70,7 +70,7 @@ def source_name(record: MCQRecord) -> str:
     return record.source_config
 
 
-def make_pool(records: Sequence[MCQRecord], cross_source: bool, cross_split: bool) -> Pool:
+def make_pool(records: Sequence[MCQRecord], cross_source: bool, cross_split: bool) -> CandidatePool:
     records = sorted(records, key=lambda r: r.id)
     text_index: dict[str, int] = {}
     question_index: dict[str, int] = {}
@@ -88,7 +88,7 @@ def make_pool(records: Sequence[MCQRecord], cross_source: bool, cross_split: boo
         block_key = ("" if cross_split else record.source_split, "" if cross_source else source_name(record))
         block[v] = block_index.setdefault(block_key, len(block_index))
         question[v] = question_index.setdefault(text_key(record.question), len(question_index))
-    return Pool(list(records), list(text_index), gold, distractors, block, question)
+    return CandidatePool(list(records), list(text_index), gold, distractors, block, question)
 
 
 # ---- edges: blocked matrix products, never a loop over pairs ----------------------------------------
@@ -112,13 +112,13 @@ class Edges:
     def take(self, keep: np.ndarray) -> "Edges":
         return Edges(*(getattr(self, name)[keep] for name in self.__dataclass_fields__))
 
-    def identical(self, pool: "Pool") -> np.ndarray:
+    def identical(self, pool: "CandidatePool") -> np.ndarray:
         """Per edge: both equivalences are identical texts (after whitespace and case normalisation), i.e.
         each gold is literally one of the other question's distractors."""
         return (pool.gold[self.first] == self.second_distractor) & (pool.gold[self.second] == self.first_distractor)
 
 
-def find_edges(pool: Pool, embeddings: np.ndarray, threshold: float) -> Edges:
+def find_edges(pool: CandidatePool, embeddings: np.ndarray, threshold: float) -> Edges:
     """Edges need equivalence both ways, two different golds (not equivalent to each other either: the
     two questions would share their answer) and two different questions."""
     first, second = candidate_pairs(pool, embeddings, threshold - CANDIDATE_MARGIN)
@@ -136,7 +136,7 @@ def find_edges(pool: Pool, embeddings: np.ndarray, threshold: float) -> Edges:
     return edges
 
 
-def candidate_pairs(pool: Pool, embeddings: np.ndarray, cutoff: float) -> tuple[np.ndarray, np.ndarray]:
+def candidate_pairs(pool: CandidatePool, embeddings: np.ndarray, cutoff: float) -> tuple[np.ndarray, np.ndarray]:
     """Vertex pairs (i < j) whose golds each reach ``cutoff`` with some distractor of the other.
 
     The similar (gold text, distractor text) pairs come from blocked products over distinct texts; the
@@ -175,7 +175,7 @@ def similar_pairs(left: np.ndarray, right: np.ndarray, cutoff: float) -> tuple[n
     return np.concatenate(rows), np.concatenate(cols)
 
 
-def closest_distractor(pool: Pool, embeddings: np.ndarray, gold_of: np.ndarray,
+def closest_distractor(pool: CandidatePool, embeddings: np.ndarray, gold_of: np.ndarray,
                        distractors_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each edge: the rounded similarity of one vertex's gold to the closest distractor of the other, and
     that distractor's text index (the first in the item's order, on ties after rounding)."""

@@ -46,7 +46,7 @@ GROUPS = (TPP, PFPP, CFPP, UNCHANGED)
 
 
 @dataclass(frozen=True)
-class Item:
+class PlusItem:
     """One MMLU-Pro+ question, as the metrics need it."""
 
     question_id: str
@@ -71,7 +71,7 @@ class Item:
         return self.after_index(self.original_answer)
 
 
-def item_from_row(row: Mapping[str, Any]) -> Item:
+def item_from_row(row: Mapping[str, Any]) -> PlusItem:
     """An item from a release row: ``answer_index`` is the gold where the row carries MMLU-Pro's Hub columns
     (``answer`` is then the letter), else ``answer``."""
     meta = row.get("metadata") or {}
@@ -79,13 +79,13 @@ def item_from_row(row: Mapping[str, Any]) -> Item:
     group = row["modification"]
     added = {TPP: 2, PFPP: 1, CFPP: 1}.get(group, 0)
     gold = row["answer_index"] if row.get("answer_index") is not None else row["answer"]
-    return Item(str(question_id if question_id is not None else row["id"]), str(row["id"]), group, int(gold),
+    return PlusItem(str(question_id if question_id is not None else row["id"]), str(row["id"]), group, int(gold),
                 int(meta["original_answer_index"]), len(row["choices"]) - added, len(row["choices"]),
                 meta.get("pair_option_index"), meta.get("added_option_index"), row.get("category"))
 
 
-def load_items(dataset: str, config: str, split: str, revision: str | None) -> dict[str, Item]:
-    """question_id -> Item of an MMLU-Pro+ release folder or Hub repo."""
+def load_items(dataset: str, config: str, split: str, revision: str | None) -> dict[str, PlusItem]:
+    """question_id -> PlusItem of an MMLU-Pro+ release folder or Hub repo."""
     import datasets
 
     try:
@@ -97,8 +97,8 @@ def load_items(dataset: str, config: str, split: str, revision: str | None) -> d
     return items_by_question(item_from_row(row) for row in rows)
 
 
-def items_by_question(items: Iterable[Item]) -> dict[str, Item]:
-    by_question: dict[str, Item] = {}
+def items_by_question(items: Iterable[PlusItem]) -> dict[str, PlusItem]:
+    by_question: dict[str, PlusItem] = {}
     for item in items:
         if item.question_id in by_question:
             raise UserError(f"question_id {item.question_id} appears twice in the dataset")
@@ -109,7 +109,7 @@ def items_by_question(items: Iterable[Item]) -> dict[str, Item]:
 # ---- matching predictions ---------------------------------------------------------------------------------
 
 
-def question_of(items: Mapping[str, Item]) -> Callable[[Prediction], str | None]:
+def question_of(items: Mapping[str, PlusItem]) -> Callable[[Prediction], str | None]:
     """A prediction's MMLU-Pro question: its ``question_id``, else the question of its record ``id``.
     lm-eval's doc_id (a row index) is never a key."""
     record_to_question = {item.record_id: q for q, item in items.items()}
@@ -127,7 +127,7 @@ def question_of(items: Mapping[str, Item]) -> Callable[[Prediction], str | None]
     return question
 
 
-def index_predictions(predictions: Sequence[Prediction], items: Mapping[str, Item], side: str) -> dict[str, dict[str, int | None]]:
+def index_predictions(predictions: Sequence[Prediction], items: Mapping[str, PlusItem], side: str) -> dict[str, dict[str, int | None]]:
     """model -> question_id -> option index (None: no answer), letters read against that side's options."""
     question = question_of(items)
     require_matches(predictions, question, f"a question of the dataset by 'question_id' or record 'id' ({side})")
@@ -219,7 +219,7 @@ class ModelMetrics:
         }
 
 
-def score_model(model: str, items: Mapping[str, Item], before: Mapping[str, int | None],
+def score_model(model: str, items: Mapping[str, PlusItem], before: Mapping[str, int | None],
                 after: Mapping[str, int | None]) -> ModelMetrics:
     """Metrics over the questions this model answered (a row, possibly null) on both sides."""
     result = ModelMetrics(model)
@@ -258,7 +258,7 @@ class Report:
         return {"dataset": self.dataset, "models": [m.to_dict() for m in self.models], "notes": self.notes}
 
 
-def compute(items: Mapping[str, Item], before: Sequence[Prediction], after: Sequence[Prediction],
+def compute(items: Mapping[str, PlusItem], before: Sequence[Prediction], after: Sequence[Prediction],
             dataset: str = "", only: Sequence[str] = ()) -> Report:
     before_by_model = index_predictions(before, items, "before")
     after_by_model = index_predictions(after, items, "after")

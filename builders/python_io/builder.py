@@ -58,7 +58,7 @@ from builders.python_io.problems import (
     OUTPUT_SPLITS,
     VERIFY_LIMITS,
     Extracted,
-    Pair,
+    CallPair,
     Problem,
     VerificationStats,
     Verified,
@@ -91,7 +91,7 @@ class ItemIndex:
     the one of its task in the ``problems.jsonl`` beside its file (CodeMind's layout, which also gives the gold
     the prediction was made against: another gold means another question)."""
 
-    def __init__(self, pairs: Iterable[Pair], golds: Mapping[str, str]):
+    def __init__(self, pairs: Iterable[CallPair], golds: Mapping[str, str]):
         self.ids = {pair.id for pair in pairs}
         self.golds = golds
         self.by_call: dict[tuple[str, str, str], str] = {}
@@ -183,11 +183,11 @@ assert f("an old oak tree", "!") == ['old!', 'oak!', 'tree!']
 DEFAULT_MAX_TOKENS = 512
 
 
-def prediction_prompt(pair: Pair) -> str:
+def prediction_prompt(pair: CallPair) -> str:
     return PROMPT.format(program=pair.problem.program.rstrip("\n"), call=pair.call)
 
 
-def generate(pairs: Sequence[Pair], args: argparse.Namespace) -> tuple[list[Prediction], dict[str, int]]:
+def generate(pairs: Sequence[CallPair], args: argparse.Namespace) -> tuple[list[Prediction], dict[str, int]]:
     """Greedy output predictions of each ``--generate-with`` model, named by item id (cached; failed requests
     left out)."""
     from builders.core.llm import ChatRequest, LLMSettings
@@ -250,7 +250,7 @@ def make_sandbox(args: argparse.Namespace, limits: Limits = VERIFY_LIMITS) -> Sa
     return Sandbox(limits=limits, workers=args.sandbox_workers, unsafe=args.unsafe_no_sandbox)
 
 
-def question_text(pair: Pair) -> str:
+def question_text(pair: CallPair) -> str:
     call = f"`{pair.call}`" if "\n" not in pair.call and "`" not in pair.call else f"\n\n```python\n{pair.call}\n```\n"
     return (f"Consider the following Python program.\n\n```python\n{pair.problem.program.rstrip()}\n```\n\n"
             f"What does {call} return?")
@@ -341,7 +341,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
     )
 
 
-def collect_all(predictions: Sequence[Prediction], pairs: Sequence[Pair], verified: Sequence[Verified],
+def collect_all(predictions: Sequence[Prediction], pairs: Sequence[CallPair], verified: Sequence[Verified],
                 golds: Mapping[str, str], args: argparse.Namespace
                 ) -> tuple[dict[str, list[Prediction]], MatchReport, dict[str, int]]:
     """The read and generated predictions per verified item, how they matched, and failed requests per model."""

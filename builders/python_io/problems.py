@@ -2,7 +2,7 @@
 
 * the two sources, HumanEval and MBPP, as parts of one benchmark (read by :func:`builders.core.sources.load_source`);
 * the program shown: the reference solution, newlines normalised, docstrings removed;
-* one row per ``assert``: a :class:`Pair` when it reads ``assert f(args) == LITERAL`` with a self-contained
+* one row per ``assert``: a :class:`CallPair` when it reads ``assert f(args) == LITERAL`` with a self-contained
   call, else a :class:`Rejected` with the reason;
 * :func:`verify_pairs`: each problem's program runs once in the sandbox and its calls in order; a pair is
   kept when the returned value equals the expected one.
@@ -178,7 +178,7 @@ def _fills_whole_lines(node: ast.stmt, lines: list[str]) -> bool:
 
 
 @dataclass(frozen=True)
-class Pair:
+class CallPair:
     id: str
     problem: Problem
     assert_index: int
@@ -200,12 +200,12 @@ def item_id(problem: Problem, assert_index: int) -> str:
     return f"{problem.benchmark}/{number}/{assert_index}"
 
 
-def extract_pairs(problem: Problem, keep_docstrings: bool = False) -> tuple[Problem, list[Pair | Rejected]]:
-    """The problem with its program cleaned, and one Pair or Rejected per assert statement."""
+def extract_pairs(problem: Problem, keep_docstrings: bool = False) -> tuple[Problem, list[CallPair | Rejected]]:
+    """The problem with its program cleaned, and one CallPair or Rejected per assert statement."""
     problem = replace(problem, program=clean_program(problem.program, keep_docstrings))
     defined = _defined_names(problem.program)
     asserts = _humaneval_asserts(problem) if problem.benchmark == "humaneval" else _mbpp_asserts(problem)
-    results: list[Pair | Rejected] = []
+    results: list[CallPair | Rejected] = []
     seen_calls: set[str] = set()
     for index, (node, source, error) in enumerate(asserts):
         pair_id = item_id(problem, index)
@@ -216,7 +216,7 @@ def extract_pairs(problem: Problem, keep_docstrings: bool = False) -> tuple[Prob
                 if signature in seen_calls:
                     raise Exclude("duplicate_call", "test", call)
                 seen_calls.add(signature)
-                results.append(Pair(pair_id, problem, index, call, expected, truth_test))
+                results.append(CallPair(pair_id, problem, index, call, expected, truth_test))
                 continue
             except Exclude as rejection:
                 error = rejection
@@ -360,7 +360,7 @@ PROBLEMS_PER_RUN = 16
 
 @dataclass(frozen=True)
 class Verified:
-    pair: Pair
+    pair: CallPair
     gold: str  # format_value of the value the reference program returned
 
 
@@ -381,14 +381,14 @@ class VerificationStats:
         return self.pairs / self.seconds if self.seconds else 0.0
 
 
-def verify_pairs(pairs: Sequence[Pair], sandbox: Sandbox, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+def verify_pairs(pairs: Sequence[CallPair], sandbox: Sandbox, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
                  call_seconds: float = 5.0) -> tuple[list[Verified], list[Rejected], VerificationStats]:
     """Run each problem's program once in the sandbox and evaluate its calls; keep the pairs whose value
     equals the expected one. A call that dies (timeout, memory) is rejected; the problem's other calls
     still run."""
     stats = VerificationStats(pairs=len(pairs), mechanism=sandbox.mechanism)
     started = time.monotonic()
-    by_problem: dict[tuple[str, str], list[Pair]] = defaultdict(list)
+    by_problem: dict[tuple[str, str], list[CallPair]] = defaultdict(list)
     for pair in pairs:
         by_problem[pair.problem.key].append(pair)
     batches = list(by_problem.values())
@@ -407,7 +407,7 @@ def verify_pairs(pairs: Sequence[Pair], sandbox: Sandbox, max_chars: int = DEFAU
             [rejected[p.id] for p in pairs if p.id in rejected], stats)
 
 
-def _judge_unit(batch: list[Pair], outcome: Mapping[str, Any], max_chars: int, verified: dict,
+def _judge_unit(batch: list[CallPair], outcome: Mapping[str, Any], max_chars: int, verified: dict,
                 rejected: dict) -> None:
     """Record the outcome of each call of one problem."""
     if "program_error" in outcome:
@@ -425,7 +425,7 @@ def _judge_unit(batch: list[Pair], outcome: Mapping[str, Any], max_chars: int, v
         rejected[pair.id] = _rejected(pair, "reference_run_died", "no result")
 
 
-def _judge_call(pair: Pair, row: Mapping[str, Any], max_chars: int) -> Verified | Rejected:
+def _judge_call(pair: CallPair, row: Mapping[str, Any], max_chars: int) -> Verified | Rejected:
     if not row.get("ok"):
         error = str(row.get("error", ""))
         if "died" in row:  # the whole sandbox run ended during this call
@@ -457,13 +457,13 @@ def _judge_call(pair: Pair, row: Mapping[str, Any], max_chars: int) -> Verified 
     return Verified(pair, gold)
 
 
-def _rejected(pair: Pair, reason: str, detail: str) -> Rejected:
+def _rejected(pair: CallPair, reason: str, detail: str) -> Rejected:
     return Rejected(pair.id, pair.problem, "verify", Exclude(reason, "call", detail))
 
 
 @dataclass
 class Extracted:
-    pairs: list[Pair]
+    pairs: list[CallPair]
     rejected: list[Rejected]
     rows_in: Counter
 
@@ -475,6 +475,6 @@ def extract_all(problems: Sequence[Problem], splits: Sequence[str], keep_docstri
             continue
         _, results = extract_pairs(problem, keep_docstrings)
         rows_in[problem.split] += len(results)
-        pairs += [r for r in results if isinstance(r, Pair)]
+        pairs += [r for r in results if isinstance(r, CallPair)]
         rejected += [r for r in results if isinstance(r, Rejected)]
     return Extracted(pairs, rejected, rows_in)

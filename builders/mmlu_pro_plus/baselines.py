@@ -1,0 +1,69 @@
+"""The shortcut audit's MMLU-Pro+ rules: they read the released options only, not the builder's metadata."""
+
+from __future__ import annotations
+
+import re
+
+from builders.core.build import Baseline
+from builders.core.record import MCQRecord
+
+from .groups import CONFIG
+
+
+_PAIR_SHAPE = re.compile(r"^Both (.+) and (.+) are correct$", re.S)
+
+
+def _named_members(record: MCQRecord) -> tuple[int, list[int]] | None:
+    """(pair option index, the option indices it names in naming order), read from the texts: every way of
+    cutting "Both … and … are correct" at an " and " whose halves are two options (trailing periods ignored)."""
+    for pair in range(len(record.choices) - 1, -1, -1):
+        text = record.choices[pair]
+        if not (text.startswith("Both ") and text.endswith(" are correct")):
+            continue
+        inner = text[len("Both "):-len(" are correct")]
+        names = {}
+        for index, choice in enumerate(record.choices):
+            if index != pair:
+                names.setdefault(re.sub(r"[\s.]+$", "", " ".join(choice.split())), index)
+        start = 0
+        while (cut := inner.find(" and ", start)) != -1:
+            left, right = inner[:cut], inner[cut + len(" and "):]
+            if left in names and right in names and names[left] != names[right]:
+                return pair, [names[left], names[right]]
+            start = cut + 1
+        return None
+    return None
+
+
+def first_named_member(record: MCQRecord) -> int | None:
+    found = _named_members(record)
+    return found[1][0] if found else None
+
+
+def pair_if_just_before(record: MCQRecord) -> int | None:
+    """The pair when the option just before it is one of its members, otherwise the pair's first-named option:
+    67% of modified items in the paper's layout."""
+    found = _named_members(record)
+    if not found:
+        return None
+    pair, members = found
+    return pair if pair - 1 in members else members[0]
+
+
+BASELINES = [
+    Baseline("pair_first_named", "the option the \"Both X and Y\" pair names first (X), where there is a pair",
+             first_named_member),
+    Baseline("pair_if_just_before_else_first_named", "the pair when the option just before it is one of its "
+             "members, otherwise the pair's first-named option", pair_if_just_before),
+]
+
+
+INHERENT_BASELINES = {
+    f"{CONFIG}/always_both": "the pair option is the answer exactly in the true-positive-pair group: the TPP share, "
+                             "by construction",
+    f"{CONFIG}/always_last": "the pair option is always appended last (the paper's design), so always-last is always-Both",
+    # Only in the MMLU-Pro+ config: MMLU-Pro's own longest-option bias stays reported on `original`.
+    f"{CONFIG}/longest_option": "the pair option names two options, so it is nearly always the longest: on the "
+                                "modified items this is always-Both (the TPP share), plus MMLU-Pro's own "
+                                "longest-option bias on the unchanged ones (see the `original` config)",
+}
