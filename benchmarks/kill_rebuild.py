@@ -32,8 +32,8 @@ def command(data: Path, out: Path, seed: int) -> list[str]:
 
 def whole_release_seed(out: Path) -> int | None:
     """The seed of the whole release in ``out``, or None when the folder is not a whole release."""
-    config = out / "build_config.yaml"
-    if not config.is_file():
+    config_file = out / "build_config.yaml"
+    if not config_file.is_file():
         return None
     report = json.loads((out / "validation_report.json").read_text())
     for config, splits in report["counts"].items():
@@ -41,7 +41,7 @@ def whole_release_seed(out: Path) -> int | None:
             file = out / config / f"{split}-00000-of-00001.parquet"
             if not file.is_file() or pq.ParquetFile(file).metadata.num_rows != counts["out"]:
                 return None
-    return yaml.safe_load(config.read_text())["params"]["seed"]
+    return yaml.safe_load(config_file.read_text())["params"]["seed"]
 
 
 def main() -> None:

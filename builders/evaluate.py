@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib
 import io
 import json
 import os
@@ -31,7 +32,6 @@ import logging
 import math
 import statistics
 import sys
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -40,10 +40,9 @@ from builders.core.cli import exit_code
 from builders.core.errors import UserError
 from builders.core.lm_eval_tasks import MANIFEST, TASKS_DIR
 from builders.core.predictions import choice_prediction
-from builders.core.tables import Statistics, Table
+from builders.core.tables import Statistics
 
 logger = logging.getLogger(__name__)
-MAJOR_SHIFT = 0.75  # k_τ at or below which a ranking shift is major (Alzahrani et al., 2024)
 
 
 # ---- models -----------------------------------------------------------------------------------------------
@@ -171,156 +170,23 @@ def task_result(results: Mapping[str, Any], name: str, metric: str) -> TaskResul
 Runs = Mapping[str, Mapping[str, TaskResult]]  # model -> task -> result
 
 
-def _by_role(manifest: Mapping[str, Any], role: str) -> list[Mapping[str, Any]]:
+def by_role(manifest: Mapping[str, Any], role: str) -> list[Mapping[str, Any]]:
     return [task for task in manifest["tasks"] if task.get("role") == role]
 
 
-def _mean_std(values: Sequence[float]) -> tuple[float, float]:
+def mean_std(values: Sequence[float]) -> tuple[float, float]:
     return (statistics.fmean(values), statistics.pstdev(values)) if values else (math.nan, math.nan)
 
 
-def wicked_table(runs: Runs, manifest: Mapping[str, Any], options: argparse.Namespace) -> Statistics:
-    originals, variants = _by_role(manifest, "original"), _by_role(manifest, "variant")
-    rows = []
-    for model, tasks in runs.items():
-        original = statistics.fmean(tasks[t["task"]].accuracy for t in originals)
-        scores = [tasks[t["task"]].accuracy for t in variants]
-        mean, std = _mean_std(scores)
-        rows.append((model, original, *scores, mean, std, original - mean))
-    columns = ("model", "original", *[f"variant {t.get('variant', i)}" for i, t in enumerate(variants)],
-               "variants mean", "variants std", "drop")
-    return Statistics([Table("WiCkeD accuracy", columns, rows, percent=tuple(c for c in columns if c != "model"),
-                             note="Accuracy on the original benchmark and on each WiCkeD variant; the drop is the "
-                                  "original's accuracy minus the variants' mean.")])
+def paper_table(builder: str | None) -> Callable[[Runs, Mapping[str, Any], argparse.Namespace], Statistics]:
+    """The builder's ``evaluation_table``: the table its paper reports."""
+    from builders.__main__ import COMMANDS
 
-
-def sets_table(runs: Runs, manifest: Mapping[str, Any], options: argparse.Namespace) -> Statistics:
-    sets = _by_role(manifest, "set")
-    rows, means = [], {}
-    for model, tasks in runs.items():
-        scores = [tasks[t["task"]].accuracy for t in sets]
-        means[model], std = _mean_std(scores)
-        rows.append((model, *scores, means[model], std))
-    columns = ("model", *[f"set {t.get('set', i)}" for i, t in enumerate(sets)], "mean", "std")
-    tables = [Table("Multiple-choice accuracy per set", columns, rows, percent=tuple(columns[1:]))]
-    if options.open_ended_scores:
-        tables.append(correlation_table(means, _read_scores(options.open_ended_scores)))
-    return Statistics(tables)
-
-
-def _read_scores(path: Path) -> dict[str, float]:
-    try:
-        scores = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise UserError(f"--open-ended-scores {path}: {error}") from None
-    if not isinstance(scores, dict) or not all(isinstance(v, (int, float)) for v in scores.values()):
-        raise UserError(f"--open-ended-scores {path}: expected a JSON object {{model: accuracy}}")
-    return {str(k): float(v) for k, v in scores.items()}
-
-
-def correlation_table(mc: Mapping[str, float], open_ended: Mapping[str, float]) -> Table:
-    """Pearson and Spearman correlation between the models' MC and open-ended accuracy (Zhang et al., 2024)."""
-    from scipy.stats import pearsonr, spearmanr
-
-    models = sorted(set(mc) & set(open_ended))
-    if len(models) < 3:
-        return Table("Correlation with open-ended scores", ("models", "pearson r", "spearman rho"), [(len(models), None, None)],
-                     note="Fewer than 3 models have both scores: no correlation.")
-    x, y = [mc[m] for m in models], [open_ended[m] for m in models]
-    return Table("Correlation with open-ended scores", ("models", "pearson r", "spearman rho"),
-                 [(len(models), float(pearsonr(x, y)[0]), float(spearmanr(x, y)[0]))])
-
-
-def mmlu_pro_plus_table(runs: Runs, manifest: Mapping[str, Any], options: argparse.Namespace) -> Statistics:
-    from builders.mmlu_pro_plus.metrics import item_from_row, score_model
-
-    [plus] = _by_role(manifest, "plus")
-    [original] = _by_role(manifest, "original")
-    group_rows, category_rows, ratio_rows = [], [], []
-    for model, tasks in runs.items():
-        after, before = tasks[plus["task"]], tasks[original["task"]]
-        items = {str(doc.get("metadata", {}).get("question_id", rid)): item_from_row(doc) for rid, doc in after.docs.items()}
-        key = {rid: str(doc.get("metadata", {}).get("question_id", rid)) for rid, doc in after.docs.items()}
-        before_key = {str(doc.get("metadata", {}).get("question_id", rid)): rid for rid, doc in before.docs.items()}
-        new = {key[rid]: pred for rid, (_, pred) in after.items.items()}
-        old = {q: before.items[rid][1] for q, rid in before_key.items() if q in items}
-        metrics = score_model(model, items, old, new)
-        for group, tally in sorted(metrics.groups.items()):
-            if tally.items:  # the metrics count in percentage points; the table holds fractions
-                group_rows.append((model, group, tally.items, tally.accuracy_before / 100, tally.accuracy_after / 100,
-                                   tally.drop / 100))
-        ratio_rows.append((model, metrics.ssr_wrong, metrics.ssr_partial, metrics.cpi))
-        per_category: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
-        for rid, doc in after.docs.items():
-            q = key[rid]
-            if q in old:
-                per_category[doc.get("category") or "?"].append((old[q] == items[q].original_answer,
-                                                                  new[q] == items[q].answer))
-        for category, hits in sorted(per_category.items()):
-            before_acc = sum(b for b, _ in hits) / len(hits)
-            after_acc = sum(a for _, a in hits) / len(hits)
-            category_rows.append((model, category, len(hits), before_acc, after_acc, before_acc - after_acc))
-    percent = ("MMLU-Pro", "MMLU-Pro+", "drop")
-    return Statistics([
-        Table("Accuracy per group", ("model", "group", "items", *percent), group_rows, percent=percent),
-        Table("Accuracy per category", ("model", "category", "items", *percent), category_rows, percent=percent),
-        Table("Shortcut selection and pair identification", ("model", "SSR_wrong", "SSR_partial", "CPI"), ratio_rows,
-              note="SSR_wrong: TPP questions where the model stays on the wrong option it chose on MMLU-Pro; "
-                   "SSR_partial: TPP questions where it stays on the original answer alone; CPI: TPP questions "
-                   "answered with the (correct) pair over PFPP + CFPP questions answered with the (wrong) pair."),
-    ])
-
-
-def ranking_table(runs: Runs, manifest: Mapping[str, Any], options: argparse.Namespace) -> Statistics:
-    from builders.metrics.ranking import Side, rank_models, slope_chart
-
-    # each perturbed config names its baseline config (original, or original_zero_shot for the zero-shot ones)
-    originals = {(t["config"], t.get("scoring", "")): t for t in _by_role(manifest, "original")}
-    rows = []
-    for task in _by_role(manifest, "perturbed"):
-        base = originals.get((task.get("baseline", "original"), task.get("scoring", "")))
-        if base is None:
-            continue
-        sides = [Side(t["task"], {i: g for r in runs.values() for i, (g, _) in r[t["task"]].items.items()},
-                      {m: {i: p for i, (_, p) in r[t["task"]].items.items()} for m, r in runs.items()})
-                 for t in (base, task)]
-        ranking = rank_models(*sides)
-        if options.output:
-            slope_chart(ranking, options.output / f"slope_{task['task']}.png")
-        for row in ranking.rows:
-            rows.append((task["config"], task.get("scoring", ""), row.model, row.before.accuracy / 100,
-                         row.after.accuracy / 100, row.before.rstd / 100, row.after.rstd / 100, row.rank_before,
-                         row.rank_after, ranking.k_tau, "yes" if ranking.k_tau <= MAJOR_SHIFT else "no"))
-    columns = ("config", "scoring", "model", "accuracy original", "accuracy perturbed", "RStd original",
-               "RStd perturbed", "rank original", "rank perturbed", "k_tau", "major shift")
-    return Statistics([Table("Leaderboard sensitivity", columns, rows,
-                             percent=("accuracy original", "accuracy perturbed", "RStd original", "RStd perturbed"),
-                             note=f"k_τ ≤ {MAJOR_SHIFT} is a major shift of the ranking (Alzahrani et al., 2024).")])
-
-
-def contrast_table(runs: Runs, manifest: Mapping[str, Any], options: argparse.Namespace) -> Statistics:
-    full, only = _by_role(manifest, "question_and_choices"), _by_role(manifest, "choices_only")
-    rows = []
-    for model, tasks in runs.items():
-        with_question = statistics.fmean(tasks[t["task"]].accuracy for t in full)
-        without = statistics.fmean(tasks[t["task"]].accuracy for t in only)
-        rows.append((model, with_question, without, with_question - without))
-    columns = ("model", "question and choices", "choices only", "gap")
-    return Statistics([Table("Contrast-set accuracy", columns, rows, percent=columns[1:],
-                             note="A model that answers the choices-only task as well as the full one is not using "
-                                  "the question (Balepur and Rudinger, 2024).")])
-
-
-# builder -> the table its paper reports
-TABLES: dict[str, Callable[[Runs, Mapping[str, Any], argparse.Namespace], Statistics]] = {
-    "wicked": wicked_table,
-    "gsm_mc": sets_table,
-    "math_mc": sets_table,
-    "python_io": sets_table,
-    "mmlu_pro_plus": mmlu_pro_plus_table,
-    "perturbations": ranking_table,
-    "contrast_sets": contrast_table,
-}
+    module = importlib.import_module(COMMANDS[builder]) if builder in COMMANDS else None
+    table = getattr(getattr(module, "BUILDER", None), "evaluation_table", None)
+    if table is None:
+        raise UserError(f"no evaluation table for builder {builder!r}")
+    return table
 
 
 # ---- writing ------------------------------------------------------------------------------------------------
@@ -343,9 +209,7 @@ def write_outputs(tables: Statistics, folder: Path) -> None:
 
 def evaluate(options: argparse.Namespace) -> Statistics:
     folder, manifest = open_release(options.release)
-    table = TABLES.get(manifest.get("builder"))
-    if table is None:
-        raise UserError(f"no evaluation table for builder {manifest.get('builder')!r}")
+    table = paper_table(manifest.get("builder"))
     models = [parse_model(text, options.batch_size) for text in options.model]
     if len({m.name for m in models}) != len(models):
         raise UserError("two --model arguments have the same name")

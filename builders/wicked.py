@@ -18,10 +18,11 @@ import argparse
 import json
 import logging
 import re
+from statistics import fmean
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 from datasets import Value
@@ -36,6 +37,7 @@ from builders.core.rng import item_rng
 from builders.core.sources import LoadedSource, duplicate_option
 from builders.core.tables import Statistics, Table, counts_table
 from builders.core.validate import referring_options
+from builders.evaluate import Runs, by_role, mean_std
 from classifiers.sba_model import BATCH_SIZE, EVALUATIONS_FILE, PAPER_CLASSIFIER
 
 logger = logging.getLogger(__name__)
@@ -529,8 +531,27 @@ CHECKS = [
 ]
 
 
+# ---- the paper's table, for `python -m builders evaluate` ----------------------------------------------
+
+
+def evaluation_table(runs: Runs, manifest: Mapping[str, Any], options: argparse.Namespace) -> Statistics:
+    originals, variants = by_role(manifest, "original"), by_role(manifest, "variant")
+    rows = []
+    for model, tasks in runs.items():
+        original = fmean(tasks[t["task"]].accuracy for t in originals)
+        scores = [tasks[t["task"]].accuracy for t in variants]
+        mean, std = mean_std(scores)
+        rows.append((model, original, *scores, mean, std, original - mean))
+    columns = ("model", "original", *[f"variant {t.get('variant', i)}" for i, t in enumerate(variants)],
+               "variants mean", "variants std", "drop")
+    return Statistics([Table("WiCkeD accuracy", columns, rows, percent=tuple(c for c in columns if c != "model"),
+                             note="Accuracy on the original benchmark and on each WiCkeD variant; the drop is the "
+                                  "original's accuracy minus the variants' mean.")])
+
+
 BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [BENCHMARKS[name] for name in BENCHMARK_NAMES], add_arguments,
-                  build, check_arguments, llm_models=lambda args: [args.sba_judge] if args.sba_judge else [])
+                  build, check_arguments, llm_models=lambda args: [args.sba_judge] if args.sba_judge else [],
+                  evaluation_table=evaluation_table)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

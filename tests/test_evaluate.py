@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from builders import evaluate
+from builders import evaluate, wicked
+from builders.from_predictions.tasks import sets_table
+from builders.metrics import ranking
 from builders.core.errors import UserError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,7 +39,7 @@ def test_the_wicked_table_has_the_drop_and_the_variants_mean_and_std():
     manifest = {"tasks": [{"task": "o", "role": "original"}, {"task": "v0", "role": "variant", "variant": 0},
                           {"task": "v1", "role": "variant", "variant": 1}]}
     runs = {"m": {"o": result(0.8), "v0": result(0.5), "v1": result(0.7)}}
-    [table] = evaluate.wicked_table(runs, manifest, options())
+    [table] = wicked.evaluation_table(runs, manifest, options())
     row = table.row("m")
     assert (row["original"], row["variant 0"], row["variant 1"]) == (0.8, 0.5, 0.7)
     assert row["variants mean"] == pytest.approx(0.6) and row["variants std"] == pytest.approx(0.1)
@@ -49,12 +51,12 @@ def test_the_sets_table_and_the_open_ended_correlation(tmp_path):
     runs = {m: {"s0": result(a), "s1": result(b)} for m, a, b in [("x", 0.2, 0.4), ("y", 0.5, 0.5), ("z", 0.9, 0.7)]}
     scores = tmp_path / "open.json"
     scores.write_text(json.dumps({"x": 0.1, "y": 0.3, "z": 0.6}))
-    sets, correlation = evaluate.sets_table(runs, manifest, options(open_ended_scores=scores))
+    sets, correlation = sets_table(runs, manifest, options(open_ended_scores=scores))
     assert sets.row("x")["mean"] == pytest.approx(0.3) and sets.row("z")["std"] == pytest.approx(0.1)
     assert correlation.row(3)["spearman rho"] == pytest.approx(1.0)
     scores.write_text("[1, 2]")
     with pytest.raises(UserError, match="expected a JSON object"):
-        evaluate.sets_table(runs, manifest, options(open_ended_scores=scores))
+        sets_table(runs, manifest, options(open_ended_scores=scores))
 
 
 def test_the_ranking_table_flags_a_major_shift(tmp_path):
@@ -66,7 +68,7 @@ def test_the_ranking_table_flags_a_major_shift(tmp_path):
         items_p = {q: (g, g if i < correct_after else 1 - g) for i, (q, g) in enumerate(gold.items())}
         return {"o": result(correct_before / 4, items_o), "p": result(correct_after / 4, items_p)}
     runs = {"a": run(4, 1), "b": run(2, 3), "c": run(1, 4)}
-    [table] = evaluate.ranking_table(runs, manifest, options(output=tmp_path))
+    [table] = ranking.evaluation_table(runs, manifest, options(output=tmp_path))
     assert table.row("shuffle", "symbol", "a")["rank original"] == 1 and table.row("shuffle", "symbol", "a")["rank perturbed"] == 3
     assert table.row("shuffle", "symbol", "a")["k_tau"] == pytest.approx(-1.0)
     assert table.row("shuffle", "symbol", "a")["major shift"] == "yes"
@@ -85,7 +87,7 @@ def test_each_perturbed_config_is_ranked_against_its_own_baseline():
     right, wrong = {q: (g, g) for q, g in gold.items()}, {q: (g, 1 - g) for q, g in gold.items()}
     runs = {"a": {"o5": result(1.0, right), "o0": result(0.0, wrong), "s": result(1.0, right), "g": result(0.0, wrong)},
             "b": {"o5": result(0.0, wrong), "o0": result(1.0, right), "s": result(0.0, wrong), "g": result(1.0, right)}}
-    [table] = evaluate.ranking_table(runs, manifest, options())
+    [table] = ranking.evaluation_table(runs, manifest, options())
     assert table.row("shuffle", "symbol", "a")["accuracy original"] == 1.0
     assert table.row("gold_at_A", "symbol", "a")["accuracy original"] == 0.0
     assert table.row("gold_at_A", "symbol", "a")["k_tau"] == pytest.approx(1.0)

@@ -41,7 +41,7 @@ from builders.core.tables import Statistics, Table
 from .calibration import DEFAULT_THRESHOLD, MEASURED, PAPER_THRESHOLD
 from .graph import (SIMILARITY_DECIMALS, CandidatePool, Edges, Matching, component_size_table, edge_weights, find_edges,
                     gold_similarity, make_pool, maximum_matching, source_name, text_key)
-from .tasks import contrast_tasks
+from .tasks import contrast_tasks, evaluation_table
 
 logger = logging.getLogger(__name__)
 
@@ -569,7 +569,7 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [BENCHMARKS[DEFAULT_BENCHMARK]] +
                   [BENCHMARKS[n] for n in BENCHMARK_NAMES if n != DEFAULT_BENCHMARK], add_arguments, build,
-                  check_arguments, preview_subset=False)
+                  check_arguments, preview_subset=False, evaluation_table=evaluation_table)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,6 +14,11 @@ from typing import Mapping, Sequence
 from builders.core import lm_eval_tasks
 from builders.core.build import TaskLocation
 from builders.core.record import MCQRecord
+import argparse
+import statistics
+from typing import Any
+from builders.core.tables import Statistics, Table
+from builders.evaluate import Runs, by_role
 
 NAME = "contrast_sets"
 # task -> (config, manifest role, prompt function in utils.py)
@@ -74,3 +79,19 @@ lm_eval --model hf --model_args pretrained=MODEL --include_path lm_eval --tasks 
 python -m builders.evaluate RELEASE --model hf:MODEL   # accuracy with and without the question, and the gap
 ```
 """
+
+
+# ---- the paper's table, for `python -m builders evaluate` ----------------------------------------------
+
+
+def evaluation_table(runs: Runs, manifest: Mapping[str, Any], options: argparse.Namespace) -> Statistics:
+    full, only = by_role(manifest, "question_and_choices"), by_role(manifest, "choices_only")
+    rows = []
+    for model, tasks in runs.items():
+        with_question = statistics.fmean(tasks[t["task"]].accuracy for t in full)
+        without = statistics.fmean(tasks[t["task"]].accuracy for t in only)
+        rows.append((model, with_question, without, with_question - without))
+    columns = ("model", "question and choices", "choices only", "gap")
+    return Statistics([Table("Contrast-set accuracy", columns, rows, percent=columns[1:],
+                             note="A model that answers the choices-only task as well as the full one is not using "
+                                  "the question (Balepur and Rudinger, 2024).")])

@@ -103,6 +103,9 @@ class Builder:
     llm_models: Callable[[argparse.Namespace], list[str]] = lambda args: []
     preview_subset: bool = True
     epilog: str = ""  # shown at the end of --help (other commands of the builder)
+    # the table its paper reports, from lm-eval runs on the release's tasks (``python -m builders evaluate``):
+    # (runs {model: {task: TaskResult}}, lm_eval/manifest.json, options) -> Statistics
+    evaluation_table: Callable[..., Statistics] | None = None
 
     def benchmark(self, name: str) -> Benchmark:
         for benchmark in self.benchmarks:

@@ -1,6 +1,6 @@
-"""Builder steps: small, pure, per-item transforms with counters and an exclusion log.
+"""Builder steps: small, pure, per-item transforms and the exclusion log.
 
-A step takes one record and returns one record, or raises :class:`Exclude` with a reason. Nothing is
+A step takes one item and returns one item, or raises :class:`Exclude` with a reason. Nothing is
 dropped silently: every excluded row lands in the :class:`ExclusionLog`, which the release writes to
 ``exclusions.jsonl`` and the card counts, so that rows in = rows out + rows excluded, per split.
 """
@@ -11,9 +11,6 @@ import json
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
-
-from .record import MCQRecord
 
 
 class Exclude(Exception):
@@ -66,30 +63,3 @@ class ExclusionLog:
         with open(path, "w", encoding="utf-8") as f:
             for entry in ordered:
                 f.write(json.dumps(asdict(entry), ensure_ascii=False, sort_keys=True) + "\n")
-
-
-Step = Callable[[MCQRecord], MCQRecord]
-
-
-def step_name(step: Step) -> str:
-    return getattr(step, "name", None) or getattr(step, "__name__", type(step).__name__)
-
-
-def run_steps(
-    records: Iterable[MCQRecord],
-    steps: Sequence[Step],
-    exclusions: ExclusionLog,
-    config: str | None = None,
-) -> list[MCQRecord]:
-    """Apply ``steps`` in order to each record; excluded records go to ``exclusions``."""
-    kept = []
-    for record in records:
-        for step in steps:
-            try:
-                record = step(record)
-            except Exclude as error:
-                exclusions.add(record.source_split, record.id, record.source_index, step_name(step), error, config)
-                break
-        else:
-            kept.append(record)
-    return kept

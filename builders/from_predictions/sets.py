@@ -20,7 +20,7 @@ from builders.core.rng import item_rng
 from builders.core.steps import Exclude, ExclusionLog
 from builders.core.tables import Statistics, Table
 
-from .pools import Candidate, Pool, PoolSummary, distractor_models, summarize_pools
+from .pools import Candidate, Pool, distractor_models, summarize_pools
 
 GOLD, POOL, RANDOM = "gold", "pool", "random"
 PAPER_CITATION = """@article{zhang2024multiple,

@@ -17,6 +17,12 @@ from typing import Any, Mapping, Sequence
 from builders.core import lm_eval_tasks
 from builders.core.build import TaskLocation
 from builders.core.record import MCQRecord
+import argparse
+import json
+from pathlib import Path
+from builders.core.errors import UserError
+from builders.core.tables import Statistics, Table
+from builders.evaluate import Runs, by_role, mean_std
 
 SHOTS = 5
 
@@ -97,3 +103,43 @@ lm_eval --model hf --model_args pretrained=MODEL --include_path lm_eval --tasks 
 python -m builders.evaluate RELEASE --model hf:MODEL   # accuracy per set, and the correlation with open-ended scores
 ```
 """
+
+
+# ---- the paper's table, for `python -m builders evaluate` ----------------------------------------------
+
+
+def sets_table(runs: Runs, manifest: Mapping[str, Any], options: argparse.Namespace) -> Statistics:
+    sets = by_role(manifest, "set")
+    rows, means = [], {}
+    for model, tasks in runs.items():
+        scores = [tasks[t["task"]].accuracy for t in sets]
+        means[model], std = mean_std(scores)
+        rows.append((model, *scores, means[model], std))
+    columns = ("model", *[f"set {t.get('set', i)}" for i, t in enumerate(sets)], "mean", "std")
+    tables = [Table("Multiple-choice accuracy per set", columns, rows, percent=tuple(columns[1:]))]
+    if options.open_ended_scores:
+        tables.append(correlation_table(means, _read_scores(options.open_ended_scores)))
+    return Statistics(tables)
+
+
+def _read_scores(path: Path) -> dict[str, float]:
+    try:
+        scores = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise UserError(f"--open-ended-scores {path}: {error}") from None
+    if not isinstance(scores, dict) or not all(isinstance(v, (int, float)) for v in scores.values()):
+        raise UserError(f"--open-ended-scores {path}: expected a JSON object {{model: accuracy}}")
+    return {str(k): float(v) for k, v in scores.items()}
+
+
+def correlation_table(mc: Mapping[str, float], open_ended: Mapping[str, float]) -> Table:
+    """Pearson and Spearman correlation between the models' MC and open-ended accuracy (Zhang et al., 2024)."""
+    from scipy.stats import pearsonr, spearmanr
+
+    models = sorted(set(mc) & set(open_ended))
+    if len(models) < 3:
+        return Table("Correlation with open-ended scores", ("models", "pearson r", "spearman rho"), [(len(models), None, None)],
+                     note="Fewer than 3 models have both scores: no correlation.")
+    x, y = [mc[m] for m in models], [open_ended[m] for m in models]
+    return Table("Correlation with open-ended scores", ("models", "pearson r", "spearman rho"),
+                 [(len(models), float(pearsonr(x, y)[0]), float(spearmanr(x, y)[0]))])

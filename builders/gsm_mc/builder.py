@@ -28,7 +28,7 @@ from builders.core.sources import Benchmark, LoadedSource, RowContext
 from builders.core.steps import Exclude
 from builders.core.tables import Statistics, Table
 from builders.from_predictions import collect, sets as mc
-from builders.from_predictions.tasks import set_tasks
+from builders.from_predictions.tasks import set_tasks, sets_table
 from builders.gsm_mc.answers import (
     NUMBER, NumericEquivalence, extract_answer_text, gold_answer, normalize_number, parse_number,
     UNIT_FACTORS, is_random_offset, random_distractors, unit_multiple,
@@ -196,7 +196,7 @@ def _card_context(args: argparse.Namespace, collected: collect.Collected | None)
 
 
 BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [GSM8K], add_arguments, build, collect.check_arguments,
-                  llm_models=lambda args: list(args.generate_with))
+                  llm_models=lambda args: list(args.generate_with), evaluation_table=sets_table)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

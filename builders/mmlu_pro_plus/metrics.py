@@ -35,6 +35,8 @@ from builders.core.record import LETTERS
 from builders.core.errors import UserError
 from builders.core.predictions import (DUPLICATE, SCORES, Prediction, match_predictions, read_predictions,
                                        require_matches, resolve_prediction)
+from builders.core.tables import Statistics, Table
+from builders.evaluate import Runs, by_role
 
 logger = logging.getLogger(__name__)
 
@@ -364,3 +366,44 @@ def run(args: argparse.Namespace) -> int:
         paths = write_outputs(report, args.output)
         print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0
+
+
+# ---- the paper's table, for `python -m builders evaluate` ----------------------------------------------
+
+
+def evaluation_table(runs: Runs, manifest: Mapping[str, Any], options: argparse.Namespace) -> Statistics:
+    [plus] = by_role(manifest, "plus")
+    [original] = by_role(manifest, "original")
+    group_rows, category_rows, ratio_rows = [], [], []
+    for model, tasks in runs.items():
+        after, before = tasks[plus["task"]], tasks[original["task"]]
+        items = {str(doc.get("metadata", {}).get("question_id", rid)): item_from_row(doc) for rid, doc in after.docs.items()}
+        key = {rid: str(doc.get("metadata", {}).get("question_id", rid)) for rid, doc in after.docs.items()}
+        before_key = {str(doc.get("metadata", {}).get("question_id", rid)): rid for rid, doc in before.docs.items()}
+        new = {key[rid]: pred for rid, (_, pred) in after.items.items()}
+        old = {q: before.items[rid][1] for q, rid in before_key.items() if q in items}
+        metrics = score_model(model, items, old, new)
+        for group, tally in sorted(metrics.groups.items()):
+            if tally.items:  # the metrics count in percentage points; the table holds fractions
+                group_rows.append((model, group, tally.items, tally.accuracy_before / 100, tally.accuracy_after / 100,
+                                   tally.drop / 100))
+        ratio_rows.append((model, metrics.ssr_wrong, metrics.ssr_partial, metrics.cpi))
+        per_category: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+        for rid, doc in after.docs.items():
+            q = key[rid]
+            if q in old:
+                per_category[doc.get("category") or "?"].append((old[q] == items[q].original_answer,
+                                                                  new[q] == items[q].answer))
+        for category, hits in sorted(per_category.items()):
+            before_acc = sum(b for b, _ in hits) / len(hits)
+            after_acc = sum(a for _, a in hits) / len(hits)
+            category_rows.append((model, category, len(hits), before_acc, after_acc, before_acc - after_acc))
+    percent = ("MMLU-Pro", "MMLU-Pro+", "drop")
+    return Statistics([
+        Table("Accuracy per group", ("model", "group", "items", *percent), group_rows, percent=percent),
+        Table("Accuracy per category", ("model", "category", "items", *percent), category_rows, percent=percent),
+        Table("Shortcut selection and pair identification", ("model", "SSR_wrong", "SSR_partial", "CPI"), ratio_rows,
+              note="SSR_wrong: TPP questions where the model stays on the wrong option it chose on MMLU-Pro; "
+                   "SSR_partial: TPP questions where it stays on the original answer alone; CPI: TPP questions "
+                   "answered with the (correct) pair over PFPP + CFPP questions answered with the (wrong) pair."),
+    ])

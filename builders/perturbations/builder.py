@@ -43,6 +43,7 @@ from builders.perturbations.configs import (NAME, SYMBOL_EXTENSIONS, SYMBOL_SETS
                                             parse_swaps, selected_specs)
 from builders.perturbations.transforms import (SAMPLERS, Demonstrations, ItemDraws, Perturbation, config_records,
                                                subject_group, trivial_questions)
+from builders.metrics import ranking
 
 logger = logging.getLogger(__name__)
 
@@ -205,7 +206,7 @@ def copied_unchanged_table(specs: Sequence[ConfigSpec], configs: Mapping[str, Ma
 
 
 BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [BENCHMARKS[name] for name in BENCHMARK_NAMES], add_arguments,
-                  build, check_arguments)
+                  build, check_arguments, evaluation_table=ranking.evaluation_table)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -42,7 +42,7 @@ from builders.core.sources import LoadedSource, read_rows
 from builders.core.tables import Statistics, Table
 from builders.from_predictions import collect, sets as mc
 from builders.from_predictions.pools import Pool, build_pool, pool_report, respell
-from builders.from_predictions.tasks import set_tasks
+from builders.from_predictions.tasks import set_tasks, sets_table
 from builders.python_io.values import (
     DEFAULT_MAX_OUTPUT_CHARS,
     NotALiteral,
@@ -445,7 +445,7 @@ def _card_context(args: argparse.Namespace, report: MatchReport) -> dict[str, An
 
 
 BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [BENCHMARK], add_arguments, build, check_arguments,
-                  llm_models=lambda args: list(args.generate_with))
+                  llm_models=lambda args: list(args.generate_with), evaluation_table=sets_table)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
