@@ -28,6 +28,7 @@ from typing import Any
 import jinja2
 import pyarrow as pa
 import pyarrow.parquet as pq
+from tqdm.auto import tqdm
 import yaml
 from huggingface_hub import DatasetCard, DatasetCardData
 
@@ -114,7 +115,8 @@ def write_release(build: Build, report: ValidationReport, out_dir: Path, release
 
 def _write_files(build: Build, report: ValidationReport, folder: Path, release: ReleaseInfo) -> None:
     folder.mkdir(parents=True)
-    for config, split, records in build.records():
+    splits = list(build.records())
+    for config, split, records in tqdm(splits, desc="write", unit="split", leave=False, disable=len(splits) < 4):
         write_parquet(records, build.metadata_features.get(config, {}), folder / parquet_path(config, split),
                       build.extra_columns.get(config))
     (folder / REPORT_FILE).write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True, default=str) + "\n")

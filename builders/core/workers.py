@@ -27,6 +27,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from tqdm.auto import tqdm
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_MEMORY_LIMIT = 2 * 1024**3
@@ -149,12 +151,13 @@ class HardTimeoutPool:
     def run(self, payload: Any, timeout: float | None = None) -> Outcome:
         return self.map([payload], [timeout] if timeout is not None else None)[0]
 
-    def map(self, payloads: Sequence[Any], timeouts: Sequence[float] | None = None) -> list[Outcome]:
-        """Run every payload; outcomes come back in payload order."""
-        with self._lock:
-            return self._map(payloads, timeouts)
+    def map(self, payloads: Sequence[Any], timeouts: Sequence[float] | None = None,
+            progress: str | None = None) -> list[Outcome]:
+        """Run every payload; outcomes come back in payload order. ``progress`` names a progress bar."""
+        with self._lock, tqdm(total=len(payloads), desc=progress, disable=progress is None, leave=False) as bar:
+            return self._map(payloads, timeouts, bar)
 
-    def _map(self, payloads: Sequence[Any], timeouts: Sequence[float] | None) -> list[Outcome]:
+    def _map(self, payloads: Sequence[Any], timeouts: Sequence[float] | None, bar: tqdm) -> list[Outcome]:
         outcomes: list[Outcome | None] = [None] * len(payloads)
         pending = deque(range(len(payloads)))
         while len(self._workers) < min(self.size, max(1, len(payloads))):
@@ -169,8 +172,10 @@ class HardTimeoutPool:
             for worker in busy:
                 if worker.connection in ready:
                     self._collect(worker, outcomes)
+                    bar.update()
                 elif time.monotonic() >= worker.deadline:
                     self._expire(worker, outcomes, payloads)
+                    bar.update()
         return outcomes  # type: ignore[return-value]
 
     def _spawn(self) -> _Worker:

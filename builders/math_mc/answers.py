@@ -621,7 +621,8 @@ class MathEquivalence:
 
     def _verify_batches(self, batches: list[list[tuple[str, str]]]) -> None:
         retry: list[tuple[str, str]] = []
-        for batch, outcome in zip(batches, self._pool.map([("pairs", b, self._soft) for b in batches])):
+        payloads = [("pairs", b, self._soft) for b in batches]
+        for batch, outcome in zip(batches, self._pool.map(payloads, progress="math-verify")):
             if outcome.ok:
                 for (a, b), (result, timed_out) in zip(batch, outcome.value):
                     self._settle(a, b, result, timed_out)
