@@ -339,6 +339,7 @@ def slope_chart(ranking: Ranking, path: Path) -> Path:
     ax.set_title(f"Ranking by accuracy ({ranking.items} items): k_τ = {tau}; {len(ranking.moved)} of {n} models "
                  f"changed rank, largest move {ranking.largest_move}", fontsize=10, pad=26)
     fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)  # evaluate draws the charts before it writes its tables
     fig.savefig(path)
     plt.close(fig)
     return path
