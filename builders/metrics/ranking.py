@@ -330,8 +330,10 @@ def slope_chart(ranking: Ranking, path: Path) -> Path:
                 va="center", fontsize=9)
     ax.set_xlim(-1.0, 2.0)
     ax.set_ylim(n + 0.6, 0.4)
-    ax.set_xticks([0, 1], [ranking.original, ranking.perturbed], fontsize=10)
-    ax.xaxis.tick_top()
+    # column headers aligned away from each other, so that long config names never overlap
+    ax.text(0.02, 0.25, ranking.original, ha="right", va="bottom", fontsize=10, fontweight="bold")
+    ax.text(0.98, 0.25, ranking.perturbed, ha="left", va="bottom", fontsize=10, fontweight="bold")
+    ax.set_xticks([])
     ax.set_yticks([])
     for spine in ("top", "right", "bottom", "left"):
         ax.spines[spine].set_visible(False)
