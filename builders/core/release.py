@@ -41,8 +41,10 @@ from .validate import ValidationReport
 
 logger = logging.getLogger(__name__)
 
-# The top-level cards/ folder, linked as builders/cards so that a wheel carries it.
-CARDS_DIR = Path(builders.__file__).resolve().parent / "cards"
+# The top-level cards/ folder, linked as builders/cards so that a wheel carries it (a checkout whose link
+# was flattened into a file still finds the top-level folder).
+CARDS_DIR = next(folder for folder in (Path(builders.__file__).resolve().parent / "cards",
+                                       Path(builders.__file__).resolve().parents[1] / "cards") if folder.is_dir())
 BUILD_CONFIG_FILE = "build_config.yaml"
 REPORT_FILE = "validation_report.json"
 EXCLUSIONS_FILE = "exclusions.jsonl"
