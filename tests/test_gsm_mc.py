@@ -234,3 +234,13 @@ def test_random_distractors_of_a_large_gold_are_drawn_without_listing_the_interv
     low, high = random_interval("2880000")
     assert (low, high) == ("1440000", "4320000")
     assert all(len(set(d)) == 7 and all(1440000 <= int(x) <= 4320000 and x != "2880000" for x in d) for d in drawn)
+
+
+def test_predictions_on_a_split_not_built_are_no_warning(tmp_path, caplog):
+    """The sample's predictions cover train and test; a test-only build uses the 60 test ones and says nothing
+    of the 30 train ones beyond an info line (they used to warn as 'no_item_at_question_index')."""
+    with caplog.at_level("INFO", logger="builders.core.predictions"):
+        assert cli.main(gsm_mc.BUILDER, ["--source", "sample", "--output", str(tmp_path / "out")]) == 0
+    [line] = [r for r in caplog.records if "not used" in r.getMessage()]
+    assert line.levelname == "INFO" and "60 matched, 30 unmatched" in line.getMessage()
+    assert "{'split_not_built': 30}" in line.getMessage()

@@ -352,6 +352,9 @@ class Unmatched:
 
 NO_MATCH = Unmatched("no_match")
 DUPLICATE = "duplicate_model_item"
+# predictions on a split the build does not select (one file for train and test, a --splits test build):
+# expected, so counted and logged without a warning
+SPLIT_NOT_BUILT = Unmatched("split_not_built")
 
 
 @dataclass
@@ -407,8 +410,9 @@ def match_predictions(predictions: Iterable[Prediction], item_id: Callable[[Pred
             matched.setdefault(found, []).append(prediction)
             report.matched[prediction.model] += 1
     if report.reasons:
-        logger.warning("%s; not used: %s (e.g. %s)", report.summary(), dict(report.reasons),
-                       "; ".join(e for found in report.examples.values() for e in found))
+        level = logging.INFO if set(report.reasons) == {SPLIT_NOT_BUILT.reason} else logging.WARNING
+        logger.log(level, "%s; not used: %s (e.g. %s)", report.summary(), dict(report.reasons),
+                   "; ".join(e for found in report.examples.values() for e in found))
     return matched, report
 
 

@@ -12,8 +12,8 @@ from typing import Callable, Mapping, Sequence
 from builders.core import cli
 from builders.core.errors import UserError
 from builders.core.llm import ChatRequest, LLMSettings, add_llm_arguments
-from builders.core.predictions import (MatchReport, Prediction, Unmatched, match_predictions, read_predictions,
-                                       require_matches, require_texts, write_predictions)
+from builders.core.predictions import (SPLIT_NOT_BUILT, MatchReport, Prediction, Unmatched, match_predictions,
+                                       read_predictions, require_matches, require_texts, write_predictions)
 
 from .generate import GenerationRun, generate_predictions
 from .pools import Equivalence, Pool, build_pool, comparison_group
@@ -99,6 +99,8 @@ def item_of(items: Sequence[OpenItem], doc_question: Callable[[Mapping], str | N
         ref = prediction.ref
         text = ref["question"] if isinstance(ref.get("question"), str) else doc_question(ref)
         split = ref.get("split")
+        if split is not None and split not in splits:
+            return SPLIT_NOT_BUILT
         if ref.get("question_index") is not None:
             if split is None and len(splits) > 1:
                 raise UserError(f"{prediction.origin}: a prediction by question_index needs a \"split\" when "
