@@ -236,8 +236,6 @@ def train(questions: Sequence[LabelledQuestion], backbone: str, output: Path, re
           device: str = "auto", max_steps: int | None = None, log_every: int = 10,
           provenance: dict[str, Any] | None = None) -> TrainResult:
     """Fine-tune ``backbone`` on ``questions`` and write the model folder to ``output``."""
-    import torch
-
     _check_recipe(recipe)
     if recipe.kind == CROSS_ENCODER:
         missing = [q.id for q in questions if q.answer is None]
