@@ -244,3 +244,24 @@ def test_predictions_on_a_split_not_built_are_no_warning(tmp_path, caplog):
     [line] = [r for r in caplog.records if "not used" in r.getMessage()]
     assert line.levelname == "INFO" and "60 matched, 30 unmatched" in line.getMessage()
     assert "{'split_not_built': 30}" in line.getMessage()
+
+
+def test_the_float_recheck_catches_a_second_correct_option_the_builder_let_through():
+    """The validator reads the options as floats itself: "1,000.0" beside a gold of 1000 is a second correct
+    option whatever the builder's equivalence said."""
+    from builders.core.record import MCQRecord
+
+    class Released:  # what the check reads of a build: its records
+        def __init__(self, records):
+            self._records = records
+
+        def records(self):
+            yield "set_0", "test", self._records
+
+    where = dict(question="q", source="gsm8k", source_config="main", source_split="test")
+    good = MCQRecord(id="gsm8k/test/0", choices=("1000", "999", "1/2"), answer=0, source_index=0, **where)
+    bad = MCQRecord(id="gsm8k/test/1", choices=("7", "1,000.0", "1000"), answer=2, source_index=1, **where)
+    check = gsm_mc.one_numeric_gold({"gsm8k/test/0": "1,000", "gsm8k/test/1": "1000"})
+    assert list(check.find_violations(Released([good]))) == []
+    [violation] = check.find_violations(Released([good, bad]))
+    assert violation.startswith("set_0/test gsm8k/test/1:") and "at [1, 2]" in violation

@@ -125,6 +125,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
                                             random_distractors=lambda item, n, rng: random_distractors(item.gold, n, rng))
     exclusions.extend(source.exclusions)
     statistics.add(mc.position_table(configs))
+    golds = {item.id: item.gold for item in all_items}
     return Build(
         builder=NAME,
         title="GSM-MC" + (" (random distractors)" if args.distractors == "random" else ""),
@@ -134,7 +135,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         configs=configs,
         metadata_features={name: mc.METADATA_FEATURES for name in configs},
         exclusions=exclusions,
-        checks=[*mc.make_checks({item.id: item.gold for item in all_items}, equivalence.equal, pools, random_ok),
+        checks=[*mc.make_checks(golds, equivalence.equal, pools, random_ok), one_numeric_gold(golds),
                 *([] if args.keep_unit_multiples else [NO_UNIT_MULTIPLE])],
         statistics=statistics,
         extra_files={"pools.jsonl": pool_report(pools.values()).encode()} if pools is not None else {},
@@ -155,7 +156,7 @@ def _unit_multiple_options(build: Build):
     """Re-checked with floats, apart from the pool filter's exact fractions: no option is the gold ×/÷ 100, 1000, 60."""
     for config, split, records in build.records():
         for record in records:
-            values = [float(c.replace(",", "")) if "/" not in c else float(fraction_value(c)) for c in record.choices]
+            values = [float_value(c) for c in record.choices]
             gold = values[record.answer]
             for index, value in enumerate(values):
                 if index != record.answer and gold and any(
@@ -164,9 +165,26 @@ def _unit_multiple_options(build: Build):
                     yield f"{config}/{split} {record.id}: option {record.choices[index]!r} is the gold {record.gold!r} in another unit"
 
 
-def fraction_value(text: str) -> float:
-    numerator, denominator = text.split("/")
-    return float(numerator) / float(denominator)
+def float_value(text: str) -> float:
+    """An option's value as a float: the checks' own reading, apart from the builder's exact equivalence."""
+    if "/" in text:
+        numerator, denominator = text.split("/")
+        return float(numerator) / float(denominator)
+    return float(text.replace(",", ""))
+
+
+def one_numeric_gold(golds: dict[str, str]) -> Check:
+    def violations(build: Build):
+        for config, split, records in build.records():
+            for record in records:
+                values = [float_value(c) for c in record.choices]
+                gold = float_value(golds[record.id])
+                equal = [i for i, v in enumerate(values) if math.isclose(v, gold, rel_tol=1e-12, abs_tol=1e-12)]
+                if equal != [record.answer] or len(set(values)) != len(values):
+                    yield f"{config}/{split} {record.id}: options {record.choices} hold the gold {golds[record.id]!r} at {equal}"
+
+    return Check("one_numeric_gold", "re-checked with floats, apart from the builder's exact equivalence: exactly one "
+                 "option, the answer, equals the gold, and no two options are equal", violations)
 
 
 NO_UNIT_MULTIPLE = Check("no_unit_multiple", "no distractor equals the gold times or divided by 100, 1000 or 60",

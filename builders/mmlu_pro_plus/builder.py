@@ -56,7 +56,7 @@ from builders.core.tables import Statistics, Table, counts_table
 from .audit import audit_table, export_audit_command, import_audit_command, read_verdicts
 from .baselines import BASELINES, INHERENT_BASELINES
 from .generation import (DEFAULT_LENGTH_RATIO, DEFAULT_LENGTH_SLACK, TEMPLATE_FILES, PregeneratedOptions, Proposal,
-                         TPPGenerator, load_template, normalize_option, read_tpp_options, select_tpp,
+                         TPPGenerator, load_template, read_tpp_options, select_tpp,
                          tpp_options_file)
 from .groups import (CFPP, CONFIG, GROUPS, NAME, NON_LLM_TYPE, ORIGINAL_CONFIG, PAPER_COUNTS, PFPP, TPP, UNCHANGED,
                      apportion, parse_ratios, rank_key, with_group)
@@ -386,8 +386,14 @@ def _pair_names_two_options(build: Build) -> Iterable[str]:
         pair = meta["pair_option_index"]
         if not (0 <= x < pair and 0 <= y < pair and x != y and pair == len(record.choices) - 1):
             yield f"{where}: pair indices {[x, y]} / pair option {pair} out of place"
-        elif record.choices[pair] != pair_text(record.choices[x], record.choices[y]):
+        elif record.choices[pair] != f"Both {_as_named(record.choices[x])} and {_as_named(record.choices[y])} are correct":
             yield f"{where}: the pair option does not name options {LETTERS[x]} and {LETTERS[y]}"
+
+
+def _as_named(option: str) -> str:
+    """How a pair must name an option, written here apart from the builder's layout code: whitespace folded,
+    trailing spaces and periods dropped."""
+    return " ".join(option.split()).rstrip(" .")
 
 
 def _pair_answer_by_group(build: Build) -> Iterable[str]:
@@ -428,9 +434,14 @@ def _added_option_unique(build: Build) -> Iterable[str]:
         added = record.metadata["added_option_index"]
         if added is None:
             continue
-        normalized = normalize_option(record.choices[added])
-        if any(normalize_option(c) == normalized for c in original.choices):
+        # a plainer rule than the builder's rejection (no number canonicalisation), so it can only flag less
+        folded = _folded(record.choices[added])
+        if any(_folded(c) == folded for c in original.choices):
             yield f"{where}: the added option duplicates an original option"
+
+
+def _folded(option: str) -> str:
+    return " ".join(option.split()).casefold().strip(" .,;:!?\"'`")
 
 
 def _compatibility_columns(build: Build) -> Iterable[str]:
@@ -446,7 +457,7 @@ def _hub_columns(build: Build) -> Iterable[str]:
         for record in records:
             columns = record.columns
             if (columns.get("options") != list(record.choices) or columns.get("answer_index") != record.answer
-                    or columns.get("answer") != "ABCDEFGHIJKLMNOP"[record.answer]
+                    or columns.get("answer") != LETTERS[record.answer]
                     or columns.get("question_id") != record.metadata.get("question_id")):
                 yield f"{config}/{split} {record.id}: MMLU-Pro columns disagree with the choices and answer"
 
