@@ -118,9 +118,10 @@ def write_release(build: Build, report: ValidationReport, out_dir: Path, release
 def _write_files(build: Build, report: ValidationReport, folder: Path, release: ReleaseInfo) -> None:
     folder.mkdir(parents=True)
     splits = list(build.records())
+    sizes = {}  # (config, split) -> Arrow bytes, for the card's dataset_info
     for config, split, records in tqdm(splits, desc="write", unit="split", leave=False, disable=len(splits) < 4):
-        write_parquet(records, build.metadata_features.get(config, {}), folder / parquet_path(config, split),
-                      build.extra_columns.get(config))
+        sizes[config, split] = write_parquet(records, build.metadata_features.get(config, {}),
+                                             folder / parquet_path(config, split), build.extra_columns.get(config))
     (folder / REPORT_FILE).write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True, default=str) + "\n")
     build.exclusions.write_jsonl(folder / EXCLUSIONS_FILE)
     files = dict(build.extra_files)
@@ -130,7 +131,7 @@ def _write_files(build: Build, report: ValidationReport, folder: Path, release: 
         path = folder / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content)
-    card = render_card(build, report, release, folder)
+    card = render_card(build, report, release, sizes)
     config_text = build_config_text(build)
     for text, what in ((str(card), "the card"), (config_text, BUILD_CONFIG_FILE)):
         _refuse_local_paths(text, what)
@@ -182,8 +183,9 @@ def _refuse_local_paths(text: str, what: str) -> None:
         raise ValidationFailed(f"{what} would publish a local path ({found[0]}/...); nothing written")
 
 
-def write_parquet(records, metadata_features, path: Path, column_features=None) -> None:
-    """Arrow table with the explicit features in the schema metadata, as ``datasets`` writes it."""
+def write_parquet(records, metadata_features, path: Path, column_features=None) -> int:
+    """Arrow table with the explicit features in the schema metadata, as ``datasets`` writes it; returns the
+    table's size in bytes."""
     features = record_features(metadata_features, column_features)
     rows = [record.to_row() for record in records]
     if "metadata" not in features:
@@ -195,6 +197,7 @@ def write_parquet(records, metadata_features, path: Path, column_features=None) 
     table = pa.Table.from_pylist(rows, schema=schema)
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path, compression="zstd")
+    return table.nbytes
 
 
 # ---- the build configuration and the card ---------------------------------------------------------------
@@ -238,7 +241,7 @@ def _size_category(n: int) -> str:
     return "10M<n<100M"
 
 
-def dataset_info(build: Build, folder: Path) -> list[dict[str, Any]]:
+def dataset_info(build: Build, sizes: dict[tuple[str, str], int]) -> list[dict[str, Any]]:
     """The card's ``dataset_info``: features, rows and bytes per config and split, as the Hub reads them
     (``num_bytes`` is the Arrow size of the written split; without it ``datasets`` ignores the splits)."""
     import datasets
@@ -249,13 +252,13 @@ def dataset_info(build: Build, folder: Path) -> list[dict[str, Any]]:
         features = record_features(build.metadata_features.get(config, {}), build.extra_columns.get(config))
         split_dict = SplitDict()
         for split, records in splits.items():
-            num_bytes = pq.read_table(folder / parquet_path(config, split)).nbytes
-            split_dict.add(SplitInfo(name=split, num_examples=len(records), num_bytes=num_bytes))
+            split_dict.add(SplitInfo(name=split, num_examples=len(records), num_bytes=sizes[config, split]))
         entries.append(datasets.DatasetInfo(features=features, splits=split_dict, config_name=config)._to_yaml_dict())
     return entries
 
 
-def render_card(build: Build, report: ValidationReport, release: ReleaseInfo, folder: Path) -> DatasetCard:
+def render_card(build: Build, report: ValidationReport, release: ReleaseInfo,
+                sizes: dict[tuple[str, str], int]) -> DatasetCard:
     benchmark = build.source.benchmark
     largest = max((len(records) for _, _, records in build.records()), default=0)
     changelog = [ChangelogEntry(release.version or "unreleased", _change_summary(build))] + [
@@ -274,7 +277,7 @@ def render_card(build: Build, report: ValidationReport, release: ReleaseInfo, fo
                   "data_files": [{"split": split, "path": f"{config}/{split}-*.parquet"} for split in splits],
                   **({"default": True} if i == 0 else {})}
                  for i, (config, splits) in enumerate(build.configs.items())],
-        dataset_info=dataset_info(build, folder),
+        dataset_info=dataset_info(build, sizes),
         mcqforge={"builder": build.builder, "version": release.version,
                   "changelog": [{"version": e.version, "summary": e.summary} for e in changelog]},
     )
