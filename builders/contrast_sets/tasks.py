@@ -9,14 +9,13 @@ letter scored); the choices-only task shows the same options without the questio
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+import argparse
+import statistics
+from typing import Any, Mapping, Sequence
 
 from builders.core import lm_eval_tasks
 from builders.core.build import TaskLocation
 from builders.core.record import MCQRecord
-import argparse
-import statistics
-from typing import Any
 from builders.core.tables import Statistics, Table
 from builders.evaluate import Runs, by_role
 

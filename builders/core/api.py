@@ -24,7 +24,7 @@ from typing import Any, Mapping
 from .build import Build, Builder
 from .errors import UserError
 from .record import record_features
-from .release import ReleaseInfo, write_release
+from .release import ReleaseInfo, release_rows, write_release
 from .sources import load_rows
 from .validate import ValidationReport
 
@@ -44,7 +44,7 @@ class BuildResult:
             features = record_features(self.build.metadata_features.get(config, {}),
                                        self.build.extra_columns.get(config))
             result[config] = datasets.DatasetDict({
-                split: datasets.Dataset.from_list([_row(r, features) for r in records], features=features)
+                split: datasets.Dataset.from_list(release_rows(records, features), features=features)
                 for split, records in splits.items()})
         return result
 
@@ -55,13 +55,6 @@ class BuildResult:
     def write(self, folder: str | Path, repo_id: str | None = None, version: str | None = None) -> Path:
         """The release folder, exactly as ``--output`` writes it (``repo_id``/``version`` pin its lm-eval tasks)."""
         return write_release(self.build, self.report, Path(folder), ReleaseInfo(repo_id, version))
-
-
-def _row(record, features) -> dict[str, Any]:
-    row = record.to_row()
-    if "metadata" not in features:
-        row.pop("metadata")
-    return row
 
 
 def build_dataset(builder: Builder, data: Any, *, benchmark: str | None = None, split: str = "test",

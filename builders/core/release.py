@@ -183,14 +183,20 @@ def _refuse_local_paths(text: str, what: str) -> None:
         raise ValidationFailed(f"{what} would publish a local path ({found[0]}/...); nothing written")
 
 
-def write_parquet(records, metadata_features, path: Path, column_features=None) -> int:
-    """Arrow table with the explicit features in the schema metadata, as ``datasets`` writes it; returns the
-    table's size in bytes."""
-    features = record_features(metadata_features, column_features)
+def release_rows(records, features) -> list[dict[str, Any]]:
+    """The records as the release's rows (no ``metadata`` column where the config has none)."""
     rows = [record.to_row() for record in records]
     if "metadata" not in features:
         for row in rows:
             row.pop("metadata")
+    return rows
+
+
+def write_parquet(records, metadata_features, path: Path, column_features=None) -> int:
+    """Arrow table with the explicit features in the schema metadata, as ``datasets`` writes it; returns the
+    table's size in bytes."""
+    features = record_features(metadata_features, column_features)
+    rows = release_rows(records, features)
     schema = features.arrow_schema.with_metadata(
         {"huggingface": json.dumps({"info": {"features": features.to_dict()}})}
     )

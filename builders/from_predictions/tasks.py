@@ -11,16 +11,16 @@ set's.
 
 from __future__ import annotations
 
+import argparse
+import json
 import re
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from builders.core import lm_eval_tasks
 from builders.core.build import TaskLocation
-from builders.core.record import MCQRecord
-import argparse
-import json
-from pathlib import Path
 from builders.core.errors import UserError
+from builders.core.record import MCQRecord
 from builders.core.tables import Statistics, Table
 from builders.evaluate import Runs, by_role, mean_std
 
