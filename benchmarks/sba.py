@@ -145,6 +145,42 @@ def wicked_altered_share(records, scores, threshold: float) -> tuple[float, int]
     return altered / len(records), sum(flagged)
 
 
+def altered_recall_tradeoff(model: str, records, scores, labels: Path,
+                            altered_targets=(0.30, 0.50, 0.60, 0.70, 0.75, 0.80)) -> str:
+    """What WiCkeD's altered share on MMLU costs in recall: for each target share, the lowest threshold
+    that reaches it on all MMLU test questions, and the SBA recall on the labelled file at that threshold,
+    overall and per source. It shows how far the stored threshold is from a target such as 75%."""
+    import math
+
+    import numpy as np
+
+    from builders.wicked import skip_reason
+    from classifiers.data import labelled_only, read_labelled
+    from classifiers.evaluation import metrics_at
+    from classifiers.sba_model import SBAClassifier
+
+    questions = labelled_only(read_labelled(labels), labels)
+    labelled = SBAClassifier.load(model).scores([(q.question, q.choices, q.answer) for q in questions])
+    truth = np.array([q.is_sba for q in questions])
+    sources = np.array([q.source for q in questions])
+    names = sorted(set(sources))
+    # an item is altered when it is coherent and scores below the threshold: the m-th lowest coherent score,
+    # nudged up, alters exactly the m lowest (and their ties)
+    coherent = np.sort(np.asarray(scores)[[skip_reason(r) is None for r in records]])
+    lines = [f"| MMLU altered by WiCkeD | threshold | recall on {labels.name} | "
+             + " | ".join(f"recall {n}" for n in names) + " |", "|---" * (3 + len(names)) + "|"]
+    for target in altered_targets:
+        needed = math.ceil(target * len(records))
+        if needed > coherent.size:
+            continue
+        threshold = float(np.nextafter(coherent[needed - 1], np.inf))
+        per_source = [metrics_at(truth[sources == n], labelled[sources == n], threshold) for n in names]
+        lines.append(f"| {target:.0%} | {threshold:.4f} | {metrics_at(truth, labelled, threshold).recall:.3f} | "
+                     + " | ".join(f"{m.recall:.3f} ({m.tp}/{m.tp + m.fn})" if m.tp + m.fn else "n/a (no SBA)"
+                                  for m in per_source) + " |")
+    return "\n".join(lines)
+
+
 # ---- scoring speed ---------------------------------------------------------------------------------
 
 
@@ -303,6 +339,7 @@ def main() -> None:
             labels = joined_labels(args.data, Path(tmp))
             for version in args.versions:
                 print(f"\n{evaluate(args.model, labels[version][1]).to_markdown()}")
+                print(f"\n{altered_recall_tradeoff(args.model, records, scores, labels[version][1])}")
 
 
 if __name__ == "__main__":

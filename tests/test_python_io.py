@@ -403,8 +403,8 @@ def test_validation_refuses_equal_values_as_two_options():
                        metadata={"choice_origins": ["gold", "pool", "pool"], "choice_models": [[], ["m"], ["m"]]})
     build = type("FakeBuild", (), {"records": lambda self: [("set_0", "test", [record])]})()
     checks = {c.name: list(c.find_violations(build)) for c in mc.make_checks({"mbpp/1/0": "[1, 2]"}, equivalence.same, {})}
-    assert checks["one_gold_equivalent"] == ["set_0/test mbpp/1/0: options [0, 1] are equivalent to the gold, answer is 0"]
-    assert checks["options_not_equivalent"] == ["set_0/test mbpp/1/0: options 0 and 1 are equivalent"]
+    assert checks["one_gold_equivalent"] == ["set_0/test mbpp/1/0: options [0, 1] equal the gold, answer is 0"]
+    assert checks["options_not_equivalent"] == ["set_0/test mbpp/1/0: options 0 and 1 are equal"]
     assert checks["distractors_from_pool"] == ["set_0/test mbpp/1/0 option 1: '[1,2]' is not in the pool",
                                                "set_0/test mbpp/1/0 option 2: '3' is not in the pool"]
 
@@ -536,3 +536,26 @@ def test_the_sample_builds_with_no_options_and_carries_lm_eval_tasks(tmp_path):
     assert "num_fewshot: 5" in task and "fewshot_split: train" in task
     card = (out / "README.md").read_text()
     assert "SysV shared memory" in card  # the memory limit in force is on the card
+
+
+def test_second_reading_catches_what_a_broken_equivalence_lets_through():
+    record = MCQRecord("mbpp/1/0", "q", ("(1, 2)", "(1,2)", "True", "1", "{1: 2, 3: 4}", "{3: 4, 1: 2}"), 0, "s", "c",
+                       "test", 0, metadata={"choice_origins": ["gold"] + ["pool"] * 5, "choice_models": [[]] + [["m"]] * 5})
+    build = type("FakeBuild", (), {"records": lambda self: [("set_0", "test", [record])]})()
+    golds = {"mbpp/1/0": "(1, 2)"}
+    by_text = {c.name: list(c.find_violations(build)) for c in mc.make_checks(golds, lambda a, b: a == b, {})}
+    assert by_text["one_gold_equivalent"] == by_text["options_not_equivalent"] == []  # the blinded builder passes itself
+    check = mc.second_reading_check("one_gold_literal_eval", "with ast.literal_eval", golds, python_io.literally_equal)
+    assert list(check.find_violations(build)) == [
+        "set_0/test mbpp/1/0: options [0, 1] equal the gold, answer is 0",
+        "set_0/test mbpp/1/0: options 0 and 1 are equal",
+        "set_0/test mbpp/1/0: options 2 and 3 are equal",  # Python's == : True == 1, as an assert would see it
+        "set_0/test mbpp/1/0: options 4 and 5 are equal"]
+
+
+def test_second_reading_parses_and_never_evaluates():
+    assert python_io.literally_equal("[1]", "[1]") and not python_io.literally_equal("[1]", "(1,)")
+    assert python_io.literally_equal("'a'", '"a"') and not python_io.literally_equal("'a'", "a")
+    assert not python_io.literally_equal("__import__('os').getcwd()", "'/'")  # not a literal: compared as text
+    assert python_io.literally_equal("<function f at 0x1>", " <function f  at 0x1>")
+    assert python_io.literally_equal("9" * 5000, "9" * 5000) and not python_io.literally_equal("9" * 5000, "9" * 4999)

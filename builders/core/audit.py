@@ -5,9 +5,10 @@ scored, from its records (what a model sees: question and options), by rules tha
 always the first or the last position, the gold-position prior of the few-shot split, the longest
 option, always "None of the above", always a "Both X and Y" option, plus the builder's own rules. Each
 is reported beside chance (the mean of 1/number of options). A rule that beats chance by more than
-:data:`WARN_MARGIN`, by more than sampling noise explains (one-sided binomial p < :data:`WARN_P_VALUE`), is a
-warning, in the report and on the console, unless the builder declares it inherent to its design (with the
-reason).
+:data:`WARN_MARGIN`, by more than sampling noise explains, is a warning, in the report and on the console,
+unless the builder declares it inherent to its design (with the reason). Sampling noise is a one-sided
+binomial test at :data:`WARN_P_VALUE` for the whole audit (Bonferroni: each row's p-value times the number
+of rows), so a release of ten randomly laid-out sets does not warn by chance on one of its sixty rows.
 
 The rules here are written independently of every builder's code: they read the released options only.
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 from .build import Baseline, Build
@@ -66,6 +67,7 @@ class AuditRow:
     accuracy: float
     chance: float
     inherent: str | None  # the builder's reason, when the rule beats chance by design
+    tests: int = 1  # rows in the whole audit: the family the warning level is corrected for
 
     @property
     def p_value(self) -> float:
@@ -77,7 +79,7 @@ class AuditRow:
 
     @property
     def warns(self) -> bool:
-        return self.inherent is None and self.accuracy > self.chance + WARN_MARGIN and self.p_value < WARN_P_VALUE
+        return self.inherent is None and self.accuracy > self.chance + WARN_MARGIN and self.p_value * self.tests < WARN_P_VALUE
 
 
 def audit(build: Build) -> list[AuditRow]:
@@ -97,7 +99,7 @@ def audit(build: Build) -> list[AuditRow]:
             if prior is not None:
                 rows.append(_row(config, split, "fewshot_position_prior", records,
                                  lambda r, p=prior: p if p < len(r.choices) else None, chance, build))
-    return rows
+    return [replace(row, tests=len(rows)) for row in rows]
 
 
 def _row(config: str, split: str, name: str, records: Sequence[MCQRecord], predict, chance: float,
@@ -121,7 +123,8 @@ def audit_table(rows: Sequence[AuditRow]) -> Table:
           "WARNING" if r.warns else (f"inherent: {r.inherent}" if r.inherent else "ok")) for r in rows],
         note=(f"Accuracy of answering rules that use no knowledge, from the released records, beside chance "
               f"(the mean of 1/number of options). A rule more than {WARN_MARGIN:.0%} above chance (and beyond "
-              f"sampling noise: binomial p < {WARN_P_VALUE}) is a WARNING unless the design makes it so (inherent)."),
+              f"sampling noise: binomial p < {WARN_P_VALUE} over the whole audit, Bonferroni-corrected) is a "
+              f"WARNING unless the design makes it so (inherent)."),
         percent=("accuracy", "chance", "beats chance by"),
     )
 

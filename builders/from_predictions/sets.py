@@ -135,34 +135,45 @@ def make_checks(golds: Mapping[str, str], equivalent: Callable[[str, str], bool]
                 random_ok: Callable[[str, str], bool] | None = None) -> list[Check]:
     """The issue's three invariants, judged with the same equivalence that built the pools."""
 
-    def one_gold(build: Build) -> Iterable[str]:
-        for config, split, records in build.records():
-            for record in records:
-                gold = golds[record.id]
-                matches = [i for i, c in enumerate(record.choices) if equivalent(gold, c)]
-                if matches != [record.answer]:
-                    yield f"{config}/{split} {record.id}: options {matches} are equivalent to the gold, answer is {record.answer}"
-
-    def distinct(build: Build) -> Iterable[str]:
-        for config, split, records in build.records():
-            for record in records:
-                choices = record.choices
-                for i in range(len(choices)):
-                    for j in range(i + 1, len(choices)):
-                        if equivalent(choices[i], choices[j]):
-                            yield f"{config}/{split} {record.id}: options {i} and {j} are equivalent"
-
     def from_pool(build: Build) -> Iterable[str]:
         for config, split, records in build.records():
             for record in records:
                 yield from _origin_violations(config, split, record, golds, pools, random_ok)
 
     return [
-        Check("one_gold_equivalent", "exactly one option is equivalent to the gold, and it is the answer", one_gold),
-        Check("options_not_equivalent", "no two options are equivalent to each other", distinct),
+        Check("one_gold_equivalent", "exactly one option is equivalent to the gold, and it is the answer",
+              lambda build: _gold_violations(build, golds, equivalent)),
+        Check("options_not_equivalent", "no two options are equivalent to each other",
+              lambda build: _equal_option_violations(build, equivalent)),
         Check("distractors_from_pool", "every distractor is a pool candidate with its models (or a random "
               "number from the documented interval)", from_pool),
     ]
+
+
+def second_reading_check(name: str, reading: str, golds: Mapping[str, str], equal: Callable[[str, str], bool]) -> Check:
+    """The first two invariants again under an equality that shares no code with the builder's, so that a
+    defect in the builder's equivalence shows up as a violation instead of passing its own test."""
+    return Check(name, f"re-checked {reading}: exactly one option, the answer, equals the gold, and no two "
+                 "options are equal",
+                 lambda build: [*_gold_violations(build, golds, equal), *_equal_option_violations(build, equal)])
+
+
+def _gold_violations(build: Build, golds: Mapping[str, str], equal: Callable[[str, str], bool]) -> Iterable[str]:
+    for config, split, records in build.records():
+        for record in records:
+            matches = [i for i, c in enumerate(record.choices) if equal(golds[record.id], c)]
+            if matches != [record.answer]:
+                yield f"{config}/{split} {record.id}: options {matches} equal the gold, answer is {record.answer}"
+
+
+def _equal_option_violations(build: Build, equal: Callable[[str, str], bool]) -> Iterable[str]:
+    for config, split, records in build.records():
+        for record in records:
+            choices = record.choices
+            for i in range(len(choices)):
+                for j in range(i + 1, len(choices)):
+                    if equal(choices[i], choices[j]):
+                        yield f"{config}/{split} {record.id}: options {i} and {j} are equal"
 
 
 def _origin_violations(config, split, record: MCQRecord, golds, pools, random_ok) -> Iterable[str]:

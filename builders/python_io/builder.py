@@ -22,6 +22,7 @@ All of HumanEval and MBPP's test split form ``test``; MBPP's train, validation a
 from __future__ import annotations
 
 import argparse
+import ast
 import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -333,12 +334,27 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         configs=configs,
         metadata_features={name: METADATA_FEATURES for name in configs},
         exclusions=exclusions,
-        checks=mc.make_checks(golds, equivalence.same, pools),
+        checks=[*mc.make_checks(golds, equivalence.same, pools),
+                mc.second_reading_check("one_gold_literal_eval", "with the standard library's ast.literal_eval and "
+                                        "==, apart from the builder's value keys", golds, literally_equal)],
         statistics=statistics,
         extra_files={"pools.jsonl": pool_report(pools.values()).encode()},
         card_context=_card_context(args, report),
         lm_eval_tasks=lambda location: set_tasks(NAME, TOPIC, configs, location),
     )
+
+
+def literally_equal(a: str, b: str) -> bool:
+    """Two options as the standard library reads them: literal values compare with Python's ==; text that is
+    no literal compares as text. Only data is parsed (never evaluated), so outputs stay untrusted text."""
+    return _plain_reading(a) == _plain_reading(b)
+
+
+def _plain_reading(text: str) -> tuple[str, Any]:
+    try:
+        return "value", ast.literal_eval(text.strip())
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return "text", " ".join(text.split())
 
 
 def collect_all(predictions: Sequence[Prediction], pairs: Sequence[CallPair], verified: Sequence[Verified],
