@@ -555,3 +555,22 @@ def test_real_lm_eval_loads_both_tasks_of_the_release(tmp_path, cache_dir):
         by_pair[d["metadata"]["pair_id"]].append(d)
     assert all(len(p) == 2 and only.doc_to_text(p[0]) == only.doc_to_text(p[1]) and p[0]["answer"] != p[1]["answer"]
                for p in by_pair.values())
+
+
+def test_a_blank_question_is_counted_not_mined(tmp_path, cache_dir):
+    """Regression (adversarial review): a blank question was mined, and could be matched into a contrast pair
+    whose first question asks nothing."""
+    rows = [
+        {"question": "Which planet is called the red planet?", "choices": ["Mars", "Venus", "Jupiter"], "answer": "A"},
+        {"question": "Which planet has the Great Red Spot?", "choices": ["Pluto", "Jupiter", "Mars"], "answer": "B"},
+        {"question": "   ", "choices": ["Jupiter", "Mars"], "answer": "A"},  # would make an edge with the first
+    ]
+    write_jsonl(tmp_path / "uqa" / "sci" / "test.jsonl", rows)
+    build = cs.build(load_source(BENCHMARKS["unifiedqa"], str(tmp_path / "uqa")), builder_args(cache_dir))
+    summary = build.card_context["graph"]
+    assert (summary["rows_in"], summary["not_mined_empty_question"], summary["vertices"], summary["pairs"]) == (3, 1, 2, 1)
+    report = validate(build)
+    assert report.exclusion_reasons == {"test": {"empty_question": 1}}
+    blank = next(e for e in build.exclusions.entries if e.reason == "empty_question")
+    assert (blank.id, blank.field) == (uid("sci", "test", 2), "question")
+    assert sorted(r.id for r in build.configs["contrast"]["test"]) == [uid("sci", "test", 0), uid("sci", "test", 1)]

@@ -250,6 +250,16 @@ def test_plain_predictions_by_index_and_text(tmp_path):
     assert [(p.model, p.extracted) for p in matched["gsm8k/test/2"]] == [("c", True)]
 
 
+def test_a_prediction_for_an_excluded_row_says_so(tmp_path):
+    """Predictions for rows the build excluded (an ambiguous MATH gold, say) are counted as such, not as naming
+    no row at all."""
+    path = write_jsonl(tmp_path / "preds.jsonl", [{"question_index": 5, "model": "a", "output": "1"},
+                                                  {"question_index": 7, "model": "a", "output": "1"}])
+    _, report = match_predictions(read_predictions([path]), item_of(items(), lambda doc: doc.get("question"),
+                                                                    excluded=[("test", 5)]))
+    assert report.reasons == {"item_excluded": 1, "no_item_at_question_index": 1}
+
+
 def test_harness_sample_logs_match_by_doc(tmp_path):
     folder = tmp_path / "results" / "org__model-7b"
     write_jsonl(folder / "samples_gsm8k_2024-05-01T00-00-00.jsonl", [

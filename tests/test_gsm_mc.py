@@ -266,3 +266,37 @@ def test_the_float_recheck_catches_a_second_correct_option_the_builder_let_throu
     assert list(check.find_violations(Released([good, bad]))) == [
         "set_0/test gsm8k/test/1: options [1, 2] equal the gold, answer is 2",
         "set_0/test gsm8k/test/1: options 1 and 2 are equal"]
+
+
+BOXED_SOURCE = [{"question": "Sam has 4 bags of 3 apples. How many apples?", "answer": "4 * 3 = 12\n#### 12"}]
+BOXED_PREDICTIONS = [  # (model, output): real shapes of zero-shot GPT-3.5/GPT-4/Claude 2 answers on GSM8K
+    ("a", "So he has $\\boxed{12x + 4}$ apples."),  # an expression: invalid, not 4
+    ("b", "The latest time is \\boxed{2:00 pm}"),  # a time: invalid, not 0
+    ("c", "In total \\boxed{85{,}000}"),  # 85000, not 0
+    ("d", "He lost \\boxed{-\\$2.50}"),  # -2.5, not 2.5
+    ("e", "Each gets \\boxed{2\\frac{2}{3}} apples"),  # a mixed number: 8/3, not 3
+    ("f", "So x = -90/13.\nThe data must be wrong."),  # a fraction ending a sentence: -90/13, not 13
+    ("g", "\\boxed{\\text{undefined}} because 5 is not 7"),  # no number in the box: invalid, not 7
+    ("h", "\\boxed{60 \\times 20 = 1200} and 5 more"),  # the value after the last "=", not 5
+    ("i", "He has \\boxed{140 apples} in 3 bags"),  # a unit after the one number
+]
+
+
+def test_a_boxed_answer_decides_and_an_unreadable_one_is_invalid(tmp_path):
+    """Regression: a boxed answer that was not a bare number fell back to the last number of the text, so
+    "12x + 4" gave the distractor 4 and "85{,}000" gave 0: answers no model gave (5 of 925 real items)."""
+    from builders.gsm_mc.answers import extract_answer
+
+    assert [extract_answer(output) for _, output in BOXED_PREDICTIONS] == [
+        None, None, "85000", "-2.5", "8/3", "-90/13", None, "1200", "140"]
+    source = write_jsonl(tmp_path / "gsm8k" / "test.jsonl", BOXED_SOURCE).parent
+    predictions = write_jsonl(tmp_path / "p.jsonl", [{"question_index": 0, "model": m, "output": o}
+                                                     for m, o in BOXED_PREDICTIONS])
+    argv = ["--source", str(source), "--predictions", str(predictions), "--sets", "2", "--pool", str(tmp_path / "p")]
+    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), parse(argv))
+    [row] = [json.loads(line) for line in (tmp_path / "p").read_text().splitlines()]
+    assert row["invalid"] == {"a": 1, "b": 1, "g": 1}
+    assert sorted(c["text"] for c in row["candidates"]) == ["-2.5", "-90/13", "1200", "140", "8/3", "85000"]
+    assert all(not {"4", "0", "2.5", "3", "13", "7", "5"} & set(r.choices) for c in result.configs.values()
+               for r in c["test"])
+    assert validate(result).passed

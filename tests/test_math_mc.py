@@ -235,3 +235,97 @@ def test_sample_builds_offline_with_lm_eval_tasks_by_type(tmp_path):
     assert "about high school math." in header and "only_algebra" in header
     card = (out / "README.md").read_text()
     assert "Surface-form cues" in card and "form_cue" in card
+
+
+def test_review_defects_thousands_braces_phantom_boxes_and_refusals(tmp_path):
+    """Regressions from the real-data review: the gold "10{,}000" kept its braced separator beside models'
+    "9999" (the one option with `{,}`, 1 of the 7 real 4-option items); a solution's `\\boxed{\\phantom{2}}`
+    blank made its gold "4" ambiguous; refusals ("Insufficient Information", "can't be determined") and an
+    unfinished "The remainder is" became distractors; "no real values of $k$" kept a lone `$`."""
+    rows = [{"problem": "Compute 49994/7 + 20006/7.", "level": "Level 1", "type": "Prealgebra",
+             "solution": r"It is $\boxed{10{,}000}$."},
+            {"problem": "What number goes in the box?", "level": "Level 2", "type": "Algebra",
+             "solution": r"So \[-3 = -7 + \boxed{\phantom{2}}.\] The number is $\boxed{4}$."}]
+    outputs = [(0, "a", r"$\boxed{9999}$"), (0, "b", r"$\boxed{9998}$"), (0, "c", r"$\boxed{10,000}$"),
+               (0, "d", r"$\boxed{\text{Insufficient Information}}$"), (0, "e", r"$\boxed{9{,}999}$"),
+               (0, "f", r"$\boxed{9999 \frac{6}{7}}$"),
+               (1, "a", r"$\boxed{3}$"), (1, "b", r"$\boxed{\text{The remainder is }} 5$"),
+               (1, "c", r"\boxed{no real values of $k$}"), (1, "d", r"$\boxed{\text{It can't be determined.}}$"),
+               (1, "e", r"$\boxed{5}$")]
+    assert answers.option_form(r"90{,}900{,}909") == "90900909"
+    assert answers.option_form("no real values of $k$") == "no real values of k"
+    assert answers.option_form("the answer is 900000000") == "900000000"
+    cases = r"x = \begin{cases} p & \text{if } p \neq r \\ q & \text{if } q \neq r \end{cases}"
+    assert answers.option_form(cases) == cases  # unwrapped, "p & if p" was read as the product i*f*p
+    assert [answers.non_answer(answers.option_form(t)) for t in
+            [r"\text{Insufficient Information}", "The maximum angle can't be determined.", r"\text{The remainder is }",
+             "No Solution", "undefined", "odd"]] == [True, True, True, False, False, False]
+    source = write_jsonl(tmp_path / "math" / "test.jsonl", rows).parent
+    predictions = write_jsonl(tmp_path / "p.jsonl", [{"question_index": i, "model": m, "output": o}
+                                                     for i, m, o in outputs])
+    args = parse(["--source", str(source), "--predictions", str(predictions), "--sets", "2", "--choices", "3",
+                  "--pool", str(tmp_path / "pool.jsonl"), "--equivalence-timeout", "20", "--equivalence-workers", "2"])
+    result = math_mc.build(cli.load(math_mc.BUILDER, args), args)
+    assert result.exclusions.entries == []
+    big, box = result.configs["set_0"]["test"]
+    assert big.gold == "10000" and box.gold == "4"
+    report = {r["question_id"]: r for r in map(json.loads, (tmp_path / "pool.jsonl").read_text().splitlines())}
+    assert report["math/test/0"]["invalid"] == {"d": 1} and report["math/test/0"]["correct"] == {"c": 1}
+    assert sorted(c["text"] for c in report["math/test/0"]["candidates"]) == ["9998", "9999", r"9999 \frac{6}{7}"]
+    assert report["math/test/1"]["invalid"] == {"b": 1, "d": 1}
+    assert sorted(c["text"] for c in report["math/test/1"]["candidates"]) == ["3", "5", "no real values of k"]
+    assert all("{,}" not in c and "$" not in c for r in result.configs["set_1"]["test"] for c in r.choices)
+    validate(result)
+
+
+def test_a_point_as_a_tuple_is_the_column_vector_gold(tmp_path):
+    """Regression (MATH test 4662): the gold \\begin{pmatrix} -3 \\\\ -2 \\\\ 9 \\end{pmatrix} and a model's
+    (-3, -2, 9) were shown as two options; math-verify calls a matrix and a tuple different, so the surface key
+    now reads a column vector as the tuple of its entries."""
+    vector = r"\begin{pmatrix} -3 \\ -2 \\ 9 \end{pmatrix}"
+    assert answers.surface_key(vector) == answers.surface_key("(-3, -2, 9)") == answers.surface_key(
+        r"\left( -3, -2, 9 \right)") == "(-3,-2,9)"
+    assert answers.surface_key(r"\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}") != answers.surface_key("(1, 2, 3, 4)")
+    rows = [{"problem": "Find the point of intersection.", "level": "Level 4", "type": "Precalculus",
+             "solution": rf"The point is $\boxed{{{vector}}}.$"}]
+    outputs = [("a", r"$\boxed{(-3, -2, 9)}$"), ("b", r"$\boxed{(3, 2, 9)}$"),
+               ("c", r"$\boxed{\begin{pmatrix} -3 \\ -2 \\ 8 \end{pmatrix}}$"), ("d", r"$\boxed{(0, 0, 0)}$")]
+    source = write_jsonl(tmp_path / "math" / "test.jsonl", rows).parent
+    predictions = write_jsonl(tmp_path / "p.jsonl", [{"question_index": 0, "model": m, "output": o} for m, o in outputs])
+    args = parse(["--source", str(source), "--predictions", str(predictions), "--sets", "3", "--choices", "3",
+                  "--pool", str(tmp_path / "pool.jsonl"), "--equivalence-timeout", "20", "--equivalence-workers", "2"])
+    result = math_mc.build(cli.load(math_mc.BUILDER, args), args)
+    [row] = [json.loads(line) for line in (tmp_path / "pool.jsonl").read_text().splitlines()]
+    assert row["correct"] == {"a": 1} and row["pool_size"] == 3
+    assert all("(-3, -2, 9)" not in r.choices for c in result.configs.values() for r in c["test"])
+    validate(result)
+
+
+def test_an_escaped_dollar_in_minervas_final_answer_line():
+    """Regression (MATH test 3823, minerva-540b): "The final answer is $\\$3.25$" was read up to the escaped
+    dollar, giving the option "\\" beside the gold 3.25 (the model was right)."""
+    output = "so it costs $25\\\n\nFinal Answer: The final answer is $\\$3.25$. I hope it is correct."
+    assert answers.extract_answer(output) == r"\$3.25"
+    assert answers.option_form(answers.extract_answer(output)) == "3.25"
+    assert [answers.non_answer(t) for t in ["\\", " . ", r"\{\}", r"\emptyset", "0"]] == [True, True, False, False, False]
+    assert answers.option_form(";") == ";" and math_mc._extract("The final answer is $;$.") is None
+
+
+def test_a_source_row_with_a_non_text_type_or_level_is_excluded_with_its_field(tmp_path):
+    """Regression: a row whose `type` was a list kept the item with no subject (so in no per-type lm-eval
+    task) and said nothing; it is a malformed row now, named by field, or one error line with --strict."""
+    rows = [{"problem": "P?", "level": "Level 1", "type": "Algebra", "solution": r"$\boxed{3}$"},
+            {"problem": "P2?", "level": "Level 1", "type": ["Algebra"], "solution": r"$\boxed{3}$"},
+            {"problem": "P3?", "level": 3, "type": "Algebra", "solution": r"$\boxed{3}$"},
+            {"problem": "P4?", "solution": r"$\boxed{3}$"}]  # both optional
+    source = write_jsonl(tmp_path / "math" / "test.jsonl", rows).parent
+    predictions = write_jsonl(tmp_path / "p.jsonl", [{"question_index": i, "model": "a", "output": r"$\boxed{4}$"}
+                                                     for i in range(4)])
+    argv = ["--source", str(source), "--predictions", str(predictions), "--sets", "1", "--choices", "2",
+            "--max-excluded", "0.9", "--equivalence-workers", "1"]
+    result = math_mc.build(cli.load(math_mc.BUILDER, parse(argv)), parse(argv))
+    assert sorted((e.id, e.reason, e.field) for e in result.exclusions.entries) == [
+        ("math/test/1", "malformed_row", "type"), ("math/test/2", "malformed_row", "level")]
+    assert [(r.id, r.subject) for r in result.configs["set_0"]["test"]] == [("math/test/0", "Algebra"),
+                                                                            ("math/test/3", None)]
+    assert math_mc.main([*argv, "--strict", "--output", str(tmp_path / "out")]) == 2

@@ -19,7 +19,7 @@ import pytest
 
 from builders.mmlu_pro_plus import builder as mpp
 from builders.mmlu_pro_plus.audit import AUDIT_FIELDS, wilson_interval
-from builders.mmlu_pro_plus.baselines import first_named_member, pair_if_just_before
+from builders.mmlu_pro_plus.baselines import first_named_member, pair_if_just_before, pair_if_twelve_options
 from builders.mmlu_pro_plus.generation import (Proposal, TPPGenerator, max_option_chars, normalize_option, parse_reply,
                                                rejection_reason)
 from builders.mmlu_pro_plus.groups import CFPP, GROUPS, PFPP, TPP, UNCHANGED, apportion, parse_ratios, with_group
@@ -584,6 +584,7 @@ def test_the_sample_builds_offline_with_its_pregenerated_options(tmp_path):
     assert audit[("default", "always_last")] == (12, 4, True)
     assert audit[("default", "pair_first_named")] == (12, 0, False)
     assert audit[("default", "pair_if_just_before_else_first_named")] == (12, 1, False)
+    assert audit[("default", "pair_if_twelve_options")] == (12, 4, True)  # the option-count cue, declared inherent
     assert ("original", "pair_first_named") not in audit and report["warnings"] == []
 
 
@@ -652,3 +653,61 @@ def test_evaluate_runs_the_release_tasks_in_lm_eval(tmp_path):
     text = (tmp_path / "eval" / "evaluation.md").read_text()
     assert "| dummy | true_positive_pair | 4 |" in text and "| dummy | complete_false_positive_pair | 2 |" in text
     assert "| dummy | math | 2 |" in text and "| dummy | law | 1 |" in text and "SSR_wrong" in text and "CPI" in text
+
+
+# ---- regressions from the adversarial review (real MMLU-Pro has such rows: question 8584 repeats an option) --
+
+
+def alike_rows() -> list[dict]:
+    return [
+        row(3000, "Which is prime?", ["4", "7", "7", "9"], 1, "math"),  # the answer repeated
+        row(3001, "Which is a mammal?", ["Whale", "Shark", "Trout", "Shark "], 0, "biology"),  # a wrong one, spaced
+        row(3002, "Which number is largest?", ["12.", "12", "3", "5"], 0, "math"),  # "12." is named "12" in a pair
+        row(3003, "Which is a gas?", ["Neon", "Iron", "Zinc", "Lead"], 0, "chemistry"),
+        row(3004, "Which is a fruit?", ["Pear", "Leek", "Kale", "Okra"], 0, "other"),
+        row(3005, "Which is a planet?", ["Mars", "Moon", "Sun", "Vega"], 0, "physics"),
+    ]
+
+
+def test_options_that_read_alike_in_a_pair_are_never_modified(tmp_path):
+    """Before the fix a PFPP/CFPP draw on an item with a repeated option failed validation for the whole build
+    ("no_duplicate_choices"), and "12." / "12" gave a pair that could name the answer or a wrong option."""
+    source = write_jsonl(tmp_path / "src" / "test.jsonl", alike_rows()).parent
+    out = tmp_path / "release"
+    assert mpp.main(["--source", str(source), "--ratios", "0:1:1:0", "--output", str(out)]) == 0
+    rows = {r["question_id"]: r for r in load_release(out, "default")["test"]}
+    assert Counter(r["modification"] for r in rows.values()) == {PFPP: 3, UNCHANGED: 3}
+    for qid in (3000, 3001, 3002):
+        assert rows[qid]["modification"] == UNCHANGED
+        assert rows[qid]["metadata"]["ineligible_reason"] == "options_read_alike"
+        assert rows[qid]["choices"] == alike_rows()[qid - 3000]["options"]
+    for qid in (3003, 3004, 3005):
+        assert rows[qid]["modification"] == PFPP and rows[qid]["metadata"]["ineligible_reason"] is None
+    card = (out / "README.md").read_text()
+    assert "| options_read_alike | 3 |" in card
+
+
+def test_a_blank_question_is_a_malformed_row(tmp_path, capsys):
+    rows = alike_rows()[3:] + [row(3006, "   ", ["Mars", "Moon", "Sun", "Vega"], 0, "physics")]
+    source = write_jsonl(tmp_path / "src" / "test.jsonl", rows).parent
+    out = tmp_path / "release"
+    assert mpp.main(["--source", str(source), "--ratios", "0:1:1:0", "--output", str(out)]) == 0
+    excluded = [json.loads(line) for line in (out / "exclusions.jsonl").read_text().splitlines()]
+    assert [(e["id"], e["field"], e["detail"]) for e in excluded] == [("mmlu_pro/test/3006", "question", "empty question")]
+    assert load_release(out, "default")["test"].num_rows == 3
+    assert mpp.main(["--source", str(source), "--ratios", "0:1:1:0", "--strict", "--output", str(tmp_path / "o2")]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert errors == ["error: malformed row mmlu_pro/test/3006: field 'question': empty question"]
+
+
+def test_the_option_count_tells_a_tpp_item_apart():
+    """Review finding on the real MMLU-Pro build (seed 0): all 3,095 items with 12 options are TPP items, and no
+    PFPP/CFPP item has 12; the audit rule makes the cue visible in every release."""
+    ten = record([f"v{i}" for i in range(10)], answer=3)
+    tpp = make_tpp(ten, Proposal("x/1", "pregenerated", "w"), "m", seed=0, layout="random")
+    pfpp, cfpp = make_pfpp(ten, seed=0, layout="random"), make_cfpp(ten, seed=0)
+    assert (len(tpp.choices), len(pfpp.choices), len(cfpp.choices)) == (12, 11, 11)
+    assert pair_if_twelve_options(tpp) == tpp.answer == 11
+    assert pair_if_twelve_options(pfpp) == pfpp.metadata["pair_indices"][0] != 10
+    assert pair_if_twelve_options(cfpp) == cfpp.metadata["pair_indices"][0] != cfpp.answer
+    assert pair_if_twelve_options(ten) is None

@@ -503,6 +503,60 @@ def test_golden_item_is_stable_across_releases(built):
 
 # ---- command line, other benchmarks ----------------------------------------------------------------------
 
+DEMONSTRATION_ONLY = [f"fewshot_gold_at_{L}" for L in SIX] + ["ood_fewshot", "trivial_fewshot"]
+
+
+@pytest.mark.parametrize("how", ["shots_0", "no_fewshot_split"])
+def test_without_demonstrations_the_demonstration_only_configs_are_left_out(tmp_path, how):
+    """Regression: with --shots 0, or a source without its few-shot split (the local MMLU-Pro copy),
+    `fewshot_gold_at_<L>`, `ood_fewshot` and `trivial_fewshot` were published as byte-for-byte copies of
+    `original` (a perturbation "without effect")."""
+    if how == "shots_0":
+        source, argv = load_source(BENCHMARKS["mmlu"], str(write_source(tmp_path))), ["--shots", "0"]
+    else:
+        write_jsonl(tmp_path / "nodev" / "test.jsonl", TEST_ROWS)
+        source, argv = load_source(BENCHMARKS["mmlu"], str(tmp_path / "nodev")), []
+    build = perturbations.build(source, make_args(*argv))
+    assert list(build.configs) == [c for c in CONFIGS if c not in DEMONSTRATION_ONLY]
+    assert len(build.configs) == 27
+    for config, split, records in build.records():
+        assert len(records) == (14 if split == "test" else 6)
+        in_context = config in ("answer_in_context", "wrong_answer_in_context")
+        assert all(r.columns["fewshot"] == ([r.id] if in_context else []) for r in records)
+    reason = "--shots 0" if how == "shots_0" else "the source has no few-shot split 'dev'"
+    assert build.card_context["left_out"] == {"reason": reason, "families": ["fewshot_gold_at_<L>", "ood_fewshot",
+                                                                              "trivial_fewshot"]}
+    assert validate(build).passed
+
+
+def test_demonstration_only_configs_are_refused_without_demonstrations(tmp_path, capsys):
+    folder = write_source(tmp_path)
+    assert perturbations.main(["--source", str(folder), "--output", str(tmp_path / "o"), "--shots", "0",
+                               "--only", "trivial_fewshot", "fewshot_gold_at_B"]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert errors == ["error: --only: ['fewshot_gold_at_B', 'trivial_fewshot'] change only the demonstrations, and "
+                      "this build shows none (--shots 0)"]
+    assert not (tmp_path / "o").exists()
+    assert perturbations.main(["--source", str(folder), "--output", str(tmp_path / "o"), "--shots", "0",
+                               "--only", "shuffle"]) == 0
+    card = (tmp_path / "o" / "README.md").read_text()
+    assert "This build shows no demonstrations (--shots 0)" in card and "`trivial_fewshot`" in card
+
+
+def test_swaps_past_the_last_option_of_every_item_are_refused(tmp_path, capsys):
+    """Regression: `--swaps AG` (the fixture's items have at most six options) made `swap_fixed` a silent
+    copy of `original`, every item marked as transformed."""
+    folder = write_source(tmp_path)
+    assert perturbations.main(["--source", str(folder), "--output", str(tmp_path / "o"), "--only", "swap_fixed",
+                               "--swaps", "AG,BC"]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert errors == ["error: --swaps: AG names a position past the last option of every item (at most 6 options, A-F)"]
+    assert not (tmp_path / "o").exists()
+    build = perturbations.build(load_source(BENCHMARKS["mmlu"], str(folder)), make_args("--only", "swap_fixed",
+                                                                                        "--swaps", "AF"))
+    moved = [r for r in build.configs["swap_fixed"]["test"] if r.metadata["permutation"] != list(range(len(r.choices)))]
+    assert [r.id for r in moved] == ["mmlu/test/10"]  # the one item with six options
+
 
 def test_cli_errors_are_one_line(tmp_path, capsys):
     folder = write_source(tmp_path)

@@ -111,8 +111,17 @@ MALFORMED = [
     ({"question": "q", "subject": "s", "choices": ["a", 1], "answer": 0}, "malformed_row", "choices[1]", "string"),
     ({"question": "q", "subject": "s", "choices": ["a", " "], "answer": 0}, "malformed_row", "choices[1]", "empty"),
     ({"question": "q", "subject": "s", "choices": ["a"], "answer": 0}, "malformed_row", "choices", "1 choices"),
+    ({"question": "q", "subject": "s", "choices": [], "answer": 0}, "malformed_row", "choices", "empty list"),
     ({"question": "q", "subject": 7, "choices": ["a", "b"], "answer": 0}, "malformed_row", "subject", "string"),
 ]
+
+
+def test_an_mmlu_pro_row_left_with_one_option_names_its_own_column(tmp_path):
+    row = {"question_id": 5, "question": "q", "options": ["yes", "N/A", "N/A"], "answer": "A", "answer_index": 0,
+           "category": "other", "src": "x"}
+    with pytest.raises(MalformedRow, match="malformed row mmlu_pro/test/5: field 'options': 1 option"):
+        load_source(BENCHMARKS["mmlu_pro"], str(write_jsonl(tmp_path / "mmlu_pro" / "test.jsonl", [row]).parent),
+                    strict=True)
 
 
 def test_duplicated_options_are_well_formed_and_case_matters(tmp_path):

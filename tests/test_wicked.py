@@ -196,6 +196,22 @@ def test_every_benchmark_builds(tmp_path, name):
     assert "NOTA-answer rate" in card and "| gold_tracked |" in card
 
 
+@pytest.mark.parametrize("name, shots", [("mmlu", 5), ("truthful_qa", 0)])
+def test_card_mentions_nota_demonstrations_only_where_the_tasks_show_some(tmp_path, name, shots):
+    """Regression: the card of a source without a few-shot split (TruthfulQA, the local MMLU-Pro copy) said
+    "few-shot prompts drawn from the few-shot split contain NOTA examples too" while its tasks are zero-shot."""
+    folder = write_benchmark(name, tmp_path)
+    assert wicked.main(["--benchmark", name, "--source", str(folder), "--sba-classifier", "none", "--variants", "1",
+                        "--output", str(tmp_path / "out")]) == 0
+    card = " ".join((tmp_path / "out" / "README.md").read_text().split())
+    tasks = yaml.load((tmp_path / "out" / "lm_eval" / f"wicked_{name}_variant_0.yaml").read_text().replace("!function", ""),
+                      Loader=yaml.SafeLoader)
+    assert tasks["dataset_kwargs"]["shots"] == shots
+    assert ("few-shot prompts drawn from the dev split contain NOTA examples too" in card) == (shots == 5)
+    assert ("its lm-eval tasks show no demonstrations" in card) == (shots == 0)
+    assert "from the few-shot split" not in card
+
+
 def test_help_documents_every_option():
     result = subprocess.run([sys.executable, "-m", "builders.wicked", "--help"], capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 0

@@ -251,13 +251,16 @@ class Mined:
 
 def eligible_records(records: Sequence[MCQRecord]) -> tuple[list[MCQRecord], list[tuple[MCQRecord, Exclude]]]:
     """Items whose options repeat a text (whitespace-normalised; case matters) have no well-defined set of
-    distractors, and "All of the above" or "A and B" cannot be the answer of a two-option question: such items
-    are not mined, and each is counted with its reason."""
+    distractors, "All of the above" or "A and B" cannot be the answer of a two-option question, and a blank
+    question asks nothing: such items are not mined, and each is counted with its reason."""
     eligible, not_mined = [], []
     for record in records:
         duplicate = duplicate_option(record.choices)
         reason = position_dependent_reason((record.gold,))
-        if duplicate is not None:
+        if not record.question.strip():
+            # a contrast pair is two different questions on one option set: a blank one asks nothing
+            not_mined.append((record, Exclude("empty_question", "question", "the question is blank")))
+        elif duplicate is not None:
             not_mined.append((record, Exclude("duplicate_choices", f"choices[{duplicate}]",
                                               f"repeats an earlier option: {record.choices[duplicate]!r}")))
         elif reason:
@@ -394,6 +397,7 @@ def graph_summary(source: LoadedSource, mined: Mined, args: argparse.Namespace) 
         "rows_in": rows_in,
         "not_mined_duplicate_choices": not_mined["duplicate_choices"],
         "not_mined_position_dependent_gold": not_mined["position_dependent_gold"],
+        "not_mined_empty_question": not_mined["empty_question"],
         "vertices": len(mined.pool),
         "distinct_texts": len(mined.pool.texts),
         "edges": len(mined.edges),

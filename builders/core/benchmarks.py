@@ -60,6 +60,8 @@ def _optional_text(row: Mapping[str, Any], name: str, row_id: str) -> str | None
 def _string_list(value: Any, name: str, row_id: str) -> tuple[str, ...]:
     if not isinstance(value, (list, tuple)):
         raise MalformedRow(row_id, name, f"expected a list of strings, got {type(value).__name__}")
+    if not value:
+        raise MalformedRow(row_id, name, "empty list")
     for i, item in enumerate(value):
         if not isinstance(item, str):
             raise MalformedRow(row_id, f"{name}[{i}]", f"expected a string, got {type(item).__name__}")
@@ -105,6 +107,8 @@ def mmlu_pro_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
         raise MalformedRow(row_id, "answer_index", "the gold option is 'N/A'")
     # MMLU-Pro pads some questions with "N/A" options: drop them and shift the gold index past them.
     kept = [i for i, option in enumerate(options) if option != "N/A"]
+    if len(kept) < 2:
+        raise MalformedRow(row_id, "options", f"{len(kept)} option(s) besides 'N/A'; at least 2 are needed")
     return ctx.record(
         row_id, _text(row, "question", row_id), tuple(options[i] for i in kept), kept.index(gold),
         category=_optional_text(row, "category", row_id),

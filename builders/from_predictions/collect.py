@@ -7,18 +7,20 @@ import argparse
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from builders.core import cli
 from builders.core.errors import UserError
 from builders.core.llm import ChatRequest, LLMSettings, add_llm_arguments
-from builders.core.predictions import (SPLIT_NOT_BUILT, MatchReport, Prediction, Unmatched, match_predictions,
-                                       read_predictions, require_matches, require_texts, write_predictions)
+from builders.core.predictions import (DUPLICATE, SPLIT_NOT_BUILT, MatchReport, Prediction, Unmatched,
+                                       match_predictions, read_predictions, require_matches, require_texts,
+                                       write_predictions)
+from builders.core.record import OpenItem
+from builders.core.sources import SAMPLES_DIR, LoadedSource
+from builders.core.steps import ExclusionLog
 
 from .generate import GenerationRun, generate_predictions
 from .pools import Equivalence, Pool, build_pool, comparison_group
-from builders.core.record import OpenItem
-from builders.core.sources import SAMPLES_DIR, LoadedSource
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +78,9 @@ def card_context(args: argparse.Namespace, collected: Collected | None) -> dict:
     report = collected.report if collected else MatchReport()
     return {"prediction_files": len(args.predictions), "generated_models": list(args.generate_with),
             "predictions_read": report.read.total(), "predictions_matched": report.matched.total(),
-            "predictions_unmatched": report.unmatched.total(), "predictions_duplicate": report.duplicates.total()}
+            "predictions_unmatched": report.unmatched.total(), "predictions_duplicate": report.duplicates.total(),
+            "predictions_unmatched_reasons": {reason: n for reason, n in sorted(report.reasons.items())
+                                              if reason != DUPLICATE}}
 
 
 def question_key(text: str) -> str:
@@ -84,12 +88,13 @@ def question_key(text: str) -> str:
     return " ".join(text.split())
 
 
-def item_of(items: Sequence[OpenItem], doc_question: Callable[[Mapping], str | None]
-            ) -> Callable[[Prediction], str | Unmatched]:
+def item_of(items: Sequence[OpenItem], doc_question: Callable[[Mapping], str | None],
+            excluded: Iterable[tuple[str, int]] = ()) -> Callable[[Prediction], str | Unmatched]:
     """A prediction's item: by ``question_index`` (with ``split``, needed when several splits are built; a
     question text given too must agree), else by its question text, whitespace-insensitive (an lm-eval doc's
     by ``doc_question``; the harness may shuffle or subsample docs, so ``doc_id`` is not trusted)."""
     by_place = {(item.split, item.index): item for item in items}
+    excluded_places = set(excluded)  # (split, row index) of source rows the build excluded
     by_text: dict[str, OpenItem] = {}
     for item in items:
         by_text.setdefault(question_key(item.question), item)
@@ -107,7 +112,8 @@ def item_of(items: Sequence[OpenItem], doc_question: Callable[[Mapping], str | N
                                 f"several splits are built ({splits})")
             item = by_place.get((split or next(iter(splits), None), ref["question_index"]))
             if item is None:
-                return Unmatched("no_item_at_question_index")
+                place = (split or next(iter(splits), None), ref["question_index"])
+                return Unmatched("item_excluded" if place in excluded_places else "no_item_at_question_index")
             if isinstance(text, str) and question_key(text) != question_key(item.question):
                 return Unmatched("question_index_and_text_disagree")  # trust neither
             return item.id
@@ -123,11 +129,13 @@ def item_of(items: Sequence[OpenItem], doc_question: Callable[[Mapping], str | N
 
 def collect_predictions(source: LoadedSource, args: argparse.Namespace, items: Sequence[OpenItem],
                         doc_question: Callable[[Mapping], str | None],
-                        request_for: Callable[[str], ChatRequest]) -> Collected:
-    """Predictions from files and/or generated for ``items`` (excluded rows are never asked about)."""
+                        request_for: Callable[[str], ChatRequest], excluded: ExclusionLog | None = None) -> Collected:
+    """Predictions from files and/or generated for ``items`` (excluded rows are never asked about; a prediction
+    for one, in the source's or the builder's ``excluded``, is counted as ``item_excluded``)."""
     predictions = read_predictions(args.predictions, benchmark=source.benchmark.name)
     require_texts(predictions, source.benchmark.name)
-    item_id = item_of(items, doc_question)
+    entries = [*source.exclusions.entries, *(excluded.entries if excluded else ())]
+    item_id = item_of(items, doc_question, [(e.split, e.source_index) for e in entries])
     require_matches(predictions, item_id, f"a question of {sorted({item.split for item in items})}")
     generation = None
     if args.generate_with:

@@ -1,7 +1,11 @@
 """GSM8K answers: extraction from model outputs, numeric normalisation, equivalence, random numbers.
 
-Extraction, first match wins: the ``#### N`` line (GSM8K's own format), then ``\\boxed{N}``, then
-"The answer is N", then the last number in the text. Every number is normalised: thousands commas,
+Extraction, first match wins: the ``#### N`` line (GSM8K's own format), then the last ``\\boxed{}``, then
+"The answer is N", then the last number in the text. A boxed answer is the model's final word: it gives
+its one number (``\\$45``, ``140 minutes``, ``\\frac{840}{13}``, ``2\\frac{2}{3}``, ``8 + 7 = 15`` after
+the last ``=``, ``85{,}000``), and a boxed answer that is not one number (``12x + 4``, ``2:00 pm``,
+``\\text{undefined}``, ``470 cows, 230 chickens``) makes the output invalid rather than falling back to a
+number elsewhere in the text, which the model never gave as its answer. Every number is normalised: thousands commas,
 ``$``, ``%`` and units are dropped, ``18.0`` is ``18``, ``3/4`` is kept as an exact fraction. Two
 answers are equivalent when their exact (rational) values are equal.
 """
@@ -15,10 +19,18 @@ from fractions import Fraction
 
 import numpy as np
 
-NUMBER = r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+(?![\d.,]))?|-?\.\d+"
+NUMBER = r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+(?![\d,]|\.\d))?|-?\.\d+"
 _NUMBER = re.compile(NUMBER)
 _HASHES = re.compile(r"####\s*\$?\s*(" + NUMBER + ")")
-_BOXED = re.compile(r"\\boxed\{\s*\\?\$?\s*(" + NUMBER + r")\s*(?:\\%|%)?\s*(?:\\text\{[^}]*\}\s*)?\}")
+_BOX_START = re.compile(r"\\boxed\s*\{")
+_TEXT_COMMAND = re.compile(r"\\(?:text|textbf|textrm|mathrm|mbox)\s*\{([^{}]*)\}")
+_MIXED = re.compile(r"(?<![\d.])(-?)(\d+)\s*\\[dt]?frac\s*\{\s*(\d+)\s*\}\s*\{\s*(\d+)\s*\}")
+_FRACTION = re.compile(r"\\[dt]?frac\s*\{\s*(-?[\d.,]+)\s*\}\s*\{\s*([\d.,]+)\s*\}")
+_SPACED_THOUSANDS = re.compile(r"(?<![\d.,])(\d{1,3})((?: \d{3})+)(?![\d.,])")
+# Next to the one number of a boxed answer, these make it an expression, not a number: an operator, a
+# variable ("3x", "T - 14"; g, m, l, h and s are units), a time ("2:00").
+_EXPRESSION = re.compile(r"[+*/^=<>:]|\\(?:times|div|cdot|pm)(?![A-Za-z])|#\s*(?![ghlms](?![A-Za-z]))[A-Za-z](?![A-Za-z])"
+                         r"|(?<![A-Za-z])(?![ghlms](?![A-Za-z]))[A-Za-z]\s*#|[A-Za-z0-9)}]\s*-\s*#|#\s*-")
 _ANSWER_IS = re.compile(r"answer\s+is\s*:?\s*\$?\\?\$?\s*(" + NUMBER + ")", re.IGNORECASE)
 # Enough for GSM8K; longer digit strings are copying accidents, not answers.
 MAX_DIGITS = 30
@@ -59,12 +71,53 @@ def normalize_number(text: str) -> str | None:
     return None if value is None else format_number(value)
 
 
+def last_boxed(output: str) -> str | None:
+    """The content of the last ``\\boxed{...}`` with balanced braces, or None when there is none."""
+    for match in reversed(list(_BOX_START.finditer(output))):
+        depth = 1
+        for index in range(match.end(), len(output)):
+            if output[index] == "{":
+                depth += 1
+            elif output[index] == "}":
+                depth -= 1
+                if depth == 0:
+                    return output[match.end():index]
+    return None
+
+
+def boxed_number(content: str) -> str | None:
+    """The one number of a boxed answer, as written (a fraction as "a/b"); None when it is not one number."""
+    text = content.replace("{,}", ",")
+    for _ in range(3):
+        text = _TEXT_COMMAND.sub(r" \1 ", text)
+    text = re.sub(r"\\(?:left|right|displaystyle)(?![A-Za-z])|\\[,;! ]", " ", text)
+    text = text.split("=")[-1]  # "8 + 7 + 6 = 21": the value after the last "="
+    text = re.sub(r"\\?\$|\\?%|€|£", " ", text)
+    text = re.sub(r"(?<![\w)}\]])-\s+(?=[\d.])", "-", text)  # "-$2.50" is -2.50
+    text = _MIXED.sub(lambda m: m.group(1) + format_number(
+        int(m.group(2)) + Fraction(int(m.group(3)), int(m.group(4))) if int(m.group(4)) else Fraction(0)), text)
+    text = _FRACTION.sub(r"\1/\2", text)
+    text = _SPACED_THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(" ", ","), " ".join(text.split()))
+    numbers = list(_NUMBER.finditer(text))
+    if len(numbers) != 1:
+        return None
+    number = numbers[0]
+    if _EXPRESSION.search(text[:number.start()] + "#" + text[number.end():]):
+        return None
+    return number.group().strip()
+
+
 def extract_answer_text(output: str) -> str | None:
     """The final answer's number as the model wrote it ("1,000.00"), or None when there is no number."""
-    for pattern in (_HASHES, _BOXED, _ANSWER_IS):
-        matches = pattern.findall(output)
-        if matches:
-            return matches[-1].strip()
+    matches = _HASHES.findall(output)
+    if matches:
+        return matches[-1].strip()
+    boxed = last_boxed(output)
+    if boxed is not None:
+        return boxed_number(boxed)
+    matches = _ANSWER_IS.findall(output)
+    if matches:
+        return matches[-1].strip()
     numbers = _NUMBER.findall(output)
     return numbers[-1].strip() if numbers else None
 

@@ -44,7 +44,7 @@ logger = logging.getLogger(__name__)
 
 WORKER_FUNCTION = "builders.math_mc.answers:judge"
 _BOX = re.compile(r"\\(?:boxed|fbox)\b")
-_FINAL_ANSWER = re.compile(r"final answer is\s*\$(.+?)\$", re.IGNORECASE | re.DOTALL)
+_FINAL_ANSWER = re.compile(r"final answer is\s*\$((?:\\\$|[^$])+?)\$", re.IGNORECASE | re.DOTALL)  # "\$3.25" inside
 
 
 # ---- extraction ------------------------------------------------------------------------------------
@@ -146,6 +146,14 @@ _PERCENT = re.compile(r"\s*\\?%")
 _DOLLAR = re.compile(r"\\\$\s*")
 _THOUSANDS = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 _SEPARATOR = re.compile(r"(\d),\s*\\!\s*(?=\d{3})")  # "14,\!400", "111, \! 111": a thousands separator
+_BRACED_SEPARATOR = re.compile(r"(\d)\{,\}(?=\d{3})")  # "10{,}000": a thousands separator
+_ANSWER_IS = re.compile(r"^(?:the\s+)?(?:final\s+)?answer\s+is\s*:?\s*", re.IGNORECASE)
+_INLINE_DOLLAR = re.compile(r"(?<!\\)\$")
+# A model's refusal or an unfinished sentence is no answer to the question, and an option that says so is
+# eliminated without reading the problem: such an output is invalid, not a distractor.
+_NON_ANSWER = re.compile(r"\b(?:cannot|can't|can not|not possible to|impossible to)\s+(?:be\s+)?(?:determined?|found|"
+                         r"find|computed?|calculated?|solved?)\b|\binsufficient\b|\bnot enough information\b|"
+                         r"\badditional (?:constraints|information)\b|\b(?:is|are)\s*$", re.IGNORECASE)
 _AND = re.compile(r"\s*,?\s*\band\s+")
 UNITS = ("square units", "sq units", "cubic units", "units", "unit", "square inches", "square feet", "square meters",
          "square centimeters", "square yards", "square miles", "sq ft", "cubic inches", "cubic feet",
@@ -244,7 +252,9 @@ def option_form(answer: str) -> str:
     degrees, percent and dollar signs, thousands separators, a ``name =`` before a value, or the words
     after a lettered choice ("(E) Cylinder" is "(E)"); a capitalised word is written in lower case."""
     text = display_form(answer)
-    text = _unwrap_text(text)
+    if "\\begin{cases}" not in text:  # "p & \\text{if } p \\neq r" in cases: the words stay words
+        text = _unwrap_text(text)
+    text = _BRACED_SEPARATOR.sub(r"\1,", text)
     text = _SEPARATOR.sub(r"\1,", text)
     text = re.sub(r"(?<!\\)\\!", "", text)
     text = _SPACING.sub(" ", text)
@@ -257,10 +267,11 @@ def option_form(answer: str) -> str:
         unit = _UNIT.match(text)
         if unit and unit.group("value").strip():
             text = unit.group("value").strip()
-        text = _without_name(text)
+        text = _without_name(_ANSWER_IS.sub("", text))
         text = _strip_ends(" ".join(text.split()))
         if text == before:
             break
+    text = " ".join(_INLINE_DOLLAR.sub("", text).split())  # "no real values of $k": math delimiters in a text answer
     if _THOUSANDS.match(text):
         text = text.replace(",", "")
     if " and " in text and _is_value(_AND.sub(", ", text)):  # "19 and 43", "7, -2, and -5": a list
@@ -273,10 +284,25 @@ def option_form(answer: str) -> str:
     return text
 
 
+_COLUMN_VECTOR = re.compile(r"^\\begin\{([pb])matrix\}(.*)\\end\{\1matrix\}$", re.DOTALL)
+
+
+def non_answer(text: str) -> bool:
+    """A refusal ("cannot be determined", "Insufficient information") or an unfinished sentence ("the remainder
+    is"): no answer to the question, so not a distractor."""
+    return bool(_NON_ANSWER.search(text)) or not re.sub(r"[\\\s.,;:]", "", text)  # "\\": a cut-off answer
+
+
 def surface_key(answer: str) -> str | None:
     """The option's form with case, spaces, ``\\left``/``\\right`` and a leading ``name =`` folded away,
-    and a lettered choice with or without parentheses: options with one surface key are one answer."""
-    text = answer_key(option_form(answer))
+    and a lettered choice with or without parentheses, and a column vector written as the tuple of its entries
+    (``\\begin{pmatrix} -3 \\\\ 9 \\end{pmatrix}`` is ``(-3, 9)``, one point): options with one surface key
+    are one answer."""
+    form = option_form(answer)
+    vector = _COLUMN_VECTOR.match(form)
+    if vector and "&" not in vector.group(2):
+        form = "(" + ", ".join(part.strip() for part in re.split(r"\\\\", vector.group(2))) + ")"
+    text = answer_key(form)
     if text is None:
         return None
     equals = _top_level_equals(text)

@@ -28,6 +28,7 @@ from datasets import Value
 
 from builders.core import api, cli
 from builders.core.build import Baseline, Build, Builder
+from builders.core.errors import MalformedRow
 from builders.core.record import MCQRecord, OpenItem
 from builders.core.sources import Benchmark, LoadedSource, RowContext
 from builders.core.steps import Exclude, ExclusionLog
@@ -35,7 +36,7 @@ from builders.core.tables import Statistics, Table
 from builders.gsm_mc.builder import text_field
 from builders.from_predictions import collect, sets as mc
 from builders.from_predictions.tasks import set_tasks, sets_table
-from builders.math_mc.answers import MathEquivalence, boxed_contents, extract_answer, option_form
+from builders.math_mc.answers import MathEquivalence, boxed_contents, extract_answer, non_answer, option_form
 from builders.from_predictions.pools import Candidate, Pool, pool_report
 from builders.math_mc.plain import one_correct_option_check
 from builders.math_mc.prompts import math_request
@@ -62,15 +63,16 @@ def math_item(row: dict, ctx: RowContext) -> OpenItem:
     row_id = f"math/{ctx.split}/{ctx.split_position}"
     problem = text_field(row, "problem", row_id)
     solution = text_field(row, "solution", row_id)
-    boxed = [b for b in boxed_contents(solution) if option_form(b)]
+    boxed = gold_boxes(solution)
     if not boxed:
         raise Exclude("no_gold_answer", "solution", "no non-empty \\boxed{} in the solution")
     gold = option_form(boxed[-1])
     alternatives = tuple(dict.fromkeys(option_form(b) for b in boxed if option_form(b) != gold))
+    for name in ("type", "level"):  # optional, but a present value must be text (the subject, "Level 3")
+        if row.get(name) is not None and not isinstance(row.get(name), str):
+            raise MalformedRow(row_id, name, f"not a string: {row.get(name)!r:.40}")
     return OpenItem(row_id, ctx.split, ctx.split_position, problem, gold, boxed[-1], solution, ctx.config,
-                    subject=row.get("type") if isinstance(row.get("type"), str) else None,
-                    metadata={"level": row.get("level") if isinstance(row.get("level"), str) else None},
-                    gold_alternatives=alternatives)
+                    subject=row.get("type"), metadata={"level": row.get("level")}, gold_alternatives=alternatives)
 
 
 MATH = Benchmark("math", "EleutherAI/hendrycks_math", None, ("train", "test"), math_item, "mit", MATH_CITATION, "MATH",
@@ -89,14 +91,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _extract(output: str) -> str | None:
     answer = extract_answer(output)
-    return (option_form(answer) or None) if answer is not None else None
+    text = option_form(answer) if answer is not None else ""
+    return text if text and not non_answer(text) else None
 
 
 def _extracted(output: str) -> str | None:
     """An answer given already extracted: boxed or not, in the options' normal form."""
     boxed = boxed_contents(output)
     text = option_form(boxed[-1] if boxed else output)
-    return text or None
+    return text if text and not non_answer(text) else None
+
+
+_PHANTOM = re.compile(r"\\[hv]?phantom\s*\{[^{}]*\}")
+
+
+def gold_boxes(solution: str) -> list[str]:
+    """The solution's boxed answers with content; a box holding only ``\\phantom{}`` is a blank to fill in
+    the text ("-3 = -7 + \\boxed{\\phantom{2}}"), not an answer."""
+    return [b for b in boxed_contents(solution) if option_form(_PHANTOM.sub("", b))]
 
 
 def drop_ambiguous_golds(items: dict[str, list[OpenItem]], equivalence: MathEquivalence) -> ExclusionLog:
@@ -122,7 +134,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
     try:
         gold_exclusions = drop_ambiguous_golds(items, equivalence)
         all_items = [item for split_items in items.values() for item in split_items]
-        pools, collected, unanswered = model_pools(source, args, all_items, equivalence)
+        pools, collected, unanswered = model_pools(source, args, all_items, equivalence, gold_exclusions)
         pools, dropped = distinct_pools(pools, equivalence)
     finally:
         equivalence.close()  # every pair validation asks was judged above; a miss would restart workers
@@ -258,11 +270,11 @@ def form_table(configs) -> Table:
                  percent=("share",))
 
 
-def model_pools(source: LoadedSource, args: argparse.Namespace, items: list[OpenItem],
-                equivalence: MathEquivalence) -> tuple[dict[str, Pool], collect.Collected, set[str]]:
+def model_pools(source: LoadedSource, args: argparse.Namespace, items: list[OpenItem], equivalence: MathEquivalence,
+                gold_exclusions: ExclusionLog) -> tuple[dict[str, Pool], collect.Collected, set[str]]:
     """The pools from the predictions, and the items no model answered."""
     collected = collect.collect_predictions(source, args, items, lambda doc: doc.get("problem"),
-                                            lambda q: math_request(q, args.max_tokens or 1024))
+                                            lambda q: math_request(q, args.max_tokens or 1024), gold_exclusions)
     answers = {item.id: collect.answers_for(item, collected, _extract, _extracted) for item in items}
     pools = collect.make_pools(items, answers, equivalence)
     if args.pool:
@@ -304,8 +316,8 @@ def gold_table(source: LoadedSource, gold_exclusions: ExclusionLog, items: dict[
                       "`ambiguous gold`: boxed answers that math-verify does not find equivalent. `multi-value`: "
                       "golds that list several values (\"6, -2\", the roots of an equation); they are kept, since "
                       "math-verify compares them as sets (\"-2, 6\" equals \"6, -2\", \"6\" alone does not). The paper's "
-                      "4,914 of 5,000 test golds leave them out: on MATH test, 5,000 less 15 ambiguous and 76 "
-                      "multi-value golds is 4,909.")
+                      "4,914 of 5,000 test golds leave them out: on MATH test, 5,000 less 14 ambiguous and 76 "
+                      "multi-value golds is 4,910.")
 
 
 def engine_table(equivalence: MathEquivalence) -> Table:

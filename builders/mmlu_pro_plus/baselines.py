@@ -47,17 +47,37 @@ def pair_if_just_before(record: MCQRecord) -> int | None:
     return pair if pair - 1 in members else members[0]
 
 
+# MMLU-Pro has at most 10 options; a TPP item gains two (the new option and the pair), a PFPP/CFPP item one.
+TPP_ONLY_OPTION_COUNT = 12
+
+
+def pair_if_twelve_options(record: MCQRecord) -> int | None:
+    """The pair when the item has 12 options (only a TPP item of a 10-option question has that many), otherwise
+    the pair's first-named option: the option count tells a TPP item from a PFPP/CFPP one."""
+    found = _named_members(record)
+    if not found:
+        return None
+    pair, members = found
+    return pair if len(record.choices) >= TPP_ONLY_OPTION_COUNT else members[0]
+
+
 BASELINES = [
     Baseline("pair_first_named", "the option the \"Both X and Y\" pair names first (X), where there is a pair",
              first_named_member),
     Baseline("pair_if_just_before_else_first_named", "the pair when the option just before it is one of its "
              "members, otherwise the pair's first-named option", pair_if_just_before),
+    Baseline("pair_if_twelve_options", "the pair when the item has 12 options, otherwise the pair's first-named "
+             "option", pair_if_twelve_options),
 ]
 
 
 INHERENT_BASELINES = {
     f"{CONFIG}/always_both": "the pair option is the answer exactly in the true-positive-pair group: the TPP share, "
                              "by construction",
+    f"{CONFIG}/pair_if_twelve_options": "a TPP item gains two options (the new one and the pair), a PFPP or CFPP "
+                                        "item one, so on MMLU-Pro's 10-option questions only TPP items have 12 "
+                                        "options: the option count tells whether the pair is correct. The paper's "
+                                        "design; removing an original option to hide it would change the question",
     f"{CONFIG}/always_last": "the pair option is always appended last (the paper's design), so always-last is always-Both",
     # Only in the MMLU-Pro+ config: MMLU-Pro's own longest-option bias stays reported on `original`.
     f"{CONFIG}/longest_option": "the pair option names two options, so it is nearly always the longest: on the "

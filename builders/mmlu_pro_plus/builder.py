@@ -48,7 +48,7 @@ from builders.core import api, cli
 from builders.core.benchmarks import BENCHMARKS
 from builders.core.benchmarks import mmlu_pro_record
 from builders.core.build import Build, Builder, Check
-from builders.core.errors import UserError
+from builders.core.errors import MalformedRow, UserError
 from builders.core.record import LETTERS, MCQRecord, list_of
 from builders.core.sources import LoadedSource, RowContext
 from builders.core.tables import Statistics, Table, counts_table
@@ -518,6 +518,8 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 def _mmlu_pro_with_cot(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
     record = mmlu_pro_record(row, ctx)
+    if not record.question.strip():
+        raise MalformedRow(record.id, "question", "empty question")
     cot = row.get("cot_content")
     return record.with_metadata(cot_content=cot if isinstance(cot, str) else "")
 

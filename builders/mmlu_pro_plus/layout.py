@@ -43,12 +43,17 @@ def pairable(option: str) -> bool:
 
 
 def ineligible_reason(record: MCQRecord) -> str | None:
-    """Why no pair option may be added: the options already depend on each other, or one is a pair option."""
+    """Why no pair option may be added: the options already depend on each other, one is a pair option, or two
+    options read the same once named in a pair (equal up to whitespace and trailing periods: "5" and "5."): a
+    pair naming either could mean the other, and a pair naming a copy of the answer would hold the answer."""
     reason = position_dependent_reason(record.choices)
     if reason:
         return reason
     if any(_PAIR_OPTION.match(choice) for choice in record.choices):
         return "has_pair_option"
+    names = [pair_member_text(choice) for choice in record.choices]
+    if len(set(names)) < len(names):
+        return "options_read_alike"
     return None
 
 

@@ -14,7 +14,10 @@ Every config keeps every item. Items whose options cannot be reordered or relabe
 on each other or on their positions: "All of the above", "Both a and c", "None of these", letter
 references) are copied unchanged in the configs that change options, with ``metadata.skip_reason``; items
 with duplicated options are copied unchanged with ``duplicate_choices`` in every config. Every config shows
-an item as many demonstrations as ``original``; `gold_at_<L>` and ``original_zero_shot`` are zero-shot.
+an item as many demonstrations as ``original``; `gold_at_<L>` and ``original_zero_shot`` are zero-shot. A
+build that shows no demonstrations (``--shots 0``, or a source without its few-shot split) leaves out the
+configs that change only the demonstrations (`fewshot_gold_at_<L>`, `ood_fewshot`, `trivial_fewshot`):
+each would be a copy of `original`.
 
 The modules: :mod:`.configs` (what each config changes), :mod:`.transforms` (the per-item transforms,
 demonstrations and prompts), :mod:`.prompts` (the prompt renderer the lm-eval tasks share), :mod:`.tasks`
@@ -34,7 +37,7 @@ from builders.core import api, cli
 from builders.core.benchmarks import BENCHMARKS
 from builders.core.build import Build, Builder
 from builders.core.errors import UserError
-from builders.core.record import MCQRecord, list_of
+from builders.core.record import LETTERS, MCQRecord, list_of
 from builders.core.sources import LoadedSource
 from builders.core.tables import Statistics, Table
 from builders.perturbations import tasks
@@ -89,21 +92,52 @@ def check_arguments(args: argparse.Namespace) -> None:
     parse_swaps(args.swaps)
 
 
-def select_specs(source: LoadedSource, only: list[str] | None) -> list[ConfigSpec]:
+def select_specs(source: LoadedSource, only: list[str] | None, shots: int) -> list[ConfigSpec]:
     positions = max((len(r.choices) for records in source.items.values() for r in records), default=4)
     fewshot = source.items.get(source.benchmark.fewshot_split or "", [])
-    return selected_specs(config_specs(positions, with_other_subjects=len({subject_group(r) for r in fewshot}) > 1),
-                          only)
+    specs = config_specs(positions, with_other_subjects=len({subject_group(r) for r in fewshot}) > 1)
+    if not shows_demonstrations(source, shots):
+        # Without demonstrations these configs would be copies of `original`, reported as "no effect".
+        left_out = [s.name for s in specs if s.changes_only_demonstrations]
+        asked = sorted(set(only or ()) & set(left_out))
+        if asked:
+            raise UserError(f"--only: {asked} change only the demonstrations, and this build shows none "
+                            f"({no_demonstrations_reason(source, shots)})")
+        logger.warning("%s: leaving out the configs that change only the demonstrations (%d)",
+                       no_demonstrations_reason(source, shots), len(left_out))
+        specs = [s for s in specs if not s.changes_only_demonstrations]
+    return selected_specs(specs, only)
+
+
+def shows_demonstrations(source: LoadedSource, shots: int) -> bool:
+    return shots > 0 and bool(source.items.get(source.benchmark.fewshot_split or ""))
+
+
+def no_demonstrations_reason(source: LoadedSource, shots: int) -> str:
+    return "--shots 0" if shots <= 0 else f"the source has no few-shot split {source.benchmark.fewshot_split!r}"
+
+
+def left_out_configs(source: LoadedSource, shots: int, specs: Sequence[ConfigSpec]) -> dict[str, object] | None:
+    """For the card: the configs a build without demonstrations leaves out, and why (None: none left out)."""
+    if shows_demonstrations(source, shots):
+        return None
+    names = [s.name for s in config_specs(len(LETTERS)) if s.changes_only_demonstrations]
+    kept = {s.name for s in specs}
+    return {"reason": no_demonstrations_reason(source, shots),
+            "families": sorted({n.rsplit("_", 1)[0] + "_<L>" if n.startswith("fewshot_gold_at_") else n
+                                for n in names if n not in kept})}
 
 
 def build(source: LoadedSource, args: argparse.Namespace) -> Build:
-    specs = select_specs(source, args.only)
+    specs = select_specs(source, args.only, args.shots)
     fewshot_split = source.benchmark.fewshot_split
     if fewshot_split not in source.items:
         logger.warning("the source has no few-shot split %r: prompts have no demonstrations", fewshot_split)
     draws = ItemDraws(args.seed)
     demonstrations = Demonstrations(source.items.get(fewshot_split or "", []), args.shots, args.fewshot_sampler, draws)
     swaps = parse_swaps(args.swaps)
+    if any(spec.order == "swap_fixed" for spec in specs):
+        check_swaps_fit(args.swaps, swaps, source)
     configs = {}
     for spec in specs:
         configs[spec.name] = config_records(spec, source.items, fewshot_split,
@@ -129,8 +163,21 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
                       "task_prefix": task_prefix, "tasks_dir": "lm_eval", "swaps": args.swaps,
                       "symbol_sets": {n: (SYMBOL_SETS[n], SYMBOL_EXTENSIONS[n]) for n in SYMBOL_SETS},
                       "trivial_count": len(trivial_questions()),
-                      "eval_split": tasks.eval_split(source), "fewshot_split": fewshot_split},
+                      "eval_split": tasks.eval_split(source), "fewshot_split": fewshot_split,
+                      "left_out": left_out_configs(source, args.shots, specs)},
     )
+
+
+def check_swaps_fit(text: str, swaps: Sequence[tuple[int, int]], source: LoadedSource) -> None:
+    """Explicit ``--swaps`` must name positions that some item has: a swap no item can take would make
+    `swap_fixed` a silent copy of `original` (``adjacent`` is meant for any number of options)."""
+    if text == "adjacent":
+        return
+    positions = max(len(r.choices) for records in source.items.values() for r in records)
+    beyond = [LETTERS[a] + LETTERS[b] for a, b in swaps if max(a, b) >= positions]
+    if beyond:
+        raise UserError(f"--swaps: {', '.join(beyond)} names a position past the last option of every item "
+                        f"(at most {positions} options, A-{LETTERS[positions - 1]})")
 
 
 def inherent_baselines(specs: Sequence[ConfigSpec]) -> dict[str, str]:

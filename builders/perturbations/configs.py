@@ -57,6 +57,12 @@ class ConfigSpec:
         return self.changes_options and (self.transformed == "all" or split == fewshot_split)
 
     @property
+    def changes_only_demonstrations(self) -> bool:
+        """Whether the config differs from its baseline in the demonstrations only (a build that shows no
+        demonstrations would make it a copy of `original`)."""
+        return self.transformed == "fewshot" or self.demonstrations in ("other_subject", "trivial")
+
+    @property
     def baseline(self) -> str | None:
         """The config this one is compared with (None for the baselines themselves)."""
         if self.name in (ORIGINAL, ORIGINAL_ZERO_SHOT):
