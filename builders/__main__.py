@@ -24,11 +24,16 @@ COMMANDS = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    usage = ("usage: mcqforge COMMAND [options]   (mcqforge COMMAND --help for its options)\n\ncommands: "
+             + ", ".join(COMMANDS))
+    if argv and argv[0] in ("-h", "--help"):
+        print(usage)
+        return 0
     command = argv[0].replace("-", "_") if argv else ""
     if command not in COMMANDS:
-        print("usage: mcqforge COMMAND [options]   (mcqforge COMMAND --help for its options)\n\ncommands: "
-              + ", ".join(COMMANDS), file=sys.stderr if argv and argv[0] not in ("-h", "--help") else sys.stdout)
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
+        print(usage, file=sys.stderr)
+        print(f"error: unknown command {argv[0]!r}" if argv else "error: no command given", file=sys.stderr)
+        return 2
     return importlib.import_module(COMMANDS[command]).main(argv[1:])
 
 

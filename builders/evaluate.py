@@ -36,13 +36,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from builders.core.cli import exit_code
+from builders.core.cli import check_writable_folder, exit_code, positive_int
 from builders.core.errors import UserError
 from builders.core.lm_eval_tasks import MANIFEST, TASKS_DIR
 from builders.core.predictions import choice_prediction
 from builders.core.tables import Statistics
 
 logger = logging.getLogger(__name__)
+
+
+class _NoMetadataHint(logging.Filter):
+    """lm-eval warns, once per task, that a task with a ``custom_dataset`` could take ``--metadata``: every
+    release task reads its data that way, so the hint was 2 lines per task (174 for the perturbations
+    release), none of them about anything the user did."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Custom kwargs can be passed to `--metadata`" not in record.getMessage()
+
+
+def _quiet_lm_eval() -> None:
+    task_logger = logging.getLogger("lm_eval.api.task")
+    if not any(isinstance(f, _NoMetadataHint) for f in task_logger.filters):
+        task_logger.addFilter(_NoMetadataHint())
 
 
 # ---- models -----------------------------------------------------------------------------------------------
@@ -78,7 +93,7 @@ def open_release(spec: str) -> tuple[Path, dict[str, Any]]:
     folder = Path(spec).expanduser()
     if not folder.is_dir():
         repo, sep, tag = spec.partition("@")
-        if not sep or not tag:
+        if not sep or not repo or not tag:
             raise UserError(f"{spec}: expected a release folder or REPO@vX.Y.Z")
         from huggingface_hub import snapshot_download
 
@@ -116,6 +131,7 @@ def evaluate_model(folder: Path, manifest: Mapping[str, Any], model: ModelSpec, 
     from lm_eval.tasks import TaskManager
 
     tasks = {task["task"]: task for task in manifest["tasks"]}
+    _quiet_lm_eval()
     try:
         results = lm_eval.simple_evaluate(model=_lm(model), model_args=model.model_args, tasks=list(tasks),
                                           task_manager=TaskManager(include_path=str(folder / TASKS_DIR)), limit=limit,
@@ -207,9 +223,21 @@ def write_outputs(tables: Statistics, folder: Path) -> None:
     (folder / "evaluation.csv").write_text(text.getvalue(), encoding="utf-8")
 
 
+OPEN_ENDED_BUILDERS = ("gsm_mc", "math_mc", "python_io")  # their tables correlate with open-ended scores
+
+
 def evaluate(options: argparse.Namespace) -> Statistics:
+    if options.output:
+        check_writable_folder(options.output)  # before the models run: a bad --output costs nothing
     folder, manifest = open_release(options.release)
     table = paper_table(manifest.get("builder"))
+    if options.open_ended_scores:
+        from builders.from_predictions.tasks import read_scores
+
+        if manifest.get("builder") not in OPEN_ENDED_BUILDERS:
+            raise UserError(f"--open-ended-scores applies to {', '.join(OPEN_ENDED_BUILDERS)} releases, "
+                            f"not {manifest.get('builder')}")
+        read_scores(options.open_ended_scores)
     models = [parse_model(text, options.batch_size) for text in options.model]
     if len({m.name for m in models}) != len(models):
         raise UserError("two --model arguments have the same name")
@@ -226,8 +254,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--model", action="append", required=True, metavar="MODEL",
                         help="hf:PATH, openai:MODEL@URL or dummy; repeat for several models")
     parser.add_argument("--output", type=Path, help="write evaluation.md, .csv, .json (and charts) here")
-    parser.add_argument("--limit", type=int, help="evaluate only the first N items of each task")
-    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--limit", type=positive_int, help="evaluate only the first N items of each task")
+    parser.add_argument("--batch-size", type=positive_int, default=8)
     parser.add_argument("--device", default=None, help="e.g. cpu or cuda:0")
     parser.add_argument("--open-ended-scores", type=Path, metavar="JSON",
                         help="GSM-MC / MATH-MC / PythonIO: {model: open-ended accuracy}, for the correlation")

@@ -24,7 +24,7 @@ import yaml
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from builders.core.cli import exit_code
+from builders.core.cli import check_writable_folder, exit_code
 from builders.core.errors import UserError
 from builders.core.record import LETTERS
 
@@ -34,7 +34,7 @@ def release_rows(spec: str) -> dict[str, dict[str, list[dict[str, Any]]]]:
     folder = Path(spec).expanduser()
     if not folder.is_dir():
         repo, sep, tag = spec.partition("@")
-        if not sep:
+        if not sep or not repo or not tag:
             raise UserError(f"{spec}: expected a release folder or REPO@vX.Y.Z")
         from huggingface_hub import snapshot_download
 
@@ -109,6 +109,9 @@ LAYOUTS: dict[str, tuple[Callable[[Mapping[str, Any]], dict[str, Any]], tuple[st
 
 def export(spec: str, layout: str, output: Path) -> list[Path]:
     convert, splits = LAYOUTS[layout]
+    check_writable_folder(output)
+    if Path(spec).is_dir() and Path(output).resolve().is_relative_to(Path(spec).resolve()):
+        raise UserError(f"--output {output} is inside the release {spec}: the export would change the release")
     written = []
     for config, config_splits in release_rows(spec).items():
         for split, rows in config_splits.items():

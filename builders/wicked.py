@@ -87,9 +87,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     llm.add_llm_arguments(cli.runtime_group(parser, "SBA judge endpoint"))
 
 
+MAX_VARIANTS = 1000
+
+
 def check_arguments(args: argparse.Namespace) -> None:
-    if args.variants < 1:
-        raise UserError("--variants must be at least 1")
+    if not 1 <= args.variants <= MAX_VARIANTS:
+        raise UserError(f"--variants must be between 1 and {MAX_VARIANTS} (each variant is a config of the release)")
     if args.sba_batch_size < 1:
         raise UserError("--sba-batch-size must be at least 1")
     if args.sba_threshold is not None and not 0 <= args.sba_threshold <= 1:

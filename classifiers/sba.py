@@ -19,7 +19,7 @@ import logging
 from pathlib import Path
 from typing import Sequence
 
-from builders.core.cli import HelpFormatter, exit_code
+from builders.core.cli import HelpFormatter, check_writable_file, check_writable_folder, exit_code
 from builders.core.errors import UserError
 
 from .data import label_provenance, labelled_only, read_labelled, write_jsonl
@@ -28,6 +28,49 @@ from .sba_model import BATCH_SIZE
 logger = logging.getLogger(__name__)
 
 PAPER_SOURCES = ("mmlu", "mmlu_pro", "truthful_qa", "commonsense_qa")  # WiCkeD, section 3.2
+
+
+# ---- checks every verb makes before any work ---------------------------------------------------------
+# (a bad value is one line, found before a model loads, a source is read or an endpoint is called)
+
+
+def require_file(path: Path, flag: str) -> None:
+    if not path.exists():
+        raise UserError(f"{flag} {path}: no such file")
+    if not path.is_file():
+        raise UserError(f"{flag} {path}: not a file")
+
+
+def require_model(name: str, flag: str) -> None:
+    """A model that names a local path must be a folder that is there; anything else is a Hub id."""
+    path = Path(name).expanduser()
+    if path.exists() and not path.is_dir():
+        raise UserError(f"{flag} {name}: a model is a folder (or a Hub id), not a file")
+    if not path.exists() and (name.startswith(("/", ".", "~")) or name.count("/") > 1):
+        raise UserError(f"{flag} {name}: no such folder")
+
+
+def require_range(value: float | None, flag: str, low: float, high: float, *, low_open: bool = False,
+                  high_open: bool = False) -> None:
+    """``value`` (when given) in the interval; NaN never is."""
+    if value is None:
+        return
+    above = value > low if low_open else value >= low
+    below = value < high if high_open else value <= high
+    if not (above and below):
+        raise UserError(f"{flag} must be in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}, "
+                        f"got {value:g}")
+
+
+def require_at_least(value: int | None, flag: str, low: int = 1) -> None:
+    if value is not None and value < low:
+        raise UserError(f"{flag} must be at least {low}, got {value}")
+
+
+def require_distinct(output: Path, flag: str, *inputs: Path | None) -> None:
+    for path in inputs:
+        if path is not None and output.expanduser().resolve() == path.expanduser().resolve():
+            raise UserError(f"{flag} {output} is also an input; write the result to another file")
 
 
 # ---- sample ----------------------------------------------------------------------------------------
@@ -59,6 +102,7 @@ def run_sample(args: argparse.Namespace) -> None:
         write_sample,
     )
 
+    check_writable_folder(args.output)
     sources = parse_source_args(args.source or list(PAPER_SOURCES))
     sizes = parse_sizes(args.size, 1000)
     unknown = sorted(set(sizes) - set(sources) - {"*"})
@@ -102,17 +146,28 @@ def run_label(args: argparse.Namespace) -> None:
         read_questions,
     )
 
+    if args.human and args.model:
+        raise UserError("--human and --model exclude each other: the labels come from one of them")
+    if not args.human and not args.model:
+        raise UserError("label needs --model (an LLM labeller) or --human FILE (human labels)")
+    require_file(args.input, "input")
+    check_writable_file(args.output)
+    require_distinct(args.output, "--output", args.input, args.human)
+    require_at_least(args.max_tokens, "--max-tokens")
+    rows = read_questions(args.input)  # a bad input file costs no request
+    if not rows:
+        raise UserError(f"input {args.input} has no questions")
     if args.human:
-        run = label_with_humans(read_questions(args.input), args.human)
+        require_file(args.human, "--human")
+        run = label_with_humans(rows, args.human)
+        if run.counts.get("unlabelled") == len(run.rows):
+            raise UserError(f"--human {args.human}: no label for any of the {len(run.rows)} questions")
     else:
-        if not args.model:
-            raise UserError("label needs --model (an LLM labeller) or --human FILE (human labels)")
         from builders.core.llm import LLMSettings, check_endpoint
 
         template = load_template(args.template or DEFAULT_TEMPLATE)
         settings = LLMSettings.from_args(args)
         check_endpoint(settings)
-        rows = read_questions(args.input)
         with settings.client(args.model) as client:
             run = label_with_llm(rows, client, template, args.max_tokens)
     write_jsonl(args.output, run.rows)
@@ -165,15 +220,30 @@ def add_train(sub) -> None:
     parser.set_defaults(run=run_train)
 
 
+def require_device(device: str) -> None:
+    import re
+
+    if not re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", device):
+        raise UserError(f"--device must be auto, cpu, cuda, cuda:N or mps, got {device!r}")
+
+
 RECIPE_FIELDS = ("kind", "input_format", "backbone_layers", "train_layers", "epochs", "learning_rate", "batch_size", "max_length",
                  "truncation_side", "class_weight", "warmup_ratio", "weight_decay", "calibration_fraction",
                  "target_recall")
 
 
 def run_train(args: argparse.Namespace) -> None:
-    from .training import recipe_with, train
+    require_file(args.labels, "labels")
+    check_writable_folder(args.output)
+    require_model(args.backbone, "--backbone")
+    require_device(args.device)
+    require_at_least(args.max_steps, "--max-steps")
+    from .training import recipe_with, train  # torch: after the checks
 
     recipe = recipe_with(args.recipe, **{name: getattr(args, name) for name in RECIPE_FIELDS})
+    require_range(recipe.target_recall, "--target-recall", 0, 1, low_open=True)
+    require_range(recipe.warmup_ratio, "--warmup-ratio", 0, 1, high_open=True)
+    require_range(recipe.weight_decay, "--weight-decay", 0, float("inf"))
     questions = labelled_only(read_labelled(args.labels), args.labels)
     result = train(questions, args.backbone, args.output, recipe, seed=args.seed, device=args.device,
                    max_steps=args.max_steps, provenance=label_provenance(args.labels))
@@ -200,8 +270,17 @@ def add_evaluate(sub) -> None:
 
 
 def run_evaluate(args: argparse.Namespace) -> None:
+    require_model(args.model, "--model")
+    require_file(args.labels, "--labels")
+    require_range(args.threshold, "--threshold", 0, 1)
+    require_range(args.target_recall, "--target-recall", 0, 1, low_open=True)
+    require_at_least(args.batch_size, "--batch-size")
+    if args.json:
+        check_writable_file(args.json, "--json")
+    if args.record and not Path(args.model).is_dir():
+        raise UserError("--record needs --model to be a local folder")
     from .evaluation import evaluate_scores
-    from .sba_model import SBAClassifier
+    from .sba_model import SBAClassifier  # torch: after the checks
 
     questions = labelled_only(read_labelled(args.labels), args.labels)
     classifier = SBAClassifier.load(args.model, threshold=args.threshold)
@@ -220,8 +299,6 @@ def run_evaluate(args: argparse.Namespace) -> None:
     if args.record:
         from .publishing import record_evaluation
 
-        if not Path(args.model).is_dir():
-            raise UserError("--record needs --model to be a local folder")
         record_evaluation(Path(args.model), report)
 
 
@@ -248,6 +325,8 @@ def add_push(sub) -> None:
 def run_push(args: argparse.Namespace) -> None:
     from .publishing import push_model
 
+    if args.model.is_dir() and not (args.model / "config.json").is_file():
+        raise UserError(f"{args.model} is not a model folder (no config.json): push the folder `train` wrote")
     published = push_model(args.model, args.repo, args.version, private=args.private)
     print(f"published {published.url} tag {published.tag}")
 
@@ -268,10 +347,18 @@ def add_predict(sub) -> None:
 
 
 def run_predict(args: argparse.Namespace) -> None:
+    require_model(args.model, "--model")
+    require_file(args.input, "--input")
+    check_writable_file(args.output)
+    require_distinct(args.output, "--output", args.input)
+    require_range(args.threshold, "--threshold", 0, 1)
+    require_at_least(args.batch_size, "--batch-size")
     from .labelling import read_questions
-    from .sba_model import SBAClassifier
+    from .sba_model import SBAClassifier  # torch: after the checks
 
     rows = read_questions(args.input)
+    if not rows:
+        raise UserError(f"--input {args.input} has no questions")
     classifier = SBAClassifier.load(args.model, threshold=args.threshold)
     require_answers(classifier, [(row["id"], row.get("answer")) for row in rows], args.input)
     scores = classifier.scores([(row["question"], row["choices"], row.get("answer")) for row in rows],

@@ -167,9 +167,9 @@ class SBAClassifier:
             model = AutoModelForSequenceClassification.from_pretrained(name_or_path, revision=revision)
         except (OSError, ValueError) as error:
             raise UserError(
-                f"cannot load SBA classifier {name_or_path!r} ({str(error).splitlines()[0][:200]}). Offline, pass "
-                "--sba-classifier PATH to a local model folder (e.g. the output of `python -m classifiers.sba train`) "
-                "or --sba-classifier none to alter every item."
+                f"cannot load SBA classifier {name_or_path!r} ({str(error).splitlines()[0][:200]}). Offline, name "
+                "a local model folder (the output of `python -m classifiers.sba train`); WiCkeD also takes "
+                "--sba-classifier none to alter every item."
             ) from None
         model = fixed_row_linears(model.float().eval())  # see classifiers/fixed_rows.py
         config = model.config

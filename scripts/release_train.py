@@ -37,6 +37,11 @@ from builders.core import cli
 from builders.core.errors import ReleaseError, UserError
 
 
+# Commands that are not dataset builders, and the options the train sets itself.
+NOT_BUILDERS = {"metrics", "evaluate", "export", "sba"}
+TRAIN_OPTIONS = {"push", "version", "private"}
+
+
 def option_argv(options: dict[str, Any]) -> list[str]:
     """{"sba_classifier": "none", "subjects": ["a", "b"], "strict": True} -> --sba-classifier none ..."""
     argv: list[str] = []
@@ -60,18 +65,32 @@ def read_train(path: Path) -> dict[str, Any]:
         raise UserError(f"cannot read {path}: {error}") from None
     if not isinstance(train, dict) or not train.get("version") or not isinstance(train.get("datasets"), list):
         raise UserError(f"{path}: expected 'version' and a list of 'datasets'")
+    builders = sorted(name for name in COMMANDS if name not in NOT_BUILDERS)
     for number, entry in enumerate(train["datasets"], 1):
-        if not isinstance(entry, dict) or entry.get("builder") not in COMMANDS or not entry.get("push"):
-            raise UserError(f"{path}: dataset {number} needs 'builder' (one of {sorted(COMMANDS)}) and 'push'")
+        if not isinstance(entry, dict) or entry.get("builder") not in builders or not entry.get("push"):
+            raise UserError(f"{path}: dataset {number} needs 'builder' (one of {builders}) and 'push'")
+        options = entry.get("options")
+        if options is not None and not isinstance(options, dict):
+            raise UserError(f"{path}: dataset {number}: 'options' must be a mapping of option names to values")
+        taken = sorted(set(options or {}) & TRAIN_OPTIONS)
+        if taken:
+            raise UserError(f"{path}: dataset {number}: options {taken} are set by the train itself "
+                            "('push' per dataset, 'version' and 'private' for the whole train)")
     return train
 
 
 def plan(train: dict[str, Any], resume: bool) -> list[tuple[Any, argparse.ArgumentParser, argparse.Namespace, Any]]:
     """Every dataset's parsed options and release checks, before anything is built."""
     steps = []
-    for entry in train["datasets"]:
+    for number, entry in enumerate(train["datasets"], 1):
         builder = importlib.import_module(COMMANDS[entry["builder"]]).BUILDER
         parser = cli.builder_parser(builder)
+        where = f"dataset {number} ({entry['builder']} -> {entry['push']})"
+
+        def error(message: str, where: str = where) -> None:  # a bad option names its dataset, in one line
+            raise UserError(f"{where}: {message}")
+
+        parser.error = error  # type: ignore[method-assign]
         argv = option_argv(entry.get("options") or {}) + ["--push", entry["push"], "--version", str(train["version"])]
         if train.get("private"):
             argv.append("--private")

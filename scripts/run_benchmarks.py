@@ -37,7 +37,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.data.is_dir():
         print(f"error: --data {args.data} is not a folder", file=sys.stderr)
         return 2
-    args.output.mkdir(parents=True, exist_ok=True)
+    try:
+        args.output.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        print(f"error: --output {args.output}: cannot create this folder ({error.strerror})", file=sys.stderr)
+        return 2
     rows = []
     for name in args.only or available():
         command = [sys.executable, str(BENCHMARKS / f"{name}.py")] + ([] if name in NO_DATA else ["--data", str(args.data)])

@@ -271,3 +271,176 @@ def test_the_console_command_runs_a_builder(tmp_path):
     assert (tmp_path / "o" / "build_config.yaml").exists()
     listing = subprocess.run([sys.executable, "-m", "builders", "--help"], capture_output=True, text=True, cwd=REPO)
     assert listing.returncode == 0 and "wicked" in listing.stdout and "perturbations" in listing.stdout
+
+
+# ---- a careless or hostile command line (one line, status 2, before any work) ------------------------------
+
+
+def _config(tmp_path: Path, name: str, params: dict | None = None, source: object = None, **top) -> Path:
+    import yaml
+
+    data = {"builder": "wicked", "source": {"benchmark": "mmlu", "spec": "sample"} if source is None else source,
+            "params": {"sba_classifier": "none", **(params or {})}, **top}
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize("name, config, expected", [
+    ("seed list", {"params": {"seed": [1, 2]}}, "option seed takes one value, got [1, 2]"),
+    ("limit float", {"params": {"limit": 2.5}}, "argument --limit: invalid int value: '2.5'"),
+    ("unknown benchmark", {"source": {"benchmark": "nosuch", "spec": "sample"}}, "argument --benchmark: invalid choice"),
+    ("bad choice", {"params": {"nota_position": "middle"}}, "argument --nota-position: invalid choice: 'middle'"),
+    ("switch as text", {"params": {"strict": "yes"}}, "option strict is a switch (true or false), got 'yes'"),
+    ("list as text", {"params": {"splits": "test"}}, "option splits takes a list of values, got 'test'"),
+    ("another builder's", {"builder": "gsm_mc"}, "is the build config of 'gsm_mc', not of wicked"),
+    ("a delivery option", {"params": {"output": "/tmp/elsewhere"}}, "options ['output'] are never recorded"),
+    ("an endpoint option", {"params": {"base_url": "http://attacker.example/v1"}}, "options ['base_url'] are never recorded"),
+    ("params not a mapping", {"params": [1]}, "'params' and 'source' must be mappings"),
+])
+def test_a_bad_build_config_is_one_line_naming_the_file(tmp_path, capsys, name, config, expected):
+    """A config file is checked as if its options had been typed: types, choices, switches and lists; options
+    that are never recorded (where the build goes, which endpoint gets the API key) are refused."""
+    params = config.get("params")
+    path = _config(tmp_path, "c", params if isinstance(params, dict) else None, config.get("source"),
+                   **{k: v for k, v in config.items() if k not in ("params", "source")})
+    if not isinstance(params, dict) and params is not None:
+        import yaml
+
+        path.write_text(yaml.safe_dump({"builder": "wicked", "source": {"spec": "sample"}, "params": params}))
+    assert wicked.main(["--config", str(path), "--output", str(tmp_path / "o")]) == 2, name
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {path}") and expected in lines[0], (name, lines)
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_good_build_config_sets_typed_defaults_and_flags_still_win(tmp_path):
+    from builders import contrast_sets
+    from builders.core import cli
+
+    path = _config(tmp_path, "good", {"seed": 3, "variants": 2, "nota_position": "random", "strict": True,
+                                      "splits": ["test"], "sba_threshold": 0.25})
+    args = cli.parse_args(cli.builder_parser(wicked.BUILDER), ["--config", str(path)])
+    assert (args.seed, args.variants, args.nota_position, args.strict, args.splits, args.sba_threshold,
+            args.source, args.benchmark) == (3, 2, "random", True, ["test"], 0.25, "sample", "mmlu")
+    args = cli.parse_args(cli.builder_parser(wicked.BUILDER), ["--config", str(path), "--seed", "4", "--splits", "dev"])
+    assert (args.seed, args.splits, args.variants) == (4, ["dev"], 2)
+    import yaml
+
+    path.write_text(yaml.safe_dump({"builder": "contrast_sets", "source": {"benchmark": "unifiedqa", "spec": "sample"},
+                                    "params": {"cross_source": False, "cross_split": True}}))
+    args = cli.parse_args(cli.builder_parser(contrast_sets.BUILDER), ["--config", str(path)])
+    assert (args.cross_source, args.cross_split) == (False, True)
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--preview", "0"], "--preview must be at least 1"),
+    (["--preview", "-3"], "--preview must be at least 1"),
+    (["--limit", "0", "--output", "{tmp}/o"], "--limit must be at least 1"),
+    (["--output", "{src}/inside"], "is inside the source folder"),
+    (["--output", "{src}"], "is not an mcqforge release folder"),
+])
+def test_bad_options_are_one_line_before_loading(tmp_path, capsys, argv, expected):
+    source = write_benchmark("mmlu", tmp_path)
+    argv = [a.format(tmp=tmp_path, src=source) for a in argv]
+    assert wicked.main(["--source", str(source), "--sba-classifier", "none", *argv]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], lines
+    assert sorted(p.name for p in source.iterdir()) == ["dev.jsonl", "test.jsonl"]  # nothing written into the source
+
+
+def test_a_source_inside_the_output_is_refused(tmp_path, capsys):
+    """The release replaces --output whole: a source read from inside it would be deleted."""
+    assert wicked.main(["--source", "sample", "--sba-classifier", "none", "--variants", "1",
+                        "--output", str(tmp_path / "out")]) == 0
+    capsys.readouterr()
+    assert wicked.main(["--source", str(tmp_path / "out" / "original"), "--sba-classifier", "none",
+                        "--output", str(tmp_path / "out")]) == 2
+    assert "is inside --output" in capsys.readouterr().err
+    assert (tmp_path / "out" / "original").is_dir()
+
+
+def test_an_error_raised_while_interrupted_is_an_interruption(capsys):
+    from builders.core.cli import exit_code
+
+    def broken_import():
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise ImportError("partially initialized module")
+
+    assert exit_code(broken_import) == 130
+    assert capsys.readouterr().err == "interrupted\n"
+    with pytest.raises(ValueError):
+        exit_code(lambda: int("x"))
+
+
+@pytest.mark.parametrize("kind, make, expected", [
+    ("folder", lambda t: t / "a_file", "is a file, not a folder"),
+    ("folder", lambda t: t / "a_file" / "below", "cannot create it there"),
+    ("file", lambda t: t, "is a folder, not a file"),
+    ("file", lambda t: t / "a_file" / "x.jsonl", "cannot create it there"),
+])
+def test_output_paths_are_checked_before_any_work(tmp_path, kind, make, expected):
+    from builders.core.cli import check_writable_file, check_writable_folder
+    from builders.core.errors import UserError
+
+    (tmp_path / "a_file").write_text("x")
+    check = check_writable_folder if kind == "folder" else check_writable_file
+    with pytest.raises(UserError, match=expected):
+        check(make(tmp_path))
+    check(tmp_path / "new" / "deeper")  # not there yet: fine
+
+
+@pytest.mark.parametrize("argv, expected", [([], "error: no command given"), (["nope"], "error: unknown command 'nope'")])
+def test_the_console_command_names_a_bad_command_in_one_line(argv, expected):
+    result = subprocess.run([sys.executable, "-m", "builders", *argv], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 2 and result.stderr.splitlines()[-1] == expected
+    assert [line for line in result.stderr.splitlines() if line.startswith("error:")] == [expected]
+
+
+def _last_error(module: str, *args: str) -> tuple[int, str]:
+    result = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, cwd=REPO)
+    return result.returncode, result.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("module, args, expected", [
+    # counts that would make millions of configs (16.8 GB before the cap)
+    ("builders.gsm_mc", ["--sets", "100000000"], "error: --sets must be between 1 and 1000"),
+    ("builders.wicked", ["--variants", "1000000000", "--sba-classifier", "none"], "error: --variants must be between 1 and 1000"),
+    # numbers that must be positive, refused by argparse before any work
+    ("builders.math_mc", ["--equivalence-timeout", "0"], "argument --equivalence-timeout: must be a finite number above 0"),
+    ("builders.math_mc", ["--equivalence-workers", "0"], "argument --equivalence-workers: must be at least 1, got 0"),
+    ("builders.math_mc", ["--max-tokens", "-1"], "argument --max-tokens: must be at least 1, got -1"),
+    ("builders.python_io", ["--sandbox-workers", "0"], "argument --sandbox-workers: must be at least 1, got 0"),
+])
+def test_bad_counts_are_one_line_before_any_work(tmp_path, module, args, expected):
+    code, line = _last_error(module, "--source", "sample", *args, "--output", str(tmp_path / "out"))
+    assert code == 2 and expected in line and not (tmp_path / "out").exists()
+
+
+def test_files_written_at_the_end_are_checked_first_and_an_empty_predictions_file_is_named(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    out = str(tmp_path / "out")
+    assert _last_error("builders.gsm_mc", "--source", "sample", "--pool", str(tmp_path), "--output", out) == (
+        2, f"error: --pool {tmp_path} is a folder, not a file")
+    assert _last_error("builders.gsm_mc", "--source", "sample", "--predictions", str(empty), "--output", out) == (
+        2, f"error: --predictions {empty}: no predictions in it")
+
+
+def test_evaluate_and_export_check_their_arguments_before_any_model_runs(tmp_path):
+    release = tmp_path / "release"
+    assert wicked.main(["--source", "sample", "--sba-classifier", "none", "--output", str(release),
+                        "--log-level", "ERROR"]) == 0
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    assert _last_error("builders.evaluate", str(release), "--model", "dummy", "--limit", "0")[1].endswith(
+        "argument --limit: must be at least 1, got 0")
+    assert _last_error("builders.evaluate", str(release), "--model", "dummy", "--output", str(a_file)) == (
+        2, f"error: --output {a_file} is a file, not a folder")
+    assert _last_error("builders.evaluate", str(release), "--model", "dummy", "--open-ended-scores", str(a_file)) == (
+        2, "error: --open-ended-scores applies to gsm_mc, math_mc, python_io releases, not wicked")
+    assert _last_error("builders.export", str(release), "--layout", "mc-evaluation", "--output",
+                       str(release / "export")) == (
+        2, f"error: --output {release / 'export'} is inside the release {release}: the export would change the release")

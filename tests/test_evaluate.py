@@ -126,3 +126,30 @@ def test_a_published_sample_release_is_evaluated_with_smollm2_and_the_dummy_mode
     for row in rows.values():  # 4 items per set: every accuracy is a multiple of 1/4
         assert all(abs(value * 4 - round(value * 4)) < 1e-9 for value in row[1:11])
     assert (out / "evaluation.md").read_text().count("|") > 20 and (out / "evaluation.csv").exists()
+
+
+@pytest.mark.parametrize("spec", ["mcqforge/gsm-mc@", "@v1.0.0", "mcqforge/gsm-mc"])
+def test_a_release_spec_without_a_repo_or_a_tag_is_refused_before_the_hub(spec):
+    with pytest.raises(UserError) as error:
+        evaluate.open_release(spec)
+    assert str(error.value) == f"{spec}: expected a release folder or REPO@vX.Y.Z"
+
+
+def test_a_release_folder_is_evaluated_without_lm_evals_metadata_hint_per_task(tmp_path, caplog):
+    """lm-eval's 2-line "Custom kwargs can be passed to `--metadata`" warning came once for every task of every
+    release (all read their config through `custom_dataset`): 6 warnings for WiCkeD's 6 tasks, 87 for the
+    perturbations sample's."""
+    from fixtures import write_benchmark
+
+    release = tmp_path / "release"
+    assert wicked.main(["--source", str(write_benchmark("mmlu", tmp_path)), "--sba-classifier", "none",
+                        "--output", str(release), "--log-level", "WARNING"]) == 0
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        assert evaluate.main([str(release), "--model", "dummy", "--limit", "2", "--device", "cpu",
+                              "--output", str(tmp_path / "results")]) == 0
+    assert [r for r in caplog.records if "--metadata" in r.getMessage()] == []
+    [table] = json.loads((tmp_path / "results" / "evaluation.json").read_text())
+    assert table["columns"][:7] == ["model", "original"] + [f"variant {k}" for k in range(5)]
+    [row] = table["rows"]
+    assert row[0] == "dummy" and all(value in (0.0, 0.5, 1.0) for value in row[1:7])  # 2 items per task

@@ -161,3 +161,12 @@ def test_mmlu_pro_plus_layout_refuses_a_release_not_made_from_mmlu_pro(gsm_relea
     assert export.main([str(gsm_release), "--layout", "mmlu-pro-plus", "--output", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no question_id" in err[0]
+
+
+@pytest.mark.parametrize("spec", ["mcqforge/gsm-mc@", "@v1.0.0", "mcqforge/gsm-mc"])
+def test_a_release_spec_without_a_repo_or_a_tag_is_one_line(tmp_path, capsys, spec):
+    """`REPO@` (no tag) went to the Hub client with an empty revision and came back as "(IsADirectoryError)"."""
+    assert export.main([spec, "--layout", "mc-evaluation", "--output", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {spec}: expected a release folder or REPO@vX.Y.Z"]
+    assert not (tmp_path / "x").exists()

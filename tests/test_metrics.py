@@ -367,3 +367,27 @@ def test_every_command_reads_predictions_with_the_one_reader(tmp_path, capsys):
         assert run() == 2, command
         assert capsys.readouterr().err.splitlines()[-1] == \
             f"error: {bad}:2: give the answer as exactly one of 'output' or 'pred' (null for no answer)", command
+
+
+@pytest.mark.parametrize("subcommand", ["ranking", "mmlu-pro-plus"])
+@pytest.mark.parametrize("where, expected", [("a_file", "is a file, not a folder"),
+                                             ("a_file/below", "cannot create it there")])
+def test_a_bad_output_is_one_line_before_any_reading(tmp_path, capsys, subcommand, where, expected):
+    """--output was only created after the whole computation, and a file there was a traceback."""
+    (tmp_path / "a_file").write_text("x")
+    missing = str(tmp_path / "no_such_predictions.jsonl")  # never read: the output is checked first
+    argv = {"ranking": ["ranking", "--original", missing, "--perturbed", missing],
+            "mmlu-pro-plus": ["mmlu-pro-plus", "--dataset", str(tmp_path), "--before", missing, "--after", missing]}
+    assert metrics_cli.main([*argv[subcommand], "--output", str(tmp_path / where)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --output ") and expected in lines[0], lines
+
+
+def test_an_empty_predictions_file_is_named(tmp_path, capsys):
+    original, _ = write_hand_logs(tmp_path / "logs")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert metrics_cli.main(["ranking", "--original", str(original), "--perturbed", str(empty),
+                             "--output", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err.strip() == f"error: --perturbed {empty}: no predictions in it"
+    assert not (tmp_path / "o").exists()

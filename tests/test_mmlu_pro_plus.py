@@ -655,6 +655,34 @@ def test_evaluate_runs_the_release_tasks_in_lm_eval(tmp_path):
     assert "| dummy | math | 2 |" in text and "| dummy | law | 1 |" in text and "SSR_wrong" in text and "CPI" in text
 
 
+def test_each_category_is_shown_demonstrations_of_its_own_category(tmp_path):
+    """As in MMLU-Pro's evaluation (the review found every question shown the first validation rows, whatever
+    their category): one task per category, its demonstrations that category's validation rows."""
+    import importlib.util
+
+    import yaml
+    from datasets import Dataset
+
+    out = tmp_path / "release"
+    assert mpp.main(["--source", "sample", "--output", str(out), "--cache-dir", str(tmp_path / "cache")]) == 0
+    tasks = out / "lm_eval"
+    group = yaml.safe_load((tasks / "mmlu_pro_plus_default.yaml").read_text())
+    test = load_release(out, "default")["test"]
+    validation = Counter(load_release(out, "default")["validation"]["category"])
+    assert group["aggregate_metric_list"][0]["weight_by_size"] is True
+    slug = {c: c.replace(" ", "_") for c in set(test["category"])}  # "computer science"
+    assert sorted(group["task"]) == sorted(f"mmlu_pro_plus_default_{s}" for s in slug.values())
+    spec = importlib.util.spec_from_file_location("release_utils", tasks / "utils.py")
+    utils = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(utils)
+    for category in set(test["category"]):
+        task = yaml.load((tasks / f"mmlu_pro_plus_default_{slug[category]}.yaml").read_text(), Loader=yaml.BaseLoader)
+        assert task["num_fewshot"] == str(min(5, validation[category]))
+        assert task["description"] == f"The following are multiple choice questions (with answers) about {category}.\n\n"
+        kept = getattr(utils, f"only_{slug[category]}")(Dataset.from_dict({"category": ["math", "law", category]}))
+        assert kept["category"] == [category] * (1 + (category in ("math", "law")))
+
+
 # ---- regressions from the adversarial review (real MMLU-Pro has such rows: question 8584 repeats an option) --
 
 

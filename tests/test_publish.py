@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import datasets
 import pytest
+import yaml
 from huggingface_hub import DatasetCard, HfApi
 
 from builders import wicked
+from builders.core import cli
+from builders.gsm_mc.builder import BUILDER as GSM_MC
+from builders.python_io.builder import BUILDER as PYTHON_IO
 from builders.core.benchmarks import BENCHMARKS
-from builders.core.sources import load_source
+from builders.core.sources import SAMPLES_DIR, load_source
 from builders.core.release import read_changelog
 from fixtures import write_benchmark
+
+REPO = Path(__file__).resolve().parents[1]
+BUILDERS = {"gsm_mc": GSM_MC, "python_io": PYTHON_IO}
 
 
 def push(folder, repo, version, *extra):
@@ -139,3 +149,120 @@ def test_a_hub_source_records_its_resolved_revision(local_hub, tmp_path):
     local = load_source(BENCHMARKS["mmlu"], str(folder))
     content = lambda source: [(r.id, r.question, r.choices, r.answer) for r in source.items["test"]]  # noqa: E731
     assert content(loaded) == content(local) and loaded.items["test"][0].source == "someone/mmlu-copy"
+
+
+def test_a_push_logs_no_request_lines_and_a_refused_push_is_one_line(local_hub):
+    """The HTTP client logged every request at INFO with its full URL (32 lines for this sample push, the
+    signed LFS upload URLs among them, and 2 before the `error:` line of a refusal); they show at DEBUG only."""
+    repo = "mcqforge/gsm-mc-quiet"
+    command = [sys.executable, "-m", "builders", "gsm_mc", "--source", "sample", "--push", repo, "--version", "1.0.0"]
+    first = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "HTTP Request" not in first.stderr and "/_lfs/" not in first.stderr + first.stdout
+    assert local_hub.token not in first.stderr + first.stdout
+    assert local_hub.tags(repo) == ["v1.0.0"]
+    again = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert again.returncode == 2 and again.stdout == ""
+    assert again.stderr.splitlines() == [f"error: {repo} already has tag v1.0.0; a released version is never "
+                                         "rewritten, choose a new --version"]
+    debug = subprocess.run(command + ["--log-level", "DEBUG"], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert debug.returncode == 2
+    assert [line.split("HTTP Request: ")[1].split(" ")[:2] for line in debug.stderr.splitlines()
+            if "HTTP Request" in line] == [["GET", f"{local_hub.url}/api/whoami-v2"],
+                                           ["GET", f"{local_hub.url}/api/datasets/{repo}/refs"]]
+
+
+@pytest.mark.parametrize("builder, parquet_files", [("gsm_mc", 11), ("python_io", 22)])
+def test_a_sample_build_rebuilds_from_its_build_config_with_the_samples_predictions(tmp_path, builder, parquet_files):
+    """`--source sample` reads the predictions shipped with the sample; build_config.yaml records them by base
+    name and hash like any local file, and `--config` refused the rebuild ("pass them again: --predictions")
+    although the package still holds them."""
+    first, again = tmp_path / "first", tmp_path / "again"
+    assert cli.main(BUILDERS[builder], ["--source", "sample", "--output", str(first), "--log-level", "WARNING"]) == 0
+    config = first / "build_config.yaml"
+    [recorded] = yaml.safe_load(config.read_text())["params"]["predictions"]
+    assert recorded["local"] == "predictions.jsonl" and recorded["content"].startswith("sha256:")
+    assert cli.main(BUILDERS[builder], ["--config", str(config), "--output", str(again), "--log-level", "WARNING"]) == 0
+    files = sorted(path.relative_to(first) for path in first.rglob("*.parquet"))
+    assert len(files) == parquet_files
+    assert all((first / f).read_bytes() == (again / f).read_bytes() for f in files)
+    assert (again / "build_config.yaml").read_bytes() == config.read_bytes()
+    # a recorded file the sample does not hold (other content) must still be passed again
+    changed = tmp_path / "changed.yaml"
+    changed.write_text(config.read_text().replace(recorded["content"], "sha256:" + "0" * 64))
+    assert cli.main(BUILDERS[builder], ["--config", str(changed), "--output", str(tmp_path / "x")]) == 2
+
+
+def test_the_card_records_no_commit_of_a_repository_that_merely_holds_the_installed_package(tmp_path):
+    """`git rev-parse HEAD` from the package folder answered for ANY enclosing repository: mcqforge installed in
+    a virtual environment inside a user's project recorded that project's commit as "mcqforge git commit"."""
+    from builders.core.release import git_commit
+
+    def git(*args, cwd=tmp_path / "project"):
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    (tmp_path / "project").mkdir()
+    git("init", "-q")
+    (tmp_path / "project" / "app.py").write_text("print(1)\n")
+    (tmp_path / "project" / ".gitignore").write_text(".venv/\n")
+    git("add", "app.py", ".gitignore")
+    git("commit", "-q", "-m", "project")
+    installed = tmp_path / "project" / ".venv" / "lib" / "site-packages" / "builders"
+    (installed / "core").mkdir(parents=True)
+    (installed / "__init__.py").write_text("")
+    assert len(git("rev-parse", "HEAD", cwd=installed)) == 40  # git does answer there: the project's commit
+    assert git_commit(installed) == "unknown"
+    # the checkout itself still records its commit
+    head = git("rev-parse", "HEAD", cwd=REPO)
+    assert git_commit() in (head, f"{head}-dirty")
+
+
+def test_the_cards_commands_fetch_task_files_that_lm_eval_can_load(local_hub, tmp_path):
+    """The card said `lm_eval --include_path lm_eval` without saying how to get the folder; fetched into the Hub
+    cache (the default of `hf download` / `snapshot_download`), lm-eval resolves each YAML file's link into
+    blobs/ and fails: "Cannot import module 'utils' for function 'load_release'"."""
+    import shlex
+
+    from lm_eval.tasks import TaskManager, get_task_dict
+
+    repo = "mcqforge/wicked-card-commands"
+    assert push(write_benchmark("mmlu", tmp_path), repo, "1.0.0") == 0
+    card = local_hub.file_at(repo, "v1.0.0", "README.md").decode()
+    block = card.split("## Evaluating with lm-evaluation-harness")[1].split("```bash\n")[1].split("```")[0]
+    download, run = block.strip().splitlines()
+    assert download == (f'hf download {repo} --repo-type dataset --revision v1.0.0 --include "lm_eval/*" '
+                        "--local-dir wicked-card-commands")
+    work = tmp_path / "user"
+    work.mkdir()
+    subprocess.run(shlex.split(download), cwd=work, check=True, capture_output=True, timeout=120)
+    include = shlex.split(run)[shlex.split(run).index("--include_path") + 1]
+    assert not any(path.is_symlink() for path in (work / include).iterdir())
+    tasks = get_task_dict(["wicked_mmlu_original", "wicked_mmlu_variants"], TaskManager(include_path=str(work / include)))
+    leaves = {name: task for name, task in _leaf_tasks(tasks)}
+    assert sorted(leaves) == ["wicked_mmlu_original"] + [f"wicked_mmlu_variant_{k}" for k in range(5)]
+    assert all(len(list(task.test_docs())) == 8 for task in leaves.values())
+
+
+def _leaf_tasks(tasks):
+    for key, value in tasks.items():
+        if isinstance(value, dict):
+            yield from _leaf_tasks(value)
+        else:
+            yield getattr(key, "group_name", key), value
+
+
+def test_predictions_given_with_a_config_replace_the_recorded_ones(tmp_path):
+    """`--predictions` accumulates (action "extend"): given with `--config`, it was added to the config's list, and
+    the rebuild read both files (180 predictions, 60 of them "a second prediction" of the same model)."""
+    first = tmp_path / "first"
+    assert cli.main(GSM_MC, ["--source", "sample", "--output", str(first), "--log-level", "WARNING"]) == 0
+    mine = tmp_path / "mine.jsonl"
+    mine.write_bytes((SAMPLES_DIR / "gsm8k" / "predictions.jsonl").read_bytes())
+    again = tmp_path / "again"
+    assert cli.main(GSM_MC, ["--config", str(first / "build_config.yaml"), "--predictions", str(mine),
+                             "--output", str(again), "--log-level", "WARNING"]) == 0
+    [recorded] = yaml.safe_load((again / "build_config.yaml").read_text())["params"]["predictions"]
+    assert recorded["local"] == "mine.jsonl"
+    assert (again / "set_0" / "test-00000-of-00001.parquet").read_bytes() == \
+        (first / "set_0" / "test-00000-of-00001.parquet").read_bytes()  # the same predictions, the same sets

@@ -357,6 +357,11 @@ def test_build_from_real_format_predictions(tmp_path):
     assert python_io.main(["--config", str(out / "build_config.yaml"), "--source", str(tmp_path / "src"),
                            "--predictions", *predictions, "--output", str(tmp_path / "again")]) == 0
     assert parquet_hashes(out) == parquet_hashes(tmp_path / "again") and len(parquet_hashes(out)) == 6
+    # and the same card and report: the sandbox's timings (which vary run to run) stay in the log
+    for name in ("README.md", "validation_report.json"):
+        assert (out / name).read_bytes() == (tmp_path / "again" / name).read_bytes(), name
+    assert "runs per second" not in card and "| seconds per call (limit) | 0.5 |" in card
+    assert f"| calls | {sum(VERIFIED.values()) + 4} |" in card  # 16 verified, 4 rejected when run
 
 
 @needs_bwrap
@@ -559,3 +564,100 @@ def test_second_reading_parses_and_never_evaluates():
     assert not python_io.literally_equal("__import__('os').getcwd()", "'/'")  # not a literal: compared as text
     assert python_io.literally_equal("<function f at 0x1>", " <function f  at 0x1>")
     assert python_io.literally_equal("9" * 5000, "9" * 5000) and not python_io.literally_equal("9" * 5000, "9" * 4999)
+
+
+# ---- regressions from the adversarial review ---------------------------------------------------------------
+
+
+def test_a_string_statement_after_the_first_is_a_docstring_too():
+    """HumanEval 115 puts its examples (the very calls of its tests) after ``import math``: only the first
+    statement used to count as a docstring, so the question gave the answer away. The blank lines a removed
+    docstring leaves under its ``def`` go too; a body of strings only stays as it is."""
+    program = ('def max_fill(grid, capacity):\n    import math\n    """\n    Example: max_fill([[1]], 1)\n'
+               '    Output: 1\n    """\n    return sum(math.ceil(sum(r) / capacity) for r in grid)\n')
+    assert python_io_pairs.clean_program(program) == (
+        "def max_fill(grid, capacity):\n    import math\n    return sum(math.ceil(sum(r) / capacity) for r in grid)\n")
+    # HumanEval 81: the solution starts with blank lines under the docstring
+    gap = 'def grade(g):\n    """Doc.\n    grade(4.0) ==> \'A+\'\n    """\n\n   \n    return "A+"\n'
+    assert python_io_pairs.clean_program(gap) == 'def grade(g):\n    return "A+"\n'
+    only_strings = 'def h():\n    """a"""\n    """b"""\n'
+    assert python_io_pairs.clean_program(only_strings) == only_strings
+
+
+@needs_bwrap
+def test_malformed_and_empty_source_rows_are_counted_and_excluded(tmp_path, capsys):
+    """Malformed source rows were excluded by the loader, then dropped by the builder: neither in the
+    release's exclusions nor in its rows in. A row with no assert produced no row at all."""
+    source = write_sources(tmp_path / "src")
+    bad_humaneval = {**HUMANEVAL[3], "task_id": "HumanEval/4", "test": None}
+    write_jsonl(source / "humaneval" / "test.jsonl", [*HUMANEVAL, bad_humaneval])
+    write_jsonl(source / "mbpp" / "validation.jsonl", [
+        *MBPP["validation"],
+        {**MBPP["validation"][0], "task_id": 512, "test_list": "assert shout('a') == 'A!'"},  # not a list
+        mbpp_row(513, "def one():\n    return 1", [])])  # no assert
+    predictions = write_predictions(tmp_path / "preds")
+    out = tmp_path / "out"
+    assert python_io.main(["--source", str(source), "--choices", "3", "--sets", "2", "--call-timeout", "0.5",
+                           "--predictions", *predictions, "--output", str(out)]) == 0
+    exclusions = [json.loads(line) for line in (out / "exclusions.jsonl").read_text().splitlines()]
+    new = [(e["split"], e["id"], e["reason"], e["field"]) for e in exclusions
+           if e["reason"] in ("malformed_row", "no_asserts")]
+    assert sorted(new) == [("test", "humaneval/test/4", "malformed_row", "test"),
+                           ("train", "mbpp/513/0", "no_asserts", "test_list"),
+                           ("train", "mbpp/validation/1", "malformed_row", "test_list")]
+    counts = json.loads((out / "validation_report.json").read_text())["counts"]["set_0"]
+    assert counts["test"] == {"in": ROWS_IN["test"] + 1, "out": 4, "excluded": ROWS_IN["test"] + 1 - 4}
+    assert counts["train"] == {"in": ROWS_IN["train"] + 2, "out": 1, "excluded": ROWS_IN["train"] + 2 - 1}
+    assert len(exclusions) == ROWS_IN["test"] + 1 - 4 + ROWS_IN["train"] + 2 - 1
+    # --strict: one line naming the row and the field, exit 2
+    capsys.readouterr()
+    assert python_io.main(["--source", str(source), "--strict", "--predictions", *predictions,
+                           "--output", str(tmp_path / "strict")]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "error: malformed row humaneval/test/4: field 'test': expected str, got NoneType")
+
+
+def test_distractors_equal_to_the_gold_up_to_float_rounding_are_dropped():
+    """MBPP 293 and 731 of the real build offered 10.63014581273463 beside the gold 10.63014581273465, and
+    204.2035 beside 204.20352248333654: options that working the program out cannot tell from the gold."""
+    from builders.core.predictions import Prediction
+    problem = python_io_pairs.Problem("mbpp", "293", "test", 0, "import math\ndef f(w, h):\n    return math.sqrt(w*w + h*h)\n", ())
+    pair = python_io_pairs.CallPair("mbpp/293/0", problem, 0, "f(7, 8)", "10.63014581273465")
+    outputs = ["10.63014581273463", "10.630146", "10.6301", "9.0", "10", "[10.63014581273465]", "10.63014581273465"]
+    matched = {pair.id: [Prediction(f"m{i}", o, {"id": pair.id}, f"x:{i}", extracted=True) for i, o in enumerate(outputs)]}
+    pools, counts = python_io.make_pools([python_io_pairs.Verified(pair, "10.63014581273465")], matched, None, 1000)
+    # within a relative 1e-6: ...463 and 10.630146 go; 10.6301 (1e-5 off), 9.0, 10 and a list stay; m6 is right
+    assert [c.text for c in pools[pair.id].candidates] == ["10", "10.6301", "9.0", "[10.63014581273465]"]
+    assert counts["near_gold_dropped"] == 2 and pools[pair.id].correct == {"m6": 1}
+    from builders.python_io.values import nearly_equal
+    assert nearly_equal([1, 2.5], [1, 2.5000001]) and not nearly_equal([1, 2.5], (1, 2.5000001))
+    assert not nearly_equal(1, True) and not nearly_equal(4, 4) and not nearly_equal(0.1, 0.2)
+
+
+@needs_bwrap
+def test_malformed_codemind_problem_rows_are_one_error_naming_line_and_field(tmp_path, capsys):
+    """A problems.jsonl row with a non-string call, or a task given twice (the later row silently won), turned
+    its task's predictions into unused rows or paired them with the wrong call; a prediction row's own
+    non-string ``input`` was counted as naming no item."""
+    source = write_sources(tmp_path / "src")
+    base = ["--source", str(source), "--choices", "3", "--sets", "2", "--call-timeout", "0.5"]
+    cases = [
+        ([*CODEMIND_PROBLEMS, {**CODEMIND_PROBLEMS[0], "input": "is_even(2)"}], CODEMIND_PREDICTIONS,
+         "problems.jsonl:5: field 'task_id': task 1 of humaneval again (first on line 1)"),
+        ([{**CODEMIND_PROBLEMS[0], "input": 4}, *CODEMIND_PROBLEMS[1:]], CODEMIND_PREDICTIONS,
+         "problems.jsonl:1: field 'input' must be a non-empty string, got int"),
+        ([CODEMIND_PROBLEMS[0], {**CODEMIND_PROBLEMS[1], "gold_output": 2}], CODEMIND_PREDICTIONS,
+         "problems.jsonl:2: field 'gold_output' must be a string, got int"),
+        (CODEMIND_PROBLEMS, [{**CODEMIND_PREDICTIONS[0], "input": ["is_even(4)"]}],
+         "predictions.jsonl:1: field 'input' must be a string (the call), got list"),
+        (CODEMIND_PROBLEMS, [CODEMIND_PREDICTIONS[0], {**CODEMIND_PREDICTIONS[1], "task_id": ["HumanEval/1"]}],
+         "predictions.jsonl:2: field 'task_id' must be a string or an integer, got list"),
+    ]
+    for number, (problems_rows, prediction_rows, message) in enumerate(cases):
+        folder = tmp_path / f"codemind{number}"
+        write_jsonl(folder / "problems.jsonl", problems_rows)
+        write_jsonl(folder / "predictions.jsonl", prediction_rows)
+        capsys.readouterr()
+        assert python_io.main([*base, "--predictions", str(folder), "--output", str(tmp_path / f"o{number}")]) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert lines[-1] == f"error: {folder}/{message}" and not (tmp_path / f"o{number}").exists()

@@ -615,3 +615,81 @@ def test_wicked_uses_the_threshold_stored_in_the_folder_with_no_flag(cross_encod
         assert meta["is_sba"] == (meta["sba_score"] >= threshold)
         assert (meta["skip_reason"] == "single_best_answer") == meta["is_sba"]
     assert f"threshold {threshold}" in (out / "README.md").read_text()
+
+
+# ---- a careless command line: one line, status 2, before any model loads ----------------------------------
+
+
+def _bad_sba_argv(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
+    (tmp_path / "a_file").write_text("x")
+    questions = write_jsonl(tmp_path / "q.jsonl", QUESTIONS[:3])
+    labels = write_jsonl(tmp_path / "labels.jsonl", labelled_fixture(6))
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    missing, a_file = str(tmp_path / "nope"), str(tmp_path / "a_file")
+    q, lab = str(questions), str(labels)
+    return {
+        "sample output is a file": (["sample", "--source", "mmlu=sample", "--output", a_file], "is a file, not a folder"),
+        "label human and model": (["label", q, "--human", lab, "--model", "m", "--output", str(tmp_path / "o.jsonl")],
+                                  "--human and --model exclude each other"),
+        "label input missing": (["label", missing, "--human", lab, "--output", str(tmp_path / "o.jsonl")], "no such file"),
+        "label human missing": (["label", q, "--human", missing, "--output", str(tmp_path / "o.jsonl")], "no such file"),
+        "label human empty": (["label", q, "--human", str(empty), "--output", str(tmp_path / "o.jsonl")],
+                              "no label for any of the 3 questions"),
+        "label output under a file": (["label", q, "--human", lab, "--output", f"{a_file}/o.jsonl"], "cannot create it there"),
+        "label output is the input": (["label", q, "--human", lab, "--output", q], "is also an input"),
+        "label max-tokens 0": (["label", q, "--model", "m", "--max-tokens", "0", "--output", str(tmp_path / "o.jsonl")],
+                               "--max-tokens must be at least 1"),
+        "train output is a file": (["train", lab, "--output", a_file], "is a file, not a folder"),
+        "train backbone missing": (["train", lab, "--output", str(tmp_path / "m"), "--backbone", missing], "no such folder"),
+        "train target-recall 2": (["train", lab, "--output", str(tmp_path / "m"), "--backbone", str(model),
+                                   "--target-recall", "2"], "--target-recall must be in (0, 1]"),
+        "train warmup 2": (["train", lab, "--output", str(tmp_path / "m"), "--backbone", str(model), "--warmup-ratio", "2"],
+                           "--warmup-ratio must be in [0, 1)"),
+        "train device bogus": (["train", lab, "--output", str(tmp_path / "m"), "--device", "bogus"], "--device must be"),
+        "train max-steps 0": (["train", lab, "--output", str(tmp_path / "m"), "--max-steps", "0"], "--max-steps must be at least 1"),
+        "evaluate model missing": (["evaluate", "--model", missing, "--labels", lab], "no such folder"),
+        "evaluate threshold 2": (["evaluate", "--model", str(model), "--labels", lab, "--threshold", "2"],
+                                 "--threshold must be in [0, 1]"),
+        "evaluate batch-size 0": (["evaluate", "--model", str(model), "--labels", lab, "--batch-size", "0"],
+                                  "--batch-size must be at least 1"),
+        "evaluate json under a file": (["evaluate", "--model", str(model), "--labels", lab, "--json", f"{a_file}/r.json"],
+                                       "cannot create it there"),
+        "evaluate record a Hub model": (["evaluate", "--model", "someone/model", "--labels", lab, "--record"],
+                                        "--record needs --model to be a local folder"),
+        "push not a model folder": (["push", str(tmp_path), "--repo", "a/b", "--version", "1.0.0"], "is not a model folder"),
+        "predict output is the input": (["predict", "--model", str(model), "--input", q, "--output", q], "is also an input"),
+        "predict output is a folder": (["predict", "--model", str(model), "--input", q, "--output", str(tmp_path)],
+                                       "is a folder, not a file"),
+        "predict empty input": (["predict", "--model", str(model), "--input", str(empty), "--output", str(tmp_path / "p")],
+                                "has no questions"),
+        "predict threshold -1": (["predict", "--model", str(model), "--input", q, "--output", str(tmp_path / "p"),
+                                  "--threshold", "-1"], "--threshold must be in [0, 1]"),
+        "predict batch-size 0": (["predict", "--model", str(model), "--input", q, "--output", str(tmp_path / "p"),
+                                  "--batch-size", "0"], "--batch-size must be at least 1"),
+    }
+
+
+@pytest.mark.parametrize("case", [
+    "sample output is a file", "label human and model", "label input missing", "label human missing", "label human empty",
+    "label output under a file", "label output is the input", "label max-tokens 0", "train output is a file",
+    "train backbone missing", "train target-recall 2", "train warmup 2", "train device bogus", "train max-steps 0",
+    "evaluate model missing", "evaluate threshold 2", "evaluate batch-size 0", "evaluate json under a file",
+    "evaluate record a Hub model", "push not a model folder", "predict output is the input", "predict output is a folder",
+    "predict empty input", "predict threshold -1", "predict batch-size 0"])
+def test_bad_verb_arguments_are_one_line_before_any_model_loads(tmp_path, capsys, case):
+    """Each was a traceback, a silent success or an error found only after the model had loaded (or, for
+    --record with a Hub id, after a minute of trying to reach the Hub)."""
+    import time
+
+    argv, expected = _bad_sba_argv(tmp_path)[case]
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    started = time.monotonic()
+    assert sba.main(argv) == 2, case
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], (case, lines)
+    assert time.monotonic() - started < 5, case
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before, case  # nothing written

@@ -50,3 +50,33 @@ def test_a_release_train_is_checked_whole_then_published(local_hub, tmp_path):
 def test_a_bad_train_file_is_one_line(tmp_path):
     result = run_train(train(tmp_path, "1.0.0", [{"builder": "nope", "push": "a/b"}]))
     assert result.returncode == 2 and result.stderr.startswith("error: ") and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("datasets, expected", [
+    ([{"builder": "wicked", "push": "a/b", "options": [1]}], "dataset 1: 'options' must be a mapping"),
+    ([{"builder": "metrics", "push": "a/b"}], "dataset 1 needs 'builder' (one of ['contrast_sets'"),
+    ([{"builder": "evaluate", "push": "a/b"}], "dataset 1 needs 'builder'"),
+    ([{"builder": "wicked", "push": "a/b", "options": {"version": "9.9.9"}}], "options ['version'] are set by the train"),
+    ([{"builder": "wicked", "push": "a/b", "options": {"push": "other/repo"}}], "options ['push'] are set by the train"),
+    ([{"builder": "wicked", "push": "a/b", "options": {"seed": "x"}}],
+     "error: dataset 1 (wicked -> a/b): argument --seed: invalid int value: 'x'"),
+    ([{"builder": "perturbations", "push": "a/b", "options": {"source": "sample", "only": ["shuffle"]}},
+      {"builder": "wicked", "push": "c/d", "options": {"bogus": 1}}],
+     "error: dataset 2 (wicked -> c/d): unrecognized arguments: --bogus 1"),
+])
+def test_a_train_file_that_is_not_a_list_of_builds_is_one_line(tmp_path, datasets, expected):
+    """A non-mapping 'options' and a command that is not a builder (metrics, evaluate) were tracebacks."""
+    result = run_train(train(tmp_path, "1.0.0", datasets), "--check")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert result.stderr.startswith("error: ") and len(result.stderr.strip().splitlines()) == 1
+    assert expected in result.stderr
+
+
+@pytest.mark.parametrize("output", ["a_file", "a_file/below"])
+def test_run_benchmarks_refuses_an_output_it_cannot_create(tmp_path, output):
+    (tmp_path / "a_file").write_text("x")
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "run_benchmarks.py"), "--data", str(tmp_path),
+                             "--only", "sandbox", "--output", str(tmp_path / output)],
+                            capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [result.stderr.strip()] and result.stderr.startswith("error: --output ")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -37,6 +38,28 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         if action.default in (None, False, argparse.SUPPRESS, []) or "%(default)" in (action.help or ""):
             return action.help or ""
         return super()._get_help_string(action)
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (workers, tokens)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a number above 0 (seconds)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number above 0, got {text}")
+    return value
 
 
 def runtime_group(parser: argparse.ArgumentParser, title: str) -> argparse._ArgumentGroup:
@@ -81,6 +104,7 @@ def builder_parser(builder: Builder) -> argparse.ArgumentParser:
                              "builder allows, so that a preview costs few LLM calls)")
     common.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     builder.add_arguments(parser)
+    parser.builder_name = builder.name  # type: ignore[attr-defined]  (--config checks the file is this builder's)
     return parser
 
 
@@ -91,20 +115,81 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> a
     """Parse twice: a --config file sets the defaults, explicit flags still win."""
     args = parser.parse_args(argv)
     if args.config:
-        recorded = load_build_config(args.config)
-        defaults = dict(recorded.get("params") or {})
-        source = recorded.get("source") or {}
-        defaults["benchmark"] = source.get("benchmark")
-        defaults["source"] = source.get("spec")
-        known = {action.dest for action in parser._actions}
-        unknown = sorted(set(defaults) - known)
-        if unknown:
-            raise UserError(f"{args.config}: options {unknown} are not options of {parser.prog}")
-        local = {k: v for k, v in defaults.items() if _is_recorded_local(v)}
-        parser.set_defaults(**{k: v for k, v in defaults.items() if v is not None and k not in local})
+        defaults, local = config_defaults(parser, args.config)
+        given = args  # the command line alone
+        parser.set_defaults(**defaults)
         args = parser.parse_args(argv)
+        for action in parser._actions:  # append/extend options add to their default: a list given on the
+            # command line replaces the config's instead (it would be merged into it)
+            if isinstance(action, (argparse._AppendAction, argparse._ExtendAction)) and action.dest in defaults \
+                    and getattr(given, action.dest) not in (None, []):
+                setattr(args, action.dest, getattr(given, action.dest))
         _require_local_files_again(args, parser, local)
     return args
+
+
+def config_defaults(parser: argparse.ArgumentParser, path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A build_config.yaml's options as parser defaults, each checked as if it had been typed (type, choices,
+    the builder's own parsers), and the recorded local files a rebuild must be given again.
+
+    A config file may come from anyone (it travels with a release on the Hub): options that are never
+    recorded (where the build goes, the LLM endpoint and its key, caches) are refused, not applied."""
+    recorded = load_build_config(path)
+    builder = getattr(parser, "builder_name", None)
+    if builder and recorded.get("builder") not in (None, builder):
+        raise UserError(f"{path} is the build config of {recorded.get('builder')!r}, not of {builder}")
+    params, source = recorded.get("params") or {}, recorded.get("source") or {}
+    if not isinstance(params, dict) or not isinstance(source, dict):
+        raise UserError(f"{path} is not an mcqforge build_config.yaml: 'params' and 'source' must be mappings")
+    actions = {a.dest: a for a in parser._actions if a.option_strings and a.dest != "help"}
+    not_recorded = sorted(k for k in params if k in DELIVERY_OPTIONS | runtime_dests(parser))
+    if not_recorded:
+        raise UserError(f"{path}: options {not_recorded} are never recorded in a build config; pass them on the "
+                        "command line")
+    unknown = sorted(k for k in params if k not in actions)
+    if unknown:
+        raise UserError(f"{path}: options {unknown} are not options of {parser.prog}")
+    values = {**params, "benchmark": source.get("benchmark"), "source": source.get("spec")}
+    local = {k: v for k, v in values.items() if _is_recorded_local(v)}
+    given = {k: v for k, v in values.items() if v is not None and k not in local}
+    tokens = [token for dest, value in given.items() for token in _option_tokens(path, actions[dest], value)]
+    checked = _parse_strictly(parser, tokens, path)
+    return {dest: getattr(checked, dest) for dest in given}, local
+
+
+def _option_tokens(path: Path, action: argparse.Action, value: Any) -> list[str]:
+    """The command-line words that would have given ``action`` this recorded value."""
+    flag = next((s for s in action.option_strings if s.startswith("--")), action.option_strings[0])
+    if isinstance(action, argparse.BooleanOptionalAction) or action.nargs == 0:
+        if not isinstance(value, bool):
+            raise UserError(f"{path}: option {action.dest} is a switch (true or false), got {value!r}")
+        if isinstance(action, argparse.BooleanOptionalAction):
+            return [flag if value else action.option_strings[1]]
+        return [flag] if value != action.default else []
+    if action.nargs is None or action.nargs == "?":
+        if isinstance(value, (list, dict)):
+            raise UserError(f"{path}: option {action.dest} takes one value, got {value!r}")
+        return [f"{flag}={_token(value)}"]
+    if not isinstance(value, list) or any(isinstance(v, (list, dict)) for v in value):
+        raise UserError(f"{path}: option {action.dest} takes a list of values, got {value!r}")
+    return [flag, *map(_token, value)] if value else []
+
+
+def _token(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _parse_strictly(parser: argparse.ArgumentParser, tokens: list[str], path: Path) -> argparse.Namespace:
+    """Parse a config's words with the parser's own types and choices; a bad value names the file."""
+
+    def error(message: str):
+        raise UserError(f"{path}: {message}")
+
+    parser.error = error  # type: ignore[method-assign]
+    try:
+        return parser.parse_args(tokens)
+    finally:
+        del parser.error  # back to ArgumentParser.error
 
 
 def _require_local_files_again(args: argparse.Namespace, parser: argparse.ArgumentParser,
@@ -209,6 +294,8 @@ def selection(builder: Builder, args: argparse.Namespace) -> Selection:
 
 def preflight(builder: Builder, args: argparse.Namespace) -> ReleaseInfo:
     """Every check that can refuse a build, before any source is loaded or any paid call is made."""
+    if args.preview is not None and args.preview < 1:
+        raise UserError("--preview must be at least 1")
     if not args.preview and not args.output and not args.push:
         raise UserError("nothing to do: pass --output DIR and/or --push REPO_ID --version X.Y.Z (or --preview K)")
     check_options(builder, args)
@@ -217,6 +304,7 @@ def preflight(builder: Builder, args: argparse.Namespace) -> ReleaseInfo:
         return release
     if args.output:
         check_output_folder(args.output)
+        check_source_and_output(args.source, args.output)
     if args.push:
         if not args.version:
             raise UserError("--push needs --version X.Y.Z")
@@ -225,10 +313,25 @@ def preflight(builder: Builder, args: argparse.Namespace) -> ReleaseInfo:
     return release
 
 
+def check_source_and_output(source: Any, output: Path) -> None:
+    """A release written inside a local source folder changes the source's content hash (folders are hashed
+    recursively) on every rebuild; a source inside --output is deleted when the release replaces it."""
+    if not isinstance(source, (str, Path)) or str(source) == "sample" or not Path(source).expanduser().exists():
+        return
+    src, out = Path(source).expanduser().resolve(), Path(output).expanduser().resolve()
+    if src.is_dir() and (out == src or src in out.parents):
+        raise UserError(f"--output {output} is inside the source folder {source}: write the release elsewhere")
+    if src == out or out in src.parents:
+        raise UserError(f"--source {source} is inside --output {output}, which the release replaces: "
+                        "write the release elsewhere")
+
+
 def check_options(builder: Builder, args: argparse.Namespace) -> None:
     """The options themselves, and the LLM endpoint a build will call."""
     if args.preview is not None and args.preview < 1:
         raise UserError("--preview must be at least 1")
+    if args.limit is not None and args.limit < 1:
+        raise UserError("--limit must be at least 1")
     if args.version is not None:
         version_tag(args.version)
     if not 0 <= args.max_excluded <= 1:
@@ -265,7 +368,50 @@ def exit_code(command: Callable[[], int | None]) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as error:
+        if not _raised_by_an_interrupt(error):
+            raise
+        print("interrupted", file=sys.stderr)  # e.g. an import that Ctrl-C broke half-way
+        return 130
     return status or 0
+
+
+def _raised_by_an_interrupt(error: BaseException) -> bool:
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def check_writable_folder(path: Path, flag: str = "--output") -> None:
+    """A folder a command will write into (it may not exist yet), checked before any work: not a file, and
+    under a folder that can hold it."""
+    path = Path(path).expanduser()
+    if path.exists() and not path.is_dir():
+        raise UserError(f"{flag} {path} is a file, not a folder")
+    _require_writable_parent(path, flag)
+
+
+def check_writable_file(path: Path, flag: str = "--output") -> None:
+    """A file a command will write (it may exist: it is replaced), checked before any work."""
+    path = Path(path).expanduser()
+    if path.is_dir():
+        raise UserError(f"{flag} {path} is a folder, not a file")
+    _require_writable_parent(path.parent, flag, path)
+
+
+def _require_writable_parent(folder: Path, flag: str, shown: Path | None = None) -> None:
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UserError(f"{flag} {shown or folder}: cannot create it there ({existing} is a file)")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UserError(f"{flag} {shown or folder}: {existing} is not writable")
 
 
 # ---- what the console shows ------------------------------------------------------------------------------

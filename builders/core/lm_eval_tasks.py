@@ -16,7 +16,8 @@ builder appends its own functions to it.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Sequence
+import re
+from typing import Any, Iterable, Mapping, Sequence
 
 import yaml
 
@@ -107,6 +108,39 @@ def multiple_choice_task(task: str, config: str, location: TaskLocation, test_sp
                   "metric_list": [{"metric": m, "aggregation": "mean", "higher_is_better": True} for m in metrics],
                   "metadata": {"version": version}, **extra})
     return entry
+
+
+def slug(value: str, taken: Iterable[str] = ()) -> str:
+    """A task-name part for a column value (a subject, a category), unlike every slug in ``taken``."""
+    taken = set(taken)
+    text = re.sub(r"[^a-z0-9]+", "_", value.lower()).strip("_") or "none"
+    text = text if text[0].isalpha() else f"s_{text}"
+    while text in taken:
+        text += "_"
+    return text
+
+
+def value_filters(column: str, slugs: Mapping[str, str]) -> str:
+    """``utils.py`` code defining ``only_<slug>(dataset)`` for each ``{value: slug}``: a task's ``process_docs``
+    that keeps the docs whose ``column`` is that value (its demonstrations too). It is made from a literal
+    table, so no data text is ever code."""
+    if not slugs:
+        return ""
+    table = {slug: value for value, slug in slugs.items()}
+    return f'''
+
+VALUES = {table!r}
+
+
+def _only(value):
+    def keep(dataset):
+        return dataset.filter(lambda doc: (doc[{column!r}] or "") == value)
+    return keep
+
+
+for _slug, _value in VALUES.items():
+    globals()[f"only_{{_slug}}"] = _only(_value)
+'''
 
 
 def group(name: str, tasks: Sequence[str], metrics: Sequence[str] = ("acc",), weight_by_size: bool = False) -> dict[str, Any]:

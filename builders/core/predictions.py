@@ -84,11 +84,12 @@ class Prediction:
 
 
 def read_predictions(specs: Iterable[str | Path], *, benchmark: str | Sequence[str] | None = None,
-                     model: str | None = None, score: str = "auto") -> list[Prediction]:
+                     model: str | None = None, score: str = "auto", flag: str = "--predictions") -> list[Prediction]:
     """Every prediction under ``specs`` (``PATH`` or ``MODEL=PATH``: files or folders), in file order.
 
     ``benchmark``: the benchmark(s) the command reads; a plain row whose ``benchmark`` names another one stops
-    the read. ``model`` names every prediction (a ``MODEL=`` of the spec wins).
+    the read. ``model`` names every prediction (a ``MODEL=`` of the spec wins). A spec that holds no prediction
+    is an error naming ``flag``.
     """
     if score not in SCORES:
         raise UserError(f"unknown score {score!r}; choose one of {SCORES}")
@@ -96,6 +97,7 @@ def read_predictions(specs: Iterable[str | Path], *, benchmark: str | Sequence[s
     predictions: list[Prediction] = []
     for spec in specs:
         spec_model, path = _split_spec(str(spec))
+        before = len(predictions)
         for file in _files(path, str(spec)):
             if _is_lm_eval_samples(file):
                 found = list(_read_lm_eval_samples(file, spec_model or model, score))
@@ -104,6 +106,8 @@ def read_predictions(specs: Iterable[str | Path], *, benchmark: str | Sequence[s
                          for number, row in iter_json_lines(file, PredictionError)]
             logger.info("read %d predictions from %s", len(found), file)
             predictions.extend(found)
+        if len(predictions) == before:  # an empty file would otherwise build a release with every item excluded
+            raise PredictionError(f"{flag} {spec}: no predictions in it")
     return predictions
 
 

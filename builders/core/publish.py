@@ -24,6 +24,21 @@ from .errors import ReleaseError
 from .release import ChangelogEntry, ReleaseInfo, read_changelog
 
 logger = logging.getLogger(__name__)
+
+
+class _RequestLinesAtDebugOnly(logging.Filter):
+    """The HTTP client logs every request at INFO, with its full URL: during a push that is a line per file,
+    and on the Hub an upload URL is a signed storage URL (its query string is a credential for that upload).
+    Those lines pass only when mcqforge logs at DEBUG; the client's warnings and errors always pass."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno > logging.INFO or logger.isEnabledFor(logging.DEBUG)
+
+
+_REQUEST_FILTER = _RequestLinesAtDebugOnly()
+for _client_logger in ("httpx2", "httpx"):
+    if not any(isinstance(f, _RequestLinesAtDebugOnly) for f in logging.getLogger(_client_logger).filters):
+        logging.getLogger(_client_logger).addFilter(_REQUEST_FILTER)
 VERSION = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
 HUB_TIMEOUT = 5.0  # seconds for the reachability probe: an offline run fails in seconds, not minutes
 

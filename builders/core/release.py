@@ -226,15 +226,24 @@ def build_config_text(build: Build) -> str:
     return yaml.safe_dump(build_config(build), sort_keys=True, allow_unicode=True)
 
 
-def git_commit() -> str:
+def git_commit(package: Path | None = None) -> str:
+    """The commit of the mcqforge checkout this package runs from ("-dirty" with uncommitted changes), or
+    "unknown". An installed package that merely sits inside some other git repository (a virtual environment
+    in a user's project) is "unknown": that repository's commit says nothing about mcqforge."""
+    package = Path(package or Path(builders.__file__).parent).resolve()
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=package, capture_output=True, text=True, timeout=10)
+
     try:
-        result = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
-                                text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=Path(__file__).parent,
-                               capture_output=True, text=True, timeout=10)
+        top = git("rev-parse", "--show-toplevel")
+        tracked = git("ls-files", "--error-unmatch", "--", "__init__.py")
+        result = git("rev-parse", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
-    if result.returncode != 0:
+    if top.returncode != 0 or Path(top.stdout.strip()).resolve() != package.parent or tracked.returncode != 0 \
+            or result.returncode != 0:
         return "unknown"
     return result.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
@@ -326,9 +335,37 @@ def load_build_config(path: Path) -> dict[str, Any]:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
         raise UserError(f"cannot read build config {path}: {error}") from None
-    if not isinstance(data, dict):
+    if not isinstance(data, dict) or not isinstance(data.get("source", {}), dict):
         raise UserError(f"{path} is not an mcqforge build_config.yaml")
-    return data
+    return _resolve_sample_files(data)
+
+
+def _resolve_sample_files(data: dict[str, Any]) -> dict[str, Any]:
+    """A build from ``--source sample`` may have read files shipped with the sample (its models' predictions),
+    recorded like any local file by base name and content hash. The package still holds them: a recorded
+    file whose name and hash match a file of the sample is given back as its path, so that the rebuild needs
+    no option. A file that is not there (or whose content changed) stays recorded: the user must pass it."""
+    from .sources import SAMPLES_DIR, content_revision
+
+    source = data.get("source") or {}
+    if source.get("spec") != "sample" or not isinstance(data.get("params"), dict):
+        return data
+    benchmarks = [source.get("benchmark")] + [part.get("benchmark") for part in source.get("parts") or []
+                                              if isinstance(part, dict)]
+    folders = [SAMPLES_DIR / name for name in dict.fromkeys(benchmarks) if isinstance(name, str) and name]
+
+    def resolve(value: Any) -> Any:
+        if isinstance(value, list):
+            return [resolve(v) for v in value]
+        if not (isinstance(value, dict) and isinstance(value.get("local"), str) and "content" in value):
+            return value
+        for folder in folders:
+            candidate = folder / Path(value["local"]).name
+            if candidate.is_file() and content_revision(candidate) == value["content"]:
+                return f"{value['model']}={candidate}" if value.get("model") else str(candidate)
+        return value
+
+    return {**data, "params": {key: resolve(value) for key, value in data["params"].items()}}
 
 
 def read_changelog(card_text: str) -> list[ChangelogEntry]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -43,7 +42,7 @@ def set_tasks(builder: str, topic: str, configs: Mapping[str, Mapping[str, Seque
         if by_subject:
             members = []
             for subject in sorted({r.subject or "" for r in splits[test]}):
-                slug = subjects.setdefault(subject, _slug(subject, subjects))
+                slug = subjects.setdefault(subject, lm_eval_tasks.slug(subject, subjects.values()))
                 member = f"{task}_{slug}"
                 files[f"{lm_eval_tasks.TASKS_DIR}/{member}.yaml"] = lm_eval_tasks.to_yaml(
                     lm_eval_tasks.multiple_choice_task(member, name, location, test, process_docs=f"utils.only_{slug}",
@@ -55,39 +54,11 @@ def set_tasks(builder: str, topic: str, configs: Mapping[str, Mapping[str, Seque
             files[f"{lm_eval_tasks.TASKS_DIR}/{task}.yaml"] = lm_eval_tasks.to_yaml(
                 lm_eval_tasks.multiple_choice_task(task, name, location, test, **common))
         manifest.append({"task": task, "config": name, "split": test, "role": "set", "set": int(name.split("_")[1])})
-    files[f"{lm_eval_tasks.TASKS_DIR}/utils.py"] = (lm_eval_tasks.UTILS + _subject_filters(subjects)).encode()
+    utils = lm_eval_tasks.UTILS + lm_eval_tasks.value_filters("subject", subjects)
+    files[f"{lm_eval_tasks.TASKS_DIR}/utils.py"] = utils.encode()
     files[lm_eval_tasks.MANIFEST] = lm_eval_tasks.manifest(builder, location, manifest)
     files[f"{lm_eval_tasks.TASKS_DIR}/README.md"] = _readme(builder, sets, by_subject).encode()
     return files
-
-
-def _slug(subject: str, taken: Mapping[str, str]) -> str:
-    slug = re.sub(r"[^a-z0-9]+", "_", subject.lower()).strip("_") or "none"
-    slug = slug if slug[0].isalpha() else f"s_{slug}"
-    while slug in taken.values():
-        slug += "_"
-    return slug
-
-
-def _subject_filters(subjects: Mapping[str, str]) -> str:
-    """``only_<slug>(dataset)`` per subject, made from a literal table (no data text is ever code)."""
-    if not subjects:
-        return ""
-    table = {slug: subject for subject, slug in subjects.items()}
-    return f'''
-
-SUBJECTS = {table!r}
-
-
-def _only(subject):
-    def keep(dataset):
-        return dataset.filter(lambda doc: (doc["subject"] or "") == subject)
-    return keep
-
-
-for _slug, _subject in SUBJECTS.items():
-    globals()[f"only_{{_slug}}"] = _only(_subject)
-'''
 
 
 def _readme(builder: str, sets: Sequence[str], by_subject: bool) -> str:
@@ -118,11 +89,11 @@ def sets_table(runs: Runs, manifest: Mapping[str, Any], options: argparse.Namesp
     columns = ("model", *[f"set {t.get('set', i)}" for i, t in enumerate(sets)], "mean", "std")
     tables = [Table("Multiple-choice accuracy per set", columns, rows, percent=tuple(columns[1:]))]
     if options.open_ended_scores:
-        tables.append(correlation_table(means, _read_scores(options.open_ended_scores)))
+        tables.append(correlation_table(means, read_scores(options.open_ended_scores)))
     return Statistics(tables)
 
 
-def _read_scores(path: Path) -> dict[str, float]:
+def read_scores(path: Path) -> dict[str, float]:
     try:
         scores = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:

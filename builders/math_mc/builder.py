@@ -81,12 +81,12 @@ MATH = Benchmark("math", "EleutherAI/hendrycks_math", None, ("train", "test"), m
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = collect.add_distractor_arguments(parser, "MATH-MC distractors", random_allowed=False)
-    group.add_argument("--equivalence-timeout", type=float, default=10.0,
+    group.add_argument("--equivalence-timeout", type=cli.positive_float, default=10.0,
                        help="hard wall-clock limit (seconds) of one math-verify comparison; a comparison that "
                             "times out proves nothing, so the candidate is left out")
     parser.set_defaults(splits=["test"])
     cli.runtime_group(parser, "math-verify").add_argument(
-        "--equivalence-workers", type=int, default=None, help="math-verify worker processes (default: one per CPU)")
+        "--equivalence-workers", type=cli.positive_int, default=None, help="math-verify worker processes (default: one per CPU)")
 
 
 def _extract(output: str) -> str | None:

@@ -9,9 +9,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+from pathlib import Path
 from typing import Sequence
 
-from builders.core.cli import exit_code
+from builders.core.cli import check_writable_folder, exit_code
 
 # name -> (help, module with add_arguments(parser) and run(args))
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -36,4 +37,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     module = importlib.import_module(SUBCOMMANDS[args.command][1])
-    return exit_code(lambda: module.run(args))
+
+    def run() -> int:
+        if getattr(args, "output", None) is not None:  # every subcommand's --output is a folder: checked first
+            check_writable_folder(Path(args.output))
+        return module.run(args)
+
+    return exit_code(run)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from builders.core.cli import check_writable_folder
 from builders.core.record import LETTERS
 from builders.core.errors import UserError
 from builders.core.predictions import (DUPLICATE, SCORES, Prediction, match_predictions, read_predictions,
@@ -393,11 +394,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.dataset and not args.perturbed_config:
         raise UserError("--dataset needs --perturbed-config (the config the perturbed predictions are on)")
-    specs = [(args.original_name or args.original_config, args.original, args.original_config),
-             (args.perturbed_name or args.perturbed_config or "perturbed", args.perturbed, args.perturbed_config)]
-    predictions = [read_predictions(paths, score=args.score) for _, paths, _ in specs]  # bad files stop first
-    sides = [build_side(name, found, load_dataset_items(args.dataset, config, args.split, args.revision)
-                        if args.dataset else None) for (name, _, config), found in zip(specs, predictions)]
+    check_writable_folder(args.output)  # before any reading: a bad --output costs nothing
+    specs = [(args.original_name or args.original_config, args.original, args.original_config, "--original"),
+             (args.perturbed_name or args.perturbed_config or "perturbed", args.perturbed, args.perturbed_config,
+              "--perturbed")]
+    predictions = [read_predictions(paths, score=args.score, flag=flag) for _, paths, _, flag in specs]
+    items = [load_dataset_items(args.dataset, config, args.split, args.revision) if args.dataset else None
+             for _, _, config, _ in specs]  # both configs load before any matching
+    sides = [build_side(name, found, side_items) for (name, _, _, _), found, side_items in zip(specs, predictions, items)]
     ranking = rank_models(*sides)
     paths = write_outputs(ranking, args.output)
     print(to_markdown(ranking))

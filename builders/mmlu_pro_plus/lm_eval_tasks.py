@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Mapping, Sequence
 
 from builders.core.build import TaskLocation
@@ -15,31 +16,39 @@ SHOTS = 5
 
 def lm_eval_files(location: TaskLocation, configs: Mapping[str, Mapping[str, Sequence[MCQRecord]]]) -> dict[str, bytes]:
     """Our own tasks: MMLU-Pro+ (``default``) and MMLU-Pro (``original``) in lm-eval's MMLU multiple-choice
-    layout, 5-shot from the unmodified validation split; the letter after "Answer:" is scored. The upstream
-    lm-eval ``mmlu_pro_plus`` task (chain of thought) also reads this release through its Hub columns."""
+    layout. As in MMLU-Pro's own evaluation, each is a group of one task per category whose 5 demonstrations
+    are the first of that category in the unmodified validation split; the group's accuracy, weighted by size,
+    is the config's. The letter after "Answer:" is scored. The upstream lm-eval ``mmlu_pro_plus`` task (chain of
+    thought) also reads this release through its Hub columns."""
     from builders.core import lm_eval_tasks as lt
 
-    description = "The following are multiple choice questions (with answers).\n\n"
     files: dict[str, bytes] = {}
-    manifest, tasks = [], []
+    manifest, tasks, slugs = [], [], {}
     for config, role in ((CONFIG, "plus"), (ORIGINAL_CONFIG, "original")):
         splits = configs[config]
         test = "test" if "test" in splits else next(iter(splits))
-        fewshot = "validation" if splits.get("validation") else None
-        shots = min(SHOTS, len(splits.get("validation") or ()))  # a small sample may hold fewer demonstrations
-        task = f"{NAME}_{config}"
-        files[f"{lt.TASKS_DIR}/{task}.yaml"] = lt.to_yaml(lt.multiple_choice_task(
-            task, config, location, test, description=description, fewshot_split=fewshot,
-            num_fewshot=shots, doc_to_target="answer_index"))
+        demonstrations = Counter(r.category or "" for r in splits.get("validation") or ())
+        task, members = f"{NAME}_{config}", []
+        for category in sorted({r.category or "" for r in splits[test]}):
+            slug = slugs.setdefault(category, lt.slug(category, slugs.values()))
+            shots = min(SHOTS, demonstrations[category])  # a small sample may hold fewer demonstrations
+            member = f"{task}_{slug}"
+            files[f"{lt.TASKS_DIR}/{member}.yaml"] = lt.to_yaml(lt.multiple_choice_task(
+                member, config, location, test, fewshot_split="validation" if shots else None, num_fewshot=shots,
+                description=f"The following are multiple choice questions (with answers) about {category}.\n\n",
+                process_docs=f"utils.only_{slug}", doc_to_target="answer_index"))
+            members.append(member)
+        files[f"{lt.TASKS_DIR}/{task}.yaml"] = lt.to_yaml(lt.group(task, members, weight_by_size=True))
         manifest.append({"task": task, "config": config, "split": test, "role": role})
         tasks.append(task)
     files[f"{lt.TASKS_DIR}/{NAME}_all.yaml"] = lt.to_yaml(lt.group(f"{NAME}_all", tasks, weight_by_size=False))
-    files[f"{lt.TASKS_DIR}/utils.py"] = lt.UTILS.encode()
+    files[f"{lt.TASKS_DIR}/utils.py"] = (lt.UTILS + lt.value_filters("category", slugs)).encode()
     files[lt.MANIFEST] = lt.manifest(NAME, location, manifest)
     files[f"{lt.TASKS_DIR}/README.md"] = f"""# lm-evaluation-harness tasks
 
-- `{NAME}_{CONFIG}`: MMLU-Pro+ (config `{CONFIG}`, split `test`), MMLU's multiple-choice layout, {SHOTS}-shot from the
-  unmodified `validation` split; the letter after "Answer:" is scored (`acc`).
+- `{NAME}_{CONFIG}`: MMLU-Pro+ (config `{CONFIG}`, split `test`), MMLU's multiple-choice layout; a group of one
+  task per category, {SHOTS}-shot from that category's rows of the unmodified `validation` split, as in MMLU-Pro's
+  own evaluation; the letter after "Answer:" is scored (`acc`; the group's, weighted by size, is the config's).
 - `{NAME}_{ORIGINAL_CONFIG}`: the same questions as in MMLU-Pro (config `{ORIGINAL_CONFIG}`), same prompt.
 
 ```

@@ -356,8 +356,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    before = read_predictions(args.before, model=args.before_model_name, score=args.score)
-    after = read_predictions(args.after, model=args.after_model_name, score=args.score)
+    before = read_predictions(args.before, model=args.before_model_name, score=args.score, flag="--before")
+    after = read_predictions(args.after, model=args.after_model_name, score=args.score, flag="--after")
     items = load_items(args.dataset, args.config, args.split, args.revision)
     report = compute(items, before, after, Path(args.dataset).name if Path(args.dataset).exists() else args.dataset,
                      args.model)

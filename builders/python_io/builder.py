@@ -35,11 +35,13 @@ from datasets import Value
 from builders.core import api, cli
 from builders.core.build import Build, Builder
 from builders.core.errors import UserError
-from builders.core.predictions import (PROBLEMS_FILE, MatchReport, Prediction, Unmatched, match_predictions,
-                                       read_predictions, require_matches, require_texts, write_predictions)
+from builders.core.predictions import (PROBLEMS_FILE, MatchReport, Prediction, PredictionError, Unmatched,
+                                       match_predictions, read_predictions, require_matches, require_texts,
+                                       write_predictions)
 from builders.core.record import MCQRecord, normalize_text
 from builders.core.sandbox import Limits, Sandbox
-from builders.core.sources import LoadedSource, read_rows
+from builders.core.sources import LoadedSource, iter_json_lines
+from builders.core.steps import Exclude
 from builders.core.tables import Statistics, Table
 from builders.from_predictions import collect, sets as mc
 from builders.from_predictions.pools import Pool, build_pool, pool_report, respell
@@ -49,6 +51,7 @@ from builders.python_io.values import (
     NotALiteral,
     PythonValueEquivalence,
     extract_predicted_output,
+    nearly_equal,
     normalize_predictions,
     parse_literal,
     value_key,
@@ -56,6 +59,7 @@ from builders.python_io.values import (
 from builders.core.record import OpenItem
 from builders.python_io.problems import (
     BENCHMARK,
+    OUTPUT_SPLIT,
     OUTPUT_SPLITS,
     VERIFY_LIMITS,
     Extracted,
@@ -109,6 +113,12 @@ class ItemIndex:
         benchmark, task = ref.get("benchmark"), ref.get("task_id")
         if not isinstance(benchmark, str) or task is None:
             return Unmatched("no_id_or_call")
+        if not isinstance(task, (str, int)) or isinstance(task, bool):
+            raise PredictionError(f"{prediction.origin}: field 'task_id' must be a string or an integer, "
+                                  f"got {type(task).__name__}")
+        if ref.get("input") is not None and not isinstance(ref["input"], str):
+            raise PredictionError(f"{prediction.origin}: field 'input' must be a string (the call), "
+                                  f"got {type(ref['input']).__name__}")
         problem = self._problems_beside(prediction.file).get((benchmark.lower(), _task_number(str(task))), {})
         call = ref.get("input") or problem.get("input")
         if not isinstance(call, str):
@@ -128,11 +138,21 @@ class ItemIndex:
         return found
 
     def _problems_beside(self, file: Path) -> dict[tuple[str, str], dict]:
+        """The ``problems.jsonl`` beside a predictions file, by (benchmark, task number). A malformed row
+        (a field missing or of the wrong type, a task twice) is one error naming its line and field: it
+        would otherwise turn its task's predictions into unused rows, or pair them with the wrong call."""
         if file not in self.problems:
             beside = file.parent / PROBLEMS_FILE
-            rows = read_rows(beside) if beside.is_file() and beside != file else []
-            self.problems[file] = {(str(row.get("benchmark", "")).lower(), _task_number(str(row.get("task_id", "")))): row
-                                   for row in rows}
+            table: dict[tuple[str, str], dict] = {}
+            lines: dict[tuple[str, str], int] = {}
+            if beside.is_file() and beside != file:
+                for line, row in iter_json_lines(beside, PredictionError):
+                    key = _problem_key(row, f"{beside}:{line}")
+                    if key in table:
+                        raise PredictionError(f"{beside}:{line}: field 'task_id': task {key[1]} of {key[0]} "
+                                              f"again (first on line {lines[key]})")
+                    table[key], lines[key] = row, line
+            self.problems[file] = table
         return self.problems[file]
 
     def _same_gold(self, item: str, gold: str) -> bool:
@@ -141,6 +161,18 @@ class ItemIndex:
             return value_key(parse_literal(gold)) == value_key(parse_literal(self.golds[item]))
         except NotALiteral:
             return False
+
+
+def _problem_key(row: Mapping[str, Any], where: str) -> tuple[str, str]:
+    """(benchmark, task number) of a CodeMind problem row, its fields checked."""
+    for name, kinds in (("benchmark", (str,)), ("task_id", (str, int)), ("input", (str,))):
+        value = row.get(name)
+        if not isinstance(value, kinds) or isinstance(value, bool) or (isinstance(value, str) and not value.strip()):
+            raise PredictionError(f"{where}: field {name!r} must be a non-empty "
+                                  f"{'string' if kinds == (str,) else 'string or integer'}, got {type(value).__name__}")
+    if not isinstance(row.get("gold_output", ""), str):
+        raise PredictionError(f"{where}: field 'gold_output' must be a string, got {type(row['gold_output']).__name__}")
+    return row["benchmark"].lower(), _task_number(str(row["task_id"]))
 
 
 def _task_number(task_id: str) -> str:
@@ -209,6 +241,9 @@ def generate(pairs: Sequence[CallPair], args: argparse.Namespace) -> tuple[list[
     return predictions, dict(run.failures)
 
 
+# A source split feeds the same PythonIO split whichever part it is from (only MBPP has train/validation/prompt).
+SOURCE_SPLIT_OUTPUT = {split: output for (_, split), output in OUTPUT_SPLIT.items()}
+
 # ---- the build -------------------------------------------------------------------------------------------------
 
 METADATA_FEATURES = {
@@ -230,7 +265,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sandbox = cli.runtime_group(parser, "sandbox (every program and non-literal prediction runs only here)")
     sandbox.add_argument("--unsafe-no-sandbox", action="store_true",
                          help="run the programs as plain subprocesses when bubblewrap is unavailable (NOT isolated)")
-    sandbox.add_argument("--sandbox-workers", type=int, default=None, help="parallel sandboxes (default: CPU count)")
+    sandbox.add_argument("--sandbox-workers", type=cli.positive_int, default=None, help="parallel sandboxes (default: CPU count)")
 
 
 def check_arguments(args: argparse.Namespace) -> None:
@@ -266,15 +301,35 @@ def open_item(verified: Verified) -> OpenItem:
 
 
 def without_text_clashes(pool: Pool) -> tuple[Pool, int]:
-    """Drop candidates whose text equals the gold's or a more frequent candidate's up to case and
-    whitespace (``'Hello'`` vs ``'hello'``): different values, but the shared validator refuses options
-    that differ only so. Returns the pool and how many were dropped."""
+    """Drop candidates whose text equals the gold's or a more frequent candidate's up to whitespace
+    (``'a  b'`` vs ``'a b'``): different values, but the shared validator refuses options that differ only
+    so. Case matters there (:func:`builders.core.record.normalize_text`), so ``'HEO'`` and ``'heo'`` both stay.
+    Returns the pool and how many were dropped."""
     seen = {normalize_text(pool.gold)}
     kept = []
     for candidate in pool.candidates:  # most frequent first
         text = normalize_text(candidate.text)
         if text not in seen:
             seen.add(text)
+            kept.append(candidate)
+    return replace(pool, candidates=kept), len(pool.candidates) - len(kept)
+
+
+def without_near_gold(pool: Pool) -> tuple[Pool, int]:
+    """Drop candidates whose value differs from the gold's only in float rounding (:func:`nearly_equal`):
+    a reader who works the program out right cannot tell them from the gold. Returns the pool and how many
+    were dropped."""
+    try:
+        gold = parse_literal(pool.gold)
+    except NotALiteral:
+        return pool, 0
+    kept = []
+    for candidate in pool.candidates:
+        try:
+            near = nearly_equal(gold, parse_literal(candidate.text))
+        except NotALiteral:
+            near = False
+        if not near:
             kept.append(candidate)
     return replace(pool, candidates=kept), len(pool.candidates) - len(kept)
 
@@ -291,14 +346,16 @@ def make_pools(verified: Sequence[Verified], matched: Mapping[str, Sequence[Pred
     canonical = normalize_predictions([text for answers in by_item.values() for _, text in answers if text], sandbox,
                                       max_chars)
     equivalence = PythonValueEquivalence(max_chars, canonical)
-    pools, clashes = {}, 0
+    pools, clashes, near = {}, 0, 0
     for v in verified:
         pool = respell(build_pool(v.pair.id, v.gold, by_item.get(v.pair.id, []), equivalence), equivalence.spell)
         pool, dropped = without_text_clashes(pool)
+        pool, rounded = without_near_gold(pool)
         pools[v.pair.id] = pool
         clashes += dropped
+        near += rounded
     counts = {"distinct_outputs": len(canonical), "valid_values": sum(1 for c in canonical.values() if c),
-              "case_clashes_dropped": clashes,
+              "case_clashes_dropped": clashes, "near_gold_dropped": near,
               "items_with_predictions": sum(1 for v in verified if by_item.get(v.pair.id))}
     return pools, counts
 
@@ -322,6 +379,12 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
     configs = _with_provenance(configs, {v.pair.id: v.pair.problem for v in verified})
     for rejected in extracted.rejected + failed:
         exclusions.add(rejected.problem.split, rejected.id, rejected.problem.source_index, rejected.step, rejected.error)
+    rows_in = Counter(extracted.rows_in)
+    for entry in source.exclusions.entries:  # malformed source rows: one row in each, excluded with their reason
+        split = SOURCE_SPLIT_OUTPUT.get(entry.split, entry.split)
+        exclusions.add(split, entry.id, entry.source_index, entry.step, Exclude(entry.reason, entry.field, entry.detail),
+                       entry.config)
+        rows_in[split] += 1
     equivalence = PythonValueEquivalence(args.max_output_chars)
     statistics = _statistics(extracted, verified, verification, report, failures, pools, pool_counts, configs, args)
     return Build(
@@ -330,7 +393,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         method_citation=CITATION,
         source=source,
         params={},
-        rows_in=dict(extracted.rows_in),
+        rows_in=dict(rows_in),
         configs=configs,
         metadata_features={name: METADATA_FEATURES for name in configs},
         exclusions=exclusions,
@@ -425,11 +488,10 @@ def _verification_table(stats: VerificationStats, args: argparse.Namespace) -> T
             else "in bubblewrap sandboxes (no network, read-only root, private /tmp, rlimits)")
     return Table("Verification in the sandbox", ("quantity", "value"),
                  [("calls", stats.pairs), ("sandbox runs", stats.runs), ("rounds", stats.rounds),
-                  ("seconds", round(stats.seconds, 1)), ("runs per second", round(stats.runs_per_second, 1)),
-                  ("calls per second", round(stats.calls_per_second, 1)), ("seconds per call (limit)", args.call_timeout),
-                  ("memory limit", stats.mechanism)],
+                  ("seconds per call (limit)", args.call_timeout), ("memory limit", stats.mechanism)],
                  note=f"Every reference program ran {mode}, in a forked process of its own; a fresh one after a call "
-                      "that overran its time.")
+                      "that overran its time. Timings (seconds, runs and calls per second) go to the build log, not "
+                      "here: the same build gives the same card on any machine.")
 
 
 def _prediction_tables(report: MatchReport, failures: Mapping[str, int], counts: Mapping[str, Any]) -> list[Table]:
@@ -439,7 +501,8 @@ def _prediction_tables(report: MatchReport, failures: Mapping[str, int], counts:
                      ("verified items with a prediction", counts["items_with_predictions"]),
                      ("distinct predicted texts", counts["distinct_outputs"]),
                      ("of which a Python value", counts["valid_values"]),
-                     ("candidates equal to another option up to case and whitespace", counts["case_clashes_dropped"])],
+                     ("candidates equal to another option up to whitespace", counts["case_clashes_dropped"]),
+                     ("candidates equal to the gold up to float rounding", counts["near_gold_dropped"])],
                     note="A predicted text is a Python value when it is a literal, or an expression evaluated in the "
                          "sandbox; the others count as invalid.")]
     if report.reasons:

@@ -140,6 +140,9 @@ def clean_program(program: str, keep_docstrings: bool = False) -> str:
 
 
 def _without_docstrings(text: str) -> str | None:
+    """The program without its docstrings: every string statement of a module, class or function body (not
+    only the first: HumanEval 115 puts its examples after ``import math``), and the blank lines right after
+    each, so that no gap is left under a ``def``. A body keeps at least one statement."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
@@ -150,13 +153,16 @@ def _without_docstrings(text: str) -> str | None:
         body = getattr(node, "body", None)
         if not isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or not body:
             continue
-        first = body[0]
-        if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-                and isinstance(first.value.value, str)):
+        strings = [statement for statement in body if _is_string_statement(statement)
+                   and _fills_whole_lines(statement, lines)]
+        if len(strings) == len(body):
             continue
-        if len(body) == 1 or not _fills_whole_lines(first, lines):
-            continue
-        drop.update(range(first.lineno - 1, first.end_lineno))
+        for statement in strings:
+            drop.update(range(statement.lineno - 1, statement.end_lineno))
+            after = statement.end_lineno  # blank lines between statements are never inside a literal
+            while after < len(lines) and not lines[after].strip():
+                drop.add(after)
+                after += 1
     if not drop:
         return text
     kept = "\n".join(line for i, line in enumerate(lines) if i not in drop)
@@ -166,6 +172,10 @@ def _without_docstrings(text: str) -> str | None:
     except (SyntaxError, ValueError):
         return None
     return kept
+
+
+def _is_string_statement(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
 
 
 def _fills_whole_lines(node: ast.stmt, lines: list[str]) -> bool:
@@ -205,6 +215,9 @@ def extract_pairs(problem: Problem, keep_docstrings: bool = False) -> tuple[Prob
     problem = replace(problem, program=clean_program(problem.program, keep_docstrings))
     defined = _defined_names(problem.program)
     asserts = _humaneval_asserts(problem) if problem.benchmark == "humaneval" else _mbpp_asserts(problem)
+    if not asserts:  # still one row in, so that no source row goes missing from the accounting
+        field = "test" if problem.benchmark == "humaneval" else "test_list"
+        return problem, [Rejected(item_id(problem, 0), problem, "extract", Exclude("no_asserts", field))]
     results: list[CallPair | Rejected] = []
     seen_calls: set[str] = set()
     for index, (node, source, error) in enumerate(asserts):
