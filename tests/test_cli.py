@@ -413,6 +413,8 @@ def _last_error(module: str, *args: str) -> tuple[int, str]:
     ("builders.math_mc", ["--equivalence-workers", "0"], "argument --equivalence-workers: must be at least 1, got 0"),
     ("builders.math_mc", ["--max-tokens", "-1"], "argument --max-tokens: must be at least 1, got -1"),
     ("builders.python_io", ["--sandbox-workers", "0"], "argument --sandbox-workers: must be at least 1, got 0"),
+    ("builders.mmlu_pro_plus", ["--embedder-batch-size", "0"], "argument --embedder-batch-size: must be at least 1"),
+    ("builders.mmlu_pro_plus", ["--max-length-ratio", "-1"], "argument --max-length-ratio: must be a finite number"),
 ])
 def test_bad_counts_are_one_line_before_any_work(tmp_path, module, args, expected):
     code, line = _last_error(module, "--source", "sample", *args, "--output", str(tmp_path / "out"))

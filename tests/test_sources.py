@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from builders.core.benchmarks import BENCHMARKS
-from builders.core.sources import duplicate_option, load_source, parse_spec
+from builders.core.sources import Selection, duplicate_option, load_source, parse_spec
 from builders.core.errors import MalformedRow, SourceError
 from fixtures import FIXTURE_SIZES, MMLU_TEST, TRUTHFUL_QA, write_benchmark, write_jsonl
 
@@ -184,3 +184,8 @@ def test_unreachable_hub_gives_one_actionable_line():
     # HF_ENDPOINT points at the local test Hub, which has no such dataset
     with pytest.raises(SourceError, match="pass --source PATH"):
         load_source(BENCHMARKS["mmlu"], "nobody/no-such-dataset")
+
+
+def test_subjects_that_match_no_row_are_named(tmp_path):
+    with pytest.raises(SourceError, match="split 'test' has no rows of --subjects nosuch other$"):
+        load_source(BENCHMARKS["mmlu"], str(write_benchmark("mmlu", tmp_path)), selection=Selection(("nosuch", "other")))

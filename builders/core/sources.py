@@ -592,7 +592,8 @@ def _check_loaded(loaded: LoadedSource, max_excluded: float) -> None:
             f"layout? (--max-excluded {max_excluded} allows at most {max_excluded:.0%})")
     empty = [split for split, count in loaded.rows_in.items() if count == 0]
     if empty or not rows:
-        raise SourceError(f"{loaded.source_description}: split {empty[0] if empty else 'any'!r} has no rows")
+        subjects = f" of --subjects {' '.join(loaded.selection.subjects)}" if loaded.selection.subjects else ""
+        raise SourceError(f"{loaded.source_description}: split {empty[0] if empty else 'any'!r} has no rows{subjects}")
 
 
 def duplicate_option(choices: Sequence[str]) -> int | None:
