@@ -114,16 +114,22 @@ def train_recipe(labels: Path, folder: Path, backbone: str, recipe_name: str, ep
     return {"seconds": result.seconds, "threshold": result.threshold, "calibration": result.calibration}
 
 
-def evaluate(model: str, labels: Path):
+def score_labels(model: str, labels: Path):
+    """(labelled questions, the model's threshold, its scores of them)."""
     from classifiers.data import labelled_only, read_labelled
-    from classifiers.evaluation import evaluate_scores
     from classifiers.sba_model import SBAClassifier
 
     questions = labelled_only(read_labelled(labels), labels)
     classifier = SBAClassifier.load(model)
-    scores = classifier.scores([(q.question, q.choices, q.answer) for q in questions])
+    return questions, classifier.threshold, classifier.scores([(q.question, q.choices, q.answer) for q in questions])
+
+
+def evaluate(model: str, labels: Path, scored=None):
+    from classifiers.evaluation import evaluate_scores
+
+    questions, threshold, scores = scored or score_labels(model, labels)
     return evaluate_scores(Path(model).name, labels.name, [q.source for q in questions], [q.is_sba for q in questions],
-                           scores, classifier.threshold, 0.95)
+                           scores, threshold, 0.95)
 
 
 def read_mmlu(data: Path):
@@ -135,17 +141,15 @@ def read_mmlu(data: Path):
             for n, row in enumerate(read_jsonl(data / "mmlu" / "test.jsonl"))]
 
 
-def wicked_altered_share(records, scores, threshold: float) -> tuple[float, int]:
+def wicked_altered_share(coherent, scores, threshold: float) -> tuple[float, int]:
     """(share of MMLU items WiCkeD alters, items copied unchanged because the classifier flags them)."""
-    from builders.wicked import skip_reason
+    import numpy as np
 
-    coherent = [skip_reason(r) is None for r in records]
-    flagged = [c and s >= threshold for c, s in zip(coherent, scores)]
-    altered = sum(c and not f for c, f in zip(coherent, flagged))
-    return altered / len(records), sum(flagged)
+    flagged = coherent & (np.asarray(scores) >= threshold)
+    return float(np.sum(coherent & ~flagged)) / len(coherent), int(np.sum(flagged))
 
 
-def altered_recall_tradeoff(model: str, records, scores, labels: Path,
+def altered_recall_tradeoff(labels_name: str, scored, coherent, scores,
                             altered_targets=(0.30, 0.50, 0.60, 0.70, 0.75, 0.80)) -> str:
     """What WiCkeD's altered share on MMLU costs in recall: for each target share, the lowest threshold
     that reaches it on all MMLU test questions, and the SBA recall on the labelled file at that threshold,
@@ -154,31 +158,36 @@ def altered_recall_tradeoff(model: str, records, scores, labels: Path,
 
     import numpy as np
 
-    from builders.wicked import skip_reason
-    from classifiers.data import labelled_only, read_labelled
     from classifiers.evaluation import metrics_at
-    from classifiers.sba_model import SBAClassifier
 
-    questions = labelled_only(read_labelled(labels), labels)
-    labelled = SBAClassifier.load(model).scores([(q.question, q.choices, q.answer) for q in questions])
+    questions, _, labelled = scored
     truth = np.array([q.is_sba for q in questions])
     sources = np.array([q.source for q in questions])
     names = sorted(set(sources))
     # an item is altered when it is coherent and scores below the threshold: the m-th lowest coherent score,
     # nudged up, alters exactly the m lowest (and their ties)
-    coherent = np.sort(np.asarray(scores)[[skip_reason(r) is None for r in records]])
-    lines = [f"| MMLU altered by WiCkeD | threshold | recall on {labels.name} | "
+    coherent_scores = np.sort(np.asarray(scores)[coherent])
+    lines = [f"| MMLU altered by WiCkeD | threshold | recall on {labels_name} | "
              + " | ".join(f"recall {n}" for n in names) + " |", "|---" * (3 + len(names)) + "|"]
     for target in altered_targets:
-        needed = math.ceil(target * len(records))
-        if needed > coherent.size:
+        needed = math.ceil(target * len(scores))
+        if needed > coherent_scores.size:
             continue
-        threshold = float(np.nextafter(coherent[needed - 1], np.inf))
+        threshold = float(np.nextafter(coherent_scores[needed - 1], np.inf))
         per_source = [metrics_at(truth[sources == n], labelled[sources == n], threshold) for n in names]
         lines.append(f"| {target:.0%} | {threshold:.4f} | {metrics_at(truth, labelled, threshold).recall:.3f} | "
                      + " | ".join(f"{m.recall:.3f} ({m.tp}/{m.tp + m.fn})" if m.tp + m.fn else "n/a (no SBA)"
                                   for m in per_source) + " |")
     return "\n".join(lines)
+
+
+def coherent_mask(records):
+    """The MMLU items WiCkeD can alter: options coherent with "None of the above" (``wicked.skip_reason``)."""
+    import numpy as np
+
+    from builders.wicked import skip_reason
+
+    return np.array([skip_reason(r) is None for r in records], dtype=bool)
 
 
 # ---- scoring speed ---------------------------------------------------------------------------------
@@ -285,7 +294,7 @@ def run_all(data: Path, output: Path, recipes: list[str], versions: list[str], e
             altered = None
             if score_mmlu:
                 classifier, scores = time_scoring(str(folder), records)
-                altered, _ = wicked_altered_share(records, scores, classifier.threshold)
+                altered, _ = wicked_altered_share(coherent_mask(records), scores, classifier.threshold)
             for eval_version in dict.fromkeys([version, *versions]):
                 evaluation = evaluate(str(folder), labels[eval_version][1])
                 rows.append({"version": version, "recipe": recipe, "evaluation": evaluation, "altered": altered,
@@ -332,14 +341,16 @@ def main() -> None:
     if args.check_batch_independence:
         check_batch_independence(args.model, records[:args.check_batch_independence])
     classifier, scores = time_scoring(args.model, records, args.batch_size)
-    altered, flagged = wicked_altered_share(records, scores, classifier.threshold)
+    coherent = coherent_mask(records)
+    altered, flagged = wicked_altered_share(coherent, scores, classifier.threshold)
     print(f"WiCkeD on MMLU test: alters {altered:.1%} of {len(records)} items; {flagged} copied unchanged as SBA")
     if args.evaluate:
         with tempfile.TemporaryDirectory(prefix="sba-labels-") as tmp:
             labels = joined_labels(args.data, Path(tmp))
             for version in args.versions:
-                print(f"\n{evaluate(args.model, labels[version][1]).to_markdown()}")
-                print(f"\n{altered_recall_tradeoff(args.model, records, scores, labels[version][1])}")
+                scored = score_labels(args.model, labels[version][1])
+                print(f"\n{evaluate(args.model, labels[version][1], scored).to_markdown()}")
+                print(f"\n{altered_recall_tradeoff(labels[version][1].name, scored, coherent, scores)}")
 
 
 if __name__ == "__main__":
