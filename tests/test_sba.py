@@ -592,7 +592,9 @@ def test_benchmark_counts_wicked_s_altered_share_as_wicked_decides_it():
                          source_split="test", source_index=n) for n, c in enumerate(choices)]
     # item 1 refers to other options and item 3 repeats one: both are copied unchanged whatever their score;
     # item 2 reaches the threshold (flagged SBA); items 0 and 4 are altered.
-    assert bench.wicked_altered_share(records, [0.1, 0.9, 0.5, 0.9, 0.49], 0.5) == (2 / 5, 1)
+    coherent = bench.coherent_mask(records)
+    assert coherent.tolist() == [True, False, True, False, True]
+    assert bench.wicked_altered_share(coherent, [0.1, 0.9, 0.5, 0.9, 0.49], 0.5) == (2 / 5, 1)
 
 
 def test_wicked_uses_the_threshold_stored_in_the_folder_with_no_flag(cross_encoder, tmp_path):
