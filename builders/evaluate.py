@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from builders.core.cli import check_writable_folder, exit_code, positive_int
+from builders.core.cli import ArgumentParser, check_writable_folder, exit_code, positive_int
 from builders.core.errors import UserError
 from builders.core.lm_eval_tasks import MANIFEST, TASKS_DIR
 from builders.core.predictions import choice_prediction
@@ -249,7 +249,7 @@ def evaluate(options: argparse.Namespace) -> Statistics:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m builders.evaluate", description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(prog="python -m builders.evaluate", description=__doc__.split("\n\n")[0])
     parser.add_argument("release", help="a release folder, or REPO@vX.Y.Z on the Hub")
     parser.add_argument("--model", action="append", required=True, metavar="MODEL",
                         help="hf:PATH, openai:MODEL@URL or dummy; repeat for several models")
@@ -260,10 +260,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--open-ended-scores", type=Path, metavar="JSON",
                         help="GSM-MC / MATH-MC / PythonIO: {model: open-ended accuracy}, for the correlation")
     parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    options = parser.parse_args(argv)
-    logging.basicConfig(level=options.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     def run() -> None:
+        options = parser.parse_args(argv)
+        logging.basicConfig(level=options.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         for table in evaluate(options):
             print(f"\n## {table.title}\n\n{table.to_markdown()}")
 

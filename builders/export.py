@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
@@ -24,7 +23,7 @@ import yaml
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from builders.core.cli import check_writable_folder, exit_code
+from builders.core.cli import ArgumentParser, check_writable_folder, exit_code
 from builders.core.errors import UserError
 from builders.core.record import LETTERS
 
@@ -133,13 +132,13 @@ def _write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m builders.export", description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(prog="python -m builders.export", description=__doc__.split("\n\n")[0])
     parser.add_argument("release", help="a release folder, or REPO@vX.Y.Z on the Hub")
     parser.add_argument("--layout", choices=sorted(LAYOUTS), required=True)
     parser.add_argument("--output", type=Path, required=True)
-    args = parser.parse_args(argv)
 
     def run() -> None:
+        args = parser.parse_args(argv)
         paths = export(args.release, args.layout, args.output)
         print(f"wrote {len(paths)} files under {args.output}")
 

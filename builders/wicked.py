@@ -66,13 +66,17 @@ CITATION = """@article{elhady2025wicked,
 }"""
 
 
+MAX_VARIANTS = 1000  # each variant is a config of the release
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("WiCkeD")
-    group.add_argument("--variants", type=int, default=5, help="number of independent WiCkeD variants (configs variant_0...)")
+    group.add_argument("--variants", type=cli.whole_number(1, MAX_VARIANTS), default=5,
+                       help="number of independent WiCkeD variants (configs variant_0...)")
     group.add_argument("--sba-classifier", default=PAPER_CLASSIFIER, metavar="ID|PATH|none",
                        help="SBA classifier (Hub id or local folder, e.g. the output of `classifiers.sba train`); "
                             "'none' treats every item as non-SBA")
-    group.add_argument("--sba-threshold", type=float, default=None,
+    group.add_argument("--sba-threshold", type=cli.share, default=None,
                        help="P(SBA) at or above which an item is copied unchanged (default: the classifier config's, else 0.5)")
     group.add_argument("--sba-judge", metavar="MODEL", default=None,
                        help="decide SBA with this LLM instead of the classifier: one request per distinct item, with "
@@ -82,21 +86,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--redux-keep-all", action="store_true",
                        help="mmlu_redux: keep every item, not only error_type == 'ok'")
     runtime = cli.runtime_group(parser, "SBA classifier")
-    runtime.add_argument("--sba-batch-size", type=int, default=BATCH_SIZE,
+    runtime.add_argument("--sba-batch-size", type=cli.positive_int, default=BATCH_SIZE,
                          help="sequences per classifier forward pass (scores do not depend on it)")
     llm.add_llm_arguments(cli.runtime_group(parser, "SBA judge endpoint"))
 
 
-MAX_VARIANTS = 1000
-
-
 def check_arguments(args: argparse.Namespace) -> None:
-    if not 1 <= args.variants <= MAX_VARIANTS:
-        raise UserError(f"--variants must be between 1 and {MAX_VARIANTS} (each variant is a config of the release)")
-    if args.sba_batch_size < 1:
-        raise UserError("--sba-batch-size must be at least 1")
-    if args.sba_threshold is not None and not 0 <= args.sba_threshold <= 1:
-        raise UserError("--sba-threshold is a probability between 0 and 1")
     if args.sba_judge and args.sba_classifier.lower() not in ("none", PAPER_CLASSIFIER.lower()):
         raise UserError("--sba-judge and --sba-classifier are alternatives: pass one of them")
     if args.sba_judge and args.sba_threshold is not None:

@@ -106,8 +106,6 @@ def question_row(record: MCQRecord, benchmark: str) -> dict[str, Any]:
 
 def write_sample(sources: Sequence[SourceSample], eval_fraction: float, seed: int, output: Path) -> dict[str, Any]:
     """Write ``train.jsonl``, ``eval.jsonl`` and ``sample.json`` (what was drawn from where) to ``output``."""
-    if not 0.0 <= eval_fraction < 1.0:
-        raise UserError("--eval-fraction must be in [0, 1)")
     train_rows, eval_rows = [], []
     for source in sources:
         train, held = split_train_eval(source.drawn, eval_fraction, seed)

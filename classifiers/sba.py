@@ -19,13 +19,17 @@ import logging
 from pathlib import Path
 from typing import Sequence
 
-from builders.core.cli import HelpFormatter, check_writable_file, check_writable_folder, exit_code
+from builders.core.cli import (ArgumentParser, HelpFormatter, check_writable_file, check_writable_folder, exit_code,
+                               nonnegative_int, number, positive_float, positive_int, share, unit_interval)
 from builders.core.errors import UserError
 
 from .data import label_provenance, labelled_only, read_labelled, write_jsonl
 from .sba_model import BATCH_SIZE
 
 logger = logging.getLogger(__name__)
+
+# [0, 1): a share held out of the labels or of training (1 would leave nothing to train on)
+FRACTION = number(0, 1, low_included=True, high_included=False)
 
 PAPER_SOURCES = ("mmlu", "mmlu_pro", "truthful_qa", "commonsense_qa")  # WiCkeD, section 3.2
 
@@ -50,23 +54,6 @@ def require_model(name: str, flag: str) -> None:
         raise UserError(f"{flag} {name}: no such folder")
 
 
-def require_range(value: float | None, flag: str, low: float, high: float, *, low_open: bool = False,
-                  high_open: bool = False) -> None:
-    """``value`` (when given) in the interval; NaN never is."""
-    if value is None:
-        return
-    above = value > low if low_open else value >= low
-    below = value < high if high_open else value <= high
-    if not (above and below):
-        raise UserError(f"{flag} must be in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}, "
-                        f"got {value:g}")
-
-
-def require_at_least(value: int | None, flag: str, low: int = 1) -> None:
-    if value is not None and value < low:
-        raise UserError(f"{flag} must be at least {low}, got {value}")
-
-
 def require_distinct(output: Path, flag: str, *inputs: Path | None) -> None:
     for path in inputs:
         if path is not None and output.expanduser().resolve() == path.expanduser().resolve():
@@ -85,7 +72,7 @@ def add_sample(sub) -> None:
                         help="questions per source (default 1000), or for one source")
     parser.add_argument("--splits", nargs="+", metavar="SPLIT",
                         help="source splits to draw from (default: all but the few-shot split)")
-    parser.add_argument("--eval-fraction", type=float, default=0.25,
+    parser.add_argument("--eval-fraction", type=FRACTION, default=0.25,
                         help="share held out as eval.jsonl (the paper: 1,000 of 4,000 hand-labelled)")
     parser.add_argument("--keep-position-dependent", action="store_true",
                         help="keep questions with 'all of the above'-style options, which WiCkeD never alters")
@@ -132,7 +119,7 @@ def add_label(sub) -> None:
                         help="prompt template: a YAML file, or a shipped one by name: v2 (the default: an SBA "
                              "label names the option that would become acceptable), v1, or paper (the WiCkeD "
                              "paper's prompt, replying 'Class: 1' or 'Class: 0')")
-    parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--max-tokens", type=positive_int, default=64)
     add_llm_arguments(parser.add_argument_group("LLM endpoint (for --model)"))
     parser.set_defaults(run=run_label)
 
@@ -153,7 +140,6 @@ def run_label(args: argparse.Namespace) -> None:
     require_file(args.input, "input")
     check_writable_file(args.output)
     require_distinct(args.output, "--output", args.input, args.human)
-    require_at_least(args.max_tokens, "--max-tokens")
     rows = read_questions(args.input)  # a bad input file costs no request
     if not rows:
         raise UserError(f"input {args.input} has no questions")
@@ -199,24 +185,24 @@ def add_train(sub) -> None:
                              "option) pair per remaining option gives P(that option is acceptable too), and the "
                              "question's score is their maximum (needs each row's 'answer')")
     recipe.add_argument("--input", dest="input_format", choices=sorted({f for fs in INPUT_FORMATS.values() for f in fs}))
-    recipe.add_argument("--backbone-layers", type=int,
+    recipe.add_argument("--backbone-layers", type=nonnegative_int,
                         help="keep only the bottom N encoder layers of the backbone (0 = all); inference costs N/L")
-    recipe.add_argument("--train-layers", type=int, help="top encoder layers to train (0 = all: full fine-tuning)")
-    recipe.add_argument("--epochs", type=float)
-    recipe.add_argument("--lr", dest="learning_rate", type=float)
-    recipe.add_argument("--batch-size", type=int)
-    recipe.add_argument("--max-length", type=int, help="tokens per question")
+    recipe.add_argument("--train-layers", type=nonnegative_int, help="top encoder layers to train (0 = all: full fine-tuning)")
+    recipe.add_argument("--epochs", type=positive_float)
+    recipe.add_argument("--lr", dest="learning_rate", type=positive_float)
+    recipe.add_argument("--batch-size", type=positive_int)
+    recipe.add_argument("--max-length", type=positive_int, help="tokens per question")
     recipe.add_argument("--truncation-side", choices=["left", "right"],
                         help="'left' keeps the end of a long question, its options included")
     recipe.add_argument("--class-weight", choices=["none", "balanced"])
-    recipe.add_argument("--warmup-ratio", type=float)
-    recipe.add_argument("--weight-decay", type=float)
-    recipe.add_argument("--calibration-fraction", type=float,
+    recipe.add_argument("--warmup-ratio", type=FRACTION)
+    recipe.add_argument("--weight-decay", type=number(0, low_included=True))
+    recipe.add_argument("--calibration-fraction", type=FRACTION,
                         help="share of the labels held out to choose the threshold (0: threshold 0.5)")
-    recipe.add_argument("--target-recall", type=float, help="SBA recall the threshold must reach on the held-out share")
+    recipe.add_argument("--target-recall", type=unit_interval, help="SBA recall the threshold must reach on the held-out share")
     parser.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
     parser.add_argument("--device", default="auto", help="auto (the GPU if there is one), cpu, cuda or cuda:N")
-    parser.add_argument("--max-steps", type=int, help="stop after this many optimizer steps (smoke tests)")
+    parser.add_argument("--max-steps", type=positive_int, help="stop after this many optimizer steps (smoke tests)")
     parser.set_defaults(run=run_train)
 
 
@@ -237,13 +223,9 @@ def run_train(args: argparse.Namespace) -> None:
     check_writable_folder(args.output)
     require_model(args.backbone, "--backbone")
     require_device(args.device)
-    require_at_least(args.max_steps, "--max-steps")
     from .training import recipe_with, train  # torch: after the checks
 
     recipe = recipe_with(args.recipe, **{name: getattr(args, name) for name in RECIPE_FIELDS})
-    require_range(recipe.target_recall, "--target-recall", 0, 1, low_open=True)
-    require_range(recipe.warmup_ratio, "--warmup-ratio", 0, 1, high_open=True)
-    require_range(recipe.weight_decay, "--weight-decay", 0, float("inf"))
     questions = labelled_only(read_labelled(args.labels), args.labels)
     result = train(questions, args.backbone, args.output, recipe, seed=args.seed, device=args.device,
                    max_steps=args.max_steps, provenance=label_provenance(args.labels))
@@ -259,22 +241,19 @@ def add_evaluate(sub) -> None:
     parser.add_argument("--model", required=True, help="model folder or Hub id")
     parser.add_argument("--labels", type=Path, required=True,
                         help="labelled JSON lines (e.g. the human-labelled eval split)")
-    parser.add_argument("--threshold", type=float, help="decision threshold (default: the model config's)")
-    parser.add_argument("--target-recall", type=float, default=0.989,
+    parser.add_argument("--threshold", type=share, help="decision threshold (default: the model config's)")
+    parser.add_argument("--target-recall", type=unit_interval, default=0.989,
                         help="also choose the threshold that reaches this SBA recall and report its precision")
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the report as JSON too")
     parser.add_argument("--record", action="store_true",
                         help="keep the report in the model folder, so `push` puts it on the model card")
-    parser.add_argument("--batch-size", type=int, default=BATCH_SIZE)
+    parser.add_argument("--batch-size", type=positive_int, default=BATCH_SIZE)
     parser.set_defaults(run=run_evaluate)
 
 
 def run_evaluate(args: argparse.Namespace) -> None:
     require_model(args.model, "--model")
     require_file(args.labels, "--labels")
-    require_range(args.threshold, "--threshold", 0, 1)
-    require_range(args.target_recall, "--target-recall", 0, 1, low_open=True)
-    require_at_least(args.batch_size, "--batch-size")
     if args.json:
         check_writable_file(args.json, "--json")
     if args.record and not Path(args.model).is_dir():
@@ -341,8 +320,8 @@ def add_predict(sub) -> None:
     parser.add_argument("--input", type=Path, required=True,
                         help="JSON lines with id, question, choices and answer (the key index; a cross-encoder needs it)")
     parser.add_argument("--output", type=Path, required=True, help="the input rows with sba_score and is_sba added")
-    parser.add_argument("--threshold", type=float, help="default: the model config's")
-    parser.add_argument("--batch-size", type=int, default=BATCH_SIZE)
+    parser.add_argument("--threshold", type=share, help="default: the model config's")
+    parser.add_argument("--batch-size", type=positive_int, default=BATCH_SIZE)
     parser.set_defaults(run=run_predict)
 
 
@@ -351,8 +330,6 @@ def run_predict(args: argparse.Namespace) -> None:
     require_file(args.input, "--input")
     check_writable_file(args.output)
     require_distinct(args.output, "--output", args.input)
-    require_range(args.threshold, "--threshold", 0, 1)
-    require_at_least(args.batch_size, "--batch-size")
     from .labelling import read_questions
     from .sba_model import SBAClassifier  # torch: after the checks
 
@@ -373,7 +350,7 @@ def run_predict(args: argparse.Namespace) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m classifiers.sba", description=__doc__.split("\n\n")[0],
+    parser = ArgumentParser(prog="python -m classifiers.sba", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -385,9 +362,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return exit_code(lambda: args.run(args))
+
+    def run() -> None:
+        args = parser.parse_args(argv)
+        logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        args.run(args)
+
+    return exit_code(run)
 
 
 if __name__ == "__main__":

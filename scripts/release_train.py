@@ -118,12 +118,16 @@ def run(path: Path, check_only: bool, resume: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = cli.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("train", type=Path, help="the release train's YAML file")
     parser.add_argument("--check", action="store_true", help="run every check, build nothing")
     parser.add_argument("--resume", action="store_true", help="skip datasets whose tag already exists")
-    args = parser.parse_args(argv)
-    return cli.exit_code(lambda: run(args.train, args.check, args.resume))
+
+    def run_train() -> None:
+        args = parser.parse_args(argv)
+        run(args.train, args.check, args.resume)
+
+    return cli.exit_code(run_train)
 
 
 if __name__ == "__main__":

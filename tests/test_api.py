@@ -46,7 +46,12 @@ def test_the_api_and_the_command_line_build_the_same_release(tmp_path):
 def test_unknown_options_and_bad_data_are_refused():
     with pytest.raises(UserError, match="unknown options \\['varients'\\]"):
         wicked.build_dataset(MMLU_TEST, varients=3, sba_classifier="none")
-    with pytest.raises(UserError, match="--variants must be between 1 and 1000"):
+    # the options go through the command line's own types, as a build config does
+    with pytest.raises(UserError, match=r"^wicked.build_dataset: argument --variants: must be between 1 and 1000, got 0$"):
         wicked.build_dataset(MMLU_TEST, variants=0, sba_classifier="none")
+    with pytest.raises(UserError, match=r"argument --limit: expected a whole number, got '2.5'$"):
+        wicked.build_dataset(MMLU_TEST, limit=2.5, sba_classifier="none")
+    with pytest.raises(UserError, match=r"argument --nota-position: invalid choice: 'middle'"):
+        wicked.build_dataset(MMLU_TEST, nota_position="middle", sba_classifier="none")
     with pytest.raises(UserError, match="must be a datasets.Dataset"):
         wicked.build_dataset("not rows", sba_classifier="none")

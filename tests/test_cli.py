@@ -288,7 +288,7 @@ def _config(tmp_path: Path, name: str, params: dict | None = None, source: objec
 
 @pytest.mark.parametrize("name, config, expected", [
     ("seed list", {"params": {"seed": [1, 2]}}, "option seed takes one value, got [1, 2]"),
-    ("limit float", {"params": {"limit": 2.5}}, "argument --limit: invalid int value: '2.5'"),
+    ("limit float", {"params": {"limit": 2.5}}, "argument --limit: expected a whole number, got '2.5'"),
     ("unknown benchmark", {"source": {"benchmark": "nosuch", "spec": "sample"}}, "argument --benchmark: invalid choice"),
     ("bad choice", {"params": {"nota_position": "middle"}}, "argument --nota-position: invalid choice: 'middle'"),
     ("switch as text", {"params": {"strict": "yes"}}, "option strict is a switch (true or false), got 'yes'"),
@@ -334,9 +334,9 @@ def test_a_good_build_config_sets_typed_defaults_and_flags_still_win(tmp_path):
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["--preview", "0"], "--preview must be at least 1"),
-    (["--preview", "-3"], "--preview must be at least 1"),
-    (["--limit", "0", "--output", "{tmp}/o"], "--limit must be at least 1"),
+    (["--preview", "0"], "argument --preview: must be at least 1, got 0"),
+    (["--preview", "-3"], "argument --preview: must be at least 1, got -3"),
+    (["--limit", "0", "--output", "{tmp}/o"], "argument --limit: must be at least 1, got 0"),
     (["--output", "{src}/inside"], "is inside the source folder"),
     (["--output", "{src}"], "is not an mcqforge release folder"),
 ])
@@ -406,8 +406,9 @@ def _last_error(module: str, *args: str) -> tuple[int, str]:
 
 @pytest.mark.parametrize("module, args, expected", [
     # counts that would make millions of configs (16.8 GB before the cap)
-    ("builders.gsm_mc", ["--sets", "100000000"], "error: --sets must be between 1 and 1000"),
-    ("builders.wicked", ["--variants", "1000000000", "--sba-classifier", "none"], "error: --variants must be between 1 and 1000"),
+    ("builders.gsm_mc", ["--sets", "100000000"], "error: argument --sets: must be between 1 and 1000, got 100000000"),
+    ("builders.wicked", ["--variants", "1000000000", "--sba-classifier", "none"],
+     "error: argument --variants: must be between 1 and 1000, got 1000000000"),
     # numbers that must be positive, refused by argparse before any work
     ("builders.math_mc", ["--equivalence-timeout", "0"], "argument --equivalence-timeout: must be a finite number above 0"),
     ("builders.math_mc", ["--equivalence-workers", "0"], "argument --equivalence-workers: must be at least 1, got 0"),
@@ -415,6 +416,21 @@ def _last_error(module: str, *args: str) -> tuple[int, str]:
     ("builders.python_io", ["--sandbox-workers", "0"], "argument --sandbox-workers: must be at least 1, got 0"),
     ("builders.mmlu_pro_plus", ["--embedder-batch-size", "0"], "argument --embedder-batch-size: must be at least 1"),
     ("builders.mmlu_pro_plus", ["--max-length-ratio", "-1"], "argument --max-length-ratio: must be a finite number"),
+    # a negative slack would refuse every new option; a share above 1 or a cut-off of 0 means nothing
+    ("builders.mmlu_pro_plus", ["--length-slack", "-5"], "error: argument --length-slack: must be at least 0, got -5"),
+    ("builders.mmlu_pro_plus", ["--similarity-cutoff", "0"],
+     "error: argument --similarity-cutoff: must be a finite number above 0 and at most 1, got 0"),
+    ("builders.wicked", ["--max-excluded", "1.5"], "error: argument --max-excluded: must be a finite number at least 0 "
+                                                   "and at most 1, got 1.5"),
+    ("builders.wicked", ["--sba-threshold", "nan"], "error: argument --sba-threshold: must be a finite number"),
+    ("builders.contrast_sets", ["--threshold", "1.5"], "error: argument --threshold: must be a finite number above 0"),
+    ("builders.perturbations", ["--shots", "-1"], "error: argument --shots: must be at least 0, got -1"),
+    # a task name with a space or a comma cannot be passed to lm_eval --tasks
+    ("builders.perturbations", ["--task-prefix", "my tasks"],
+     "error: argument --task-prefix: letters, digits, '_' and '-', starting with a letter; got 'my tasks'"),
+    ("builders.perturbations", ["--task-prefix", "a,b"], "error: argument --task-prefix: letters, digits"),
+    ("builders.python_io", ["--call-timeout", "0"], "error: argument --call-timeout: must be a finite number above 0"),
+    ("builders.gsm_mc", ["--llm-concurrency", "0"], "error: argument --llm-concurrency: must be at least 1, got 0"),
 ])
 def test_bad_counts_are_one_line_before_any_work(tmp_path, module, args, expected):
     code, line = _last_error(module, "--source", "sample", *args, "--output", str(tmp_path / "out"))

@@ -445,7 +445,7 @@ def test_the_papers_examples_make_an_edge_at_the_default_threshold(tmp_path, cac
 
 
 def test_threshold_options_are_checked():
-    for argv, message in [(["--threshold", "0.855"], "at most 2 decimals"), (["--threshold", "1.5"], r"in \(0, 1\]"),
+    for argv, message in [(["--threshold", "0.855"], "at most 2 decimals"), (["--threshold", "1.5"], r"argument --threshold: must be a finite number above 0 and at most 1, got 1\.5"),
                           (["--embedder", "some/model"], "--embedder needs --threshold")]:
         with pytest.raises(UserError, match=message):
             cs.check_arguments(cli.builder_parser(cs.BUILDER).parse_args(argv))
@@ -557,9 +557,9 @@ def test_real_lm_eval_loads_both_tasks_of_the_release(tmp_path, cache_dir):
                for p in by_pair.values())
 
 
-def test_a_blank_question_is_counted_not_mined(tmp_path, cache_dir):
+def test_a_blank_question_is_a_malformed_row_never_mined(tmp_path, cache_dir):
     """Regression (adversarial review): a blank question was mined, and could be matched into a contrast pair
-    whose first question asks nothing."""
+    whose first question asks nothing. Every source adapter now excludes it as a malformed row."""
     rows = [
         {"question": "Which planet is called the red planet?", "choices": ["Mars", "Venus", "Jupiter"], "answer": "A"},
         {"question": "Which planet has the Great Red Spot?", "choices": ["Pluto", "Jupiter", "Mars"], "answer": "B"},
@@ -568,9 +568,9 @@ def test_a_blank_question_is_counted_not_mined(tmp_path, cache_dir):
     write_jsonl(tmp_path / "uqa" / "sci" / "test.jsonl", rows)
     build = cs.build(load_source(BENCHMARKS["unifiedqa"], str(tmp_path / "uqa")), builder_args(cache_dir))
     summary = build.card_context["graph"]
-    assert (summary["rows_in"], summary["not_mined_empty_question"], summary["vertices"], summary["pairs"]) == (3, 1, 2, 1)
+    assert (summary["rows_in"], summary["vertices"], summary["pairs"]) == (3, 2, 1)
     report = validate(build)
-    assert report.exclusion_reasons == {"test": {"empty_question": 1}}
-    blank = next(e for e in build.exclusions.entries if e.reason == "empty_question")
-    assert (blank.id, blank.field) == (uid("sci", "test", 2), "question")
+    assert report.exclusion_reasons == {"test": {"malformed_row": 1}}
+    [blank] = build.exclusions.entries
+    assert (blank.id, blank.field, blank.detail) == (uid("sci", "test", 2), "question", "empty question")
     assert sorted(r.id for r in build.configs["contrast"]["test"]) == [uid("sci", "test", 0), uid("sci", "test", 1)]

@@ -472,7 +472,7 @@ LLM_DESTS = {"base_url", "api_key_env", "llm_concurrency", "llm_timeout", "llm_m
 
 
 def llm_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="x", formatter_class=cli.HelpFormatter)
+    parser = cli.ArgumentParser(prog="x", formatter_class=cli.HelpFormatter)
     add_llm_arguments(cli.runtime_group(parser, "LLM endpoint"))
     return parser
 
@@ -513,9 +513,9 @@ def test_endpoint_options_help_shows_each_default_once():
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--llm-concurrency", "0"], "--llm-concurrency (concurrency) must be at least 1, not 0"),
-    (["--llm-timeout", "0"], "--llm-timeout (timeout) must be more than 0 seconds, not 0.0"),
-    (["--llm-max-retries", "-1"], "--llm-max-retries (max_retries) must be at least 0, not -1"),
+    (["--llm-concurrency", "0"], "argument --llm-concurrency: must be at least 1, got 0"),
+    (["--llm-timeout", "0"], "argument --llm-timeout: must be a finite number above 0, got 0"),
+    (["--llm-max-retries", "-1"], "argument --llm-max-retries: must be at least 0, got -1"),
     (["--base-url", "localhost:8000/v1"], "--base-url must start with http:// or https://, got 'localhost:8000/v1'"),
 ])
 def test_bad_endpoint_options_are_user_errors(argv, message):

@@ -313,8 +313,8 @@ def test_cli_errors(tmp_path, capsys):
     (perturbed / "delta").rename(perturbed.parent / "elsewhere")
     assert metrics_cli.main(["ranking", "--original", str(original), "--perturbed", str(perturbed), "--output", str(tmp_path / "o")]) == 2
     assert "different models: only original ['delta']" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        metrics_cli.main(["no-such-subcommand"])
+    assert metrics_cli.main(["no-such-subcommand"]) == 2
+    assert capsys.readouterr().err.startswith("error: argument SUBCOMMAND: invalid choice: 'no-such-subcommand'")
 
 
 def test_subcommands_are_a_plain_table(capsys):

@@ -464,7 +464,7 @@ def test_bad_options_are_user_errors(tmp_path, capsys):
     assert python_io.main(build_args(tmp_path, "--output", str(tmp_path / "o"))) == 2
     assert "need --predictions" in capsys.readouterr().err
     assert python_io.main(build_args(tmp_path, "--predictions", "x.jsonl", "--choices", "9", "--output", "o")) == 2
-    assert "--choices must be between 2 and 8" in capsys.readouterr().err
+    assert "argument --choices: must be between 2 and 8, got 9" in capsys.readouterr().err
     assert python_io.main(["--source", "humaneval=a,jsonl=b", "--predictions", "x", "--output", "o"]) == 2
     assert "humaneval=SPEC,mbpp=SPEC" in capsys.readouterr().err
 

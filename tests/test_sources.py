@@ -113,7 +113,39 @@ MALFORMED = [
     ({"question": "q", "subject": "s", "choices": ["a"], "answer": 0}, "malformed_row", "choices", "1 choices"),
     ({"question": "q", "subject": "s", "choices": [], "answer": 0}, "malformed_row", "choices", "empty list"),
     ({"question": "q", "subject": 7, "choices": ["a", "b"], "answer": 0}, "malformed_row", "subject", "string"),
+    ({"question": " \n", "subject": "s", "choices": ["a", "b"], "answer": 0}, "malformed_row", "question", "empty question"),
 ]
+
+
+@pytest.mark.parametrize("name, row", [
+    ("mmlu_pro", {"question_id": 5, "question": "", "options": ["a", "b"], "answer": "A", "answer_index": 0,
+                  "category": "other", "src": "x"}),
+    ("unifiedqa", {"question": "  ", "choices": ["a", "b"], "answer": "A"}),
+    ("commonsense_qa", {"id": "x1", "question": "", "question_concept": "c",
+                        "choices": {"label": ["A", "B"], "text": ["a", "b"]}, "answerKey": "A"}),
+    ("arc_challenge", {"id": "x1", "question": "\t", "choices": {"label": ["A", "B"], "text": ["a", "b"]}, "answerKey": "B"}),
+    ("truthful_qa", {"question": " ", "mc1_targets": {"choices": ["a", "b"], "labels": [1, 0]}}),
+])
+def test_every_adapter_refuses_a_blank_question(tmp_path, name, row):
+    """Regression: the shared MMLU-Pro and UnifiedQA adapters read a blank question, which WiCkeD and the
+    perturbations then copied into a release (MMLU-Pro+ and the contrast sets each refused it their own way)."""
+    split = BENCHMARKS[name].splits[0]
+    folder = write_jsonl(tmp_path / name / f"{split}.jsonl", [row]).parent
+    loaded = load_source(BENCHMARKS[name], str(folder), max_excluded=1)
+    [exclusion] = loaded.exclusions.entries
+    assert (exclusion.reason, exclusion.field, exclusion.detail) == ("malformed_row", "question", "empty question")
+    assert not loaded.items.get(split)
+
+
+def test_truthful_qa_labels_must_be_integers(tmp_path):
+    """Regression: [True, False] passed as mc1 labels (True == 1 in Python)."""
+    rows = [{"question": "q?", "mc1_targets": {"choices": ["a", "b"], "labels": [True, False]}},
+            {"question": "r?", "mc1_targets": {"choices": ["a", "b"], "labels": [1, 0]}}]
+    folder = write_jsonl(tmp_path / "truthful_qa" / "validation.jsonl", rows).parent
+    loaded = load_source(BENCHMARKS["truthful_qa"], str(folder), max_excluded=1)
+    [exclusion] = loaded.exclusions.entries
+    assert (exclusion.id, exclusion.field) == ("truthful_qa/validation/0", "mc1_targets.labels")
+    assert [r.question for r in loaded.items["validation"]] == ["r?"]
 
 
 def test_an_mmlu_pro_row_left_with_one_option_names_its_own_column(tmp_path):

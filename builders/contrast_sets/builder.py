@@ -84,7 +84,7 @@ CITATION = """@inproceedings{balepur2024choicesonly,
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("contrast sets")
-    group.add_argument("--threshold", type=float, default=None,
+    group.add_argument("--threshold", type=cli.unit_interval, default=None,
                        help=f"cosine similarity (compared at two decimals) at or above which two option texts are "
                             f"equivalent (default: {DEFAULT_THRESHOLD}, calibrated for the packaged MiniLM; the paper "
                             f"used {PAPER_THRESHOLD} with its own embedder; required with --embedder)")
@@ -106,10 +106,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     runtime = cli.runtime_group(parser, "embedding")
     runtime.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR,
                          help="embedding cache, keyed by (embedder, revision, text hash); 'none' disables it")
-    runtime.add_argument("--batch-size", type=int, default=256, help="most texts per embedding batch")
-    runtime.add_argument("--batch-tokens", type=int, default=1024,
+    runtime.add_argument("--batch-size", type=cli.positive_int, default=256, help="most texts per embedding batch")
+    runtime.add_argument("--batch-tokens", type=cli.positive_int, default=1024,
                          help="most padded tokens per embedding batch (texts are batched longest first)")
-    runtime.add_argument("--embed-threads", type=int, default=1,
+    runtime.add_argument("--embed-threads", type=cli.positive_int, default=1,
                          help="torch threads while embedding on CPU; more pay off only on an otherwise idle machine")
 
 
@@ -251,16 +251,13 @@ class Mined:
 
 def eligible_records(records: Sequence[MCQRecord]) -> tuple[list[MCQRecord], list[tuple[MCQRecord, Exclude]]]:
     """Items whose options repeat a text (whitespace-normalised; case matters) have no well-defined set of
-    distractors, "All of the above" or "A and B" cannot be the answer of a two-option question, and a blank
-    question asks nothing: such items are not mined, and each is counted with its reason."""
+    distractors, and "All of the above" or "A and B" cannot be the answer of a two-option question: such items
+    are not mined, and each is counted with its reason (a blank question is a malformed row, excluded on reading)."""
     eligible, not_mined = [], []
     for record in records:
         duplicate = duplicate_option(record.choices)
         reason = position_dependent_reason((record.gold,))
-        if not record.question.strip():
-            # a contrast pair is two different questions on one option set: a blank one asks nothing
-            not_mined.append((record, Exclude("empty_question", "question", "the question is blank")))
-        elif duplicate is not None:
+        if duplicate is not None:
             not_mined.append((record, Exclude("duplicate_choices", f"choices[{duplicate}]",
                                               f"repeats an earlier option: {record.choices[duplicate]!r}")))
         elif reason:
@@ -397,7 +394,6 @@ def graph_summary(source: LoadedSource, mined: Mined, args: argparse.Namespace) 
         "rows_in": rows_in,
         "not_mined_duplicate_choices": not_mined["duplicate_choices"],
         "not_mined_position_dependent_gold": not_mined["position_dependent_gold"],
-        "not_mined_empty_question": not_mined["empty_question"],
         "vertices": len(mined.pool),
         "distinct_texts": len(mined.pool.texts),
         "edges": len(mined.edges),
@@ -562,13 +558,9 @@ CHECKS = [
 
 def check_arguments(args: argparse.Namespace) -> None:
     threshold = resolve_threshold(args)
-    if not 0 < threshold <= 1:
-        raise UserError("--threshold must be in (0, 1]")
     if round(threshold, SIMILARITY_DECIMALS) != threshold:
         raise UserError(f"--threshold {threshold}: similarities are compared at {SIMILARITY_DECIMALS} decimals, so "
                         f"give at most {SIMILARITY_DECIMALS} decimals")
-    if min(args.batch_size, args.batch_tokens, args.embed_threads) < 1:
-        raise UserError("--batch-size, --batch-tokens and --embed-threads must be at least 1")
 
 
 BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [BENCHMARKS[DEFAULT_BENCHMARK]] +

@@ -128,16 +128,16 @@ def calibrate(pairs: Sequence[LabelledPair], embedder, cache) -> Calibration:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from builders.core.cli import exit_code
+    from builders.core.cli import ArgumentParser, exit_code
     from builders.core.embeddings import EmbeddingCache, resolve_embedder
 
-    parser = argparse.ArgumentParser(prog="python -m builders.contrast_sets.calibration", description=__doc__,
+    parser = ArgumentParser(prog="python -m builders.contrast_sets.calibration", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("pairs", help="JSONL of labelled option pairs: {\"first\", \"second\", \"equivalent\"}")
     parser.add_argument("--embedder", default=None, help="as the builder's --embedder (default: packaged MiniLM)")
-    args = parser.parse_args(argv)
 
     def run() -> None:
+        args = parser.parse_args(argv)
         pairs = read_pairs(args.pairs)
         embedder = resolve_embedder(args.embedder)
         result = calibrate(pairs, embedder, EmbeddingCache(None, embedder))

@@ -60,16 +60,14 @@ class BuildResult:
 def build_dataset(builder: Builder, data: Any, *, benchmark: str | None = None, split: str = "test",
                   **options: Any) -> BuildResult:
     """Build ``builder`` from ``data`` with keyword ``options`` (the command line's, with underscores)."""
-    from .cli import build_and_validate, builder_parser, check_options, selection
+    from .cli import build_and_validate, builder_parser, check_options, parse_options, selection
 
     parser = builder_parser(builder)
-    args = parser.parse_args([])
     known = {action.dest for action in parser._actions} - {"help"}
     unknown = sorted(set(options) - known)
     if unknown:
         raise UserError(f"unknown options {unknown} for {builder.name}; options: {sorted(known)}")
-    for name, value in {**options, "benchmark": benchmark or args.benchmark}.items():
-        setattr(args, name, value)
+    args = parse_options(parser, {**options, "benchmark": benchmark}, f"{builder.name}.build_dataset")
     check_options(builder, args)
     rows = _rows(data, split)
     source = load_rows(builder.benchmark(args.benchmark), rows, seed=args.seed, strict=args.strict,

@@ -50,6 +50,15 @@ def _text(row: Mapping[str, Any], name: str, row_id: str) -> str:
     return value
 
 
+def _question(row: Mapping[str, Any], row_id: str) -> str:
+    """The question: a blank one asks nothing, so the row is malformed (a contrast pair or a WiCkeD item
+    built on it would be meaningless)."""
+    question = _text(row, "question", row_id)
+    if not question.strip():
+        raise MalformedRow(row_id, "question", "empty question")
+    return question
+
+
 def _optional_text(row: Mapping[str, Any], name: str, row_id: str) -> str | None:
     value = row.get(name)
     if value is not None and not isinstance(value, str):
@@ -90,7 +99,7 @@ def mmlu_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
     choices = _string_list(_get(row, "choices", row_id), "choices", row_id)
     answer = _index(_get(row, "answer", row_id), len(choices), "answer", row_id)
     subject = _optional_text(row, "subject", row_id) or ctx.subconfig or None
-    return ctx.record(row_id, _text(row, "question", row_id), choices, answer, subject=subject)
+    return ctx.record(row_id, _question(row, row_id), choices, answer, subject=subject)
 
 
 def mmlu_pro_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
@@ -110,7 +119,7 @@ def mmlu_pro_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
     if len(kept) < 2:
         raise MalformedRow(row_id, "options", f"{len(kept)} option(s) besides 'N/A'; at least 2 are needed")
     return ctx.record(
-        row_id, _text(row, "question", row_id), tuple(options[i] for i in kept), kept.index(gold),
+        row_id, _question(row, row_id), tuple(options[i] for i in kept), kept.index(gold),
         category=_optional_text(row, "category", row_id),
         metadata={"question_id": question_id, "src": _optional_text(row, "src", row_id)},
     )
@@ -141,7 +150,7 @@ def commonsense_qa_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
     row_id = f"{ctx.benchmark}/{_text(row, 'id', ctx.default_id)}"
     _, texts, answer = _labelled_choices(row, row_id)
     return ctx.record(
-        row_id, _text(row, "question", row_id), texts, answer,
+        row_id, _question(row, row_id), texts, answer,
         metadata={"question_concept": _optional_text(row, "question_concept", row_id)},
     )
 
@@ -150,7 +159,7 @@ def arc_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
     """ARC labels are "A"-"E" or "1"-"5" (kept in the metadata)."""
     row_id = f"{ctx.benchmark}/{_text(row, 'id', ctx.default_id)}"
     labels, texts, answer = _labelled_choices(row, row_id)
-    return ctx.record(row_id, _text(row, "question", row_id), texts, answer, metadata={"labels": list(labels)})
+    return ctx.record(row_id, _question(row, row_id), texts, answer, metadata={"labels": list(labels)})
 
 
 def truthful_qa_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
@@ -161,10 +170,12 @@ def truthful_qa_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
         raise MalformedRow(row_id, "mc1_targets", f"expected {{choices, labels}}, got {type(targets).__name__}")
     texts = _string_list(targets.get("choices"), "mc1_targets.choices", row_id)
     labels = targets.get("labels")
-    if not isinstance(labels, list) or len(labels) != len(texts) or sorted(labels) != [0] * (len(texts) - 1) + [1]:
-        raise MalformedRow(row_id, "mc1_targets.labels", "expected exactly one 1 and one label per choice")
+    # booleans are ints in Python (True == 1): a True/False list is a different layout, not mc1's 0/1 labels
+    if not isinstance(labels, list) or len(labels) != len(texts) or any(type(label) is not int for label in labels) \
+            or sorted(labels) != [0] * (len(texts) - 1) + [1]:
+        raise MalformedRow(row_id, "mc1_targets.labels", "expected exactly one 1 and one label per choice, as integers")
     gold = labels.index(1)
-    question = _text(row, "question", row_id)
+    question = _question(row, row_id)
     rng = item_rng(ctx.seed, content_key(question, *texts), "truthful_qa_shuffle")
     permutation = [int(i) for i in rng.permutation(len(texts))]
     return ctx.record(
@@ -178,7 +189,7 @@ def unifiedqa_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
     row_id = ctx.default_id
     choices = _string_list(_get(row, "choices", row_id), "choices", row_id)
     answer = _label_index(_get(row, "answer", row_id), tuple(LETTERS[: len(choices)]), "answer", row_id)
-    return ctx.record(row_id, _text(row, "question", row_id), choices, answer, category=ctx.subconfig or None)
+    return ctx.record(row_id, _question(row, row_id), choices, answer, category=ctx.subconfig or None)
 
 
 BIBTEX = {

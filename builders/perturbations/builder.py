@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 from collections import Counter
 from typing import Mapping, Sequence
 
@@ -72,7 +73,7 @@ CITATION = """@inproceedings{alzahrani2024benchmarks,
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("perturbations")
-    group.add_argument("--shots", type=int, default=5,
+    group.add_argument("--shots", type=cli.nonnegative_int, default=5,
                        help="demonstrations per prompt (gold_at_<L> and original_zero_shot are zero-shot)")
     group.add_argument("--fewshot-sampler", choices=SAMPLERS, default="first_n",
                        help="which of the subject's few-shot items are shown: the first --shots in source order "
@@ -82,13 +83,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--only", nargs="+", metavar="CONFIG", default=None,
                        help="build only these configs (and their baselines: `original`, and `original_zero_shot` "
                             "for the zero-shot configs)")
-    group.add_argument("--task-prefix", default=None,
+    group.add_argument("--task-prefix", type=task_prefix, default=None,
                        help="prefix of the lm-eval task names (default: perturbations_<benchmark>)")
 
 
+def task_prefix(text: str) -> str:
+    """An argparse type: lm-eval task names are one word (a space or a comma would break ``--tasks a,b``)."""
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", text):
+        raise argparse.ArgumentTypeError(f"letters, digits, '_' and '-', starting with a letter; got {text!r}")
+    return text
+
+
 def check_arguments(args: argparse.Namespace) -> None:
-    if args.shots < 0:
-        raise UserError("--shots must be 0 or more")
     parse_swaps(args.swaps)
 
 

@@ -34,7 +34,6 @@ from datasets import Value
 
 from builders.core import api, cli
 from builders.core.build import Build, Builder
-from builders.core.errors import UserError
 from builders.core.predictions import (PROBLEMS_FILE, MatchReport, Prediction, PredictionError, Unmatched,
                                        match_predictions, read_predictions, require_matches, require_texts,
                                        write_predictions)
@@ -259,9 +258,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = collect.add_distractor_arguments(parser, "PythonIO distractors", random_allowed=False)
     group.add_argument("--keep-docstrings", action="store_true",
                        help="show the programs with their docstrings (their examples often give the answer away)")
-    group.add_argument("--max-output-chars", type=int, default=DEFAULT_MAX_OUTPUT_CHARS,
+    group.add_argument("--max-output-chars", type=cli.positive_int, default=DEFAULT_MAX_OUTPUT_CHARS,
                        help="longest value (as text) kept as an option; longer golds exclude the item")
-    group.add_argument("--call-timeout", type=float, default=5.0, help="seconds one call may run")
+    group.add_argument("--call-timeout", type=cli.positive_float, default=5.0, help="seconds one call may run")
     sandbox = cli.runtime_group(parser, "sandbox (every program and non-literal prediction runs only here)")
     sandbox.add_argument("--unsafe-no-sandbox", action="store_true",
                          help="run the programs as plain subprocesses when bubblewrap is unavailable (NOT isolated)")
@@ -272,8 +271,6 @@ def check_arguments(args: argparse.Namespace) -> None:
     collect.check_arguments(args)
     if not args.unsafe_no_sandbox:
         Sandbox.check()  # before any source is read: bubblewrap missing is one line, not a late traceback
-    if args.max_output_chars < 1 or args.call_timeout <= 0:
-        raise UserError("--max-output-chars and --call-timeout must be positive")
 
 
 # Predicted outputs are short expressions: tighter limits than programs, so a hostile one costs seconds.
