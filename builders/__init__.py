@@ -1,3 +1,19 @@
 """mcqforge builders: each submodule is runnable as ``python -m builders.<name>``."""
 
+import sys
+from pathlib import Path
+
 __version__ = "0.1.0"
+
+# Run as a command (`python -m builders...` sets argv[0] to "-m" while it finds the module; the console script
+# is `mcqforge`), a Ctrl-C while torch and datasets import is one line, as it is once the command runs; in the
+# forkserver of a command's worker pool (`python -c "from multiprocessing.forkserver import main; ..."`), which
+# imports the command again, it is silent. A program that imports builders as a library keeps its own hook.
+if sys.argv[:1] == ["-m"] or Path(sys.argv[0] if sys.argv else "").name == "mcqforge":
+    from .core.errors import report_interruptions
+
+    sys.excepthook = report_interruptions(sys.excepthook)
+elif sys.argv[:1] == ["-c"] and "multiprocessing.forkserver" in sys.modules:
+    from .core.errors import report_interruptions
+
+    sys.excepthook = report_interruptions(sys.excepthook, message=None)

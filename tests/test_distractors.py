@@ -208,6 +208,20 @@ def test_hard_timeout_pool_reports_errors_and_crashes():
             pool.map([3] * 10)
 
 
+def test_a_worker_leaves_ctrl_c_to_its_parent():
+    """Regression: Ctrl-C reaches the whole process group, and each worker printed a traceback from inside
+    sympy before the parent's one "interrupted" line. A worker now ignores it; the parent closes the pool."""
+    import os
+    import signal
+
+    with HardTimeoutPool("math:sqrt", workers=1, timeout=5.0) as pool:
+        assert pool.run(4).value == 2.0
+        [worker] = pool._workers
+        os.kill(worker.process.pid, signal.SIGINT)
+        time.sleep(0.3)
+        assert (pool.run(9).value, pool.crashes, worker.process.is_alive()) == (3.0, 0, True)
+
+
 # ---- predictions -----------------------------------------------------------------------------------
 
 

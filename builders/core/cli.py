@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
 from .build import Build, Builder
-from .errors import UserError
+from .errors import UserError, raised_by_an_interrupt
 from .publish import check_repo_id, prepare_release, publish_folder, version_tag
 from .release import ReleaseInfo, check_output_folder, load_build_config, write_release
 from .sources import DEFAULT_MAX_EXCLUDED, LoadedSource, Selection, content_revision, load_source
@@ -403,22 +403,11 @@ def exit_code(command: Callable[[], int | None]) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as error:
-        if not _raised_by_an_interrupt(error):
+        if not raised_by_an_interrupt(error):
             raise
         print("interrupted", file=sys.stderr)  # e.g. an import that Ctrl-C broke half-way
         return 130
     return status or 0
-
-
-def _raised_by_an_interrupt(error: BaseException) -> bool:
-    seen: set[int] = set()
-    cause: BaseException | None = error
-    while cause is not None and id(cause) not in seen:
-        if isinstance(cause, KeyboardInterrupt):
-            return True
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
-    return False
 
 
 def check_writable_folder(path: Path, flag: str = "--output") -> None:

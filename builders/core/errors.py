@@ -23,3 +23,35 @@ class ValidationFailed(UserError):
 
 class ReleaseError(UserError):
     """Publishing refused or failed (existing tag, bad version, missing token...)."""
+
+
+def raised_by_an_interrupt(error: BaseException) -> bool:
+    """Ctrl-C, or an error raised while it was being handled (an import that Ctrl-C broke half-way)."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def report_interruptions(previous_hook, message: str | None = "interrupted"):
+    """A ``sys.excepthook`` for the time before a command's own handler runs (``cli.exit_code``): Ctrl-C while
+    the libraries import is ``message`` (None: nothing, for a worker whose command says it) and status 130, not
+    a traceback; anything else goes to ``previous_hook``."""
+    import os
+    import sys
+
+    def hook(kind, value, traceback) -> None:
+        if not raised_by_an_interrupt(value):
+            previous_hook(kind, value, traceback)
+            return
+        if message:
+            print(message, file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)  # nothing has started yet: there is nothing to clean up
+
+    return hook

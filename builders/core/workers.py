@@ -21,6 +21,7 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import resource
+import signal
 import threading
 import time
 from collections import deque
@@ -67,6 +68,9 @@ def _address_space() -> int:
 
 
 def _worker_main(function: str, connection, memory_limit: int | None) -> None:
+    # Ctrl-C reaches the whole process group: the parent stops and kills its workers (HardTimeoutPool.close),
+    # so a worker ignores it rather than print a traceback from the middle of sympy.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if memory_limit:
         # Headroom above what the worker already maps (imported libraries reserve address space that
         # is never used), so the limit stops runaway growth, not ordinary work.
