@@ -43,6 +43,13 @@ def test_the_api_and_the_command_line_build_the_same_release(tmp_path):
     assert _parquet(tmp_path / "api") == _parquet(tmp_path / "cli")
 
 
+def test_list_options_may_be_tuples():
+    """The API parses options as the command line would; a tuple is a list of values there, as in Python."""
+    result = wicked.build_dataset(MMLU_TEST, subjects=("high_school_biology",), variants=1, sba_classifier="none")
+    biology = sum(row["subject"] == "high_school_biology" for row in MMLU_TEST)
+    assert biology >= 2 and result.configs["variant_0"]["test"].num_rows == biology
+
+
 def test_unknown_options_and_bad_data_are_refused():
     with pytest.raises(UserError, match="unknown options \\['varients'\\]"):
         wicked.build_dataset(MMLU_TEST, varients=3, sba_classifier="none")
@@ -53,5 +60,7 @@ def test_unknown_options_and_bad_data_are_refused():
         wicked.build_dataset(MMLU_TEST, limit=2.5, sba_classifier="none")
     with pytest.raises(UserError, match=r"argument --nota-position: invalid choice: 'middle'"):
         wicked.build_dataset(MMLU_TEST, nota_position="middle", sba_classifier="none")
+    with pytest.raises(UserError, match=r"option subjects takes a list of values, got 'anatomy'"):
+        wicked.build_dataset(MMLU_TEST, subjects="anatomy", sba_classifier="none")
     with pytest.raises(UserError, match="must be a datasets.Dataset"):
         wicked.build_dataset("not rows", sba_classifier="none")

@@ -211,10 +211,10 @@ def _option_tokens(where: str | Path, action: argparse.Action, value: Any) -> li
             return [flag if value else action.option_strings[1]]
         return [flag] if value != action.default else []
     if action.nargs is None or action.nargs == "?":
-        if isinstance(value, (list, dict)):
+        if isinstance(value, (list, tuple, dict)):
             raise UserError(f"{where}: option {action.dest} takes one value, got {value!r}")
         return [f"{flag}={_token(value)}"]
-    if not isinstance(value, list) or any(isinstance(v, (list, dict)) for v in value):
+    if not isinstance(value, (list, tuple)) or any(isinstance(v, (list, tuple, dict)) for v in value):
         raise UserError(f"{where}: option {action.dest} takes a list of values, got {value!r}")
     return [flag, *map(_token, value)] if value else []
 
