@@ -9,11 +9,9 @@ __version__ = "0.1.0"
 # is `mcqforge`), a Ctrl-C while torch and datasets import is one line, as it is once the command runs; in the
 # forkserver of a command's worker pool (`python -c "from multiprocessing.forkserver import main; ..."`), which
 # imports the command again, it is silent. A program that imports builders as a library keeps its own hook.
-if sys.argv[:1] == ["-m"] or Path(sys.argv[0] if sys.argv else "").name == "mcqforge":
+_AS_A_COMMAND = sys.argv[:1] == ["-m"] or Path(sys.argv[0] if sys.argv else "").name == "mcqforge"
+_IN_A_FORKSERVER = sys.argv[:1] == ["-c"] and "multiprocessing.forkserver" in sys.modules
+if _AS_A_COMMAND or _IN_A_FORKSERVER:
     from .core.errors import report_interruptions
 
-    sys.excepthook = report_interruptions(sys.excepthook)
-elif sys.argv[:1] == ["-c"] and "multiprocessing.forkserver" in sys.modules:
-    from .core.errors import report_interruptions
-
-    sys.excepthook = report_interruptions(sys.excepthook, message=None)
+    sys.excepthook = report_interruptions(sys.excepthook, "interrupted" if _AS_A_COMMAND else None)
