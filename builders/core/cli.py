@@ -189,7 +189,7 @@ def config_defaults(parser: argparse.ArgumentParser, path: Path) -> tuple[dict[s
     return {dest: getattr(checked, dest) for dest in given}, local
 
 
-def parse_options(parser: argparse.ArgumentParser, options: dict[str, Any], where: str | Path) -> argparse.Namespace:
+def parse_options(parser: ArgumentParser, options: dict[str, Any], where: str | Path) -> argparse.Namespace:
     """``options`` ({dest: value}) parsed as if they had been typed, with the parser's own types and choices;
     a bad or unknown one is one error naming ``where`` (a config file, the Python API)."""
     actions = {a.dest: a for a in parser._actions if a.option_strings and a.dest != "help"}
@@ -223,17 +223,12 @@ def _token(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _parse_strictly(parser: argparse.ArgumentParser, tokens: list[str], where: str | Path) -> argparse.Namespace:
+def _parse_strictly(parser: ArgumentParser, tokens: list[str], where: str | Path) -> argparse.Namespace:
     """Parse option words with the parser's own types and choices; a bad value names ``where``."""
-
-    def error(message: str):
-        raise UserError(f"{where}: {message}")
-
-    parser.error = error  # type: ignore[method-assign]
     try:
         return parser.parse_args(tokens)
-    finally:
-        del parser.error  # back to ArgumentParser.error
+    except UserError as error:
+        raise UserError(f"{where}: {error}") from None
 
 
 def _require_local_files_again(args: argparse.Namespace, parser: argparse.ArgumentParser,

@@ -1,5 +1,8 @@
 """Errors a user can act on. The CLI prints their message on one line, without a traceback."""
 
+import os
+import sys
+
 
 class UserError(Exception):
     """Bad input, options or environment: the message says what to do."""
@@ -41,8 +44,6 @@ def report_interruptions(previous_hook, message: str | None = "interrupted"):
     """A ``sys.excepthook`` for the time before a command's own handler runs (``cli.exit_code``): Ctrl-C while
     the libraries import is ``message`` (None: nothing, for a worker whose command says it) and status 130, not
     a traceback; anything else goes to ``previous_hook``."""
-    import os
-    import sys
 
     def hook(kind, value, traceback) -> None:
         if not raised_by_an_interrupt(value):
