@@ -42,20 +42,14 @@ NOT_BUILDERS = {"metrics", "evaluate", "export", "sba"}
 TRAIN_OPTIONS = {"push", "version", "private"}
 
 
-def option_argv(options: dict[str, Any]) -> list[str]:
-    """{"sba_classifier": "none", "subjects": ["a", "b"], "strict": True} -> --sba-classifier none ..."""
-    argv: list[str] = []
-    for name, value in options.items():
-        flag = "--" + name.replace("_", "-")
-        if value is True:
-            argv.append(flag)
-        elif value is False or value is None:
-            continue
-        elif isinstance(value, (list, tuple)):
-            argv += [flag, *map(str, value)]
-        else:
-            argv += [flag, str(value)]
-    return argv
+def option_argv(parser: argparse.ArgumentParser, options: dict[str, Any], where: str) -> list[str]:
+    """A dataset's options as command-line words, converted as a build config's are (``cli.option_words``);
+    a name that is no option of the builder stays ``--name value``, for argparse to name it."""
+    dests = {a.dest for a in parser._actions}
+    known = {name: value for name, value in options.items() if name in dests}
+    unknown = [word for name, value in options.items() if name not in dests
+               for word in ("--" + name.replace("_", "-"), *map(str, value if isinstance(value, list) else [value]))]
+    return cli.option_words(parser, known, where) + unknown
 
 
 def read_train(path: Path) -> dict[str, Any]:
@@ -91,7 +85,7 @@ def plan(train: dict[str, Any], resume: bool) -> list[tuple[Any, argparse.Argume
             raise UserError(f"{where}: {message}")
 
         parser.error = error  # type: ignore[method-assign]
-        argv = option_argv(entry.get("options") or {}) + ["--push", entry["push"], "--version", str(train["version"])]
+        argv = option_argv(parser, entry.get("options") or {}, where) + ["--push", entry["push"], "--version", str(train["version"])]
         if train.get("private"):
             argv.append("--private")
         args = cli.parse_args(parser, argv)

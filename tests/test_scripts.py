@@ -80,3 +80,20 @@ def test_run_benchmarks_refuses_an_output_it_cannot_create(tmp_path, output):
                             capture_output=True, text=True, cwd=REPO, timeout=60)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines() == [result.stderr.strip()] and result.stderr.startswith("error: --output ")
+
+
+def test_a_train_s_options_become_the_words_a_build_config_s_would():
+    """Regression: `cross_source: false` was dropped, so the default (true) was built and published."""
+    import importlib.util
+
+    from builders.contrast_sets import builder as contrast_sets
+    from builders.core import cli
+
+    spec = importlib.util.spec_from_file_location("release_train", REPO / "scripts" / "release_train.py")
+    release_train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(release_train)
+    parser = cli.builder_parser(contrast_sets.BUILDER)
+    argv = release_train.option_argv(parser, {"cross_source": False, "cross_split": True, "threshold": 0.8}, "dataset 1")
+    assert argv == ["--no-cross-source", "--cross-split", "--threshold=0.8"]
+    args = cli.parse_args(parser, argv + ["--output", "out"])
+    assert (args.cross_source, args.cross_split, args.threshold) == (False, True, 0.8)

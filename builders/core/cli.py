@@ -192,13 +192,18 @@ def config_defaults(parser: argparse.ArgumentParser, path: Path) -> tuple[dict[s
 def parse_options(parser: ArgumentParser, options: dict[str, Any], where: str | Path) -> argparse.Namespace:
     """``options`` ({dest: value}) parsed as if they had been typed, with the parser's own types and choices;
     a bad or unknown one is one error naming ``where`` (a config file, the Python API)."""
+    return _parse_strictly(parser, option_words(parser, options, where), where)
+
+
+def option_words(parser: argparse.ArgumentParser, options: dict[str, Any], where: str | Path) -> list[str]:
+    """The command-line words that would give ``options`` ({dest: value}; None: the default); a false
+    ``--x/--no-x`` switch is ``--no-x``."""
     actions = {a.dest: a for a in parser._actions if a.option_strings and a.dest != "help"}
     unknown = sorted(k for k in options if k not in actions)
     if unknown:
         raise UserError(f"{where}: options {unknown} are not options of {parser.prog}")
-    tokens = [token for dest, value in options.items() if value is not None
-              for token in _option_tokens(where, actions[dest], value)]
-    return _parse_strictly(parser, tokens, where)
+    return [token for dest, value in options.items() if value is not None
+            for token in _option_tokens(where, actions[dest], value)]
 
 
 def _option_tokens(where: str | Path, action: argparse.Action, value: Any) -> list[str]:
