@@ -739,3 +739,79 @@ def test_the_option_count_tells_a_tpp_item_apart():
     assert pair_if_twelve_options(pfpp) == pfpp.metadata["pair_indices"][0] != 10
     assert pair_if_twelve_options(cfpp) == cfpp.metadata["pair_indices"][0] != cfpp.answer
     assert pair_if_twelve_options(ten) is None
+
+
+# ---- issue 22 §4: items read on the real MMLU-Pro build ---------------------------------------------------------
+
+
+def real_item_rows() -> list[dict]:
+    """MMLU-Pro test items (texts shortened) that the real build mishandled, and plain items beside them."""
+    return [
+        # 1304: "Both are guilty, ..." was named inside a pair: "Both Both are guilty, ... and ... are correct"
+        row(1304, "Which co-defendants are guilty?",
+            ["Both are guilty, because each participated in the planning of the crime.",
+             "Only the co-defendant who built the bomb is guilty.", "Neither is guilty, because they did not intend it.",
+             "Both are not guilty, because they intended to defuse the bomb."], 0, "law"),
+        # 2055: already has a "Both ... are correct" option, with a tail after "correct"
+        row(2055, "Have studies on learning supported the Incremental or the One-trial Theory of learning?",
+            ["Incremental Theory is supported in cognitive tasks.", "Neither theories of learning are correct.",
+             "Both theories of learning are correct, depending on the context.",
+             "Only Incremental Theory of learning is supported."], 2, "psychology"),
+        # 10443: "1" and "1.0" (and "'1'") read alike once named in a pair
+        row(10443, "Let l = [1,2,3,4]. What is min(l) in Python3?", ["'1'", "0", "1", "1.0"], 2, "computer science"),
+        # 8057: eligible but unchanged, with no reason recorded; here no option can be named in a pair (the answer
+        # and two wrong options are bare letters), and the item says so
+        row(8057, "Which of these vowels does NOT have a vertical axis of symmetry?", ["U", "E", "I", "A"], 1, "math"),
+        row(3003, "Which is a gas?", ["Neon", "Iron", "Zinc", "Lead"], 0, "chemistry"),
+        row(3004, "Which is a fruit?", ["Pear", "Leek", "Kale", "Okra"], 0, "other"),
+    ]
+
+
+def test_real_items_are_left_unchanged_each_with_its_reason(tmp_path):
+    source = write_jsonl(tmp_path / "src" / "test.jsonl", real_item_rows()).parent
+    out = tmp_path / "release"
+    assert mpp.main(["--source", str(source), "--ratios", "0:1:1:0", "--output", str(out)]) == 0
+    rows = {r["question_id"]: r for r in load_release(out, "default")["test"]}
+    reasons = {qid: (r["modification"], r["metadata"]["unchanged_reason"]) for qid, r in rows.items()}
+    assert reasons == {2055: (UNCHANGED, "has_pair_option"), 10443: (UNCHANGED, "options_read_alike"),
+                       8057: (UNCHANGED, "no_pairable_option"), 1304: (CFPP, None), 3003: (PFPP, None),
+                       3004: (PFPP, None)}
+    # 1304 is modified, but its two options that start with "Both" (its answer among them) are never named
+    assert sorted(rows[1304]["metadata"]["pair_indices"]) == [1, 2]
+    assert not rows[1304]["choices"][-1].startswith("Both Both")
+    card = (out / "README.md").read_text()
+    assert "| no_pairable_option | 1 |" in card and "| has_pair_option | 1 |" in card
+
+
+def test_an_option_starting_with_both_is_never_named_in_a_pair():
+    assert not pairable("Both are guilty, because each participated in the planning of the crime.")
+    assert not pairable("both of them")
+    assert pairable("Bothwell Castle") and pairable("The two are both guilty")
+    item = record(["Both are guilty.", "Neither is guilty.", "Only the first is guilty.", "Both are not guilty."], 1)
+    assert wrong_pairable(item) == [2]
+    assert not can_take(CFPP, item)
+
+
+@pytest.mark.parametrize("options", [
+    ["Both theories of learning are correct, depending on the context.", "x", "y", "z"],
+    ["x", "Both statements are true in most cases", "y", "z"],
+    ["x", "y", "1", "1.0"],
+    ["x", "y", "'1'", "1"],
+    ["x", "y", "Twelve", "twelve."],
+])
+def test_items_whose_options_clash_with_a_pair_are_ineligible(options):
+    from builders.mmlu_pro_plus.layout import ineligible_reason
+    assert ineligible_reason(record(options, 0)) in ("has_pair_option", "options_read_alike")
+
+
+def test_the_validator_refuses_each_kind_when_the_builder_s_rules_are_blinded(tmp_path, monkeypatch):
+    """The validator's checks are written apart from the builder's rules: with those rules switched off, each
+    real item above makes the build fail validation."""
+    from builders.mmlu_pro_plus import layout
+    monkeypatch.setattr(layout, "_PAIR_OPTION", __import__("re").compile(r"(?!)"))
+    monkeypatch.setattr(layout, "_STARTS_WITH_BOTH", __import__("re").compile(r"(?!)"))
+    monkeypatch.setattr(layout, "normalize_option", lambda text: text)
+    rows = real_item_rows()
+    for case in (rows[0], rows[1], rows[2]):
+        with pytest.raises(ValidationFailed, match="pair_is_unambiguous"):
+            mpp.build_dataset({"test": [case]}, ratios="0:1:0:0", layout="random")

@@ -36,6 +36,7 @@ import argparse
 import dataclasses
 import json
 import logging
+import re
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -97,6 +98,7 @@ METADATA_FEATURES = {
     "added_option_similarity": Value("float32"),
     "tpp_rejection": Value("string"),
     "ineligible_reason": Value("string"),
+    "unchanged_reason": Value("string"),
 }
 CITATION = """@article{taghanaki2024mmlupro,
   title={{MMLU-Pro+}: Evaluating Higher-Order Reasoning and Shortcut Learning in {LLMs}},
@@ -180,6 +182,8 @@ def modify_split(records: Sequence[MCQRecord], shares: Mapping[str, float], seed
     for record in records:
         group, extra = groups.get(record.id, UNCHANGED), {"tpp_rejection": rejected.get(record.id),
                                                            "ineligible_reason": ineligible[record.id]}
+        if group == UNCHANGED:
+            extra["unchanged_reason"] = unchanged_reason(record, ineligible[record.id], rejected.get(record.id))
         if group == TPP:
             out.append(make_tpp(record, accepted[record.id], model, seed, layout, **extra))
         elif group == PFPP:
@@ -195,6 +199,18 @@ def modify_split(records: Sequence[MCQRecord], shares: Mapping[str, float], seed
         logger.warning("group counts %s differ from the requested %s: too few eligible items or accepted TPP "
                        "options", outcome.built, requested)
     return outcome
+
+
+def unchanged_reason(record: MCQRecord, ineligible: str | None, tpp_rejection: str | None) -> str:
+    """Why an item of a modified split kept its options: it is ineligible, no group can take it, its TPP option
+    was rejected, or the per-item ranking put it in the unchanged share."""
+    if ineligible:
+        return ineligible
+    if not any(can_take(group, record) for group in (TPP, PFPP, CFPP)):
+        return "no_pairable_option"
+    if tpp_rejection:
+        return f"tpp_rejected_{tpp_rejection}"
+    return "ranked_unchanged"
 
 
 # ---- the build -------------------------------------------------------------------------------------------------
@@ -233,7 +249,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
                 outcomes[split] = modify_split(records, shares, args.seed, generator.propose if generator else None,
                                                generator.model if generator else None, args.layout)
             else:
-                copied = [with_group(r, UNCHANGED, ineligible_reason=None) for r in records]
+                copied = [with_group(r, UNCHANGED, unchanged_reason="split_not_modified") for r in records]
                 outcomes[split] = SplitOutcome(copied, {}, {UNCHANGED: len(copied)})
     finally:
         if generator is not None and generator.client is not None:
@@ -314,14 +330,18 @@ def statistics(outcomes: Mapping[str, SplitOutcome], context: Mapping[str, Any])
             if outcome.requested or outcome.built.get(group)]
     tried = [p for o in outcomes.values() for p in o.tried]
     reasons = Counter(p.reason or "accepted" for p in tried)
-    ineligible = sum((o.ineligible for o in outcomes.values()), Counter())
+    unchanged = Counter(r.metadata["unchanged_reason"] for o in outcomes.values() for r in o.records
+                        if r.columns["modification"] == UNCHANGED)
     statistics = Statistics([
         Table("Modification groups", ("split", "group", "requested", "built"), rows),
         counts_table("TPP generation", reasons, "outcome", "TPP candidates",
                      note=f"{len(tried)} candidates asked, {reasons.get('accepted', 0)} accepted; every rejected one "
                           "fell back to another group and is listed in `tpp_rejections.jsonl`."),
-        counts_table("Items that cannot take a pair option", ineligible,
-                     note="Copied unchanged (counted in the `unchanged` group)."),
+        counts_table("Why items are unchanged", unchanged, "reason (`metadata.unchanged_reason`)",
+                     note="Every item of the `unchanged` group, with its reason: ineligible items (the options already "
+                          "refer to each other, hold a pair option, or read alike), items none of whose options can "
+                          "be named in a pair, items whose TPP option was rejected, items the ranking put in the "
+                          "unchanged share, and splits that are not modified."),
     ])
     statistics.add(layout_table(outcomes, context.get("layout", DEFAULT_LAYOUT)))
     if context.get("audit"):
@@ -473,6 +493,40 @@ def _original_config(build: Build) -> Iterable[str]:
                 yield f"{ORIGINAL_CONFIG}/{split} {record.id}: differs from the MMLU-Pro item"
 
 
+_BOTH_WORD = re.compile(r"(?i)^[^\w]*both(?!\w)")
+_SAYS_CORRECT = re.compile(r"(?i)(?<!\w)(?:correct|true|right|valid)(?!\w)")
+
+
+def _reads_as(option: str) -> str:
+    """How a reader takes an option named in a pair, written apart from the builder's normaliser: folded case,
+    spacing and outer punctuation, and a number as its value ("1", "1.0" and "'1'" read alike)."""
+    folded = " ".join(option.split()).casefold().strip(" .,;:!?\"'`")
+    try:
+        return repr(float(folded.replace(",", "")))
+    except ValueError:
+        return folded
+
+
+def _pair_is_unambiguous(build: Build) -> Iterable[str]:
+    for where, record, original in _each(build):
+        if record.columns["modification"] == UNCHANGED:
+            continue
+        x, y = record.metadata["pair_indices"]
+        read = [_reads_as(c) for c in original.choices]
+        if any(_BOTH_WORD.match(record.choices[i]) for i in (x, y)):
+            yield f"{where}: the pair names an option that starts with 'Both'"
+        elif any(_BOTH_WORD.match(c) and _SAYS_CORRECT.search(c) for c in original.choices):
+            yield f"{where}: modified although an original option already says both are correct"
+        elif len(set(read)) < len(read):
+            yield f"{where}: modified although two original options read alike"
+
+
+def _unchanged_have_reason(build: Build) -> Iterable[str]:
+    for where, record, _ in _each(build):
+        if record.columns["modification"] == UNCHANGED and not record.metadata.get("unchanged_reason"):
+            yield f"{where}: unchanged without a reason"
+
+
 CHECKS = [
     Check("one_answer", "exactly one answer: the pair option for TPP, the original answer otherwise, and one pair "
                         "option per modified item", _one_answer),
@@ -488,6 +542,9 @@ CHECKS = [
                                    "modification", _compatibility_columns),
     Check("hub_columns", "MMLU-Pro's options / answer letter / answer_index / question_id agree with the choices, "
                          "the answer and the metadata", _hub_columns),
+    Check("pair_is_unambiguous", "no pair names an option starting with 'Both'; no item that already says both "
+                                 "are correct, or whose options read alike, is modified", _pair_is_unambiguous),
+    Check("unchanged_have_reason", "every unchanged item says why (`unchanged_reason`)", _unchanged_have_reason),
     Check("original_config", f"the `{ORIGINAL_CONFIG}` config holds the MMLU-Pro items unchanged", _original_config),
 ]
 

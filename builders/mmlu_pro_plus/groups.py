@@ -55,7 +55,8 @@ def rank_key(seed: int, record: MCQRecord) -> tuple[float, str]:
 def with_group(record: MCQRecord, group: str, **metadata: Any) -> MCQRecord:
     fields = {"pair_indices": None, "pair_option_index": None, "original_answer_index": record.answer,
               "added_option_index": None, "generator_model": None, "template_version": None,
-              "added_option_similarity": None, "tpp_rejection": None, "ineligible_reason": None}
+              "added_option_similarity": None, "tpp_rejection": None, "ineligible_reason": None,
+              "unchanged_reason": None}
     fields.update(metadata)
     return record.with_metadata(**fields).with_columns(
         modification=group, is_modified=group == TPP, is_modified_non_llm=group in NON_LLM_TYPE,

@@ -14,7 +14,7 @@ from builders.core.options import position_dependent_reason
 from builders.core.record import MCQRecord, normalize_text
 from builders.core.rng import item_rng
 
-from .generation import BARE_LETTER, Proposal
+from .generation import BARE_LETTER, Proposal, normalize_option
 from .groups import CFPP, NAME, PFPP, TPP, with_group
 
 PAIR_TEMPLATE = "Both {x} and {y} are correct"
@@ -24,7 +24,11 @@ PAIR_TEMPLATE = "Both {x} and {y} are correct"
 # which a no-knowledge rule exploits (see ``baselines.BASELINES``); kept for exact reproduction.
 LAYOUTS = ("random", "paper")
 DEFAULT_LAYOUT = "random"
-_PAIR_OPTION = re.compile(r"^\W*both\b.*\b(?:are|is)\s+(?:all\s+)?(?:correct|true|right)\W*$", re.I | re.S)
+# An option that already says two things are correct ("Both theories of learning are correct, depending on the
+# context."): an added pair beside it would be a second option of the same kind.
+_PAIR_OPTION = re.compile(r"^\W*both\b.*\b(?:correct|true|right|valid)\b", re.I | re.S)
+# An option that itself starts with "Both" would be named "Both Both are guilty, ... and ... are correct".
+_STARTS_WITH_BOTH = re.compile(r"^\W*both\b", re.I)
 
 
 # ---- which items and options can take part in a pair -----------------------------------------------------------
@@ -38,20 +42,21 @@ def pair_member_text(option: str) -> str:
 
 def pairable(option: str) -> bool:
     """A bare letter ("A", "(B)") in a pair would read as "Both A and B are correct": a letter combination. An
-    option that is only periods would name nothing."""
-    return not BARE_LETTER.match(option) and bool(pair_member_text(option))
+    option that is only periods would name nothing, and one that starts with "Both" would read "Both Both ..."."""
+    return not BARE_LETTER.match(option) and not _STARTS_WITH_BOTH.match(option) and bool(pair_member_text(option))
 
 
 def ineligible_reason(record: MCQRecord) -> str | None:
     """Why no pair option may be added: the options already depend on each other, one is a pair option, or two
-    options read the same once named in a pair (equal up to whitespace and trailing periods: "5" and "5."): a
-    pair naming either could mean the other, and a pair naming a copy of the answer would hold the answer."""
+    options read the same once named in a pair (equal up to case, whitespace, outer punctuation and number format:
+    "5" and "5.", "1" and "1.0"): a pair naming either could mean the other, and a pair naming a copy of the answer
+    would hold the answer."""
     reason = position_dependent_reason(record.choices)
     if reason:
         return reason
     if any(_PAIR_OPTION.match(choice) for choice in record.choices):
         return "has_pair_option"
-    names = [pair_member_text(choice) for choice in record.choices]
+    names = [normalize_option(pair_member_text(choice)) for choice in record.choices]
     if len(set(names)) < len(names):
         return "options_read_alike"
     return None
