@@ -54,6 +54,13 @@ MEASURED = {
 }
 
 
+# Replacements read one by one in full UnifiedQA builds (benchmarks/contrast_sets_precision.py): where the partner's
+# gold differs from the distractor it replaces, the share that mean the same, with and without the veto of
+# :mod:`.equivalence`.
+MATCHER_PRECISION = {"labelled": 159, "equivalent": 122, "precision": 0.767, "before_labelled": 208,
+                     "before_equivalent": 129, "before_precision": 0.62}
+
+
 @dataclass(frozen=True)
 class LabelledPair:
     first: str

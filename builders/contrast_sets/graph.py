@@ -25,6 +25,8 @@ from scipy.sparse import csgraph
 
 from builders.core.record import MCQRecord, normalize_text
 
+from .equivalence import contradicts
+
 logger = logging.getLogger(__name__)
 
 SIMILARITY_DECIMALS = 2
@@ -33,7 +35,8 @@ SIMILARITY_DECIMALS = 2
 CANDIDATE_MARGIN = 1e-2
 BLOCK_ELEMENTS = 1 << 24  # similarities held at once by one block product (64 MiB of float32)
 GATHER_ELEMENTS = 1 << 22  # float64 values held at once when re-scoring candidate edges
-WEIGHT_SCALE = 10 ** SIMILARITY_DECIMALS  # tie-break weights as integers: networkx's blossom is exact on integers
+WEIGHT_SCALE = 10 ** SIMILARITY_DECIMALS
+VETO_FLOOR = 0.5  # the lowest threshold calibration considers: below it no text pair can be an equivalence  # tie-break weights as integers: networkx's blossom is exact on integers
 
 
 def rounded(similarity: np.ndarray) -> np.ndarray:
@@ -120,7 +123,8 @@ class Edges:
 
 def find_edges(pool: CandidatePool, embeddings: np.ndarray, threshold: float) -> Edges:
     """Edges need equivalence both ways, two different golds (not equivalent to each other either: the
-    two questions would share their answer) and two different questions."""
+    two questions would share their answer) and two different questions. Texts that differ in a number, a
+    negation, an antonym or a direction (:mod:`.equivalence`) are never equivalent."""
     first, second = candidate_pairs(pool, embeddings, threshold - CANDIDATE_MARGIN)
     allowed = ((pool.block[first] == pool.block[second]) & (pool.gold[first] != pool.gold[second])
                & (pool.question[first] != pool.question[second]))
@@ -130,7 +134,8 @@ def find_edges(pool: CandidatePool, embeddings: np.ndarray, threshold: float) ->
     golds_similarity = gold_similarity(embeddings, pool.gold[first], pool.gold[second])
     edges = Edges(first, second, first_similarity, second_similarity, second_distractor_of_first,
                   first_distractor_of_second, golds_similarity)
-    keep = (first_similarity >= threshold) & (second_similarity >= threshold) & (golds_similarity < threshold)
+    golds_equivalent = (golds_similarity >= threshold) & ~vetoed(pool, pool.gold[first], pool.gold[second])
+    keep = (first_similarity >= threshold) & (second_similarity >= threshold) & ~golds_equivalent
     edges = edges.take(keep)
     logger.info("graph: %d vertices, %d candidate pairs, %d edges", len(pool), len(first), len(edges))
     return edges
@@ -188,13 +193,24 @@ def closest_distractor(pool: CandidatePool, embeddings: np.ndarray, gold_of: np.
         options = pool.distractors[distractors_of[start:start + step]]
         vectors = embeddings[np.maximum(options, 0)].astype(np.float64)
         scores = rounded(np.einsum("cd,ckd->ck", golds, vectors))
-        scores[options == pool.gold[gold_of[start:start + step], None]] = 1.0  # a text is exactly itself
+        gold_texts = pool.gold[gold_of[start:start + step], None]
+        scores[options == gold_texts] = 1.0  # a text is exactly itself
         scores[options < 0] = -np.inf
+        near_rows, near_cols = np.nonzero((scores >= VETO_FLOOR) & (options != gold_texts))
+        veto = vetoed(pool, gold_texts[near_rows, 0], options[near_rows, near_cols])
+        scores[near_rows[veto], near_cols[veto]] = -1.0  # never the closest equivalent distractor
         best = scores.argmax(axis=1)
         rows = np.arange(len(best))
         similarity[start:start + step] = scores[rows, best]
         text[start:start + step] = options[rows, best]
     return similarity, text
+
+
+def vetoed(pool: CandidatePool, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """Per text pair: the texts contradict each other (:func:`.equivalence.contradicts`), so they are not
+    equivalent at any similarity."""
+    return np.fromiter((contradicts(pool.texts[a], pool.texts[b]) is not None for a, b in zip(left, right)),
+                       dtype=bool, count=len(left))
 
 
 def gold_similarity(embeddings: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
