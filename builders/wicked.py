@@ -31,7 +31,7 @@ from builders.core import api, cli, llm, lm_eval_tasks
 from builders.core.benchmarks import BENCHMARKS
 from builders.core.build import Build, Builder, Check, TaskLocation
 from builders.core.errors import UserError
-from builders.core.options import NOTA_TEXT, position_dependent_reason
+from builders.core.options import NOTA_TEXT, none_like_option, position_dependent_reason
 from builders.core.record import MCQRecord
 from builders.core.rng import item_rng
 from builders.core.sources import LoadedSource, duplicate_option
@@ -47,6 +47,7 @@ BENCHMARK_NAMES = ["mmlu", "mmlu_pro", "mmlu_redux", "commonsense_qa", "truthful
 SBA_SKIP = "single_best_answer"
 DUPLICATE_SKIP = "duplicate_choices"
 JUDGE_FAILED_SKIP = "sba_judge_failed"
+NONE_LIKE_SKIP = "none_like_option"
 SHOTS = 5  # the paper evaluates 5-shot through lm-eval's MMLU prompt
 METADATA_FEATURES = {
     "is_sba": Value("bool"),
@@ -137,7 +138,10 @@ def skip_reason(record: MCQRecord) -> str | None:
     """Why adding NOTA to this item would be incoherent, or None."""
     if duplicate_option(record.choices) is not None:
         return DUPLICATE_SKIP
-    return position_dependent_reason(record.choices)
+    reason = position_dependent_reason(record.choices)
+    if reason is None and none_like_option(record.choices) is not None:
+        return NONE_LIKE_SKIP  # "None, because ...", "I have no comment.": NOTA would be a second "no answer"
+    return reason
 
 
 def wicked_variant(record: MCQRecord, verdict: SBAVerdict, reason: str | None, seed: int, variant: int,
