@@ -36,7 +36,7 @@ from builders.core.record import MCQRecord
 from builders.core.rng import item_rng
 from builders.core.sources import LoadedSource, duplicate_option
 from builders.core.tables import Statistics, Table, counts_table
-from builders.core.validate import referring_options
+from builders.core.validate import referring_options, says_no_answer
 from builders.evaluate import Runs, by_role, mean_std
 from classifiers.sba_model import BATCH_SIZE, EVALUATIONS_FILE, PAPER_CLASSIFIER
 
@@ -315,13 +315,13 @@ def altered_and_flagged(records_by_split) -> Table:
     for split, records in records_by_split.items():
         reasons = Counter(r.metadata["skip_reason"] or "altered" for r in records)
         referring = sum(n for reason, n in reasons.items() if reason.startswith("has_"))
-        n = len(records)
-        rows.append((split, n, reasons["altered"] / n, reasons[SBA_SKIP] / n, referring / n, reasons[DUPLICATE_SKIP] / n,
-                     reasons[JUDGE_FAILED_SKIP] / n))
-    return Table("Altered and flagged SBA", ("split", "items", "altered", "flagged SBA", "options refer to options",
-                                             "duplicate options", "judge failed"), rows,
-                 note="Shares of each split's items (the same in every variant).",
-                 percent=("altered", "flagged SBA", "options refer to options", "duplicate options", "judge failed"))
+        n = len(records) or 1  # a split whose every row was excluded has no items, and no shares to speak of
+        rows.append((split, len(records), reasons["altered"] / n, reasons[SBA_SKIP] / n, referring / n,
+                     reasons[NONE_LIKE_SKIP] / n, reasons[DUPLICATE_SKIP] / n, reasons[JUDGE_FAILED_SKIP] / n))
+    shares = ("altered", "flagged SBA", "options refer to options", "an option means none", "duplicate options",
+              "judge failed")
+    return Table("Altered and flagged SBA", ("split", "items", *shares), rows,
+                 note="Shares of each split's items (the same in every variant).", percent=shares)
 
 
 def nota_rates(configs) -> list[Table]:
@@ -491,8 +491,11 @@ def _altered_shape(build: Build):
 def _no_reference_altered(build: Build):
     for config, split, record, original in _altered(build):
         referring = referring_options(original.choices)
+        none_like = [c for c in original.choices if says_no_answer(c)]
         if referring:
             yield f"{config}/{split} {record.id}: altered, but option {referring[0]!r} refers to the others"
+        elif none_like:  # "None is correct" is one problem, not two
+            yield f"{config}/{split} {record.id}: altered, but option {none_like[0]!r} already says there is no answer"
         if len({" ".join(c.split()) for c in original.choices}) < len(original.choices):
             yield f"{config}/{split} {record.id}: altered, but two options are the same text"
 
@@ -525,8 +528,9 @@ def _sba_copied(build: Build):
 CHECKS = [
     Check("one_nota_same_length", "every altered item has as many choices as the original, and its only option that "
           "refers to the others is the added NOTA (the validator's word-level detector, not the builder's)", _altered_shape),
-    Check("no_reference_altered", "no altered item had an option referring to the others, or two equal options "
-          "(the same word-level detector)", _no_reference_altered),
+    Check("no_reference_altered", "no altered item had an option referring to the others, an option that already "
+          "says there is no answer (\"None, because ...\", \"I have no comment.\"), or two equal options (the same "
+          "word-level reading)", _no_reference_altered),
     Check("gold_tracked", "choices[answer] is the original gold text, or NOTA when the gold was removed (then absent)", _gold_tracked),
     Check("unaltered_equal_original", "items copied unchanged (SBA or skipped) equal the original", _unaltered_equal),
     Check("sba_copied_unchanged", "no item flagged SBA was altered", _sba_copied),

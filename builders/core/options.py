@@ -91,8 +91,8 @@ _QUANTIFIED = re.compile(
     # structures.", "Both of the interventions", "None of the listed", "Both statements are correct", "None is
     # correct". A predicate makes it content: "All three steps are exothermic.", "None of the offspring will be ..."
     rf"^\W*{_QUANTIFIER}(?:\s+of)?(?:\s+(?:the|these|those))?"
-    rf"(?:(?:\s+{_COUNT})(?:\s+[a-z]+)?|\s+[a-z]+s|\s+(?:listed|mentioned|given|stated))?"
-    rf"(?:\s+{_ANY_VERDICT})?[\s.!]*$"
+    rf"(?:(?:\s+{_COUNT}(?:\s+[a-z]+)?|\s+(?!(?:is|was|has|does)\b)[a-z]+s|\s+(?:listed|mentioned|given|stated))(?:\s+{_ANY_VERDICT})?"
+    rf"|\s+{_ANY_VERDICT})[\s.!]*$"  # not "all" alone: the last word of the Pledge of Allegiance
     # closing a sentence: "Older adults cannot do either of these" (not "each of those molecules will ...")
     rf"|\b{_QUANTIFIER}\s+of\s+(?:these|those|the\s+(?:options|choices|answers|alternatives|statements|listed|mentioned"
     r"|preceding|foregoing))[\s.!]*$",
@@ -142,7 +142,7 @@ _NONE_LIKE = re.compile(
     r"^\W*none\b(?!\s+of\b)"
     # opening the option: not "the hearsay rule applies with no exception", "a yes or no answer"
     r"|^\W*(?:(?:there\s+(?:is|are)|i\s+have)\s+)?no\s+(?:comment|exceptions?|objections?"
-    r"|(?:correct\s+|right\s+)?(?:answers?|options?|choices?))\b",
+    r"|(?:correct\s+|right\s+)?answers?)\b",  # not "No choice" (a stance in ethics)
     re.I)
 
 
