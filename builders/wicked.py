@@ -70,6 +70,28 @@ CITATION = """@article{elhady2025wicked,
 MAX_VARIANTS = 1000  # each variant is a config of the release
 
 
+@dataclass(frozen=True)
+class KnownSBAShare:
+    """What a reading of a build without SBA detection found: of the items keyed "None of the above", how many
+    still had an acceptable option (so two defensible answers: NOTA and that option)."""
+
+    nota_keyed: int
+    still_acceptable: int
+    reading: str
+
+    @property
+    def share(self) -> float:
+        return self.still_acceptable / self.nota_keyed
+
+
+# Benchmarks whose share of single-best-answer items is known to be high: without SBA detection, a large part of
+# the items whose gold was removed keep an acceptable option.
+KNOWN_SBA_SHARES = {
+    "commonsense_qa": KnownSBAShare(11, 6, "a 60-item reading of a WiCkeD CommonsenseQA build without SBA detection "
+                                           "(mcqforge issue 22)"),
+}
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("WiCkeD")
     group.add_argument("--variants", type=cli.whole_number(1, MAX_VARIANTS), default=5,
@@ -259,6 +281,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
     metadata_features.update({name: {**benchmark_features, **METADATA_FEATURES} for name in configs if name != "original"})
     threshold = sba.card["threshold"] if sba.card and sba.card["method"] == "classifier" else None
     tasks = TaskPlan.for_source(source, args.variants)
+    undetected = undetected_sba(source.benchmark.name, sba, configs)
     return Build(
         builder=NAME,
         title=f"WiCkeD {source.benchmark.pretty_name}",
@@ -271,9 +294,27 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         checks=CHECKS,
         statistics=statistics(configs, sba),
         card_context={"sba": sba.card, "variants": args.variants, "nota_position": args.nota_position,
-                      "tasks": tasks.card()},
+                      "tasks": tasks.card(), "undetected_sba": undetected},
         lm_eval_tasks=tasks.files,
     )
+
+
+def undetected_sba(benchmark: str, sba: SBADecisions, configs) -> dict[str, Any] | None:
+    """Without SBA detection on a benchmark known to hold many SBA items: the share of NOTA-keyed items expected
+    to be incoherent (still having an acceptable option), warned in the log and stated in the card."""
+    known = KNOWN_SBA_SHARES.get(benchmark)
+    if sba.card is not None or known is None:
+        return None
+    altered = [r for records in configs["variant_0"].values() for r in records if r.metadata["removed_index"] is not None]
+    nota_keyed = sum(r.metadata["nota_is_answer"] for r in altered)
+    expected = known.share * nota_keyed / len(altered) if altered else 0.0
+    warning = {"reading": known.reading, "nota_keyed_read": known.nota_keyed, "still_acceptable": known.still_acceptable,
+               "share_of_nota_keyed": known.share, "share_of_altered": expected}
+    logger.warning("--sba-classifier none on %s, a benchmark with many single-best-answer items: in %s, %d of %d items "
+                   "keyed 'None of the above' still had an acceptable option; about %.0f%% of this build's altered "
+                   "items (variant_0) are expected to have two defensible answers", benchmark, known.reading,
+                   known.still_acceptable, known.nota_keyed, 100 * expected)
+    return warning
 
 
 # ---- statistics for the card -------------------------------------------------------------------------

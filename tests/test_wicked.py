@@ -634,3 +634,28 @@ def test_regression_a_split_whose_only_row_is_excluded_has_statistics(tmp_path):
     build = wicked.build(source, wicked_args(variants=1))
     shares = {table.title: table for table in build.statistics.tables}["Altered and flagged SBA"]
     assert list(shares.rows)[0] == ("test", 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize("name", ["commonsense_qa", "mmlu"])
+def test_no_sba_detection_on_a_high_sba_benchmark_warns_in_log_and_card(tmp_path, caplog, name):
+    """Issue 22.1: CommonsenseQA built with --sba-classifier none warns, with the expected incoherent share (6 of 11
+    NOTA-keyed items in a 60-item reading still had an acceptable option); MMLU, with no known high share, does not."""
+    folder = write_benchmark(name, tmp_path)
+    with caplog.at_level("WARNING", logger="builders.wicked"):
+        assert wicked.main(["--benchmark", name, "--source", str(folder), "--sba-classifier", "none", "--variants", "1",
+                            "--output", str(tmp_path / "out")]) == 0
+    card = " ".join((tmp_path / "out" / "README.md").read_text().split())
+    warned = [r.getMessage() for r in caplog.records if "single-best-answer items" in r.getMessage()]
+    assert len(warned) == (name == "commonsense_qa")
+    assert ("Warning: no SBA detection on a benchmark with many SBA items" in card) == (name == "commonsense_qa")
+    if name == "commonsense_qa":
+        build = build_fixture(tmp_path, "commonsense_qa", variants=1)
+        altered = [r for records in build.configs["variant_0"].values() for r in records
+                   if r.metadata["removed_index"] is not None]
+        nota = sum(r.metadata["nota_is_answer"] for r in altered)
+        expected = 6 / 11 * nota / len(altered)
+        assert "6 of 11 items keyed 'None of the above' still had an acceptable option" in warned[0]
+        assert f"about {100 * expected:.0f}% of this build's altered items" in warned[0]
+        assert ("6 of 11 items keyed \"None of the above\" still had an acceptable option" in card
+                and "about 55% of this release's NOTA-keyed items" in card
+                and f"about {100 * expected:.0f}% of its altered items" in card)
