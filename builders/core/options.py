@@ -114,10 +114,13 @@ _REASONS = (("has_none_of_the_above", _NOTA), ("has_all_of_the_above", _AOTA),
 LABEL_REASONS = frozenset({"has_option_combination", "has_letter_reference"})
 
 
-def position_dependent_reason(choices: Sequence[str]) -> str | None:
-    """Why this item's options depend on each other or on their positions, or None if they don't."""
+def position_dependent_reason(choices: Sequence[str], among: frozenset[str] | None = None) -> str | None:
+    """Why this item's options depend on each other or on their positions, or None if they don't. ``among``: only
+    these reasons (``LABEL_REASONS``: what a change of labels alone breaks)."""
     texts = [" ".join(choice.split()) for choice in choices]
     for reason, pattern in _REASONS:
+        if among is not None and reason not in among:
+            continue
         if any(pattern.search(text) for text in texts):
             return reason
         if reason == "has_option_combination" and _numbered_options(texts):
