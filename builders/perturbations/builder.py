@@ -212,7 +212,7 @@ def statistics(specs: Sequence[ConfigSpec], configs: Mapping[str, Mapping[str, l
     rows = []
     for spec in specs:
         rows.append((spec.name, spec.family, spec.baseline or "–", *[len(configs[spec.name].get(s, [])) for s in splits],
-                     demonstrations_text(spec, args)))
+                     demonstrations_text(spec, args, fewshot_split)))
     return Statistics([
         Table("Rows per config", ("config", "family", "compared with", *[f"{s} rows" for s in splits],
                                   "demonstrations per prompt"), rows,
@@ -224,10 +224,12 @@ def statistics(specs: Sequence[ConfigSpec], configs: Mapping[str, Mapping[str, l
     ])
 
 
-def demonstrations_text(spec: ConfigSpec, args: argparse.Namespace) -> str:
+def demonstrations_text(spec: ConfigSpec, args: argparse.Namespace, fewshot_split: str | None = None) -> str:
     if spec.demonstrations == "none" or args.shots == 0:
         return "none"
     which = "first" if args.fewshot_sampler == "first_n" else "random"
+    if spec.promises_demonstration_answers(fewshot_split):
+        return f"the subject's {which} {args.shots} among the few-shot items it moves to {LETTERS[spec.gold_position]}"
     kinds = {"same_subject": f"the subject's {which} {args.shots}",
              "other_subject": f"another subject's {which}, as many as `original`",
              "trivial": f"{which} trivial questions, as many as `original`"}
