@@ -193,6 +193,33 @@ def test_real_mmlu_references_are_copied_unchanged_and_real_content_is_moved(tmp
     assert {r.metadata["skip_reason"] for rs in build.configs["wrong_answer_in_context"].values() for r in rs} == {None}
 
 
+def test_prose_references_are_not_moved_and_none_like_options_are(tmp_path):
+    """Issue 22.1: the real prose references (mmlu/test 216, 9419, 9677, 6288) and the forms of the issue are copied
+    unchanged, with their reason, in every config that reorders; a config that only relabels copies only the
+    forms that name a label ("Only A", "(b) is correct"). An option that means "none" (1646, 11109, 13740) does
+    not depend on the order: those items are moved (only WiCkeD, which adds NOTA, copies them)."""
+    from fixtures_mmlu_references import FORMS, NONE_LIKE, PROSE_REFERENCES
+
+    rows = [{k: item[k] for k in ("question", "subject", "choices", "answer")} for item in PROSE_REFERENCES + NONE_LIKE]
+    rows += [{"question": f"Question {i}?", "subject": "biology", "answer": 0,
+              "choices": ["Mitochondria make ATP", "Ribosomes make lipids", "The nucleus digests food", form]}
+             for i, form in enumerate(FORMS)]
+    write_jsonl(tmp_path / "mmlu" / "test.jsonl", rows)
+    write_jsonl(tmp_path / "mmlu" / "dev.jsonl", DEV_ROWS)
+    build = perturbations.build(load_source(BENCHMARKS["mmlu"], str(tmp_path / "mmlu")),
+                                make_args("--only", "shuffle", "fewshot_and_test_gold_at_B", "symbols_common"))
+    position = [item["reason"] for item in PROSE_REFERENCES] + [None] * len(NONE_LIKE) + [
+        None if reason == "none_like_option" else reason for reason in FORMS.values()]
+    labels = [reason if reason == "has_letter_reference" else None for reason in position]
+    assert Counter(labels) == {None: 24, "has_letter_reference": 10}
+    for config, expected in (("shuffle", position), ("fewshot_and_test_gold_at_B", position), ("symbols_common", labels)):
+        records = build.configs[config]["test"]
+        assert [r.metadata["skip_reason"] for r in records] == expected, config
+        assert all(r.metadata["permutation"] == [0, 1, 2, 3] and r.columns["labels"] == ["A", "B", "C", "D"]
+                   for r, reason in zip(records, expected) if reason)
+    assert validate(build).passed
+
+
 def test_options_that_differ_in_case_are_not_duplicates(built):
     """Regression (issue 12.1): alleles "BB Bb" / "Bb Bb" are different options; whitespace alone is not."""
     assert transforms.content_skip_reason(("BB Bb", "Bb Bb", "BB bb", "bb bb")) is None
