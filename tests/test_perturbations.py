@@ -220,6 +220,20 @@ def test_prose_references_are_not_moved_and_none_like_options_are(tmp_path):
     assert validate(build).passed
 
 
+def test_validator_refuses_moved_references_when_the_builder_is_blinded(tmp_path, monkeypatch):
+    """Issue 22.1: with the builder's detector blinded, the checks' own reading refuses the build: in `shuffle`, the
+    six items whose options plainly name others (test 4-7, 13, dev 3); in `symbols_common`, which only relabels,
+    the three that name a label (test 6 "Both A and B", 7 "option A", 13 "Both a and c")."""
+    monkeypatch.setattr(transforms, "position_dependent_reason", lambda choices, among=None: None)
+    transforms.content_skip_reason.cache_clear()
+    try:
+        build = build_fixture(tmp_path, "--only", "shuffle", "symbols_common")
+    finally:
+        transforms.content_skip_reason.cache_clear()
+    with pytest.raises(ValidationFailed, match=r"references_not_moved \(9: "):
+        validate(build)
+
+
 def test_options_that_differ_in_case_are_not_duplicates(built):
     """Regression (issue 12.1): alleles "BB Bb" / "Bb Bb" are different options; whitespace alone is not."""
     assert transforms.content_skip_reason(("BB Bb", "Bb Bb", "BB bb", "bb bb")) is None
