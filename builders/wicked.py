@@ -5,9 +5,10 @@ draw one option with the per-item generator, remove it, and add "None of the abo
 option was the gold, NOTA becomes the answer; otherwise the gold keeps its text at its new index.
 SBA items are copied unchanged: a BERT classifier decides (the paper), or an LLM judge asked at build
 time (``--sba-judge MODEL``: the two are alternatives). Items whose options already refer to each
-other ("None of the above", "Both a and c", "Option B") and items with duplicated options are copied
-unchanged too, with the reason: adding NOTA to them would be incoherent. The paper does not skip
-those; the card counts them.
+other ("None of the above", "Both a and c", "Option B", "All three", "The first two"), items with an option
+that already means "no answer" ("None, because ...", "I have no comment.": NOTA would be a second one) and
+items with duplicated options are copied unchanged too, with the reason: adding NOTA to them would be
+incoherent. The paper does not skip those; the card counts them.
 
     python -m builders.wicked --benchmark mmlu --source ../data/mmlu --sba-classifier none --output out/
 """

@@ -7,7 +7,9 @@ symbol sets the same symbol order, so that two configs differ only in what they 
 An item whose options cannot take a config's change is copied unchanged (source order, letters) with its
 ``skip_reason``: options that refer to other options or to positions ("All of the above", "Both A and B",
 "option C"), fewer options than the gold position, or more options than the symbol set has, in the configs
-and splits that reorder or relabel options. An item with duplicated options (equal after whitespace
+and splits that reorder or relabel options. A config that relabels in place (``symbols_*`` without a shuffle)
+skips only options that name a label ("Both A and B", "option C"): "None of the above" stays true. The
+gold-position configs show only demonstrations whose gold they move, so that every one answers their letter. An item with duplicated options (equal after whitespace
 normalisation; case matters) has ``skip_reason`` ``duplicate_choices`` in every config and split: its options
 are the source's everywhere, and its wrong answer in context is an option whose text differs from the gold.
 Such an item stays in the config, and is shown unchanged where it is a demonstration: every config of an
