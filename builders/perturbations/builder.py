@@ -13,8 +13,10 @@ and cloze scoring methods, with a manifest for ``python -m builders.evaluate``.
 Every config keeps every item. Items whose options cannot be reordered or relabelled (options that depend
 on each other or on their positions: "All of the above", "Both a and c", "None of these", letter
 references) are copied unchanged in the configs that change options, with ``metadata.skip_reason``; items
-with duplicated options are copied unchanged with ``duplicate_choices`` in every config. Every config shows
-an item as many demonstrations as ``original``; `gold_at_<L>` and ``original_zero_shot`` are zero-shot. A
+with duplicated options are copied unchanged with ``duplicate_choices`` in every config; the ``symbols_*`` configs
+that keep the order skip only options that name a label. Every config shows an item as many demonstrations as
+``original``, except the gold-position configs with demonstrations, which show only the few-shot items they move
+(every demonstration answers their letter); `gold_at_<L>` and ``original_zero_shot`` are zero-shot. A
 build that shows no demonstrations (``--shots 0``, or a source without its few-shot split) leaves out the
 configs that change only the demonstrations (`fewshot_gold_at_<L>`, `ood_fewshot`, `trivial_fewshot`):
 each would be a copy of `original`.
