@@ -215,8 +215,8 @@ _PLAIN_REFERENCES = _PLAIN_LABEL_REFERENCES + [  # the others' places or number:
     re.compile(r"\bof\s+the\s+above\b", re.I),
     re.compile(r"^\W*(?:all|none|both|neither)\s+of\s+(?:these|them|the\s+options)\W*$", re.I),
     re.compile(r"^\W*(?:none|neither|both)\W*$", re.I),
-    re.compile(r"^\W*(?:all|both|none|neither)\s+(?:of\s+the\s+)?(?:three|four|statements|interventions)\b"
-               r"[\w\s]*$", re.I),
+    re.compile(r"^\W*(?:all|both|none|neither)\s+(?:of\s+the\s+)?(?:(?:three|four)(?:\s+\w+)?"
+               r"|(?:statements|interventions)(?:\s+(?:are|is)\s+correct)?)[\s.]*$", re.I),
 ]
 
 
