@@ -5,9 +5,10 @@ draw one option with the per-item generator, remove it, and add "None of the abo
 option was the gold, NOTA becomes the answer; otherwise the gold keeps its text at its new index.
 SBA items are copied unchanged: a BERT classifier decides (the paper), or an LLM judge asked at build
 time (``--sba-judge MODEL``: the two are alternatives). Items whose options already refer to each
-other ("None of the above", "Both a and c", "Option B") and items with duplicated options are copied
-unchanged too, with the reason: adding NOTA to them would be incoherent. The paper does not skip
-those; the card counts them.
+other ("None of the above", "Both a and c", "Option B", "All three", "The first two"), items with an option
+that already means "no answer" ("None, because ...", "I have no comment.": NOTA would be a second one) and
+items with duplicated options are copied unchanged too, with the reason: adding NOTA to them would be
+incoherent. The paper does not skip those; the card counts them.
 
     python -m builders.wicked --benchmark mmlu --source ../data/mmlu --sba-classifier none --output out/
 """
@@ -31,12 +32,12 @@ from builders.core import api, cli, llm, lm_eval_tasks
 from builders.core.benchmarks import BENCHMARKS
 from builders.core.build import Build, Builder, Check, TaskLocation
 from builders.core.errors import UserError
-from builders.core.options import NOTA_TEXT, position_dependent_reason
+from builders.core.options import NOTA_TEXT, none_like_option, position_dependent_reason
 from builders.core.record import MCQRecord
 from builders.core.rng import item_rng
 from builders.core.sources import LoadedSource, duplicate_option
 from builders.core.tables import Statistics, Table, counts_table
-from builders.core.validate import referring_options
+from builders.core.validate import referring_options, says_no_answer
 from builders.evaluate import Runs, by_role, mean_std
 from classifiers.sba_model import BATCH_SIZE, EVALUATIONS_FILE, PAPER_CLASSIFIER
 
@@ -47,6 +48,7 @@ BENCHMARK_NAMES = ["mmlu", "mmlu_pro", "mmlu_redux", "commonsense_qa", "truthful
 SBA_SKIP = "single_best_answer"
 DUPLICATE_SKIP = "duplicate_choices"
 JUDGE_FAILED_SKIP = "sba_judge_failed"
+NONE_LIKE_SKIP = "none_like_option"
 SHOTS = 5  # the paper evaluates 5-shot through lm-eval's MMLU prompt
 METADATA_FEATURES = {
     "is_sba": Value("bool"),
@@ -67,6 +69,28 @@ CITATION = """@article{elhady2025wicked,
 
 
 MAX_VARIANTS = 1000  # each variant is a config of the release
+
+
+@dataclass(frozen=True)
+class KnownSBAShare:
+    """What a reading of a build without SBA detection found: of the items keyed "None of the above", how many
+    still had an acceptable option (so two defensible answers: NOTA and that option)."""
+
+    nota_keyed: int
+    still_acceptable: int
+    reading: str
+
+    @property
+    def share(self) -> float:
+        return self.still_acceptable / self.nota_keyed
+
+
+# Benchmarks whose share of single-best-answer items is known to be high: without SBA detection, a large part of
+# the items whose gold was removed keep an acceptable option.
+KNOWN_SBA_SHARES = {
+    "commonsense_qa": KnownSBAShare(11, 6, "a 60-item reading of a WiCkeD CommonsenseQA build without SBA detection "
+                                           "(mcqforge issue 22)"),
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -137,7 +161,10 @@ def skip_reason(record: MCQRecord) -> str | None:
     """Why adding NOTA to this item would be incoherent, or None."""
     if duplicate_option(record.choices) is not None:
         return DUPLICATE_SKIP
-    return position_dependent_reason(record.choices)
+    reason = position_dependent_reason(record.choices)
+    if reason is None and none_like_option(record.choices) is not None:
+        return NONE_LIKE_SKIP  # "None, because ...", "I have no comment.": NOTA would be a second "no answer"
+    return reason
 
 
 def wicked_variant(record: MCQRecord, verdict: SBAVerdict, reason: str | None, seed: int, variant: int,
@@ -255,6 +282,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
     metadata_features.update({name: {**benchmark_features, **METADATA_FEATURES} for name in configs if name != "original"})
     threshold = sba.card["threshold"] if sba.card and sba.card["method"] == "classifier" else None
     tasks = TaskPlan.for_source(source, args.variants)
+    undetected = undetected_sba(source.benchmark.name, sba, configs)
     return Build(
         builder=NAME,
         title=f"WiCkeD {source.benchmark.pretty_name}",
@@ -267,9 +295,27 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         checks=CHECKS,
         statistics=statistics(configs, sba),
         card_context={"sba": sba.card, "variants": args.variants, "nota_position": args.nota_position,
-                      "tasks": tasks.card()},
+                      "tasks": tasks.card(), "undetected_sba": undetected},
         lm_eval_tasks=tasks.files,
     )
+
+
+def undetected_sba(benchmark: str, sba: SBADecisions, configs) -> dict[str, Any] | None:
+    """Without SBA detection on a benchmark known to hold many SBA items: the share of NOTA-keyed items expected
+    to be incoherent (still having an acceptable option), warned in the log and stated in the card."""
+    known = KNOWN_SBA_SHARES.get(benchmark)
+    if sba.card is not None or known is None:
+        return None
+    altered = [r for records in configs["variant_0"].values() for r in records if r.metadata["removed_index"] is not None]
+    nota_keyed = sum(r.metadata["nota_is_answer"] for r in altered)
+    expected = known.share * nota_keyed / len(altered) if altered else 0.0
+    warning = {"reading": known.reading, "nota_keyed_read": known.nota_keyed, "still_acceptable": known.still_acceptable,
+               "share_of_nota_keyed": known.share, "share_of_altered": expected}
+    logger.warning("--sba-classifier none on %s, a benchmark with many single-best-answer items: in %s, %d of %d items "
+                   "keyed 'None of the above' still had an acceptable option; about %.0f%% of this build's altered "
+                   "items (variant_0) are expected to have two defensible answers", benchmark, known.reading,
+                   known.still_acceptable, known.nota_keyed, 100 * expected)
+    return warning
 
 
 # ---- statistics for the card -------------------------------------------------------------------------
@@ -311,13 +357,13 @@ def altered_and_flagged(records_by_split) -> Table:
     for split, records in records_by_split.items():
         reasons = Counter(r.metadata["skip_reason"] or "altered" for r in records)
         referring = sum(n for reason, n in reasons.items() if reason.startswith("has_"))
-        n = len(records)
-        rows.append((split, n, reasons["altered"] / n, reasons[SBA_SKIP] / n, referring / n, reasons[DUPLICATE_SKIP] / n,
-                     reasons[JUDGE_FAILED_SKIP] / n))
-    return Table("Altered and flagged SBA", ("split", "items", "altered", "flagged SBA", "options refer to options",
-                                             "duplicate options", "judge failed"), rows,
-                 note="Shares of each split's items (the same in every variant).",
-                 percent=("altered", "flagged SBA", "options refer to options", "duplicate options", "judge failed"))
+        n = len(records) or 1  # a split whose every row was excluded has no items, and no shares to speak of
+        rows.append((split, len(records), reasons["altered"] / n, reasons[SBA_SKIP] / n, referring / n,
+                     reasons[NONE_LIKE_SKIP] / n, reasons[DUPLICATE_SKIP] / n, reasons[JUDGE_FAILED_SKIP] / n))
+    shares = ("altered", "flagged SBA", "options refer to options", "an option means none", "duplicate options",
+              "judge failed")
+    return Table("Altered and flagged SBA", ("split", "items", *shares), rows,
+                 note="Shares of each split's items (the same in every variant).", percent=shares)
 
 
 def nota_rates(configs) -> list[Table]:
@@ -487,8 +533,11 @@ def _altered_shape(build: Build):
 def _no_reference_altered(build: Build):
     for config, split, record, original in _altered(build):
         referring = referring_options(original.choices)
+        none_like = [c for c in original.choices if says_no_answer(c)]
         if referring:
             yield f"{config}/{split} {record.id}: altered, but option {referring[0]!r} refers to the others"
+        elif none_like:  # "None is correct" is one problem, not two
+            yield f"{config}/{split} {record.id}: altered, but option {none_like[0]!r} already says there is no answer"
         if len({" ".join(c.split()) for c in original.choices}) < len(original.choices):
             yield f"{config}/{split} {record.id}: altered, but two options are the same text"
 
@@ -521,8 +570,9 @@ def _sba_copied(build: Build):
 CHECKS = [
     Check("one_nota_same_length", "every altered item has as many choices as the original, and its only option that "
           "refers to the others is the added NOTA (the validator's word-level detector, not the builder's)", _altered_shape),
-    Check("no_reference_altered", "no altered item had an option referring to the others, or two equal options "
-          "(the same word-level detector)", _no_reference_altered),
+    Check("no_reference_altered", "no altered item had an option referring to the others, an option that already "
+          "says there is no answer (\"None, because ...\", \"I have no comment.\"), or two equal options (the same "
+          "word-level reading)", _no_reference_altered),
     Check("gold_tracked", "choices[answer] is the original gold text, or NOTA when the gold was removed (then absent)", _gold_tracked),
     Check("unaltered_equal_original", "items copied unchanged (SBA or skipped) equal the original", _unaltered_equal),
     Check("sba_copied_unchanged", "no item flagged SBA was altered", _sba_copied),

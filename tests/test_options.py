@@ -90,6 +90,37 @@ REFERRING = {
     "The answer is option B": "has_letter_reference",
     "choice (c)": "has_letter_reference",
     "(a)": "has_letter_reference",
+    # issue 22.1: options that count, quantify over or name the others in prose
+    "All three": "has_quantified_reference",
+    "all five": "has_quantified_reference",
+    "all three structures.": "has_quantified_reference",
+    "All are correct": "has_quantified_reference",
+    "None is correct": "has_quantified_reference",
+    "None are correct": "has_quantified_reference",
+    "None of the listed": "has_quantified_reference",
+    "none of the mentioned": "has_quantified_reference",
+    "Both statements are correct": "has_quantified_reference",
+    "Both of the statements are correct": "has_quantified_reference",
+    "Neither of the statements are correct": "has_quantified_reference",
+    "Both of the interventions": "has_quantified_reference",
+    "None of the interventions": "has_quantified_reference",
+    "Each of the three is true": "has_quantified_reference",
+    "Older adults cannot do either of these": "has_quantified_reference",
+    "It is caused by none of the preceding": "has_quantified_reference",
+    "The first two": "has_ordinal_reference",
+    "Both the second and the fourth": "has_ordinal_reference",
+    "the last three options": "has_ordinal_reference",
+    "All except the first": "has_ordinal_reference",
+    "All except D": "has_letter_reference",
+    "all but (c) and (d)": "has_letter_reference",
+    "Only A": "has_letter_reference",
+    "A only": "has_letter_reference",
+    "(A) only": "has_letter_reference",
+    "(a) only": "has_letter_reference",
+    "option b only": "has_letter_reference",
+    "Only (b)": "has_letter_reference",
+    "(b) is correct": "has_letter_reference",
+    "answer d is false.": "has_letter_reference",
 }
 
 
@@ -114,7 +145,41 @@ CONTENT_FORMS = [
     ["the answer a student gives", "a guess", "a lie", "a fact"],
     ["Both fox and hare populations will decrease.", "x", "y", "z"],
     ["Either AC or DC", "AC", "DC", "Pulsed"],
+    # issue 22.1 look-alikes: a predicate, the question's statements, a quantity, a word of a text
+    ["All three steps are exothermic.", "Steps 1 and 2 are exothermic.", "x", "y"],
+    ["I only", "II only", "I and III only", "II and III only"],
+    ["(i) only", "(ii) only", "(i) and (iii) only", "(ii) and (iv) only"],
+    ["None of the offspring will be affected", "All males are affected", "x", "y"],
+    ["Only a single virus", "Only three viruses", "x", "y"],
+    ["The Krebs cycle, as each of those molecules releases ATP", "x", "y", "z"],
+    ["all", "liberty", "justice", "indivisible"],
+    ["Neither is", "A is a better athlete.", "B is a better athlete.", "x"],
+    ["The second purchaser will prevail", "The first two years", "x", "y"],
+    ["only the first amendment applies", "x", "y", "z"],
+    ["Remember all the answers.", "x", "y", "z"],
 ]
+NONE_LIKE = ["None is outside the family; all are electromagnetic waves", "None, because the statement is admissible.",
+             "None are oncogenic per se", "I have no comment.", "none because it sinks.", "None, all are equally important",
+             "No objection should be sustained.", "There is no correct answer.", "No exception applies."]
+NOT_NONE_LIKE = ["None of the offspring will be affected", "Nothing.", "No choice", "Nobody knows",
+                 "The hearsay rule applies with no exception.", "Say 'no comment,' rather than appear uninformed.",
+                 "a straightforward yes or no answer", "Unknown."]
+
+
+@pytest.mark.parametrize("text", NONE_LIKE)
+def test_an_option_that_says_there_is_no_answer_is_read_so_by_both_readings(text):
+    from builders.core.options import none_like_option
+
+    assert none_like_option(["Hearsay.", text]) == text
+    assert validate.says_no_answer(text)
+
+
+@pytest.mark.parametrize("text", NOT_NONE_LIKE)
+def test_content_is_not_a_no_answer_option(text):
+    from builders.core.options import none_like_option
+
+    assert none_like_option(["Hearsay.", text]) is None
+    assert not validate.says_no_answer(text)
 
 
 @pytest.mark.parametrize("choices", CONTENT_FORMS, ids=lambda choices: choices[0][:30])

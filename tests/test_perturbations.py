@@ -144,12 +144,17 @@ def test_items_that_cannot_move_are_copied_unchanged_with_their_reason(built):
         ("test", "has_letter_reference"): 1, ("test", "duplicate_choices"): 1,
         ("test", "fewer_options_than_gold_position"): 7, ("dev", "has_all_of_the_above"): 1,
         ("dev", "fewer_options_than_gold_position"): 5}
-    # every order-changing config and split copies the six items, with the same reasons
+    # every order-changing config and split copies the six items, with the same reasons; a config that only
+    # relabels (issue 22.1) copies the items whose options name a label, and relabels "All of the above" (test/4)
+    # and "None of the above" (test/5)
     for config in CONFIGS:
         spec = next(s for s in configs.config_specs(6) if s.name == config)
         reasons = {r.id: r.metadata["skip_reason"] for r in built.configs[config]["test"]
                    if r.metadata["skip_reason"] not in (None, "fewer_options_than_gold_position")}
-        if spec.transforms("test", "dev"):
+        if spec.relabels_only:
+            assert reasons == {"mmlu/test/6": "has_option_combination", "mmlu/test/7": "has_letter_reference",
+                               "mmlu/test/13": "has_option_combination", DUPLICATE_TEST: "duplicate_choices"}, config
+        elif spec.transforms("test", "dev"):
             assert reasons == {**POSITION_DEPENDENT_TEST, DUPLICATE_TEST: "duplicate_choices"}, config
         else:  # the options are the source's anyway: only the duplicate is flagged, in every config
             assert reasons == {DUPLICATE_TEST: "duplicate_choices"}, config
@@ -171,17 +176,62 @@ def test_real_mmlu_references_are_copied_unchanged_and_real_content_is_moved(tmp
                                 make_args("--only", "shuffle", "gold_at_A", "symbols_rare", "wrong_answer_in_context"))
     assert validate(build).passed  # the checks' own narrow detector agrees
     source = originals(build)
+    labels_only = {i: reason if reason in ("has_option_combination", "has_letter_reference") else None
+                   for i, reason in expected.items()}  # every item with a label reason has that reason first
+    assert Counter(labels_only.values()) == {"has_option_combination": 43, None: 48}
     for config in ("shuffle", "gold_at_A", "symbols_rare"):
         records = {r.id: r for rs in build.configs[config].values() for r in rs}
         assert len(records) == len(REFERENCES) + len(CONTENT)
-        assert {i: r.metadata["skip_reason"] for i, r in records.items()} == expected, config
-        for item_id, reason in expected.items():
+        wanted = labels_only if config == "symbols_rare" else expected
+        assert {i: r.metadata["skip_reason"] for i, r in records.items()} == wanted, config
+        for item_id, reason in wanted.items():
             if reason:
                 assert (records[item_id].choices, records[item_id].answer) == (source[item_id].choices,
                                                                                source[item_id].answer)
     moved = [r for r in build.configs["shuffle"]["test"] if expected[r.id] is None]
     assert len(moved) == len(CONTENT) and all(r.metadata["permutation"] != [0, 1, 2, 3] for r in moved)
     assert {r.metadata["skip_reason"] for rs in build.configs["wrong_answer_in_context"].values() for r in rs} == {None}
+
+
+def test_prose_references_are_not_moved_and_none_like_options_are(tmp_path):
+    """Issue 22.1: the real prose references (mmlu/test 216, 9419, 9677, 6288) and the forms of the issue are copied
+    unchanged, with their reason, in every config that reorders; a config that only relabels copies only the
+    forms that name a label ("Only A", "(b) is correct"). An option that means "none" (1646, 11109, 13740) does
+    not depend on the order: those items are moved (only WiCkeD, which adds NOTA, copies them)."""
+    from fixtures_mmlu_references import FORMS, NONE_LIKE, PROSE_REFERENCES
+
+    rows = [{k: item[k] for k in ("question", "subject", "choices", "answer")} for item in PROSE_REFERENCES + NONE_LIKE]
+    rows += [{"question": f"Question {i}?", "subject": "biology", "answer": 0,
+              "choices": ["Mitochondria make ATP", "Ribosomes make lipids", "The nucleus digests food", form]}
+             for i, form in enumerate(FORMS)]
+    write_jsonl(tmp_path / "mmlu" / "test.jsonl", rows)
+    write_jsonl(tmp_path / "mmlu" / "dev.jsonl", DEV_ROWS)
+    build = perturbations.build(load_source(BENCHMARKS["mmlu"], str(tmp_path / "mmlu")),
+                                make_args("--only", "shuffle", "fewshot_and_test_gold_at_B", "symbols_common"))
+    position = [item["reason"] for item in PROSE_REFERENCES] + [None] * len(NONE_LIKE) + [
+        None if reason == "none_like_option" else reason for reason in FORMS.values()]
+    labels = [reason if reason == "has_letter_reference" else None for reason in position]
+    assert Counter(labels) == {None: 24, "has_letter_reference": 10}
+    for config, expected in (("shuffle", position), ("fewshot_and_test_gold_at_B", position), ("symbols_common", labels)):
+        records = build.configs[config]["test"]
+        assert [r.metadata["skip_reason"] for r in records] == expected, config
+        assert all(r.metadata["permutation"] == [0, 1, 2, 3] and r.columns["labels"] == ["A", "B", "C", "D"]
+                   for r, reason in zip(records, expected) if reason)
+    assert validate(build).passed
+
+
+def test_validator_refuses_moved_references_when_the_builder_is_blinded(tmp_path, monkeypatch):
+    """Issue 22.1: with the builder's detector blinded, the checks' own reading refuses the build: in `shuffle`, the
+    six items whose options plainly name others (test 4-7, 13, dev 3); in `symbols_common`, which only relabels,
+    the three that name a label (test 6 "Both A and B", 7 "option A", 13 "Both a and c")."""
+    monkeypatch.setattr(transforms, "position_dependent_reason", lambda choices, among=None: None)
+    transforms.content_skip_reason.cache_clear()
+    try:
+        build = build_fixture(tmp_path, "--only", "shuffle", "symbols_common")
+    finally:
+        transforms.content_skip_reason.cache_clear()
+    with pytest.raises(ValidationFailed, match=r"references_not_moved \(9: "):
+        validate(build)
 
 
 def test_options_that_differ_in_case_are_not_duplicates(built):
@@ -381,6 +431,9 @@ def test_every_config_shows_as_many_demonstrations_as_original(built):
                 shown = record.columns["fewshot"][:-1] if spec.context_answer else record.columns["fewshot"]
                 if spec.demonstrations == "none":
                     assert shown == [], config
+                elif spec.promises_demonstration_answers("dev"):  # only the few-shot items it moves (issue 22.1)
+                    moved = {r.id: r for rs in built.configs[config].values() for r in rs}
+                    assert shown == [i for i in original[record.id] if moved[i].metadata["skip_reason"] is None]
                 elif spec.demonstrations == "same_subject":
                     assert shown == original[record.id], (config, record.id)
                 else:
@@ -390,6 +443,32 @@ def test_every_config_shows_as_many_demonstrations_as_original(built):
     assert by_id(built, "original_zero_shot")["mmlu/test/0"].columns["prompt"] == (
         "The following are multiple choice questions (with answers) about elementary mathematics.\n\n"
         "What is 2 + 3?\nA. 4\nB. 5\nC. 6\nD. 7\nAnswer:")
+
+
+def test_gold_position_configs_show_only_demonstrations_that_answer_the_position(built):
+    """Issue 22.1: `fewshot_gold_at_<L>` and `fewshot_and_test_gold_at_<L>` promise that every demonstration answers
+    L; dev/3 ("All of the above") cannot move, so biology shows dev/2 alone there (and dev/2, dev/3 in `original`),
+    and no 4-option dev item can answer E or F, so those configs show none."""
+    biology = ["mmlu/test/1", "mmlu/test/2", "mmlu/test/6", "mmlu/test/11", "mmlu/test/13"]
+    assert [by_id(built, "original")[i].columns["fewshot"] for i in biology] == [["mmlu/dev/2", "mmlu/dev/3"]] * 5
+    for family in ("fewshot_gold_at", "fewshot_and_test_gold_at"):
+        for position, letter in enumerate(SIX):
+            config = {r.id: r for rs in built.configs[f"{family}_{letter}"].values() for r in rs}
+            shown = [i for record in config.values() for i in record.columns["fewshot"]]
+            assert all(config[i].answer == position for i in shown), (family, letter)
+            # test: 6 arithmetic items x 2, 5 biology x 1, 2 geography x 1, 1 chemistry x 1; dev: dev/0, dev/1, dev/3 x 1
+            assert len(shown) == (0 if letter in "EF" else 12 + 5 + 2 + 1 + 3), (family, letter)
+            assert [config[i].columns["fewshot"] for i in biology] == [[] if letter in "EF" else ["mmlu/dev/2"]] * 5
+    assert validate(built).passed
+
+
+def test_validator_refuses_a_gold_position_demonstration_that_does_not_answer_the_position(tmp_path, monkeypatch):
+    """Issue 22.1: with the builder's choice of demonstrations blinded (any few-shot item), the checks refuse."""
+    monkeypatch.setattr(configs.ConfigSpec, "promises_demonstration_answers", lambda self, fewshot_split: False)
+    build = build_fixture(tmp_path, "--only", "fewshot_gold_at_A")
+    monkeypatch.undo()
+    with pytest.raises(ValidationFailed, match="demonstrations_answer_the_position"):
+        validate(build)
 
 
 def test_trivial_questions_file_is_well_formed():
@@ -427,10 +506,10 @@ def test_prompt_is_the_rendered_mmlu_prompt(built):
     dev = by_id(built, "original", "dev")
     for record in built.configs["fewshot_gold_at_C"]["test"]:  # setting i: only the demonstrations answer C
         answers = [line for line in record.columns["prompt"].splitlines() if line.startswith("Answer:")]
-        # dev/3 ("All of the above", gold D) is shown unchanged, never dropped
-        expected = ["Answer: D" if demo == "mmlu/dev/3" else "Answer: C" for demo in record.columns["fewshot"]]
-        assert answers == expected + ["Answer:"]
-    assert by_id(built, "fewshot_gold_at_C")["mmlu/test/1"].columns["prompt"].count("Answer: D") == 1
+        # dev/3 ("All of the above", gold D) cannot move: it is not shown, so every demonstration answers C (issue 22.1)
+        assert answers == ["Answer: C"] * len(record.columns["fewshot"]) + ["Answer:"]
+    biology = by_id(built, "fewshot_gold_at_C")["mmlu/test/1"]
+    assert biology.columns["fewshot"] == ["mmlu/dev/2"] and biology.columns["prompt"].count("Answer: D") == 0
     assert dev["mmlu/dev/3"].answer == 3
     rare = by_id(built, "symbols_rare")["mmlu/test/10"].columns["prompt"]
     assert rare.endswith("Which number is even?\nœ. 1\n§. 3\nЗ. 5\nü. 8\nß. 9\nЖ. 11\nAnswer:")

@@ -23,6 +23,7 @@ from builders.core.errors import ValidationFailed
 from builders.core.options import NOTA_TEXT
 from builders.core.validate import validate
 from fixtures import ARC, MMLU_TEST, write_benchmark, write_jsonl
+from fixtures_mmlu_references import FORMS, NONE_LIKE, PROSE_REFERENCES, TRUTHFUL_QA_NO_COMMENT
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -265,6 +266,7 @@ def test_validator_catches_a_reference_the_builder_misses(tmp_path, monkeypatch)
     """Issue 12.8: the validator's reference check is independent: with the builder's detector blinded, the 79 real
     reference items are altered in each of 2 variants, and the build is refused."""
     monkeypatch.setattr(wicked, "position_dependent_reason", lambda choices: None)
+    monkeypatch.setattr(wicked, "none_like_option", lambda choices: None)  # it would keep the bare "None." items
     source, _ = _reference_source(tmp_path)
     build = wicked.build(source, wicked_args(variants=2))
     assert all(r.metadata["removed_index"] is not None for r in build.configs["variant_0"]["test"])
@@ -477,6 +479,123 @@ def test_card_reports_altered_flagged_and_labelled_shares(tmp_path):
         for split, records in build.configs["original"].items()}}
     tables = {table.title: table for table in wicked.statistics(configs, sba).tables}
     shares = tables["Altered and flagged SBA"]
-    assert shares.rows[0] == ("test", 8, 4 / 8, 1 / 8, 3 / 8, 0.0, 0.0)
+    assert shares.rows[0] == ("test", 8, 4 / 8, 1 / 8, 3 / 8, 0.0, 0.0, 0.0)
     assert list(tables["SBA on labelled questions"].rows) == [("eval.jsonl", 40, 0.2, 0.25, 0.8, 1.0, 0.31)]
     assert "scored 8 distinct items; 1 reached the threshold 0.5" in tables["Items altered and copied unchanged"].note
+
+
+# ---- issue 22.1: options that refer to others in prose, and options that already mean "none" ------------------
+
+CONTENT_LOOKALIKES = [  # content, altered as before
+    ["All three steps are exothermic.", "Step 1 only is exothermic.", "Steps 1 and 2 are exothermic.", "None is needed"][:3]
+    + ["Step 3 is endothermic."],
+    ["I only", "II only", "I and III only", "II and III only"],  # the question's statements
+    ["(i) only", "(ii) only", "(i) and (iii) only", "(ii) and (iv) only"],
+    ["None of the offspring will be affected", "All males are affected", "Half the females", "Every child"],
+    ["Only a single virus", "Only three viruses", "Many viruses", "No virus"],
+    ["The Krebs cycle, as each of those molecules releases ATP", "Glycolysis", "Fermentation", "Photolysis"],
+    ["all", "liberty", "justice", "indivisible"],  # the last word of the Pledge of Allegiance
+    ["No choice", "Anything goes", "Principled relativism", "The end justifies the means"],
+    ["The hearsay rule applies with no exception.", "Hearsay.", "Privilege.", "Relevance."],
+]
+
+
+def _mmlu_rows(items):
+    return [{k: item[k] for k in ("question", "subject", "choices", "answer")} for item in items]
+
+
+def test_real_prose_references_and_none_like_options_are_copied_unchanged():
+    """Issue 22.1: mmlu/test 216, 9419, 9677, 6288 (prose references, broken in 4-5 of 5 variants before) and 1646,
+    11109, 13740 (an option that already means "none") are copied unchanged in all 5 variants, with the reason."""
+    items = PROSE_REFERENCES + NONE_LIKE
+    result = wicked.build_dataset(_mmlu_rows(items), sba_classifier="none", variants=5)
+    assert result.report.passed
+    originals = result.build.configs["original"]["test"]
+    for k in range(5):
+        records = result.build.configs[f"variant_{k}"]["test"]
+        assert [r.metadata["skip_reason"] for r in records] == [item["reason"] for item in items]
+        assert [(r.choices, r.answer) for r in records] == [(o.choices, o.answer) for o in originals]
+    outcomes = {table.title: table for table in result.build.statistics.tables}["Altered and flagged SBA"]
+    assert list(outcomes.rows) == [("test", 7, 0.0, 0.0, 4 / 7, 3 / 7, 0.0, 0.0)]
+
+
+def test_truthful_qa_no_comment_is_none_like():
+    """Issue 22.1: TruthfulQA's "I have no comment." (56 of 817 items) beside an added NOTA was a second answer."""
+    result = wicked.build_dataset([TRUTHFUL_QA_NO_COMMENT], benchmark="truthful_qa", split="validation",
+                                  sba_classifier="none", variants=5)
+    for k in range(5):
+        (record,) = result.build.configs[f"variant_{k}"]["validation"]
+        assert record.metadata["skip_reason"] == "none_like_option" and record.metadata["removed_index"] is None
+    assert result.report.passed
+
+
+@pytest.mark.parametrize("form", list(FORMS))
+def test_every_form_is_copied_unchanged_in_a_four_option_build(form):
+    """Issue 22.1: each form a 4-option build_dataset call altered with the report passed is now copied unchanged,
+    and the validator's own reading agrees (the build passes)."""
+    row = {"question": "Which of these is right?", "subject": "biology", "answer": 0,
+           "choices": ["Mitochondria make ATP", "Ribosomes make lipids", "The nucleus digests food", form]}
+    result = wicked.build_dataset([row], sba_classifier="none", variants=3)
+    assert [result.build.configs[f"variant_{k}"]["test"][0].metadata["skip_reason"] for k in range(3)] == [FORMS[form]] * 3
+    assert result.report.passed
+
+
+@pytest.mark.parametrize("choices", CONTENT_LOOKALIKES, ids=lambda choices: choices[0][:30])
+def test_content_that_looks_like_a_reference_is_still_altered(choices):
+    row = {"question": "Which is right?", "subject": "biology", "answer": 1, "choices": choices}
+    result = wicked.build_dataset([row], sba_classifier="none", variants=2)
+    assert [r.metadata["skip_reason"] for r in result.build.configs["variant_0"]["test"]] == [None]
+    assert result.report.passed
+
+
+def test_validator_refuses_a_build_whose_builder_rules_are_blinded(monkeypatch):
+    """Issue 22.1: with the builder's detectors returning nothing, every real item and every form above is altered in
+    each of 2 variants, and the validator's separately written reading refuses the build: one violation per
+    item and variant."""
+    monkeypatch.setattr(wicked, "position_dependent_reason", lambda choices: None)
+    monkeypatch.setattr(wicked, "none_like_option", lambda choices: None)
+    rows = _mmlu_rows(PROSE_REFERENCES + NONE_LIKE) + [
+        {"question": f"Question {i}?", "subject": "biology", "answer": 0,
+         "choices": ["Mitochondria make ATP", "Ribosomes make lipids", "The nucleus digests food", form]}
+        for i, form in enumerate(FORMS)]
+    with pytest.raises(ValidationFailed, match=f"no_reference_altered \\({2 * len(rows)}: "):
+        wicked.build_dataset(rows, sba_classifier="none", variants=2)
+
+
+def test_regression_a_split_whose_only_row_is_excluded_has_statistics(tmp_path):
+    """Issue 25.4: a source whose only test row is excluded (a non-string subject) ended in ZeroDivisionError in
+    the statistics; the split now reports 0 items."""
+    write_jsonl(tmp_path / "mmlu" / "test.jsonl", [{"question": "Q?", "subject": 5, "choices": ["a", "b", "c", "d"],
+                                                    "answer": 0}])
+    write_jsonl(tmp_path / "mmlu" / "dev.jsonl", [{"question": "D?", "subject": "x", "choices": ["a", "b", "c", "d"],
+                                                   "answer": 0}])
+    source = load_source(BENCHMARKS["mmlu"], str(tmp_path / "mmlu"))
+    assert source.items["test"] == [] and source.exclusions.count("test", "original") == 1
+    build = wicked.build(source, wicked_args(variants=1))
+    shares = {table.title: table for table in build.statistics.tables}["Altered and flagged SBA"]
+    assert list(shares.rows)[0] == ("test", 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize("name", ["commonsense_qa", "mmlu"])
+def test_no_sba_detection_on_a_high_sba_benchmark_warns_in_log_and_card(tmp_path, caplog, name):
+    """Issue 22.1: CommonsenseQA built with --sba-classifier none warns, with the expected incoherent share (6 of 11
+    NOTA-keyed items in a 60-item reading still had an acceptable option); MMLU, with no known high share, does not."""
+    folder = write_benchmark(name, tmp_path)
+    with caplog.at_level("WARNING", logger="builders.wicked"):
+        assert wicked.main(["--benchmark", name, "--source", str(folder), "--sba-classifier", "none", "--variants", "1",
+                            "--output", str(tmp_path / "out")]) == 0
+    card = " ".join((tmp_path / "out" / "README.md").read_text().split())
+    warned = [r.getMessage() for r in caplog.records if "single-best-answer items" in r.getMessage()]
+    assert len(warned) == (name == "commonsense_qa")
+    assert ("Warning: no SBA detection on a benchmark with many SBA items" in card) == (name == "commonsense_qa")
+    if name == "commonsense_qa":
+        build = build_fixture(tmp_path, "commonsense_qa", variants=1)
+        altered = [r for records in build.configs["variant_0"].values() for r in records
+                   if r.metadata["removed_index"] is not None]
+        nota = sum(r.metadata["nota_is_answer"] for r in altered)
+        expected = 6 / 11 * nota / len(altered)
+        assert "6 of 11 items keyed 'None of the above' still had an acceptable option" in warned[0]
+        assert f"about {100 * expected:.0f}% of this build's altered items" in warned[0]
+        assert ("6 of 11 items keyed \"None of the above\" still had an acceptable option" in card
+                and "about 55% of this release's NOTA-keyed items" in card
+                and f"about {100 * expected:.0f}% of its altered items" in card)

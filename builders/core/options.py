@@ -71,17 +71,56 @@ _LETTER_COMBINATION = re.compile(
     re.I)
 # "1 and 2" alone: options 1 and 2 when the other options hold no number, else a value ("1 and 2", "1 and 0.5").
 _NUMBER_ONLY = re.compile(rf"^\W*{_NUMBER}(?:{_JOIN}{_NUMBER})+(?:\s+only)?[\s.]*$", re.I)
+# One label with "only", a verdict or a naming word, as the whole option: "Only A", "(a) only", "option b only",
+# "(b) is correct". Not "i": "I only" names the question's statement I (a Roman numeral), not option I.
+_ONE_LABEL = r"(?:\([a-hA-H]\)|\b[a-hA-H]\b\.?)"
+_ANY_VERDICT = r"(?:are|is)\s+(?:both\s+|all\s+)?(?:correct|true|right|valid|incorrect|false|wrong)"
 # Upper-case or parenthesised: "the answer a student gives" is prose.
-_LETTER_REFERENCE = re.compile(r"\b(?i:options?|choices?|answers?)\s+(?:\([a-jA-J]\)|[A-J]\b)|^\W*\(?[a-jA-J]\)\W*$")
+_LETTER_REFERENCE = re.compile(
+    r"\b(?i:options?|choices?|answers?)\s+(?:\([a-jA-J]\)|[A-J]\b)|^\W*\(?[a-jA-J]\)\W*$"
+    rf"|(?i:^\W*only\s+(?:(?:options?|choices?|answers?)\s+)?{_ONE_LABEL}[\s.]*$)"
+    rf"|(?i:^\W*(?:(?:options?|choices?|answers?)\s+)?{_ONE_LABEL}\s+(?:only|{_ANY_VERDICT})[\s.]*$)"
+    rf"|(?i:^\W*(?:options?|choices?|answers?)\s+{_ONE_LABEL}[\s.]*$)"
+    # every option but some: "All except D", "All but (c)", "all of the options except a and b"
+    rf"|(?i:^\W*(?:all|any|each)\b[\w\s]*?\s(?:except|but(?:\s+not)?)\s+(?:(?:options?|choices?)\s+)?{_ONE_LABEL}"
+    rf"(?:{_JOIN}{_ONE_LABEL})*[\s.]*$)")
+_QUANTIFIER = r"(?:all|both|none|neither|nither|nether|either|any|each)"
+_COUNT = r"(?:two|three|four|five|six|[2-6])"
+_QUANTIFIED = re.compile(
+    # a quantifier over a count, a plural noun or a verdict, as the whole option: "All three", "all three
+    # structures.", "Both of the interventions", "None of the listed", "Both statements are correct", "None is
+    # correct". A predicate makes it content: "All three steps are exothermic.", "None of the offspring will be ..."
+    rf"^\W*{_QUANTIFIER}(?:\s+of)?(?:\s+(?:the|these|those))?"
+    rf"(?:(?:\s+{_COUNT}(?:\s+[a-z]+)?|\s+(?!(?:is|was|has|does)\b)[a-z]+s|\s+(?:listed|mentioned|given|stated))(?:\s+{_ANY_VERDICT})?"
+    rf"|\s+{_ANY_VERDICT})[\s.!]*$"  # not "all" alone: the last word of the Pledge of Allegiance
+    # closing a sentence: "Older adults cannot do either of these" (not "each of those molecules will ...")
+    rf"|\b{_QUANTIFIER}\s+of\s+(?:these|those|the\s+(?:options|choices|answers|alternatives|statements|listed|mentioned"
+    r"|preceding|foregoing))[\s.!]*$",
+    re.I)
+# Options named by their place: "The first two", "the first and third", "All but the last"
+_ORDINAL = r"(?:first|second|third|fourth|fifth|last)"
+_ORDINAL_REFERENCE = re.compile(
+    rf"^\W*(?:(?:both|all|only|either|neither)\s+)?(?:of\s+)?(?:the\s+)?{_ORDINAL}\s+"
+    rf"(?:{_COUNT}|(?:and|or|nor)\s+(?:the\s+)?{_ORDINAL})(?:\s+(?:options?|choices?|answers?|statements?))?"
+    rf"(?:\s+(?:only|{_ANY_VERDICT}))?[\s.]*$"
+    rf"|^\W*all\s+(?:except|but)\s+(?:for\s+)?the\s+{_ORDINAL}(?:\s+(?:one|option|choice|answer))?[\s.]*$",
+    re.I)
 
 _REASONS = (("has_none_of_the_above", _NOTA), ("has_all_of_the_above", _AOTA),
-            ("has_option_combination", _LETTER_COMBINATION), ("has_letter_reference", _LETTER_REFERENCE))
+            ("has_option_combination", _LETTER_COMBINATION), ("has_letter_reference", _LETTER_REFERENCE),
+            ("has_quantified_reference", _QUANTIFIED), ("has_ordinal_reference", _ORDINAL_REFERENCE))
+# The reasons that name options by their label: the only ones a change of labels alone (symbols in place of
+# letters, the order kept) breaks. "None of the above", "All three" and "The first two" stay true when relabelled.
+LABEL_REASONS = frozenset({"has_option_combination", "has_letter_reference"})
 
 
-def position_dependent_reason(choices: Sequence[str]) -> str | None:
-    """Why this item's options depend on each other or on their positions, or None if they don't."""
+def position_dependent_reason(choices: Sequence[str], among: frozenset[str] | None = None) -> str | None:
+    """Why this item's options depend on each other or on their positions, or None if they don't. ``among``: only
+    these reasons (``LABEL_REASONS``: what a change of labels alone breaks)."""
     texts = [" ".join(choice.split()) for choice in choices]
     for reason, pattern in _REASONS:
+        if among is not None and reason not in among:
+            continue
         if any(pattern.search(text) for text in texts):
             return reason
         if reason == "has_option_combination" and _numbered_options(texts):
@@ -96,6 +135,23 @@ def _numbered_options(texts: Sequence[str]) -> bool:
                 re.search(r"\d", other) for j, other in enumerate(texts) if j != i):
             return True
     return False
+
+
+# An option that already says there is no answer: beside an added "None of the above" it is a second defensible
+# answer. "None" not followed by "of" ("None, because the statement is admissible.", "None are oncogenic per se",
+# "None is outside the family; all are electromagnetic waves"), and "no comment / exception / objection"
+# ("I have no comment."). Not "None of the offspring will be affected" (content), nor "Nothing." (an answer).
+_NONE_LIKE = re.compile(
+    r"^\W*none\b(?!\s+of\b)"
+    # opening the option: not "the hearsay rule applies with no exception", "a yes or no answer"
+    r"|^\W*(?:(?:there\s+(?:is|are)|i\s+have)\s+)?no\s+(?:comment|exceptions?|objections?"
+    r"|(?:correct\s+|right\s+)?answers?)\b",  # not "No choice" (a stance in ethics)
+    re.I)
+
+
+def none_like_option(choices: Sequence[str]) -> str | None:
+    """The first option that asserts there is no answer (no exception, no objection, no comment), or None."""
+    return next((choice for choice in choices if _NONE_LIKE.search(" ".join(choice.split()))), None)
 
 
 def is_nota(choice: str) -> bool:

@@ -176,7 +176,8 @@ _OTHER_OPTIONS = {"above", "below", "these", "them", "those", "preceding", "fore
 _PHRASES = (("of", "the", "above"), ("of", "above"), ("listed", "above"), ("mentioned", "above"),
             ("given", "above"), ("combination", "of", "these"), ("combinations", "of", "these"))
 _LABEL_GLUE = {"and", "or", "nor", "&", "both", "either", "neither", "only", "above", "option", "options", "choice",
-               "choices", "answer", "answers", "all", "of", "are", "is", "correct", "true", "will", "be"}
+               "choices", "answer", "answers", "all", "of", "are", "is", "correct", "true", "will", "be", "right",
+               "valid", "incorrect", "false", "wrong"}
 _NUMBER_CUES = {"both", "either", "neither", "option", "options", "choice", "choices", "answer", "answers", "above"}
 _JOINERS = {"and", "or", "nor", "&"}
 _NAMING = {"option", "options", "choice", "choices", "answer", "answers"}
@@ -234,6 +235,8 @@ def refers_to_other_options(option: str, others: Iterable[str] = ()) -> bool:
         opening += 1
     if sum(w.bracketed for w in words[:opening]) >= 2 and any(t in _JOINERS for t in texts[:opening]):
         return True
+    if _closes_on_the_others(texts) or _quantifies_options(texts) or _by_place(texts) or _all_but_labels(words):
+        return True
     letters = [w for w in words if w.letter]
     numbers = [w for w in words if w.number]
     rest = [w.text for w in words if not w.letter and not w.number]
@@ -241,9 +244,104 @@ def refers_to_other_options(option: str, others: Iterable[str] = ()) -> bool:
         return False
     if len(letters) >= 2:
         return True
+    if len(letters) == 1 and letters[0].text in "abcdefgh" and (  # not "I only": the question's statement I
+            {"only", "correct", "true", "right", "valid", "incorrect", "false", "wrong"} | _NAMING) & set(rest):
+        return True
     others = list(others)
     return len(numbers) >= 2 and (bool(_NUMBER_CUES & set(rest))
                                   or bool(others) and not any(ch.isdigit() for other in others for ch in other))
+
+
+_COUNTS = {"two", "three", "four", "five", "six", "2", "3", "4", "5", "6"}
+_VERDICTS = {"correct", "true", "right", "valid", "incorrect", "false", "wrong"}
+_NOUNS_OF_OPTIONS = {"options", "choices", "answers", "alternatives", "statements", "listed", "mentioned",
+                     "preceding", "foregoing"}
+_ORDINALS = {"first", "second", "third", "fourth", "fifth", "last"}
+
+
+def _is_verdict(texts: list[str]) -> bool:
+    """Nothing, or "is/are [both/all] correct" (and the like)."""
+    if not texts:
+        return True
+    rest = texts[1:] if texts[0] in {"is", "are"} else None
+    if rest and rest[0] in {"both", "all"}:
+        rest = rest[1:]
+    return rest is not None and len(rest) == 1 and rest[0] in _VERDICTS
+
+
+def _closes_on_the_others(texts: list[str]) -> bool:
+    """The option ends with a quantifier of the others: "Older adults cannot do either of these", "... none of the
+    statements" (not "remember all the answers", nor "each of those molecules will ...")."""
+    if len(texts) >= 3 and texts[-3] in _QUANTIFIERS and texts[-2] == "of" and texts[-1] in {"these", "those"}:
+        return True
+    return (len(texts) >= 4 and texts[-4] in _QUANTIFIERS and texts[-3:-1] == ["of", "the"]
+            and texts[-1] in _NOUNS_OF_OPTIONS)
+
+
+def _quantifies_options(texts: list[str]) -> bool:
+    """A quantifier over a count, a plural noun or a verdict, and nothing else: "All three", "all three structures",
+    "Both of the interventions", "None of the listed", "Both statements are correct", "None is correct" (not "All
+    three steps are exothermic": the predicate makes it a statement)."""
+    if texts[0] not in _QUANTIFIERS or len(texts) == 1:
+        return False
+    rest = texts[1:]
+    rest = rest[1:] if rest[0] == "of" else rest
+    rest = rest[1:] if rest and rest[0] in {"the", "these", "those"} else rest
+    if rest and rest[0] in _COUNTS:
+        rest = rest[2:] if len(rest) > 1 and rest[1] not in {"is", "are"} else rest[1:]
+    elif rest and rest[0] not in {"is", "are", "was", "has", "does"} and (rest[0].endswith("s") or rest[0] in {"listed", "mentioned",
+                                                                                         "given", "stated"}):
+        rest = rest[1:]
+    return _is_verdict(rest)
+
+
+def _by_place(texts: list[str]) -> bool:
+    """Options named by their place: "The first two", "both the first and the third", "All but the last"."""
+    if texts[0] == "all" and len(texts) >= 4 and texts[1] in {"except", "but"}:
+        rest = texts[3:] if texts[2] == "the" else (texts[4:] if texts[2:4] == ["for", "the"] else [])
+        return bool(rest) and rest[0] in _ORDINALS and all(t in {"one", "option", "choice", "answer"} for t in rest[1:])
+    rest = [t for t in texts if t not in {"the", "of", "both", "all", "only", "either", "neither"}]
+    if len(rest) < 2 or rest[0] not in _ORDINALS:
+        return False
+    if rest[1] in _COUNTS:
+        rest = rest[2:]
+    elif rest[1] in _JOINERS and len(rest) > 2 and rest[2] in _ORDINALS:
+        rest = rest[3:]
+    else:
+        return False
+    rest = rest[1:] if rest and rest[0] in _NAMING | {"statement", "statements"} else rest
+    return rest == ["only"] or _is_verdict(rest)
+
+
+def _all_but_labels(words: list[_Word]) -> bool:
+    """Every option but some named by label: "All except D", "all of the options except a and b"."""
+    texts = [w.text for w in words]
+    cut = next((i for i, t in enumerate(texts) if t in {"except", "but"}), None)
+    if texts[0] not in {"all", "any", "each"} or cut is None or cut + 1 >= len(words):
+        return False
+    tail = [w for w in words[cut + 1:] if w.text not in {"not", "option", "options", "choice", "choices"}]
+    return bool(tail) and all(w.letter or w.text in _JOINERS for w in tail) and any(w.letter for w in tail)
+
+
+_NO_ANSWER_OPENINGS = (("there", "is"), ("there", "are"), ("i", "have"))
+_NO_WHAT = {"comment", "exception", "exceptions", "objection", "objections", "answer", "answers"}
+
+
+def says_no_answer(option: str) -> bool:
+    """Whether ``option`` already says there is no answer: "None" as its first word, not followed by "of" ("None,
+    because the statement is admissible.", "None are oncogenic per se"), or an opening "[There is / I have] no
+    comment / exception / objection / [correct] answer" ("I have no comment."). Read word by word, apart from the
+    builder's detector."""
+    texts = [w.text for w in _words(option)]
+    if not texts:
+        return False
+    if texts[0] == "none":
+        return len(texts) == 1 or texts[1] != "of"
+    if tuple(texts[:2]) in _NO_ANSWER_OPENINGS:
+        texts = texts[2:]
+    if len(texts) >= 2 and texts[0] == "no" and texts[1] in {"correct", "right"}:
+        texts = texts[:1] + texts[2:]
+    return len(texts) >= 2 and texts[0] == "no" and texts[1] in _NO_WHAT
 
 
 def referring_options(choices: Iterable[str]) -> list[str]:

@@ -13,8 +13,10 @@ and cloze scoring methods, with a manifest for ``python -m builders.evaluate``.
 Every config keeps every item. Items whose options cannot be reordered or relabelled (options that depend
 on each other or on their positions: "All of the above", "Both a and c", "None of these", letter
 references) are copied unchanged in the configs that change options, with ``metadata.skip_reason``; items
-with duplicated options are copied unchanged with ``duplicate_choices`` in every config. Every config shows
-an item as many demonstrations as ``original``; `gold_at_<L>` and ``original_zero_shot`` are zero-shot. A
+with duplicated options are copied unchanged with ``duplicate_choices`` in every config; the ``symbols_*`` configs
+that keep the order skip only options that name a label. Every config shows an item as many demonstrations as
+``original``, except the gold-position configs with demonstrations, which show only the few-shot items they move
+(every demonstration answers their letter); `gold_at_<L>` and ``original_zero_shot`` are zero-shot. A
 build that shows no demonstrations (``--shots 0``, or a source without its few-shot split) leaves out the
 configs that change only the demonstrations (`fewshot_gold_at_<L>`, `ood_fewshot`, `trivial_fewshot`):
 each would be a copy of `original`.
@@ -212,7 +214,7 @@ def statistics(specs: Sequence[ConfigSpec], configs: Mapping[str, Mapping[str, l
     rows = []
     for spec in specs:
         rows.append((spec.name, spec.family, spec.baseline or "–", *[len(configs[spec.name].get(s, [])) for s in splits],
-                     demonstrations_text(spec, args)))
+                     demonstrations_text(spec, args, fewshot_split)))
     return Statistics([
         Table("Rows per config", ("config", "family", "compared with", *[f"{s} rows" for s in splits],
                                   "demonstrations per prompt"), rows,
@@ -224,10 +226,12 @@ def statistics(specs: Sequence[ConfigSpec], configs: Mapping[str, Mapping[str, l
     ])
 
 
-def demonstrations_text(spec: ConfigSpec, args: argparse.Namespace) -> str:
+def demonstrations_text(spec: ConfigSpec, args: argparse.Namespace, fewshot_split: str | None = None) -> str:
     if spec.demonstrations == "none" or args.shots == 0:
         return "none"
     which = "first" if args.fewshot_sampler == "first_n" else "random"
+    if spec.promises_demonstration_answers(fewshot_split):
+        return f"the subject's {which} {args.shots} among the few-shot items it moves to {LETTERS[spec.gold_position]}"
     kinds = {"same_subject": f"the subject's {which} {args.shots}",
              "other_subject": f"another subject's {which}, as many as `original`",
              "trivial": f"{which} trivial questions, as many as `original`"}

@@ -59,8 +59,8 @@ def checks(specs: Sequence[ConfigSpec], source: LoadedSource, shots: int, sample
 
     def skip_reasons_consistent(build: Build) -> Iterable[str]:
         """Duplicates are re-counted (flagged in every config and split); the position/reference reasons
-        must agree over every config that changes options."""
-        content_reasons: dict[str, set] = defaultdict(set)
+        must agree over every config that reorders options, and over every config that only relabels them."""
+        content_reasons: dict[tuple[str, bool], set] = defaultdict(set)
         for spec, split, record, original in each(build):
             reason, size = record.metadata["skip_reason"], len(original.choices)
             where = f"{spec.name}/{split} {record.id}"
@@ -77,11 +77,12 @@ def checks(specs: Sequence[ConfigSpec], source: LoadedSource, shots: int, sample
                 yield f"{where}: {MORE_OPTIONS} with {size} options"
             if (beyond or too_many) and reason is None:
                 yield f"{where}: {size} options cannot take this config, yet the item is transformed"
-            content_reasons[record.id].add(None if reason in (FEWER_OPTIONS, MORE_OPTIONS) and (beyond or too_many)
-                                           else reason)
-        for item_id, reasons in content_reasons.items():
+            content_reasons[record.id, spec.relabels_only].add(
+                None if reason in (FEWER_OPTIONS, MORE_OPTIONS) and (beyond or too_many) else reason)
+        for (item_id, relabels_only), reasons in content_reasons.items():
             if len(reasons) > 1:
-                yield f"{item_id}: skipped for {sorted(map(str, reasons))} in different configs"
+                kind = "relabel only" if relabels_only else "reorder"
+                yield f"{item_id}: skipped for {sorted(map(str, reasons))} in different configs that {kind}"
 
     def gold_at_position(build: Build) -> Iterable[str]:
         for spec, split, record, original in each(build, lambda s, _: s.gold_position is not None):
@@ -90,11 +91,13 @@ def checks(specs: Sequence[ConfigSpec], source: LoadedSource, shots: int, sample
                 yield f"{spec.name}/{split} {record.id}: gold at {LETTERS[record.answer]}, expected {LETTERS[expected]}"
 
     def references_not_moved(build: Build) -> Iterable[str]:
-        """An item with an option that plainly names other options is not reordered or relabelled: a
-        second, deliberately narrow detector (:func:`plain_reference`), not the builder's."""
+        """An item with an option that plainly names other options is not reordered, nor relabelled when the
+        option names a label: a second, deliberately narrow detector (:func:`plain_reference`), not the
+        builder's."""
         for spec, split, record, original in each(build, lambda s, split: s.transforms(split, fewshot_split)):
             if record.metadata["skip_reason"] is None:
-                named = next((c for c in original.choices if plain_reference(c)), None)
+                names = plain_label_reference if spec.relabels_only else plain_reference
+                named = next((c for c in original.choices if names(c)), None)
                 if named is not None:
                     yield f"{spec.name}/{split} {record.id}: option {named!r} names other options, yet the item is transformed"
 
@@ -120,14 +123,35 @@ def checks(specs: Sequence[ConfigSpec], source: LoadedSource, shots: int, sample
             elif labels != list(LETTERS[: len(labels)]):
                 yield f"{spec.name}/{split} {record.id}: labels {labels} where the letters are expected"
 
+    def moved_fewshot(build: Build, spec: ConfigSpec) -> set[str] | None:
+        """The few-shot items a config that promises its demonstrations' answers may show: those it moved."""
+        if not spec.promises_demonstration_answers(fewshot_split):
+            return None
+        return {r.id for r in build.configs[spec.name].get(fewshot_split or "", []) if r.metadata["skip_reason"] is None}
+
     def demonstrations_valid(build: Build) -> Iterable[str]:
         expected = ExpectedDemonstrations(source.items.get(fewshot_split or "", []), shots, sampler)
+        movable = {spec.name: moved_fewshot(build, spec) for spec in specs if spec.name in build.configs}
         for spec, split, record, _ in each(build):
-            yield from expected.problems(spec, split, record)
+            yield from expected.problems(spec, split, record, movable[spec.name])
+
+    def demonstrations_answer_the_position(build: Build) -> Iterable[str]:
+        """Configs that promise "every demonstration answers L" keep the promise, read from the shown answers."""
+        for spec in specs:
+            if spec.name not in build.configs or not spec.promises_demonstration_answers(fewshot_split):
+                continue
+            answers = {r.id: r.answer for r in build.configs[spec.name].get(fewshot_split or "", [])}
+            for split, records in build.configs[spec.name].items():
+                for record in records:
+                    wrong = [i for i in record.columns["fewshot"] if answers.get(i) != spec.gold_position]
+                    if wrong:
+                        yield (f"{spec.name}/{split} {record.id}: demonstrations {wrong} do not answer "
+                               f"{LETTERS[spec.gold_position]}")
 
     def same_demonstrations_as_original(build: Build) -> Iterable[str]:
         original = {r.id: r.columns["fewshot"] for records in build.configs[ORIGINAL].values() for r in records}
-        for spec, split, record, _ in each(build, lambda s, _: s.demonstrations == "same_subject"):
+        for spec, split, record, _ in each(build, lambda s, _: s.demonstrations == "same_subject"
+                                           and not s.promises_demonstration_answers(fewshot_split)):
             shown = record.columns["fewshot"][:-1] if spec.context_answer else record.columns["fewshot"]
             if shown != original[record.id]:
                 yield f"{spec.name}/{split} {record.id}: demonstrations {shown} != {original[record.id]} in `original`"
@@ -167,7 +191,10 @@ def checks(specs: Sequence[ConfigSpec], source: LoadedSource, shots: int, sample
               "(the first few-shot items of the subject in source order by default), as many as `original` "
               "shows the item; a wrong answer in context differs from the gold in text", demonstrations_valid),
         Check("same_demonstrations_as_original", "configs with same-subject demonstrations show each item "
-              "the demonstrations it has in `original`", same_demonstrations_as_original),
+              "the demonstrations it has in `original`, except the gold-position configs with demonstrations",
+              same_demonstrations_as_original),
+        Check("demonstrations_answer_the_position", "in `fewshot_gold_at_<L>` and `fewshot_and_test_gold_at_<L>`, "
+              "every demonstration shown answers L", demonstrations_answer_the_position),
         Check("prompt_rendered", "`prompt` is the item after its demonstrations as the config shows them, "
               "rendered by the plain renderer", prompt_rendered),
     ]
@@ -178,19 +205,29 @@ def checks(specs: Sequence[ConfigSpec], source: LoadedSource, shots: int, sample
 # builder; the builder's detector is wider (prose references, numbered options, verdicts).
 _PLAIN_LETTER = r"(?:\([a-dA-D]\)|\b[a-dA-D]\b\.?)"  # a, a., (a)
 _PLAIN_JOIN = r"(?:\s*[,&]\s*(?:(?:and|or|nor)\s+)?|\s+(?:and|or|nor)\s+)"  # never "Dora" (D-or-a)
-_PLAIN_REFERENCES = [
-    re.compile(r"\bof\s+the\s+above\b", re.I),
-    re.compile(r"^\W*(?:all|none|both|neither)\s+of\s+(?:these|them|the\s+options)\W*$", re.I),
-    re.compile(r"^\W*(?:none|neither|both)\W*$", re.I),
+_PLAIN_LABEL_REFERENCES = [  # an option's label: wrong once the labels change
     re.compile(rf"^\W*(?:(?:both|either|neither)\s+)?{_PLAIN_LETTER}(?:{_PLAIN_JOIN}{_PLAIN_LETTER})+"
                r"(?:\s+(?:above|only))?[\s.]*$", re.I),
     re.compile(r"\b(?:[Oo]ptions?|[Cc]hoices?)\s+(?:\([A-D]\)|[A-D](?![\w']))"),
+    re.compile(rf"^\W*(?:only\s+{_PLAIN_LETTER}|{_PLAIN_LETTER}\s+only)[\s.]*$", re.I),
+]
+_PLAIN_REFERENCES = _PLAIN_LABEL_REFERENCES + [  # the others' places or number: wrong once the order changes
+    re.compile(r"\bof\s+the\s+above\b", re.I),
+    re.compile(r"^\W*(?:all|none|both|neither)\s+of\s+(?:these|them|the\s+options)\W*$", re.I),
+    re.compile(r"^\W*(?:none|neither|both)\W*$", re.I),
+    re.compile(r"^\W*(?:all|both|none|neither)\s+(?:of\s+the\s+)?(?:(?:three|four)(?:\s+\w+)?"
+               r"|(?:statements|interventions)(?:\s+(?:are|is)\s+correct)?)[\s.]*$", re.I),
 ]
 
 
 def plain_reference(option: str) -> bool:
     text = " ".join(option.split())
     return any(pattern.search(text) for pattern in _PLAIN_REFERENCES)
+
+
+def plain_label_reference(option: str) -> bool:
+    text = " ".join(option.split())
+    return any(pattern.search(text) for pattern in _PLAIN_LABEL_REFERENCES)
 
 
 def prompt_row(record: MCQRecord) -> dict:
@@ -210,7 +247,9 @@ class ExpectedDemonstrations:
         self.trivial = [row["id"] for row in trivial_questions()]
         self.shots, self.sampler = shots, sampler
 
-    def problems(self, spec: ConfigSpec, split: str, record: MCQRecord) -> Iterator[str]:
+    def problems(self, spec: ConfigSpec, split: str, record: MCQRecord,
+                 movable: set[str] | None = None) -> Iterator[str]:
+        """``movable``: the few-shot items a gold-position config may show (those it moved); None: any."""
         fewshot = list(record.columns["fewshot"])
         where = f"{spec.name}/{split} {record.id}"
         context = record.metadata["context_answer"]
@@ -234,13 +273,13 @@ class ExpectedDemonstrations:
         if record.id in fewshot or len(fewshot) != len(set(fewshot)):
             yield f"{where}: demonstrations {fewshot} repeat or include the item"
             return
-        expected = min(self.shots, len(self.same_subject(record)))  # as many as `original` shows
+        expected = min(self.shots, len(self.same_subject(record, movable)))  # as many as `original`, or as can move
         if not fewshot:
             others = [s for s in self.in_order if s != subject_group(record)]
             if expected and (spec.demonstrations != "other_subject" or others):
                 yield f"{where}: no demonstrations, expected {expected}"
             return
-        candidates = self.candidates(spec, record, fewshot)
+        candidates = self.candidates(spec, record, fewshot, movable)
         if candidates is None or not set(fewshot) <= set(candidates):
             yield f"{where}: demonstrations {fewshot} are not {spec.demonstrations.replace('_', ' ')} demonstrations"
         elif len(fewshot) != min(expected, len(candidates)):
@@ -248,12 +287,13 @@ class ExpectedDemonstrations:
         elif self.sampler == "first_n" and fewshot != candidates[: len(fewshot)]:
             yield f"{where}: demonstrations {fewshot} are not the first {len(fewshot)} in source order"
 
-    def candidates(self, spec: ConfigSpec, record: MCQRecord, fewshot: list[str]) -> list[str] | None:
+    def candidates(self, spec: ConfigSpec, record: MCQRecord, fewshot: list[str],
+                   movable: set[str] | None = None) -> list[str] | None:
         """The ids the demonstrations are taken from, in source order (None: they cannot be valid)."""
         if spec.demonstrations == "trivial":
             return self.trivial
         if spec.demonstrations == "same_subject":
-            return self.same_subject(record)
+            return self.same_subject(record, movable)
         else:  # other_subject: one other subject, whichever the item drew
             subjects = {self.subject_of.get(i) for i in fewshot}
             if len(subjects) != 1 or None in subjects or subject_group(record) in subjects:
@@ -261,5 +301,6 @@ class ExpectedDemonstrations:
             subject = subjects.pop()
         return [i for i in self.in_order.get(subject, []) if i != record.id]
 
-    def same_subject(self, record: MCQRecord) -> list[str]:
-        return [i for i in self.in_order.get(subject_group(record), []) if i != record.id]
+    def same_subject(self, record: MCQRecord, movable: set[str] | None = None) -> list[str]:
+        return [i for i in self.in_order.get(subject_group(record), [])
+                if i != record.id and (movable is None or i in movable)]

@@ -57,6 +57,17 @@ class ConfigSpec:
         return self.changes_options and (self.transformed == "all" or split == fewshot_split)
 
     @property
+    def relabels_only(self) -> bool:
+        """New symbols, the options in source order: only a reference to an option's label breaks."""
+        return self.order == "keep" and self.symbols is not None
+
+    def promises_demonstration_answers(self, fewshot_split: str | None) -> bool:
+        """Whether every demonstration answers ``gold_position`` (setting i and ii): then the demonstrations are
+        the subject's few-shot items the config moves, never one it copies unchanged."""
+        return (self.order == "gold_at" and self.demonstrations == "same_subject"
+                and self.transforms(fewshot_split or "", fewshot_split))
+
+    @property
     def changes_only_demonstrations(self) -> bool:
         """Whether the config differs from its baseline in the demonstrations only (a build that shows no
         demonstrations would make it a copy of `original`)."""

@@ -7,7 +7,9 @@ symbol sets the same symbol order, so that two configs differ only in what they 
 An item whose options cannot take a config's change is copied unchanged (source order, letters) with its
 ``skip_reason``: options that refer to other options or to positions ("All of the above", "Both A and B",
 "option C"), fewer options than the gold position, or more options than the symbol set has, in the configs
-and splits that reorder or relabel options. An item with duplicated options (equal after whitespace
+and splits that reorder or relabel options. A config that relabels in place (``symbols_*`` without a shuffle)
+skips only options that name a label ("Both A and B", "option C"): "None of the above" stays true. The
+gold-position configs show only demonstrations whose gold they move, so that every one answers their letter. An item with duplicated options (equal after whitespace
 normalisation; case matters) has ``skip_reason`` ``duplicate_choices`` in every config and split: its options
 are the source's everywhere, and its wrong answer in context is an option whose text differs from the gold.
 Such an item stays in the config, and is shown unchanged where it is a demonstration: every config of an
@@ -24,7 +26,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from builders.core.options import position_dependent_reason
+from builders.core.options import LABEL_REASONS, position_dependent_reason
 from builders.core.record import LETTERS, MCQRecord, normalize_text
 from builders.core.rng import item_rng
 from builders.core.sources import duplicate_option
@@ -110,11 +112,13 @@ def swapped(size: int, pairs: Iterable[tuple[int, int]]) -> list[int]:
 
 
 @lru_cache(maxsize=None)
-def content_skip_reason(choices: tuple[str, ...]) -> str | None:
-    """Why no config may reorder or relabel these options, or None (once per distinct option tuple)."""
+def content_skip_reason(choices: tuple[str, ...], relabels_only: bool = False) -> str | None:
+    """Why no config may reorder (``relabels_only``: relabel in place) these options, or None (once per distinct
+    option tuple). Relabelling in place breaks only a reference to a label: "None of the above", "All three" and
+    "The first two" stay true."""
     if duplicate_option(choices) is not None:
         return DUPLICATE_CHOICES
-    return position_dependent_reason(choices)
+    return position_dependent_reason(choices, LABEL_REASONS if relabels_only else None)
 
 
 class Perturbation:
@@ -125,7 +129,7 @@ class Perturbation:
         self.spec, self.draws, self.swaps, self.fewshot_split = spec, draws, swaps, fewshot_split
 
     def skip_reason(self, record: MCQRecord) -> str | None:
-        reason = content_skip_reason(record.choices)
+        reason = content_skip_reason(record.choices, self.spec.relabels_only)
         if reason is None and self.spec.gold_position is not None and self.spec.gold_position >= len(record.choices):
             return FEWER_OPTIONS
         if reason is None and self.spec.symbols is not None and len(record.choices) > len(symbols(self.spec.symbols)):
@@ -196,17 +200,22 @@ class Demonstrations:
         self.shots, self.sampler, self.draws = shots, sampler, draws
         self._cache: dict[tuple[str, str], tuple[str, ...]] = {}
 
-    def ids(self, record: MCQRecord, kind: str) -> tuple[str, ...]:
-        key = (record.id, kind)
+    def ids(self, record: MCQRecord, kind: str, movable: frozenset[str] | None = None) -> tuple[str, ...]:
+        """``movable``: only these few-shot items may be shown (a gold-position config shows only demonstrations
+        whose gold it moved, so that every demonstration answers its letter); None: any."""
+        key = (record.id, kind, movable)
         if key not in self._cache:
-            self._cache[key] = self._choose(record, kind)
+            self._cache[key] = self._choose(record, kind, movable)
         return self._cache[key]
 
-    def _choose(self, record: MCQRecord, kind: str) -> tuple[str, ...]:
+    def _choose(self, record: MCQRecord, kind: str, movable: frozenset[str] | None = None) -> tuple[str, ...]:
         if kind == "none" or self.shots == 0:
             return ()
         if kind == "same_subject":
-            return self._take(record, kind, self.groups.get(subject_group(record), []), self.shots)
+            candidates = self.groups.get(subject_group(record), [])
+            if movable is not None:  # the next few-shot items of the subject stand in for those that cannot move
+                candidates = [i for i in candidates if i in movable]
+            return self._take(record, kind, candidates, self.shots)
         wanted = len(self.ids(record, "same_subject"))  # as many as `original` shows
         if kind == "trivial":
             candidates = [row["id"] for row in trivial_questions()]
@@ -272,14 +281,18 @@ def config_records(spec: ConfigSpec, items: Mapping[str, Sequence[MCQRecord]], f
     """Every item of every split in this config, with its labels, demonstrations and prompt. The few-shot
     split is transformed first: its items are the demonstrations, as the config shows them."""
     fields = {split: [perturbation.fields(r, split) for r in records] for split, records in items.items()}
-    pool = {r.id: row_view(r, f) for r, f in zip(items.get(fewshot_split or "", []), fields.get(fewshot_split or "", []))}
+    fewshot = list(zip(items.get(fewshot_split or "", []), fields.get(fewshot_split or "", [])))
+    pool = {r.id: row_view(r, f) for r, f in fewshot}
+    movable = None
+    if spec.promises_demonstration_answers(fewshot_split):
+        movable = frozenset(r.id for r, f in fewshot if f["metadata"]["skip_reason"] is None)
     renderer = PromptRenderer(spec, pool)
     draws = perturbation.draws
     configured = {}
     for split, records in items.items():
         out = []
         for record, new in zip(records, fields[split]):
-            ids = demonstrations.ids(record, spec.demonstrations)
+            ids = demonstrations.ids(record, spec.demonstrations, movable)
             context = None
             if spec.context_answer == "correct":
                 context = new["answer"]
