@@ -50,6 +50,7 @@ import sysconfig
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
@@ -110,6 +111,7 @@ class Limits:
     processes: int = 4  # processes and threads of the program (RLIMIT_NPROC, pids.max)
     output_bytes: int = 64 * KiB  # kept from stdout and from stderr each
     tmp_bytes: int = 16 * MiB  # size of the private /tmp
+    tmp_inodes: int = 64  # files, folders, links and (as inode space) extended attributes in /tmp
     open_files: int = 64
 
     def __post_init__(self) -> None:
@@ -182,11 +184,15 @@ os.write(fd, ("%d %r %d\n" % (status, usage.ru_utime + usage.ru_stime, usage.ru_
 code = os.waitstatus_to_exitcode(status)
 os._exit(128 - code if code < 0 else code)
 """
-# Run (as root, in a fresh IPC namespace made by `unshare --ipc`) before bwrap: caps SysV shared memory and
-# message queues there. bwrap mounts /proc/sys read-only, so it cannot be done inside.
-IPC_SETUP = (
+# Run (as root, in fresh IPC and mount namespaces made by `unshare --ipc --mount`) before bwrap: caps SysV
+# shared memory and message queues there (bwrap mounts /proc/sys read-only, so it cannot be done inside), and
+# mounts the run's /tmp: a tmpfs whose nr_inodes caps files, folders, hard links and (as inode space, since
+# Linux 6.6) extended attributes, which live in unreclaimable kernel memory that no rlimit counts. bwrap's own
+# --tmpfs sets only the size. The mount point is an empty host folder; the mount stays in the private namespace.
+NAMESPACE_SETUP = (
     'echo "$1" > /proc/sys/kernel/shmmax && echo "$2" > /proc/sys/kernel/shmall && '
-    "echo 16 > /proc/sys/kernel/shmmni && echo 16 > /proc/sys/kernel/msgmni && shift 2 && exec \"$@\""
+    "echo 16 > /proc/sys/kernel/shmmni && echo 16 > /proc/sys/kernel/msgmni && "
+    '"$3" -t tmpfs -o "$4" mcqforge-scratch "$5" && shift 5 && exec "$@"'
 )
 # Moves the shell into a cgroup, then execs the sandbox: every process of the run starts inside it.
 CGROUP_ENTER = 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"'
@@ -204,12 +210,23 @@ def shm_cap(limits: Limits) -> int:
     return min(64 * MiB, limits.memory_bytes // 8)
 
 
+# Kernel memory an inode of the scratch tmpfs may hold besides its data: the inode and its dentry (about
+# 1 KiB), a long symlink target or name, and two POSIX ACLs (up to 64 KiB each, outside the inode space).
+INODE_OVERHEAD = 132 * KiB
+
+
+def scratch_cap(limits: Limits) -> int:
+    """Bytes the private /tmp may take in all: its data and the kernel memory of its inodes."""
+    return limits.tmp_bytes + limits.tmp_inodes * INODE_OVERHEAD
+
+
 def process_bytes(limits: Limits, cgroup: bool) -> int:
-    """RLIMIT_AS of each process: the whole budget under a cgroup (which limits the sum), else an
-    equal share, so that processes x share + shared memory <= the budget."""
+    """RLIMIT_AS of each process: the whole budget under a cgroup (which limits the sum and charges the
+    scratch tmpfs to it), else an equal share, so that processes x share + shared memory + scratch space
+    <= the budget."""
     if cgroup:
         return limits.memory_bytes
-    return (limits.memory_bytes - shm_cap(limits)) // limits.processes
+    return (limits.memory_bytes - shm_cap(limits) - scratch_cap(limits)) // limits.processes
 
 
 class _Cgroup:
@@ -488,8 +505,12 @@ class Sandbox:
         self.bwrap: str | None = None
         self._nested_userns = True
         self._cgroup, why = (None, "unsafe mode") if unsafe else _find_cgroup()
-        # Root writes the IPC limits directly; any other user from an outer user namespace of its own.
-        self._ipc_namespace = not unsafe
+        # Root writes the IPC limits and mounts the capped /tmp directly; any other user from an outer user
+        # namespace of its own. The mount point is an empty folder that only private mount namespaces use.
+        self._outer_namespaces = not unsafe
+        self._scratch_mount_point = "" if unsafe else tempfile.mkdtemp(prefix="mcqforge-scratch-")
+        if self._scratch_mount_point:
+            weakref.finalize(self, os.rmdir, self._scratch_mount_point)
         self.mechanism = self._describe_mechanism()
         self._why_no_cgroup = why
         if not self._cgroup and process_bytes(limits, False) < MIN_PROCESS_BYTES:
@@ -519,12 +540,15 @@ class Sandbox:
         else:
             memory = (f"rlimits: {limits.processes} processes x {process_bytes(limits, False) >> 20} MiB "
                       "address space each (no delegated cgroup v2)")
-        if self._ipc_namespace:
+        if self._outer_namespaces:
             shm = f"SysV shared memory capped at {shm_cap(limits) >> 20} MiB in the sandbox's IPC namespace"
+            scratch = (f"/tmp a tmpfs of {limits.tmp_bytes >> 20} MiB and {limits.tmp_inodes} inodes (extended "
+                       "attributes included), fresh for every run and every unit")
         else:
             shm = ("SysV shared memory NOT capped (no user namespace in which to set shmmax for the "
                    "sandbox's IPC namespace)")
-        return f"{memory}; {shm}"
+            scratch = "/tmp read-only (no user namespace in which to mount a capped tmpfs)"
+        return f"{memory}; {shm}; {scratch}"
 
     @classmethod
     def check(cls, bwrap: str | None = None) -> str:
@@ -600,13 +624,15 @@ class Sandbox:
         result = self._execute("print(1)", "", probe_limits)
         if result.ok and result.stdout == "1\n":
             return
-        if os.geteuid() != 0 and self._ipc_namespace:
-            # No outer user namespace for the IPC limits (or bwrap refuses to nest in one): go without them.
-            self._ipc_namespace = False
+        if os.geteuid() != 0 and self._outer_namespaces:
+            # No outer user namespace for the IPC limits and the capped /tmp (or bwrap refuses to nest in one):
+            # go without them, and without a writable /tmp.
+            self._outer_namespaces = False
             retry = self._execute("print(1)", "", probe_limits)
             if retry.ok and retry.stdout == "1\n":
                 self.mechanism = self._describe_mechanism()
-                logger.warning("cannot cap SysV shared memory (%s)", result.stderr.strip()[-200:])
+                logger.warning("cannot cap SysV shared memory nor mount a capped /tmp; /tmp is read-only (%s)",
+                               result.stderr.strip()[-200:])
                 return
         if os.geteuid() == 0 and self._nested_userns:
             # Without the inner user namespace the process budget is shared by every
@@ -646,22 +672,24 @@ class Sandbox:
         options = _bwrap_options(self.bwrap)
         as_root = os.geteuid() == 0
         argv = [self.bwrap, "--unshare-pid", "--unshare-net", "--unshare-uts"]
-        if not self._ipc_namespace:
+        if not self._outer_namespaces:
             argv += ["--unshare-ipc"]
         argv += ["--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv"]
         if not as_root:
             argv += ["--unshare-user"]
-            if self._ipc_namespace:  # bwrap runs as root of the outer namespace: keep the caller's ids inside
+            if self._outer_namespaces:  # bwrap runs as root of the outer namespace: keep the caller's ids inside
                 argv += ["--uid", str(os.getuid()), "--gid", str(os.getgid())]
             if "--disable-userns" in options:
                 argv += ["--disable-userns"]
         for name, value in _program_env("/tmp").items():
             argv += ["--setenv", name, value]
         argv += _root_mounts()
-        argv += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777"]
-        if "--size" in options:
-            argv += ["--size", str(limits.tmp_bytes)]
-        argv += ["--tmpfs", "/tmp", *_interpreter_mounts()]
+        argv += ["--dev", "/dev", "--proc", "/proc"]
+        if self._outer_namespaces:  # the capped tmpfs mounted by NAMESPACE_SETUP
+            argv += ["--bind", self._scratch_mount_point, "/tmp"]
+        else:  # no namespace in which to mount a capped one: /tmp is read-only (bwrap's --tmpfs has no nr_inodes)
+            argv += ["--perms", "0755", "--dir", "/tmp"]
+        argv += [*_interpreter_mounts()]
         argv += ["--perms", "0755", "--dir", str(Path(SANDBOX_SCRIPT).parent)]
         argv += ["--perms", "0444", "--ro-bind-data", str(code_fd), SANDBOX_SCRIPT]
         argv += ["--remount-ro", "/", "--chdir", "/tmp", "--"]
@@ -669,11 +697,13 @@ class Sandbox:
             argv += list(command)
         else:
             argv += self._program_argv(report_fd, limits, as_root)
-        if self._ipc_namespace:
+        if self._outer_namespaces:
             cap = shm_cap(limits)
-            outer = ["--ipc"] if as_root else ["--user", "--map-root-user", "--ipc"]
-            argv = [_util_linux_tool("unshare"), *outer, "--", _shell(), "-c", IPC_SETUP, "sh", str(cap),
-                    str(max(1, cap // os.sysconf("SC_PAGE_SIZE"))), *argv]
+            outer = ["--ipc", "--mount"] if as_root else ["--user", "--map-root-user", "--ipc", "--mount"]
+            tmpfs = f"size={limits.tmp_bytes},nr_inodes={limits.tmp_inodes},mode=1777,nosuid,nodev"
+            argv = [_util_linux_tool("unshare"), *outer, "--propagation", "private", "--", _shell(), "-c",
+                    NAMESPACE_SETUP, "sh", str(cap), str(max(1, cap // os.sysconf("SC_PAGE_SIZE"))),
+                    _util_linux_tool("mount"), tmpfs, self._scratch_mount_point, *argv]
         return argv
 
     def _program_argv(self, report_fd: int, limits: Limits, as_root: bool) -> list[str]:
@@ -923,11 +953,15 @@ def _with_progress(
 # namespace, and sends each value over a pipe of its own, marshalled (plain data only). Only this process
 # writes to stdout: one JSON line per call {"u", "i", "ok", "repr", "truncated", "error", "nonliteral"} (or
 # {"u", "program_error"}), then {"end": n} where n units were done (fewer when its time budget ran out).
-# So no unit can write another's result, replace the builtins another sees, or forge a line. A call that
+# So no unit can write another's result, replace the builtins another sees, or forge a line. After each unit
+# every process it left is killed (the evaluator is their subreaper) and /tmp is emptied: every unit starts
+# with a fresh scratch space, so no file of one unit can change another's value. A call that
 # overruns its time is killed with its child; the unit's remaining calls go on in a fresh child.
 ISOLATED_SCRIPT = r"""
-import builtins, ctypes, json, marshal, os, resource, select, signal, struct, sys, time
-ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+import builtins, ctypes, json, marshal, os, resource, select, signal, stat, struct, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: a unit's orphaned processes become this one's children
 job = json.loads(sys.stdin.read())
 os.close(0)
 out = sys.stdout
@@ -1039,6 +1073,77 @@ def _row(kind, payload):
         return {"ok": False, "nonliteral": True, "error": "not a literal: " + payload.decode("utf-8", "replace")}
     return {"ok": False, "error": payload.decode("utf-8", "replace")}
 
+def _unit_processes():
+    me, found = str(os.getpid()), []
+    for name in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % name) as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError, ValueError):
+            continue
+        if fields[1] == me:
+            found.append(int(name))
+    return found
+
+def _end_processes():
+    # every process a unit left (they are all this subreaper's children, or become so as their parents die)
+    while True:
+        found = _unit_processes()
+        if not found:
+            return
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for pid in found:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+TMP_DEVICE = os.lstat("/tmp").st_dev
+
+def _remove(path):
+    # everything on the scratch tmpfs; other mounts (an interpreter under /tmp) are left alone
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return
+    if info.st_dev != TMP_DEVICE:
+        return
+    if stat.S_ISDIR(info.st_mode):
+        try:
+            os.chmod(path, 0o700)
+        except OSError:
+            pass
+        try:
+            names = os.listdir(path)
+        except OSError:
+            names = []
+        for name in names:
+            _remove(os.path.join(path, name))
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
+    else:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+def _fresh_scratch():
+    _end_processes()
+    for name in os.listdir("/tmp"):
+        _remove("/tmp/" + name)
+    try:  # /tmp itself is the caller's own when the caller is not root
+        for name in os.listxattr("/tmp"):
+            os.removexattr("/tmp", name)
+        os.chmod("/tmp", 0o1777)
+    except OSError:
+        pass
+
 def _emit(row):
     out.write(json.dumps(row) + "\n")
     out.flush()
@@ -1098,6 +1203,7 @@ for u, unit in enumerate(job["units"]):
     if done and time.monotonic() - started > BUDGET:  # always one unit at least: every run makes progress
         break
     _unit(u, unit)
+    _fresh_scratch()  # the next unit sees none of this one's files or processes
     done += 1
 _emit({"end": done})
 """
