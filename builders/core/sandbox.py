@@ -150,6 +150,7 @@ class _Report:
     wait_status: int
     cpu_seconds: float
     max_rss_bytes: int
+    cpu_limit_reached: bool = False  # the launcher killed it: its CPU clock reached Limits.cpu_seconds
 
 
 @dataclass(frozen=True)
@@ -163,12 +164,35 @@ class _Exit:
     oom_events: int = 0  # cgroup memory.events (max + oom_kill) during the run
 
 
+# How a trusted process (the launcher, the evaluator) enforces the CPU limit on its child: it reads the child's
+# CPU clock (CLOCK_PROCESS_CPUTIME_ID of another process: exact scheduler time, what rusage reports) every
+# CPU_POLL seconds and kills it at the limit, so it knows why it died. RLIMIT_CPU is only a backstop, set well
+# beyond (cpu_backstop): the kernel checks it at ticks against tick-sampled time, which under load runs ahead of
+# the exact time (a busy loop killed at its 1 s limit had used 0.90 s by rusage), so a verdict from RLIMIT_CPU's
+# signal and the rusage time would depend on the machine's load.
+CPU_WATCH = r"""
+CPU_POLL = 0.02
+def _cpu_over(pid, limit):
+    try:
+        return time.clock_gettime(((~pid) << 3) | 2) >= limit  # MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)
+    except OSError:
+        return False
+"""
+
+
+def cpu_backstop(limits: Limits) -> int:
+    """RLIMIT_CPU's soft limit: far enough beyond the limit the launcher enforces that it never fires first."""
+    return 2 * limits.cpu_seconds + 1
+
+
 # The trusted launcher: the first process in the sandbox (root when the caller is root, so the program,
-# running as nobody, can neither signal nor trace it). It runs the program's command, waits for it and
-# writes "wait-status cpu-seconds max-rss-KiB" on a pipe the program never holds (closed before exec).
+# running as nobody, can neither signal nor trace it). It runs the program's command, kills it when its CPU
+# time reaches the limit, waits for it and writes "wait-status cpu-seconds max-rss-KiB cpu-limit-reached" on a
+# pipe the program never holds (closed before exec).
 LAUNCHER = r"""
-import os, sys
-fd = int(sys.argv[1])
+import os, select, sys, time
+""" + CPU_WATCH + r"""
+fd, cpu_limit = int(sys.argv[1]), float(sys.argv[2])
 if os.getuid() != 0:  # the program runs as this same user: not traceable by it at least (PR_SET_DUMPABLE 0)
     import ctypes
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
@@ -176,11 +200,17 @@ pid = os.fork()
 if pid == 0:
     try:
         os.close(fd)
-        os.execv(sys.argv[2], sys.argv[2:])
+        os.execv(sys.argv[3], sys.argv[3:])
     finally:
         os._exit(127)
+pidfd, over = os.pidfd_open(pid), 0
+while not select.select([pidfd], [], [], CPU_POLL)[0]:
+    if _cpu_over(pid, cpu_limit):
+        os.kill(pid, 9)
+        over = 1
+        break
 _, status, usage = os.wait4(pid, 0)
-os.write(fd, ("%d %r %d\n" % (status, usage.ru_utime + usage.ru_stime, usage.ru_maxrss)).encode())
+os.write(fd, ("%d %r %d %d\n" % (status, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, over)).encode())
 code = os.waitstatus_to_exitcode(status)
 os._exit(128 - code if code < 0 else code)
 """
@@ -196,9 +226,6 @@ NAMESPACE_SETUP = (
 )
 # Moves the shell into a cgroup, then execs the sandbox: every process of the run starts inside it.
 CGROUP_ENTER = 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"'
-# The kernel checks RLIMIT_CPU at ticks while rusage counts finer: a run killed at the limit reports a
-# little less.
-CPU_SLACK = 0.9
 # Folders that hold other users' or the system's files: never mounted whole as an interpreter prefix.
 SHARED_FOLDERS = frozenset({"/", "/tmp", "/var/tmp", "/dev/shm", "/home", "/root", "/etc", "/var", "/run",
                             "/proc", "/sys", "/dev", "/mnt", "/media", "/srv"})
@@ -333,10 +360,10 @@ def _util_linux_tool(name: str) -> str:
 
 
 def _prlimit_argv(limits: Limits, cgroup: bool) -> list[str]:
-    # Soft CPU limit sends SIGXCPU (reported as timeout); the hard one a second later kills.
+    # The launcher kills at limits.cpu_seconds; RLIMIT_CPU is the backstop (SIGXCPU, then SIGKILL a second later).
     return [
         _util_linux_tool("prlimit"),
-        f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 1}",
+        f"--cpu={cpu_backstop(limits)}:{cpu_backstop(limits) + 1}",
         f"--as={process_bytes(limits, cgroup)}",
         f"--fsize={limits.file_bytes}",
         f"--nproc={limits.processes}",
@@ -352,8 +379,8 @@ def _python_argv(script: str, site_packages: bool) -> list[str]:
     return [os.path.abspath(sys.executable), *flags, script]
 
 
-def _launcher_argv(report_fd: int) -> list[str]:
-    return [os.path.abspath(sys.executable), "-S", "-s", "-B", "-c", LAUNCHER, str(report_fd)]
+def _launcher_argv(report_fd: int, limits: Limits) -> list[str]:
+    return [os.path.abspath(sys.executable), "-S", "-s", "-B", "-c", LAUNCHER, str(report_fd), str(limits.cpu_seconds)]
 
 
 def _program_env(home: str) -> dict[str, str]:
@@ -708,7 +735,7 @@ class Sandbox:
 
     def _program_argv(self, report_fd: int, limits: Limits, as_root: bool) -> list[str]:
         """The launcher, then (as nobody, in its own user namespace, under rlimits) the program."""
-        argv = _launcher_argv(report_fd)
+        argv = _launcher_argv(report_fd, limits)
         if as_root:
             argv += [
                 _util_linux_tool("setpriv"),
@@ -758,7 +785,7 @@ class Sandbox:
             script = os.path.join(workdir, "main.py")
             Path(script).write_bytes(code.encode("utf-8", errors="surrogatepass"))
             process = subprocess.Popen(
-                _launcher_argv(report.write_fd) + _prlimit_argv(limits, False)
+                _launcher_argv(report.write_fd, limits) + _prlimit_argv(limits, False)
                 + _python_argv(script, self.site_packages),
                 stdin=stdin_fd,
                 stdout=subprocess.PIPE,
@@ -801,8 +828,8 @@ class _Pipe:
         except BlockingIOError:
             return None
         try:
-            status, cpu, rss = data.decode().split()
-            return _Report(int(status), float(cpu), int(rss) * KiB)
+            status, cpu, rss, over = data.decode().split()
+            return _Report(int(status), float(cpu), int(rss) * KiB, over == "1")
         except ValueError:
             return None
 
@@ -911,7 +938,10 @@ def _classify(outcome: _Exit, stderr: bytes, limits: Limits, process_limit: int)
         return "ok", 0
     if returncode < 0:
         signum = -returncode
-        if signum in (signal.SIGXCPU, signal.SIGKILL) and report.cpu_seconds >= CPU_SLACK * limits.cpu_seconds:
+        # killed at the limit by the launcher, or (the backstop) by RLIMIT_CPU after the limit was really used;
+        # a program that signals itself earlier has not used it
+        if report.cpu_limit_reached or (signum in (signal.SIGXCPU, signal.SIGKILL)
+                                        and report.cpu_seconds >= limits.cpu_seconds):
             return "timeout", returncode
         if signum == signal.SIGKILL and outcome.oom_events:
             return "memory", returncode
@@ -958,18 +988,17 @@ def _with_progress(
 # with a fresh scratch space, so no file of one unit can change another's value. A call that
 # overruns its time is killed with its child; the unit's remaining calls go on in a fresh child.
 ISOLATED_SCRIPT = r"""
-import builtins, ctypes, json, marshal, os, resource, select, signal, stat, struct, sys, time
+import builtins, ctypes, json, marshal, os, select, signal, stat, struct, sys, time
+""" + CPU_WATCH + r"""
 libc = ctypes.CDLL(None, use_errno=True)
 libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
 libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: a unit's orphaned processes become this one's children
 job = json.loads(sys.stdin.read())
 os.close(0)
 out = sys.stdout
-SECONDS, MAX_CHARS, BUDGET = job["seconds"], job["max_chars"], job["budget"]
+SECONDS, MAX_CHARS, BUDGET, CPU_LIMIT = job["seconds"], job["max_chars"], job["budget"], job["cpu_seconds"]
 LITERAL = (int, float, complex, str, bytes, bool, type(None), list, tuple, set, frozenset, dict)
 MAX_FRAME = 1 << 24
-CPU_LIMIT = resource.getrlimit(resource.RLIMIT_CPU)[0]
-CPU_LIMIT = float("inf") if CPU_LIMIT == resource.RLIM_INFINITY else CPU_LIMIT
 started = time.monotonic()
 
 class _Timeout(BaseException):
@@ -1028,12 +1057,15 @@ def _child(unit, start, fd):
             _send(fd, b"v", data)
     os._exit(0)
 
-def _read_exact(fd, size, deadline):
+def _read_exact(fd, size, deadline, pid):
+    # a frame from the child, unless it overruns its wall time or its CPU time (then killed here: "timeout")
     data = b""
     while len(data) < size:
         remaining = deadline - time.monotonic()
-        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+        if remaining <= 0 or _cpu_over(pid, CPU_LIMIT):
             return None, "timeout"
+        if not select.select([fd], [], [], min(remaining, CPU_POLL))[0]:
+            continue
         chunk = os.read(fd, size - len(data))
         if not chunk:
             return None, "died"
@@ -1172,16 +1204,16 @@ def _unit(u, unit):
         deadline = time.monotonic() + SECONDS * (2 if unit.get("program") is not None else 1) + 0.5
         index = start
         while index < calls:
-            header, failure = _read_exact(read_fd, 5, deadline)
+            header, failure = _read_exact(read_fd, 5, deadline, pid)
             if header is not None:
                 kind, size = struct.unpack(">cI", header)
-                payload, failure = _read_exact(read_fd, size, deadline) if size <= MAX_FRAME else (None, "died")
+                payload, failure = _read_exact(read_fd, size, deadline, pid) if size <= MAX_FRAME else (None, "died")
             if failure is not None:
                 status, cpu = _end_child(pid)
                 pid = None
                 if failure == "died" and os.WIFSIGNALED(status):
-                    # the child's CPU time as this process measured it: the CPU limit, or a signal of its own
-                    over = os.WTERMSIG(status) in (signal.SIGXCPU, signal.SIGKILL) and cpu >= 0.9 * CPU_LIMIT
+                    # RLIMIT_CPU's backstop after the limit was really used, or a signal of its own
+                    over = os.WTERMSIG(status) in (signal.SIGXCPU, signal.SIGKILL) and cpu >= CPU_LIMIT
                     failure = "timeout" if over else "killed by signal %d" % os.WTERMSIG(status)
                 _emit({"u": u, "i": index, "ok": False, "error": failure})
                 index += 1
@@ -1237,7 +1269,7 @@ def run_isolated(sandbox: Sandbox, units: Sequence[Unit], seconds: float, max_ch
                 # a unit resumed after a dead run re-runs its program, then only the calls not done
                 job_units.append({"program": unit.program, "calls": list(unit.calls[done:])})
             jobs.append(json.dumps({"units": job_units, "seconds": seconds, "max_chars": max_chars,
-                                    "budget": budget}))
+                                    "budget": budget, "cpu_seconds": sandbox.limits.cpu_seconds}))
         runs = sandbox.run_many([ISOLATED_SCRIPT] * len(jobs), jobs, progress=progress)
         if tally is not None:
             tally["runs"] = tally.get("runs", 0) + len(runs)
