@@ -471,7 +471,8 @@ def test_no_sandbox_is_a_clear_error_unless_unsafe(tmp_path, monkeypatch, capsys
     assert load(tmp_path / "out", "set_0")["test"].num_rows == 4
 
 
-def test_bad_options_are_user_errors(tmp_path, capsys):
+def test_bad_options_are_user_errors(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # `--output o` is relative: an ordinary user cannot write into the checkout
     assert python_io.main(build_args(tmp_path, "--output", str(tmp_path / "o"))) == 2
     assert "need --predictions" in capsys.readouterr().err
     assert python_io.main(build_args(tmp_path, "--predictions", "x.jsonl", "--choices", "9", "--output", "o")) == 2

@@ -359,14 +359,32 @@ def _util_linux_tool(name: str) -> str:
     return os.path.realpath(found)
 
 
-def _prlimit_argv(limits: Limits, cgroup: bool) -> list[str]:
+# Processes of the program's own user in the sandbox besides the program's when the caller is not root: bwrap's
+# init and the launcher. RLIMIT_NPROC counts them (per user namespace), so they would take the program's slots.
+TRUSTED_PROCESSES_SAME_USER = 2
+
+
+def _processes_of_this_user() -> int:
+    """Processes and threads of the caller's user now (owners of /proc/PID): in unsafe mode RLIMIT_NPROC counts
+    them all."""
+    uid, count = os.getuid(), 0
+    for entry in os.scandir("/proc"):
+        try:
+            if entry.name.isdigit() and entry.stat().st_uid == uid:
+                count += len(os.listdir(f"/proc/{entry.name}/task"))
+        except OSError:
+            continue
+    return count
+
+
+def _prlimit_argv(limits: Limits, cgroup: bool, trusted_processes: int = 0) -> list[str]:
     # The launcher kills at limits.cpu_seconds; RLIMIT_CPU is the backstop (SIGXCPU, then SIGKILL a second later).
     return [
         _util_linux_tool("prlimit"),
         f"--cpu={cpu_backstop(limits)}:{cpu_backstop(limits) + 1}",
         f"--as={process_bytes(limits, cgroup)}",
         f"--fsize={limits.file_bytes}",
-        f"--nproc={limits.processes}",
+        f"--nproc={limits.processes + trusted_processes}",
         f"--nofile={limits.open_files}",
         "--core=0",
         "--",
@@ -577,6 +595,12 @@ class Sandbox:
             scratch = "/tmp read-only (no user namespace in which to mount a capped tmpfs)"
         return f"{memory}; {shm}; {scratch}"
 
+    @property
+    def scratch_inodes(self) -> int:
+        """nr_inodes of the run's private /tmp, or 0 when there is none (unsafe mode: the host's /tmp; or a
+        read-only /tmp)."""
+        return self.limits.tmp_inodes if self._outer_namespaces and not self.unsafe else 0
+
     @classmethod
     def check(cls, bwrap: str | None = None) -> str:
         """Raise SandboxUnavailable unless a sandbox can run ``print(1)``; return bwrap's path."""
@@ -747,7 +771,8 @@ class Sandbox:
             ]
             if self._nested_userns:
                 argv += [_util_linux_tool("unshare"), "--user"]
-        return argv + _prlimit_argv(limits, bool(self._cgroup)) + _python_argv(SANDBOX_SCRIPT, self.site_packages)
+        trusted = 0 if as_root else TRUSTED_PROCESSES_SAME_USER
+        return argv + _prlimit_argv(limits, bool(self._cgroup), trusted) + _python_argv(SANDBOX_SCRIPT, self.site_packages)
 
     def _run_sandboxed(
         self, code: str, stdin_fd: int, limits: Limits, command: Sequence[str] | None = None
@@ -785,7 +810,8 @@ class Sandbox:
             script = os.path.join(workdir, "main.py")
             Path(script).write_bytes(code.encode("utf-8", errors="surrogatepass"))
             process = subprocess.Popen(
-                _launcher_argv(report.write_fd, limits) + _prlimit_argv(limits, False)
+                _launcher_argv(report.write_fd, limits)
+                + _prlimit_argv(limits, False, 0 if os.geteuid() == 0 else _processes_of_this_user() + 1)
                 + _python_argv(script, self.site_packages),
                 stdin=stdin_fd,
                 stdout=subprocess.PIPE,
@@ -997,6 +1023,9 @@ job = json.loads(sys.stdin.read())
 os.close(0)
 out = sys.stdout
 SECONDS, MAX_CHARS, BUDGET, CPU_LIMIT = job["seconds"], job["max_chars"], job["budget"], job["cpu_seconds"]
+# the sandbox's private /tmp, emptied after each unit; only when it is one (a tmpfs of its own, not the host's)
+SCRATCH = job["scratch"] and os.statvfs("/tmp").f_files == job["scratch"]
+SCRATCH_DEVICE = os.lstat("/tmp").st_dev
 LITERAL = (int, float, complex, str, bytes, bool, type(None), list, tuple, set, frozenset, dict)
 MAX_FRAME = 1 << 24
 started = time.monotonic()
@@ -1134,15 +1163,13 @@ def _end_processes():
             except ChildProcessError:
                 pass
 
-TMP_DEVICE = os.lstat("/tmp").st_dev
-
 def _remove(path):
     # everything on the scratch tmpfs; other mounts (an interpreter under /tmp) are left alone
     try:
         info = os.lstat(path)
     except OSError:
         return
-    if info.st_dev != TMP_DEVICE:
+    if info.st_dev != SCRATCH_DEVICE:
         return
     if stat.S_ISDIR(info.st_mode):
         try:
@@ -1167,6 +1194,8 @@ def _remove(path):
 
 def _fresh_scratch():
     _end_processes()
+    if not SCRATCH:  # unsafe mode: /tmp is the host's own, never emptied
+        return
     for name in os.listdir("/tmp"):
         _remove("/tmp/" + name)
     try:  # /tmp itself is the caller's own when the caller is not root
@@ -1269,7 +1298,8 @@ def run_isolated(sandbox: Sandbox, units: Sequence[Unit], seconds: float, max_ch
                 # a unit resumed after a dead run re-runs its program, then only the calls not done
                 job_units.append({"program": unit.program, "calls": list(unit.calls[done:])})
             jobs.append(json.dumps({"units": job_units, "seconds": seconds, "max_chars": max_chars,
-                                    "budget": budget, "cpu_seconds": sandbox.limits.cpu_seconds}))
+                                    "budget": budget, "cpu_seconds": sandbox.limits.cpu_seconds,
+                                    "scratch": sandbox.scratch_inodes}))
         runs = sandbox.run_many([ISOLATED_SCRIPT] * len(jobs), jobs, progress=progress)
         if tally is not None:
             tally["runs"] = tally.get("runs", 0) + len(runs)
