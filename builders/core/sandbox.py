@@ -3,7 +3,8 @@
 Each execution gets its own bubblewrap (``bwrap``) sandbox: no network, a read-only
 root holding only /usr, the loader's libraries and the interpreter's prefix (so
 ``~/.cache/huggingface/token`` and the rest of /root or /home do not exist inside), a
-private size-capped tmpfs /tmp, new PID/IPC/UTS namespaces, an empty environment,
+private tmpfs /tmp capped in size and in inodes (files, links and extended attributes: kernel memory no
+rlimit counts), new PID/IPC/UTS namespaces, an empty environment,
 and limits on CPU time, memory, file size, open files and processes. The
 parent enforces a wall-clock deadline and reads at most ``output_bytes`` of each
 output stream.
