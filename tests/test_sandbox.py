@@ -680,9 +680,11 @@ def test_under_a_delegated_cgroup_the_whole_program_and_its_tmp_are_limited() ->
 
 # ---- every unit gets a fresh scratch space (issue 25 point 1) ----------------------------------------------
 
-# Writes a file, a folder it makes unreadable, an xattr, and leaves a process that writes another file later.
+# Writes a file, a folder it makes unreadable, an xattr, a SysV message queue with a known key, and leaves a
+# process that writes another file later.
 LEAVES_TRACES = """
-import os, time
+import ctypes, os, time
+ctypes.CDLL(None).msgget(4242, 0o1000 | 0o600)  # IPC_CREAT
 open("/tmp/mark", "w").write("first unit")
 os.mkdir("/tmp/locked")
 open("/tmp/locked/inside", "w").close()
@@ -700,12 +702,14 @@ if os.fork() == 0:
 @needs_bwrap
 def test_every_unit_gets_a_fresh_scratch_space() -> None:
     sandbox = Sandbox(Limits(cpu_seconds=5, wall_seconds=30, memory_bytes=512 * MiB, processes=4), workers=1)
-    look = "(__import__('time').sleep(1), sorted(__import__('os').listdir('/tmp')))[1]"
+    look = ("(__import__('time').sleep(1), sorted(__import__('os').listdir('/tmp')), "
+            "__import__('ctypes').CDLL(None).msgget(4242, 0))[1:]")
     units = [Unit(LEAVES_TRACES, ("open('/tmp/mark').read()",)), Unit(None, (look,)), Unit(None, (look,))]
     tally: dict[str, int] = {}
     outcomes = run_isolated(sandbox, units, 5.0, 200, per_run=8, tally=tally)
     # within a unit its files stay; the next unit, in the same run, sees none of them, nor later writes
-    assert [row.get("repr") for outcome in outcomes for row in outcome["calls"]] == ["'first unit'", "[]", "[]"]
+    assert [row.get("repr") for outcome in outcomes for row in outcome["calls"]] == [
+        "'first unit'", "([], -1)", "([], -1)"]
     assert tally == {"runs": 1, "rounds": 1}
 
 

@@ -1011,7 +1011,8 @@ def _with_progress(
 # writes to stdout: one JSON line per call {"u", "i", "ok", "repr", "truncated", "error", "nonliteral"} (or
 # {"u", "program_error"}), then {"end": n} where n units were done (fewer when its time budget ran out).
 # So no unit can write another's result, replace the builtins another sees, or forge a line. After each unit
-# every process it left is killed (the evaluator is their subreaper) and /tmp is emptied: every unit starts
+# every process it left is killed (the evaluator is their subreaper), /tmp is emptied and SysV IPC objects are
+# removed: every unit starts
 # with a fresh scratch space, so no file of one unit can change another's value. A call that
 # overruns its time is killed with its child; the unit's remaining calls go on in a fresh child.
 ISOLATED_SCRIPT = r"""
@@ -1193,10 +1194,23 @@ def _remove(path):
         except OSError:
             pass
 
+def _remove_ipc():
+    # SysV objects of the sandbox's own IPC namespace: a segment or queue with a known key is shared state too
+    for kind, remove in (("shm", lambda i: libc.shmctl(i, 0, None)), ("msg", lambda i: libc.msgctl(i, 0, None)),
+                         ("sem", lambda i: libc.semctl(i, 0, 0))):  # IPC_RMID = 0
+        try:
+            with open("/proc/sysvipc/" + kind) as table:
+                ids = [int(line.split()[1]) for line in table.readlines()[1:] if line.strip()]
+        except (OSError, ValueError, IndexError):
+            continue
+        for ipc_id in ids:
+            remove(ipc_id)
+
 def _fresh_scratch():
     _end_processes()
-    if not SCRATCH:  # unsafe mode: /tmp is the host's own, never emptied
+    if not SCRATCH:  # unsafe mode: /tmp and SysV IPC are the host's own, never emptied
         return
+    _remove_ipc()
     for name in os.listdir("/tmp"):
         _remove("/tmp/" + name)
     try:  # /tmp itself is the caller's own when the caller is not root
