@@ -107,7 +107,7 @@ PLAIN_PREDICTIONS = [
     *[{"id": "humaneval/0/0", "model": m, "output": o} for m, o in
       [("m1", "3"), ("m2", "4"), ("m3", "4.0"), ("m4", "12"), ("m5", "'3'"), ("m6", "The answer is 3")]],
     {"id": "humaneval/0/0", "model": "m1", "output": "7"},  # the same model again: dropped
-    # add([1], [2]) = [1, 2]: "[1]*2" is evaluated in the sandbox to [1, 1]; "[1, 2" is invalid
+    # add([1], [2]) = [1, 2]: "[1]*2" is an expression, not a literal (never run); "[1, 2" is invalid
     *[{"id": "humaneval/0/1", "model": m, "output": o} for m, o in
       [("m1", "[1,2]"), ("m2", "[1, 2]"), ("m3", "(1, 2)"), ("m4", "[2, 1]"), ("m5", "[1]*2"), ("m6", "[1, 2")]],
     # remove_occ("hello", "l") = 'heo': 'HEO' differs from the gold only by case; bare heo is a NameError
@@ -176,17 +176,28 @@ def test_literal_parsing_is_bounded_and_never_runs_code():
         with pytest.raises(NotALiteral):
             parse_literal(text)
     assert parse_literal("[" * 10 + "]" * 10) == [[[[[[[[[[]]]]]]]]]]
-    assert normalize_predictions(["[0] * 3", "[1,2]"], sandbox=None) == {"[0] * 3": None, "[1,2]": "[1, 2]"}
+    assert normalize_predictions(["[0] * 3", "[1,2]"]) == {"[0] * 3": None, "[1,2]": "[1, 2]"}
 
 
-@needs_bwrap
-def test_non_literal_predictions_are_evaluated_only_in_the_sandbox():
-    sandbox = Sandbox(limits=Limits(cpu_seconds=1, wall_seconds=3))
-    results = normalize_predictions(
-        ["[0] * 3", "'ab' * 2", "open('/root/.cache/huggingface/token').read()", "sum(range(10**12))",
-         "Hello, Alice!", "heo", "set()"], sandbox)
-    assert results == {"[0] * 3": "[0, 0, 0]", "'ab' * 2": "'abab'", "open('/root/.cache/huggingface/token').read()": None,
-                       "sum(range(10**12))": None, "Hello, Alice!": None, "heo": None, "set()": "set()"}
+HOSTILE_PREDICTIONS = ["open('/etc/hostname').read()", "__import__('os').uname().release",
+                       "[0] * 3", "'ab' * 2", "sum(range(10**12))", "(lambda: 1)()", "Counter({1: 2})",
+                       "print('{\"i\": 1, \"ok\": true, \"repr\": \"999\"}') or 5", "float('3')", "set(1)", "-x"]
+
+
+def test_constructors_outputs_need_are_read_and_everything_else_is_not_a_literal():
+    """Predicted outputs are values: the literal grammar and a short list of constructors, read from the
+    syntax tree; no other expression has a value, however harmless (issue 25 point 2)."""
+    readable = {"set()": "set()", "frozenset()": "frozenset()", "frozenset([2, 1])": "frozenset({1, 2})",
+                "set('ba')": "{'a', 'b'}", "float('inf')": "float('inf')", "-float('inf')": "float('-inf')",
+                "float('-Infinity')": "float('-inf')", "[float('inf'), 1]": "[float('inf'), 1]",
+                "complex(1, 2)": "(1+2j)", "-1-2j": "(-1-2j)", "{1: set()}": "{1: set()}"}
+    assert normalize_predictions([*readable, *HOSTILE_PREDICTIONS, "float('nan')"]) == {
+        **readable, **{text: None for text in HOSTILE_PREDICTIONS}, "float('nan')": None}
+    for text in readable:  # the formatted value reads back as the same value
+        assert PythonValueEquivalence().same(text, canonical_text(text))
+    assert parse_literal("[inf, -inf]", from_repr=True) == [float("inf"), float("-inf")]  # the evaluator's repr
+    with pytest.raises(NotALiteral):
+        parse_literal("inf")  # a model's bare name is no value
 
 
 def test_predicted_output_is_read_from_the_answer_block():
@@ -300,7 +311,7 @@ def test_build_from_real_format_predictions(tmp_path):
     options = {r["id"]: (sorted(r["choices"]), r["choices"][r["answer"]]) for r in test + train}
     # each set draws 2 of the pool; the gold is always there, shown as repr shows it
     assert options["humaneval/0/0"][1] == "3" and set(options["humaneval/0/0"][0]) <= {"3", "4", "'3'", "12"}
-    assert options["humaneval/0/1"][1] == "[1, 2]" and set(options["humaneval/0/1"][0]) <= {"[1, 2]", "(1, 2)", "[1, 1]", "[2, 1]"}
+    assert options["humaneval/0/1"] == (["(1, 2)", "[1, 2]", "[2, 1]"], "[1, 2]")
     assert options["humaneval/1/2"] == (["'True'", "False", "True"], "True")
     # 'HEO' and 'heo' differ in case only: different values, so different options (case matters)
     assert options["mbpp/11/0"] == (["'HEO'", "'helo'", "'heo'"], "'heo'")
@@ -335,8 +346,8 @@ def test_build_from_real_format_predictions(tmp_path):
         ("4", ["m2", "m3"], ["4.0"]), ("'3'", ["m5"], []), ("12", ["m4"], [])]
     assert (add["invalid"], add["correct"]) == ({"m6": 1}, {"m1": 1})
     lists = pools["humaneval/0/1"]
-    assert [c["text"] for c in lists["candidates"]] == ["(1, 2)", "[1, 1]", "[2, 1]"]
-    assert (lists["invalid"], lists["correct"], lists["gold_merges"]) == ({"m6": 1}, {"m1": 1, "m2": 1}, 1)
+    assert [c["text"] for c in lists["candidates"]] == ["(1, 2)", "[2, 1]"]
+    assert (lists["invalid"], lists["correct"], lists["gold_merges"]) == ({"m5": 1, "m6": 1}, {"m1": 1, "m2": 1}, 1)
     heo = pools["mbpp/11/0"]
     assert [c["text"] for c in heo["candidates"]] == ["'HEO'", "'hello'", "'helo'"]  # case matters: 'HEO' is not 'heo'
     assert (heo["invalid"], heo["correct"]) == ({"m6": 1}, {"m1": 1, "m2": 1})
@@ -460,7 +471,8 @@ def test_no_sandbox_is_a_clear_error_unless_unsafe(tmp_path, monkeypatch, capsys
     assert load(tmp_path / "out", "set_0")["test"].num_rows == 4
 
 
-def test_bad_options_are_user_errors(tmp_path, capsys):
+def test_bad_options_are_user_errors(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # `--output o` is relative: an ordinary user cannot write into the checkout
     assert python_io.main(build_args(tmp_path, "--output", str(tmp_path / "o"))) == 2
     assert "need --predictions" in capsys.readouterr().err
     assert python_io.main(build_args(tmp_path, "--predictions", "x.jsonl", "--choices", "9", "--output", "o")) == 2
@@ -486,20 +498,30 @@ def test_publish_and_load_back(local_hub, tmp_path):
 
 
 @needs_bwrap
-def test_one_prediction_cannot_decide_another_predictions_value():
-    sandbox = Sandbox(limits=python_io.PREDICTION_LIMITS)
-    texts = [
-        'print(\'{"i": 1, "ok": true, "repr": "999"}\') or 5',  # prints a result line for the next expression
-        "[0] * 2",
-        "__import__('builtins').__setattr__('repr', lambda value: '999') or 3",  # replaces repr for the rest
-        "'ab' * 2",
-        "__import__('os').write(1, b'{\"i\": 4, \"ok\": true, \"repr\": \"999\"}\\n') and [1] * 1",
-        "[2] * 2",
-        "type('Liar', (list,), {'__repr__': lambda self: '[7]'})([8])",  # a value that lies about itself
-    ]
-    assert normalize_predictions(texts, sandbox) == {
-        texts[0]: "5", "[0] * 2": "[0, 0]", texts[2]: "3", "'ab' * 2": "'abab'", texts[4]: "[1]",
-        "[2] * 2": "[2, 2]", texts[6]: None}
+def test_hostile_predictions_are_not_a_literal_and_never_reach_the_sandbox(tmp_path, monkeypatch):
+    """Issue 25 point 2: an expression a model wrote never runs, so it can neither read host data (the kernel
+    release, a host file) into a release nor pin memory; it is counted as not_a_literal."""
+    ran: list[str] = []
+    execute = Sandbox._execute
+
+    def recording(self, code, stdin, limits, command=None):
+        ran.append(code + stdin)
+        return execute(self, code, stdin, limits, command)
+
+    monkeypatch.setattr(Sandbox, "_execute", recording)
+    rows = [{"id": "humaneval/0/0", "model": f"h{i}", "output": text} for i, text in enumerate(HOSTILE_PREDICTIONS)]
+    rows += [{"id": "humaneval/0/0", "model": "m1", "output": "4"}, {"id": "humaneval/0/0", "model": "m2", "output": "5"}]
+    predictions = write_jsonl(tmp_path / "hostile.jsonl", rows)
+    out = tmp_path / "out"
+    assert python_io.main(build_args(tmp_path, "--predictions", str(predictions), "--output", str(out),
+                                     "--pool", str(tmp_path / "pools.jsonl"))) == 0
+    assert ran and not any(text in run for text in HOSTILE_PREDICTIONS for run in ran)
+    pool = next(row for row in map(json.loads, (tmp_path / "pools.jsonl").read_text().splitlines())
+                if row["question_id"] == "humaneval/0/0")
+    assert [c["text"] for c in pool["candidates"]] == ["4", "5"]
+    assert pool["invalid"] == {f"h{i}": 1 for i in range(len(HOSTILE_PREDICTIONS))}
+    assert f"| rows whose text is not a literal (not_a_literal) | {len(HOSTILE_PREDICTIONS)} |" in (out / "README.md").read_text()
+    assert os.uname().release not in (tmp_path / "pools.jsonl").read_text()
 
 
 @needs_bwrap
@@ -625,7 +647,7 @@ def test_distractors_equal_to_the_gold_up_to_float_rounding_are_dropped():
     pair = python_io_pairs.CallPair("mbpp/293/0", problem, 0, "f(7, 8)", "10.63014581273465")
     outputs = ["10.63014581273463", "10.630146", "10.6301", "9.0", "10", "[10.63014581273465]", "10.63014581273465"]
     matched = {pair.id: [Prediction(f"m{i}", o, {"id": pair.id}, f"x:{i}", extracted=True) for i, o in enumerate(outputs)]}
-    pools, counts = python_io.make_pools([python_io_pairs.Verified(pair, "10.63014581273465")], matched, None, 1000)
+    pools, counts = python_io.make_pools([python_io_pairs.Verified(pair, "10.63014581273465")], matched, 1000)
     # within a relative 1e-6: ...463 and 10.630146 go; 10.6301 (1e-5 off), 9.0, 10 and a list stay; m6 is right
     assert [c.text for c in pools[pair.id].candidates] == ["10", "10.6301", "9.0", "[10.63014581273465]"]
     assert counts["near_gold_dropped"] == 2 and pools[pair.id].correct == {"m6": 1}

@@ -3,7 +3,8 @@
 Each execution gets its own bubblewrap (``bwrap``) sandbox: no network, a read-only
 root holding only /usr, the loader's libraries and the interpreter's prefix (so
 ``~/.cache/huggingface/token`` and the rest of /root or /home do not exist inside), a
-private size-capped tmpfs /tmp, new PID/IPC/UTS namespaces, an empty environment,
+private tmpfs /tmp capped in size and in inodes (files, links and extended attributes: kernel memory no
+rlimit counts), new PID/IPC/UTS namespaces, an empty environment,
 and limits on CPU time, memory, file size, open files and processes. The
 parent enforces a wall-clock deadline and reads at most ``output_bytes`` of each
 output stream.
@@ -50,6 +51,7 @@ import sysconfig
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
@@ -110,6 +112,7 @@ class Limits:
     processes: int = 4  # processes and threads of the program (RLIMIT_NPROC, pids.max)
     output_bytes: int = 64 * KiB  # kept from stdout and from stderr each
     tmp_bytes: int = 16 * MiB  # size of the private /tmp
+    tmp_inodes: int = 64  # files, folders, links and (as inode space) extended attributes in /tmp
     open_files: int = 64
 
     def __post_init__(self) -> None:
@@ -148,6 +151,7 @@ class _Report:
     wait_status: int
     cpu_seconds: float
     max_rss_bytes: int
+    cpu_limit_reached: bool = False  # the launcher killed it: its CPU clock reached Limits.cpu_seconds
 
 
 @dataclass(frozen=True)
@@ -161,12 +165,35 @@ class _Exit:
     oom_events: int = 0  # cgroup memory.events (max + oom_kill) during the run
 
 
+# How a trusted process (the launcher, the evaluator) enforces the CPU limit on its child: it reads the child's
+# CPU clock (CLOCK_PROCESS_CPUTIME_ID of another process: exact scheduler time, what rusage reports) every
+# CPU_POLL seconds and kills it at the limit, so it knows why it died. RLIMIT_CPU is only a backstop, set well
+# beyond (cpu_backstop): the kernel checks it at ticks against tick-sampled time, which under load runs ahead of
+# the exact time (a busy loop killed at its 1 s limit had used 0.90 s by rusage), so a verdict from RLIMIT_CPU's
+# signal and the rusage time would depend on the machine's load.
+CPU_WATCH = r"""
+CPU_POLL = 0.02
+def _cpu_over(pid, limit):
+    try:
+        return time.clock_gettime(((~pid) << 3) | 2) >= limit  # MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)
+    except OSError:
+        return False
+"""
+
+
+def cpu_backstop(limits: Limits) -> int:
+    """RLIMIT_CPU's soft limit: far enough beyond the limit the launcher enforces that it never fires first."""
+    return 2 * limits.cpu_seconds + 1
+
+
 # The trusted launcher: the first process in the sandbox (root when the caller is root, so the program,
-# running as nobody, can neither signal nor trace it). It runs the program's command, waits for it and
-# writes "wait-status cpu-seconds max-rss-KiB" on a pipe the program never holds (closed before exec).
+# running as nobody, can neither signal nor trace it). It runs the program's command, kills it when its CPU
+# time reaches the limit, waits for it and writes "wait-status cpu-seconds max-rss-KiB cpu-limit-reached" on a
+# pipe the program never holds (closed before exec).
 LAUNCHER = r"""
-import os, sys
-fd = int(sys.argv[1])
+import os, select, sys, time
+""" + CPU_WATCH + r"""
+fd, cpu_limit = int(sys.argv[1]), float(sys.argv[2])
 if os.getuid() != 0:  # the program runs as this same user: not traceable by it at least (PR_SET_DUMPABLE 0)
     import ctypes
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
@@ -174,25 +201,32 @@ pid = os.fork()
 if pid == 0:
     try:
         os.close(fd)
-        os.execv(sys.argv[2], sys.argv[2:])
+        os.execv(sys.argv[3], sys.argv[3:])
     finally:
         os._exit(127)
+pidfd, over = os.pidfd_open(pid), 0
+while not select.select([pidfd], [], [], CPU_POLL)[0]:
+    if _cpu_over(pid, cpu_limit):
+        os.kill(pid, 9)
+        over = 1
+        break
 _, status, usage = os.wait4(pid, 0)
-os.write(fd, ("%d %r %d\n" % (status, usage.ru_utime + usage.ru_stime, usage.ru_maxrss)).encode())
+os.write(fd, ("%d %r %d %d\n" % (status, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, over)).encode())
 code = os.waitstatus_to_exitcode(status)
 os._exit(128 - code if code < 0 else code)
 """
-# Run (as root, in a fresh IPC namespace made by `unshare --ipc`) before bwrap: caps SysV shared memory and
-# message queues there. bwrap mounts /proc/sys read-only, so it cannot be done inside.
-IPC_SETUP = (
+# Run (as root, in fresh IPC and mount namespaces made by `unshare --ipc --mount`) before bwrap: caps SysV
+# shared memory and message queues there (bwrap mounts /proc/sys read-only, so it cannot be done inside), and
+# mounts the run's /tmp: a tmpfs whose nr_inodes caps files, folders, hard links and (as inode space, since
+# Linux 6.6) extended attributes, which live in unreclaimable kernel memory that no rlimit counts. bwrap's own
+# --tmpfs sets only the size. The mount point is an empty host folder; the mount stays in the private namespace.
+NAMESPACE_SETUP = (
     'echo "$1" > /proc/sys/kernel/shmmax && echo "$2" > /proc/sys/kernel/shmall && '
-    "echo 16 > /proc/sys/kernel/shmmni && echo 16 > /proc/sys/kernel/msgmni && shift 2 && exec \"$@\""
+    "echo 16 > /proc/sys/kernel/shmmni && echo 16 > /proc/sys/kernel/msgmni && "
+    '"$3" -t tmpfs -o "$4" mcqforge-scratch "$5" && shift 5 && exec "$@"'
 )
 # Moves the shell into a cgroup, then execs the sandbox: every process of the run starts inside it.
 CGROUP_ENTER = 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"'
-# The kernel checks RLIMIT_CPU at ticks while rusage counts finer: a run killed at the limit reports a
-# little less.
-CPU_SLACK = 0.9
 # Folders that hold other users' or the system's files: never mounted whole as an interpreter prefix.
 SHARED_FOLDERS = frozenset({"/", "/tmp", "/var/tmp", "/dev/shm", "/home", "/root", "/etc", "/var", "/run",
                             "/proc", "/sys", "/dev", "/mnt", "/media", "/srv"})
@@ -204,12 +238,23 @@ def shm_cap(limits: Limits) -> int:
     return min(64 * MiB, limits.memory_bytes // 8)
 
 
+# Kernel memory an inode of the scratch tmpfs may hold besides its data: the inode and its dentry (about
+# 1 KiB), a long symlink target or name, and two POSIX ACLs (up to 64 KiB each, outside the inode space).
+INODE_OVERHEAD = 132 * KiB
+
+
+def scratch_cap(limits: Limits) -> int:
+    """Bytes the private /tmp may take in all: its data and the kernel memory of its inodes."""
+    return limits.tmp_bytes + limits.tmp_inodes * INODE_OVERHEAD
+
+
 def process_bytes(limits: Limits, cgroup: bool) -> int:
-    """RLIMIT_AS of each process: the whole budget under a cgroup (which limits the sum), else an
-    equal share, so that processes x share + shared memory <= the budget."""
+    """RLIMIT_AS of each process: the whole budget under a cgroup (which limits the sum and charges the
+    scratch tmpfs to it), else an equal share, so that processes x share + shared memory + scratch space
+    <= the budget."""
     if cgroup:
         return limits.memory_bytes
-    return (limits.memory_bytes - shm_cap(limits)) // limits.processes
+    return (limits.memory_bytes - shm_cap(limits) - scratch_cap(limits)) // limits.processes
 
 
 class _Cgroup:
@@ -315,14 +360,32 @@ def _util_linux_tool(name: str) -> str:
     return os.path.realpath(found)
 
 
-def _prlimit_argv(limits: Limits, cgroup: bool) -> list[str]:
-    # Soft CPU limit sends SIGXCPU (reported as timeout); the hard one a second later kills.
+# Processes of the program's own user in the sandbox besides the program's when the caller is not root: bwrap's
+# init and the launcher. RLIMIT_NPROC counts them (per user namespace), so they would take the program's slots.
+TRUSTED_PROCESSES_SAME_USER = 2
+
+
+def _processes_of_this_user() -> int:
+    """Processes and threads of the caller's user now (owners of /proc/PID): in unsafe mode RLIMIT_NPROC counts
+    them all."""
+    uid, count = os.getuid(), 0
+    for entry in os.scandir("/proc"):
+        try:
+            if entry.name.isdigit() and entry.stat().st_uid == uid:
+                count += len(os.listdir(f"/proc/{entry.name}/task"))
+        except OSError:
+            continue
+    return count
+
+
+def _prlimit_argv(limits: Limits, cgroup: bool, trusted_processes: int = 0) -> list[str]:
+    # The launcher kills at limits.cpu_seconds; RLIMIT_CPU is the backstop (SIGXCPU, then SIGKILL a second later).
     return [
         _util_linux_tool("prlimit"),
-        f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 1}",
+        f"--cpu={cpu_backstop(limits)}:{cpu_backstop(limits) + 1}",
         f"--as={process_bytes(limits, cgroup)}",
         f"--fsize={limits.file_bytes}",
-        f"--nproc={limits.processes}",
+        f"--nproc={limits.processes + trusted_processes}",
         f"--nofile={limits.open_files}",
         "--core=0",
         "--",
@@ -335,8 +398,8 @@ def _python_argv(script: str, site_packages: bool) -> list[str]:
     return [os.path.abspath(sys.executable), *flags, script]
 
 
-def _launcher_argv(report_fd: int) -> list[str]:
-    return [os.path.abspath(sys.executable), "-S", "-s", "-B", "-c", LAUNCHER, str(report_fd)]
+def _launcher_argv(report_fd: int, limits: Limits) -> list[str]:
+    return [os.path.abspath(sys.executable), "-S", "-s", "-B", "-c", LAUNCHER, str(report_fd), str(limits.cpu_seconds)]
 
 
 def _program_env(home: str) -> dict[str, str]:
@@ -488,8 +551,12 @@ class Sandbox:
         self.bwrap: str | None = None
         self._nested_userns = True
         self._cgroup, why = (None, "unsafe mode") if unsafe else _find_cgroup()
-        # Root writes the IPC limits directly; any other user from an outer user namespace of its own.
-        self._ipc_namespace = not unsafe
+        # Root writes the IPC limits and mounts the capped /tmp directly; any other user from an outer user
+        # namespace of its own. The mount point is an empty folder that only private mount namespaces use.
+        self._outer_namespaces = not unsafe
+        self._scratch_mount_point = "" if unsafe else tempfile.mkdtemp(prefix="mcqforge-scratch-")
+        if self._scratch_mount_point:
+            weakref.finalize(self, os.rmdir, self._scratch_mount_point)
         self.mechanism = self._describe_mechanism()
         self._why_no_cgroup = why
         if not self._cgroup and process_bytes(limits, False) < MIN_PROCESS_BYTES:
@@ -519,12 +586,21 @@ class Sandbox:
         else:
             memory = (f"rlimits: {limits.processes} processes x {process_bytes(limits, False) >> 20} MiB "
                       "address space each (no delegated cgroup v2)")
-        if self._ipc_namespace:
+        if self._outer_namespaces:
             shm = f"SysV shared memory capped at {shm_cap(limits) >> 20} MiB in the sandbox's IPC namespace"
+            scratch = (f"/tmp a tmpfs of {limits.tmp_bytes >> 20} MiB and {limits.tmp_inodes} inodes (extended "
+                       "attributes included), fresh for every run and every unit")
         else:
             shm = ("SysV shared memory NOT capped (no user namespace in which to set shmmax for the "
                    "sandbox's IPC namespace)")
-        return f"{memory}; {shm}"
+            scratch = "/tmp read-only (no user namespace in which to mount a capped tmpfs)"
+        return f"{memory}; {shm}; {scratch}"
+
+    @property
+    def scratch_inodes(self) -> int:
+        """nr_inodes of the run's private /tmp, or 0 when there is none (unsafe mode: the host's /tmp; or a
+        read-only /tmp)."""
+        return self.limits.tmp_inodes if self._outer_namespaces and not self.unsafe else 0
 
     @classmethod
     def check(cls, bwrap: str | None = None) -> str:
@@ -600,13 +676,15 @@ class Sandbox:
         result = self._execute("print(1)", "", probe_limits)
         if result.ok and result.stdout == "1\n":
             return
-        if os.geteuid() != 0 and self._ipc_namespace:
-            # No outer user namespace for the IPC limits (or bwrap refuses to nest in one): go without them.
-            self._ipc_namespace = False
+        if os.geteuid() != 0 and self._outer_namespaces:
+            # No outer user namespace for the IPC limits and the capped /tmp (or bwrap refuses to nest in one):
+            # go without them, and without a writable /tmp.
+            self._outer_namespaces = False
             retry = self._execute("print(1)", "", probe_limits)
             if retry.ok and retry.stdout == "1\n":
                 self.mechanism = self._describe_mechanism()
-                logger.warning("cannot cap SysV shared memory (%s)", result.stderr.strip()[-200:])
+                logger.warning("cannot cap SysV shared memory nor mount a capped /tmp; /tmp is read-only (%s)",
+                               result.stderr.strip()[-200:])
                 return
         if os.geteuid() == 0 and self._nested_userns:
             # Without the inner user namespace the process budget is shared by every
@@ -646,22 +724,24 @@ class Sandbox:
         options = _bwrap_options(self.bwrap)
         as_root = os.geteuid() == 0
         argv = [self.bwrap, "--unshare-pid", "--unshare-net", "--unshare-uts"]
-        if not self._ipc_namespace:
+        if not self._outer_namespaces:
             argv += ["--unshare-ipc"]
         argv += ["--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv"]
         if not as_root:
             argv += ["--unshare-user"]
-            if self._ipc_namespace:  # bwrap runs as root of the outer namespace: keep the caller's ids inside
+            if self._outer_namespaces:  # bwrap runs as root of the outer namespace: keep the caller's ids inside
                 argv += ["--uid", str(os.getuid()), "--gid", str(os.getgid())]
             if "--disable-userns" in options:
                 argv += ["--disable-userns"]
         for name, value in _program_env("/tmp").items():
             argv += ["--setenv", name, value]
         argv += _root_mounts()
-        argv += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777"]
-        if "--size" in options:
-            argv += ["--size", str(limits.tmp_bytes)]
-        argv += ["--tmpfs", "/tmp", *_interpreter_mounts()]
+        argv += ["--dev", "/dev", "--proc", "/proc"]
+        if self._outer_namespaces:  # the capped tmpfs mounted by NAMESPACE_SETUP
+            argv += ["--bind", self._scratch_mount_point, "/tmp"]
+        else:  # no namespace in which to mount a capped one: /tmp is read-only (bwrap's --tmpfs has no nr_inodes)
+            argv += ["--perms", "0755", "--dir", "/tmp"]
+        argv += [*_interpreter_mounts()]
         argv += ["--perms", "0755", "--dir", str(Path(SANDBOX_SCRIPT).parent)]
         argv += ["--perms", "0444", "--ro-bind-data", str(code_fd), SANDBOX_SCRIPT]
         argv += ["--remount-ro", "/", "--chdir", "/tmp", "--"]
@@ -669,16 +749,18 @@ class Sandbox:
             argv += list(command)
         else:
             argv += self._program_argv(report_fd, limits, as_root)
-        if self._ipc_namespace:
+        if self._outer_namespaces:
             cap = shm_cap(limits)
-            outer = ["--ipc"] if as_root else ["--user", "--map-root-user", "--ipc"]
-            argv = [_util_linux_tool("unshare"), *outer, "--", _shell(), "-c", IPC_SETUP, "sh", str(cap),
-                    str(max(1, cap // os.sysconf("SC_PAGE_SIZE"))), *argv]
+            outer = ["--ipc", "--mount"] if as_root else ["--user", "--map-root-user", "--ipc", "--mount"]
+            tmpfs = f"size={limits.tmp_bytes},nr_inodes={limits.tmp_inodes},mode=1777,nosuid,nodev"
+            argv = [_util_linux_tool("unshare"), *outer, "--propagation", "private", "--", _shell(), "-c",
+                    NAMESPACE_SETUP, "sh", str(cap), str(max(1, cap // os.sysconf("SC_PAGE_SIZE"))),
+                    _util_linux_tool("mount"), tmpfs, self._scratch_mount_point, *argv]
         return argv
 
     def _program_argv(self, report_fd: int, limits: Limits, as_root: bool) -> list[str]:
         """The launcher, then (as nobody, in its own user namespace, under rlimits) the program."""
-        argv = _launcher_argv(report_fd)
+        argv = _launcher_argv(report_fd, limits)
         if as_root:
             argv += [
                 _util_linux_tool("setpriv"),
@@ -690,7 +772,8 @@ class Sandbox:
             ]
             if self._nested_userns:
                 argv += [_util_linux_tool("unshare"), "--user"]
-        return argv + _prlimit_argv(limits, bool(self._cgroup)) + _python_argv(SANDBOX_SCRIPT, self.site_packages)
+        trusted = 0 if as_root else TRUSTED_PROCESSES_SAME_USER
+        return argv + _prlimit_argv(limits, bool(self._cgroup), trusted) + _python_argv(SANDBOX_SCRIPT, self.site_packages)
 
     def _run_sandboxed(
         self, code: str, stdin_fd: int, limits: Limits, command: Sequence[str] | None = None
@@ -728,7 +811,8 @@ class Sandbox:
             script = os.path.join(workdir, "main.py")
             Path(script).write_bytes(code.encode("utf-8", errors="surrogatepass"))
             process = subprocess.Popen(
-                _launcher_argv(report.write_fd) + _prlimit_argv(limits, False)
+                _launcher_argv(report.write_fd, limits)
+                + _prlimit_argv(limits, False, 0 if os.geteuid() == 0 else _processes_of_this_user() + 1)
                 + _python_argv(script, self.site_packages),
                 stdin=stdin_fd,
                 stdout=subprocess.PIPE,
@@ -771,8 +855,8 @@ class _Pipe:
         except BlockingIOError:
             return None
         try:
-            status, cpu, rss = data.decode().split()
-            return _Report(int(status), float(cpu), int(rss) * KiB)
+            status, cpu, rss, over = data.decode().split()
+            return _Report(int(status), float(cpu), int(rss) * KiB, over == "1")
         except ValueError:
             return None
 
@@ -881,7 +965,10 @@ def _classify(outcome: _Exit, stderr: bytes, limits: Limits, process_limit: int)
         return "ok", 0
     if returncode < 0:
         signum = -returncode
-        if signum in (signal.SIGXCPU, signal.SIGKILL) and report.cpu_seconds >= CPU_SLACK * limits.cpu_seconds:
+        # killed at the limit by the launcher, or (the backstop) by RLIMIT_CPU after the limit was really used;
+        # a program that signals itself earlier has not used it
+        if report.cpu_limit_reached or (signum in (signal.SIGXCPU, signal.SIGKILL)
+                                        and report.cpu_seconds >= limits.cpu_seconds):
             return "timeout", returncode
         if signum == signal.SIGKILL and outcome.oom_events:
             return "memory", returncode
@@ -923,19 +1010,26 @@ def _with_progress(
 # namespace, and sends each value over a pipe of its own, marshalled (plain data only). Only this process
 # writes to stdout: one JSON line per call {"u", "i", "ok", "repr", "truncated", "error", "nonliteral"} (or
 # {"u", "program_error"}), then {"end": n} where n units were done (fewer when its time budget ran out).
-# So no unit can write another's result, replace the builtins another sees, or forge a line. A call that
+# So no unit can write another's result, replace the builtins another sees, or forge a line. After each unit
+# every process it left is killed (the evaluator is their subreaper), /tmp is emptied and SysV IPC objects are
+# removed: every unit starts
+# with a fresh scratch space, so no file of one unit can change another's value. A call that
 # overruns its time is killed with its child; the unit's remaining calls go on in a fresh child.
 ISOLATED_SCRIPT = r"""
-import builtins, ctypes, json, marshal, os, resource, select, signal, struct, sys, time
-ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+import builtins, ctypes, json, marshal, os, select, signal, stat, struct, sys, time
+""" + CPU_WATCH + r"""
+libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: a unit's orphaned processes become this one's children
 job = json.loads(sys.stdin.read())
 os.close(0)
 out = sys.stdout
-SECONDS, MAX_CHARS, BUDGET = job["seconds"], job["max_chars"], job["budget"]
+SECONDS, MAX_CHARS, BUDGET, CPU_LIMIT = job["seconds"], job["max_chars"], job["budget"], job["cpu_seconds"]
+# the sandbox's private /tmp, emptied after each unit; only when it is one (a tmpfs of its own, not the host's)
+SCRATCH = job["scratch"] and os.statvfs("/tmp").f_files == job["scratch"]
+SCRATCH_DEVICE = os.lstat("/tmp").st_dev
 LITERAL = (int, float, complex, str, bytes, bool, type(None), list, tuple, set, frozenset, dict)
 MAX_FRAME = 1 << 24
-CPU_LIMIT = resource.getrlimit(resource.RLIMIT_CPU)[0]
-CPU_LIMIT = float("inf") if CPU_LIMIT == resource.RLIM_INFINITY else CPU_LIMIT
 started = time.monotonic()
 
 class _Timeout(BaseException):
@@ -994,12 +1088,15 @@ def _child(unit, start, fd):
             _send(fd, b"v", data)
     os._exit(0)
 
-def _read_exact(fd, size, deadline):
+def _read_exact(fd, size, deadline, pid):
+    # a frame from the child, unless it overruns its wall time or its CPU time (then killed here: "timeout")
     data = b""
     while len(data) < size:
         remaining = deadline - time.monotonic()
-        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+        if remaining <= 0 or _cpu_over(pid, CPU_LIMIT):
             return None, "timeout"
+        if not select.select([fd], [], [], min(remaining, CPU_POLL))[0]:
+            continue
         chunk = os.read(fd, size - len(data))
         if not chunk:
             return None, "died"
@@ -1039,6 +1136,90 @@ def _row(kind, payload):
         return {"ok": False, "nonliteral": True, "error": "not a literal: " + payload.decode("utf-8", "replace")}
     return {"ok": False, "error": payload.decode("utf-8", "replace")}
 
+def _unit_processes():
+    me, found = str(os.getpid()), []
+    for name in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % name) as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError, ValueError):
+            continue
+        if fields[1] == me:
+            found.append(int(name))
+    return found
+
+def _end_processes():
+    # every process a unit left (they are all this subreaper's children, or become so as their parents die)
+    while True:
+        found = _unit_processes()
+        if not found:
+            return
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for pid in found:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+def _remove(path):
+    # everything on the scratch tmpfs; other mounts (an interpreter under /tmp) are left alone
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return
+    if info.st_dev != SCRATCH_DEVICE:
+        return
+    if stat.S_ISDIR(info.st_mode):
+        try:
+            os.chmod(path, 0o700)
+        except OSError:
+            pass
+        try:
+            names = os.listdir(path)
+        except OSError:
+            names = []
+        for name in names:
+            _remove(os.path.join(path, name))
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
+    else:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+def _remove_ipc():
+    # SysV objects of the sandbox's own IPC namespace: a segment or queue with a known key is shared state too
+    for kind, remove in (("shm", lambda i: libc.shmctl(i, 0, None)), ("msg", lambda i: libc.msgctl(i, 0, None)),
+                         ("sem", lambda i: libc.semctl(i, 0, 0))):  # IPC_RMID = 0
+        try:
+            with open("/proc/sysvipc/" + kind) as table:
+                ids = [int(line.split()[1]) for line in table.readlines()[1:] if line.strip()]
+        except (OSError, ValueError, IndexError):
+            continue
+        for ipc_id in ids:
+            remove(ipc_id)
+
+def _fresh_scratch():
+    _end_processes()
+    if not SCRATCH:  # unsafe mode: /tmp and SysV IPC are the host's own, never emptied
+        return
+    _remove_ipc()
+    for name in os.listdir("/tmp"):
+        _remove("/tmp/" + name)
+    try:  # /tmp itself is the caller's own when the caller is not root
+        for name in os.listxattr("/tmp"):
+            os.removexattr("/tmp", name)
+        os.chmod("/tmp", 0o1777)
+    except OSError:
+        pass
+
 def _emit(row):
     out.write(json.dumps(row) + "\n")
     out.flush()
@@ -1067,16 +1248,16 @@ def _unit(u, unit):
         deadline = time.monotonic() + SECONDS * (2 if unit.get("program") is not None else 1) + 0.5
         index = start
         while index < calls:
-            header, failure = _read_exact(read_fd, 5, deadline)
+            header, failure = _read_exact(read_fd, 5, deadline, pid)
             if header is not None:
                 kind, size = struct.unpack(">cI", header)
-                payload, failure = _read_exact(read_fd, size, deadline) if size <= MAX_FRAME else (None, "died")
+                payload, failure = _read_exact(read_fd, size, deadline, pid) if size <= MAX_FRAME else (None, "died")
             if failure is not None:
                 status, cpu = _end_child(pid)
                 pid = None
                 if failure == "died" and os.WIFSIGNALED(status):
-                    # the child's CPU time as this process measured it: the CPU limit, or a signal of its own
-                    over = os.WTERMSIG(status) in (signal.SIGXCPU, signal.SIGKILL) and cpu >= 0.9 * CPU_LIMIT
+                    # RLIMIT_CPU's backstop after the limit was really used, or a signal of its own
+                    over = os.WTERMSIG(status) in (signal.SIGXCPU, signal.SIGKILL) and cpu >= CPU_LIMIT
                     failure = "timeout" if over else "killed by signal %d" % os.WTERMSIG(status)
                 _emit({"u": u, "i": index, "ok": False, "error": failure})
                 index += 1
@@ -1098,6 +1279,7 @@ for u, unit in enumerate(job["units"]):
     if done and time.monotonic() - started > BUDGET:  # always one unit at least: every run makes progress
         break
     _unit(u, unit)
+    _fresh_scratch()  # the next unit sees none of this one's files or processes
     done += 1
 _emit({"end": done})
 """
@@ -1131,7 +1313,8 @@ def run_isolated(sandbox: Sandbox, units: Sequence[Unit], seconds: float, max_ch
                 # a unit resumed after a dead run re-runs its program, then only the calls not done
                 job_units.append({"program": unit.program, "calls": list(unit.calls[done:])})
             jobs.append(json.dumps({"units": job_units, "seconds": seconds, "max_chars": max_chars,
-                                    "budget": budget}))
+                                    "budget": budget, "cpu_seconds": sandbox.limits.cpu_seconds,
+                                    "scratch": sandbox.scratch_inodes}))
         runs = sandbox.run_many([ISOLATED_SCRIPT] * len(jobs), jobs, progress=progress)
         if tally is not None:
             tally["runs"] = tally.get("runs", 0) + len(runs)

@@ -38,7 +38,7 @@ from builders.core.predictions import (PROBLEMS_FILE, MatchReport, Prediction, P
                                        match_predictions, read_predictions, require_matches, require_texts,
                                        write_predictions)
 from builders.core.record import MCQRecord, normalize_text
-from builders.core.sandbox import Limits, Sandbox
+from builders.core.sandbox import Sandbox
 from builders.core.sources import LoadedSource, iter_json_lines
 from builders.core.steps import Exclude
 from builders.core.tables import Statistics, Table
@@ -261,7 +261,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--max-output-chars", type=cli.positive_int, default=DEFAULT_MAX_OUTPUT_CHARS,
                        help="longest value (as text) kept as an option; longer golds exclude the item")
     group.add_argument("--call-timeout", type=cli.positive_float, default=5.0, help="seconds one call may run")
-    sandbox = cli.runtime_group(parser, "sandbox (every program and non-literal prediction runs only here)")
+    sandbox = cli.runtime_group(parser, "sandbox (every reference program runs only here; predictions are read, never run)")
     sandbox.add_argument("--unsafe-no-sandbox", action="store_true",
                          help="run the programs as plain subprocesses when bubblewrap is unavailable (NOT isolated)")
     sandbox.add_argument("--sandbox-workers", type=cli.positive_int, default=None, help="parallel sandboxes (default: CPU count)")
@@ -273,14 +273,9 @@ def check_arguments(args: argparse.Namespace) -> None:
         Sandbox.check()  # before any source is read: bubblewrap missing is one line, not a late traceback
 
 
-# Predicted outputs are short expressions: tighter limits than programs, so a hostile one costs seconds.
-# Two processes: the trusted evaluator and the expression's own (one forked per expression).
-PREDICTION_LIMITS = Limits(cpu_seconds=5, wall_seconds=10.0, memory_bytes=512 << 20, processes=2, output_bytes=1 << 20)
-
-
-def make_sandbox(args: argparse.Namespace, limits: Limits = VERIFY_LIMITS) -> Sandbox:
+def make_sandbox(args: argparse.Namespace) -> Sandbox:
     """The sandbox, or SandboxUnavailable (a user error saying how to install bubblewrap)."""
-    return Sandbox(limits=limits, workers=args.sandbox_workers, unsafe=args.unsafe_no_sandbox)
+    return Sandbox(limits=VERIFY_LIMITS, workers=args.sandbox_workers, unsafe=args.unsafe_no_sandbox)
 
 
 def question_text(pair: CallPair) -> str:
@@ -331,17 +326,18 @@ def without_near_gold(pool: Pool) -> tuple[Pool, int]:
     return replace(pool, candidates=kept), len(pool.candidates) - len(kept)
 
 
-def make_pools(verified: Sequence[Verified], matched: Mapping[str, Sequence[Prediction]], sandbox: Sandbox,
-               max_chars: int) -> tuple[dict[str, Pool], dict[str, Any]]:
+def make_pools(verified: Sequence[Verified], matched: Mapping[str, Sequence[Prediction]], max_chars: int) -> tuple[dict[str, Pool], dict[str, Any]]:
     """One pool per verified item, from its predictions (item id -> predictions); and counts for the card.
 
     The pool sees the spellings models wrote (so ``[1,2]`` joining ``[1, 2]`` counts as a merge and stays
-    in ``variants``); each option shows the canonical spelling of its value."""
+    in ``variants``); each option shows the canonical spelling of its value. A predicted text that is no
+    literal (:func:`normalize_predictions`: read, never run) is invalid for its model and counted as
+    ``not_a_literal``."""
     calls = {v.pair.id: v.pair.call for v in verified}
     by_item = {item: [(p.model, predicted_output(p, calls[item])) for p in predictions]
                for item, predictions in matched.items()}
-    canonical = normalize_predictions([text for answers in by_item.values() for _, text in answers if text], sandbox,
-                                      max_chars)
+    texts = [text for answers in by_item.values() for _, text in answers if text]
+    canonical = normalize_predictions(texts, max_chars)
     equivalence = PythonValueEquivalence(max_chars, canonical)
     pools, clashes, near = {}, 0, 0
     for v in verified:
@@ -352,6 +348,7 @@ def make_pools(verified: Sequence[Verified], matched: Mapping[str, Sequence[Pred
         clashes += dropped
         near += rounded
     counts = {"distinct_outputs": len(canonical), "valid_values": sum(1 for c in canonical.values() if c),
+              "not_a_literal": sum(1 for text in texts if canonical[text.strip()] is None),
               "case_clashes_dropped": clashes, "near_gold_dropped": near,
               "items_with_predictions": sum(1 for v in verified if by_item.get(v.pair.id))}
     return pools, counts
@@ -365,7 +362,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
     verified, failed, verification = verify_pairs(extracted.pairs, sandbox, args.max_output_chars, args.call_timeout)
     golds = {v.pair.id: v.gold for v in verified}
     matched, report, failures = collect_all(predictions, extracted.pairs, verified, golds, args)
-    pools, pool_counts = make_pools(verified, matched, make_sandbox(args, PREDICTION_LIMITS), args.max_output_chars)
+    pools, pool_counts = make_pools(verified, matched, args.max_output_chars)
     if args.pool:
         collect.write_pool_report(args.pool, pool_report(pools.values()))
     items = {split: [open_item(v) for v in verified if v.pair.problem.split == split]
@@ -498,10 +495,12 @@ def _prediction_tables(report: MatchReport, failures: Mapping[str, int], counts:
                      ("verified items with a prediction", counts["items_with_predictions"]),
                      ("distinct predicted texts", counts["distinct_outputs"]),
                      ("of which a Python value", counts["valid_values"]),
+                     ("rows whose text is not a literal (not_a_literal)", counts["not_a_literal"]),
                      ("candidates equal to another option up to whitespace", counts["case_clashes_dropped"]),
                      ("candidates equal to the gold up to float rounding", counts["near_gold_dropped"])],
-                    note="A predicted text is a Python value when it is a literal, or an expression evaluated in the "
-                         "sandbox; the others count as invalid.")]
+                    note="A predicted text is a Python value when it is a literal (or set(), frozenset(...), "
+                         "float('inf'), float('-inf') or complex(...) of literals). It is read, never run: any other "
+                         "text, an expression included, is not_a_literal and counts as invalid for its model.")]
     if report.reasons:
         tables.append(Table("Prediction rows not used", ("reason", "rows"), sorted(report.reasons.items())))
     if any(failures.values()):

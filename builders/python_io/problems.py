@@ -457,7 +457,7 @@ def _judge_call(pair: CallPair, row: Mapping[str, Any], max_chars: int) -> Verif
     if row.get("truncated"):
         return _rejected(pair, "output_too_long", f"repr longer than {max_chars} characters")
     try:
-        value = parse_literal(shown)
+        value = parse_literal(shown, from_repr=True)
     except NotALiteral as why:
         return _rejected(pair, "output_not_a_literal", f"{why}: {shown[:200]}")
     gold = format_value(value)

@@ -1,9 +1,10 @@
 """Python values as answers: PythonIO's predicted outputs, parsed, compared and written out.
 
-A predicted output is untrusted text. It is first parsed with :func:`parse_literal`, a bounded
-``ast.literal_eval`` (length and nesting capped before anything is built). Only a text that is valid
-Python syntax but not a literal (``[0] * 3``, ``float('inf')``) is evaluated, and only in the sandbox
-(:func:`evaluate_expressions`), which sends back ``repr`` of the value, parsed again as a literal.
+A predicted output is untrusted text, and a value, not a program: it is only read, by :func:`parse_literal`,
+which walks the syntax tree (length and nesting capped before anything is built) and accepts Python's literal
+grammar plus a short list of constructors for values with no literal spelling (``set()``, ``frozenset(...)``,
+``float('inf')``, ``complex(1, 2)``). Anything else (``[0] * 3``, ``open(...).read()``, a sentence) is
+``not_a_literal``; nothing a model wrote ever runs, in the sandbox or elsewhere.
 
 Two answers are the same when their *values* are equal under Python's ``==``: ``[1,2]`` and ``[1, 2]``,
 ``'a'`` and ``"a"``, ``{1, 2}`` and ``{2, 1}``, ``1`` and ``1.0`` are each one answer. :func:`value_key`
@@ -15,23 +16,16 @@ spelling never tells the gold (written by ``repr``) from the models' answers (wr
 from __future__ import annotations
 
 import ast
-import logging
 import math
 import re
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from builders.core.sandbox import Unit, run_isolated
-
-logger = logging.getLogger(__name__)
-
 MAX_LITERAL_CHARS = 10_000  # longer texts are not parsed at all
 MAX_LITERAL_DEPTH = 32  # syntax-tree depth: [[[...]]] deeper than this is refused
 DEFAULT_MAX_OUTPUT_CHARS = 1_000  # longest formatted value kept as an answer option
-EXPRESSION_SECONDS = 2.0  # per expression, inside the sandbox
-EXPRESSIONS_PER_RUN = 64
 
 
 class NotALiteral(ValueError):
@@ -67,23 +61,82 @@ def _depth(node: ast.AST) -> int:
     return deepest
 
 
-def parse_literal(text: str) -> Any:
-    """The value of a Python literal text; NotALiteral for anything else (nothing is executed)."""
+def parse_literal(text: str, *, from_repr: bool = False) -> Any:
+    """The value of a Python literal text; NotALiteral for anything else. Nothing is executed: the syntax
+    tree is walked (:func:`read_value`). ``from_repr``: the text is ``repr`` of a plain value written by the
+    trusted evaluator, where infinities and NaN read ``inf`` and ``nan``."""
     tree = parse_expression(text)
     try:
-        value = ast.literal_eval(tree)
-    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError) as error:
+        value = read_value(tree.body, from_repr)
+    except (ValueError, TypeError, RecursionError, MemoryError) as error:
+        if isinstance(error, NotALiteral):
+            raise
         raise NotALiteral(f"not a literal: {type(error).__name__}") from None
     value_key(value)  # refuses NaN, which equals nothing, not even itself
     return value
 
 
-def is_expression(text: str) -> bool:
-    try:
-        parse_expression(text)
-    except NotALiteral:
-        return False
-    return True
+# The constructors a predicted output may use besides the literal grammar: values that have no literal
+# spelling. Each is applied by the reader below, never called by name.
+NON_FINITE = {"inf": math.inf, "+inf": math.inf, "-inf": -math.inf, "infinity": math.inf,
+              "+infinity": math.inf, "-infinity": -math.inf, "nan": math.nan, "+nan": math.nan, "-nan": math.nan}
+CONSTANT_TYPES = (str, bytes, bool, int, float, complex, type(None))
+
+
+def read_value(node: ast.AST, from_repr: bool = False) -> Any:
+    """The value of one expression node made only of literals (as ``ast.literal_eval`` reads them) and the
+    constructors ``set(...)``, ``frozenset(...)``, ``float('inf' | '-inf' | 'nan')`` and ``complex(re[, im])``;
+    NotALiteral for any other node (a name, an attribute, an operator, any other call)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, CONSTANT_TYPES):
+        return node.value
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        items = [read_value(item, from_repr) for item in node.elts]
+        return {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)](items)
+    if isinstance(node, ast.Dict) and None not in node.keys:  # no ``**mapping``
+        return dict(zip((read_value(k, from_repr) for k in node.keys),  # type: ignore[arg-type]
+                        (read_value(v, from_repr) for v in node.values)))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        number = _number(node.operand, from_repr, signed=False)
+        return -number if isinstance(node.op, ast.USub) else +number
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):  # 1+2j, -1-2j, as literal_eval
+        real, imag = _number(node.left, from_repr, signed=True), _number(node.right, from_repr, signed=False)
+        if isinstance(real, (int, float)) and isinstance(imag, complex) and not isinstance(real, bool):
+            return real + imag if isinstance(node.op, ast.Add) else real - imag
+    if isinstance(node, ast.Call):
+        return _constructed(node, from_repr)
+    if from_repr and isinstance(node, ast.Name) and node.id in ("inf", "nan"):
+        return NON_FINITE[node.id]
+    raise NotALiteral(f"not a literal: {type(node).__name__}")
+
+
+def _number(node: ast.AST, from_repr: bool, signed: bool) -> int | float | complex:
+    """A number, or (``signed``) a number with one sign: ``--1`` and ``1+2j+3j`` are no literals."""
+    nested = ast.BinOp if signed else (ast.UnaryOp, ast.BinOp)
+    value = None if isinstance(node, nested) else read_value(node, from_repr)
+    if isinstance(value, (int, float, complex)) and not isinstance(value, bool):
+        return value
+    raise NotALiteral("not a literal: a sign or sum of something other than a number")
+
+
+def _constructed(node: ast.Call, from_repr: bool) -> Any:
+    """``set()``, ``frozenset(...)``, ``float('inf')``, ``complex(1, 2)``: the constructors on the list, with
+    literal arguments, applied here; any other call is no literal."""
+    name = node.func.id if isinstance(node.func, ast.Name) else None
+    if name not in ("set", "frozenset", "float", "complex"):
+        raise NotALiteral(f"not a literal: a call of {name or 'an expression'}")
+    if node.keywords or any(isinstance(arg, ast.Starred) for arg in node.args):
+        raise NotALiteral("not a literal: a call with keyword or starred arguments")
+    args = [read_value(arg, from_repr) for arg in node.args]
+    if name in ("set", "frozenset") and len(args) <= 1:
+        if args and not isinstance(args[0], (str, bytes, list, tuple, set, frozenset, dict)):
+            raise NotALiteral(f"not a literal: {name}() of a {type(args[0]).__name__}")
+        return (set if name == "set" else frozenset)(*args)
+    if name == "float" and len(args) == 1 and isinstance(args[0], str) and args[0].strip().lower() in NON_FINITE:
+        return NON_FINITE[args[0].strip().lower()]
+    if name == "complex" and 1 <= len(args) <= 2 and all(
+            isinstance(arg, (int, float)) and not isinstance(arg, bool) for arg in args):
+        return complex(*args)
+    raise NotALiteral(f"not a literal: {name}() of these arguments")
 
 
 # ---- equality and spelling --------------------------------------------------------------------------
@@ -149,6 +202,10 @@ def format_value(value: Any) -> str:
         return "(" + ", ".join(format_value(item) for item in value) + ")"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{format_value(k)}: {format_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float({repr(value)!r})"  # float('inf'): what the reader reads back; repr's inf is a name
+    if isinstance(value, complex) and not all(map(math.isfinite, (value.real, value.imag))):
+        return f"complex({format_value(value.real)}, {format_value(value.imag)})"
     return repr(value)
 
 
@@ -173,7 +230,7 @@ class PythonValueEquivalence:
     """The pool's :class:`~builders.from_predictions.pools.Equivalence` for PythonIO.
 
     ``spellings`` maps answer texts to their canonical text (or None), as :func:`normalize_predictions`
-    made them, sandboxed evaluations included; any other text is parsed as a bounded literal. So a key
+    made them; any other text is parsed as a bounded literal. So a key
     is never more than a parse: no answer runs here. Keys depend on values only: 2 == 2.0, [1,2] == [1, 2].
     """
 
@@ -209,51 +266,19 @@ def _cached_key(answer: str, max_chars: int) -> Hashable | None:
         return None
 
 
-# ---- predictions that are expressions, not literals: evaluated in the sandbox only ---------------------
+# ---- predicted outputs: read, never run ---------------------------------------------------------------------
 
-def evaluate_expressions(sandbox, texts: Sequence[str], max_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
-                         seconds: float = EXPRESSION_SECONDS) -> dict[str, str | None]:
-    """{text: canonical text of its value, or None}, each text evaluated only inside ``sandbox``, in a forked
-    process of its own (:func:`builders.core.sandbox.run_isolated`): one expression cannot print another's
-    result, replace the builtins another sees, or outlive its time. The value comes back marshalled (plain
-    data only) and is written out by the trusted evaluator, never by the expression's own ``repr``."""
-    units = [Unit(None, (text,)) for text in texts]
-    outcomes = run_isolated(sandbox, units, seconds, max_chars, per_run=EXPRESSIONS_PER_RUN)
+def normalize_predictions(texts: Iterable[str], max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> dict[str, str | None]:
+    """{predicted text (stripped): canonical text of its value, or None when it is not a literal}.
+
+    A model's answer to "what does this call return" is a value: it is read (:func:`parse_literal`), never
+    run. ``[0] * 3``, ``open(...).read()`` and sentences alike have no value (``not_a_literal``)."""
     results: dict[str, str | None] = {}
-    for text, outcome in zip(texts, outcomes):
-        rows = outcome.get("calls") or []
-        results[text] = _canonical_repr(rows[0], max_chars) if rows else None
-    return results
-
-
-def _canonical_repr(row: Mapping[str, Any], max_chars: int) -> str | None:
-    if not row.get("ok") or row.get("truncated") or not isinstance(row.get("repr"), str):
-        return None
-    try:
-        return canonical_text(row["repr"], max_chars)
-    except NotALiteral:
-        return None
-
-
-def normalize_predictions(texts: Iterable[str], sandbox=None,
-                          max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> dict[str, str | None]:
-    """{predicted text (stripped): canonical text of its value, or None when it has no comparable value}.
-
-    Literals are parsed here; syntactically valid non-literals go to ``sandbox`` (when it is None they are
-    invalid); sentences and other non-Python text are invalid without running anything.
-    """
-    results: dict[str, str | None] = {}
-    to_evaluate: list[str] = []
     for text in dict.fromkeys(t.strip() for t in texts):
         try:
             results[text] = canonical_text(text, max_chars)
         except NotALiteral:
             results[text] = None
-            if sandbox is not None and is_expression(text):
-                to_evaluate.append(text)
-    if to_evaluate:
-        logger.info("evaluating %d non-literal predicted outputs in the sandbox", len(to_evaluate))
-        results.update(evaluate_expressions(sandbox, to_evaluate, max_chars))
     return results
 
 
