@@ -519,8 +519,8 @@ def test_endpoint_options_help_shows_each_default_once():
     (["--llm-timeout", "0"], "argument --llm-timeout: must be a finite number above 0 and at most 86400, got 0"),
     # beyond what the platform's waits take (issue 25.6): before, every request failed, blamed on the endpoint
     (["--llm-timeout", "1e12"], "argument --llm-timeout: must be a finite number above 0 and at most 86400, got 1e12"),
-    (["--max-llm-failures", "1.5"], "argument --max-llm-failures: must be a finite number at least 0 and at most 1, "
-                                    "got 1.5"),
+    (["--max-llm-failures", "1.5"], ("argument --max-llm-failures: must be a finite number at least 0 and at most "
+                                     "1, got 1.5")),
     (["--llm-max-retries", "-1"], "argument --llm-max-retries: must be at least 0, got -1"),
     (["--base-url", "localhost:8000/v1"], "--base-url must start with http:// or https://, got 'localhost:8000/v1'"),
     (["--base-url", "ftp://user:secret@host/v1"], "--base-url must start with http:// or https://, got 'ftp://***@host/v1'"),

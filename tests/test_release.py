@@ -13,14 +13,14 @@ import time
 from pathlib import Path
 
 import pytest
+from fixtures import write_benchmark
+from llm_server import ScriptedError
+from test_cli import REPO, _release_state, one_error_line, run_cli
 
 from builders import wicked
 from builders.core import release
 from builders.gsm_mc import builder as gsm_mc
 from builders.math_mc import builder as math_mc
-from fixtures import write_benchmark
-from llm_server import ScriptedError
-from test_cli import REPO, _release_state, one_error_line, run_cli
 
 SCA = json.dumps({"label": "SCA", "alternative": None, "confidence": "high"})
 

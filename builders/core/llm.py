@@ -151,7 +151,7 @@ class LLMSettings:
     max_failures: float | None = DEFAULT_MAX_FAILURES
 
     def __post_init__(self) -> None:
-        _check_settings(self.concurrency, self.max_retries, self.timeout)
+        _check_settings(self.concurrency, self.max_retries, self.timeout, self.max_failures)
         if self.base_url is not None and urllib.parse.urlsplit(self.base_url).scheme not in ("http", "https"):
             raise UserError(f"--base-url must start with http:// or https://, got {scrub_url(self.base_url)!r}")
 
@@ -471,7 +471,7 @@ class LLMClient:
         backoff_max: float = 60.0,
         max_failures: float | None = None,
     ) -> None:
-        _check_settings(concurrency, max_retries, timeout)
+        _check_settings(concurrency, max_retries, timeout, max_failures)
         if backoff_base < 0 or backoff_max < 0:
             raise ValueError("backoff_base and backoff_max must be >= 0")
         self.model = model
@@ -895,7 +895,7 @@ def _read_api_key(env_name: str | None) -> str:
     return value
 
 
-def _check_settings(concurrency: int, max_retries: int, timeout: float) -> None:
+def _check_settings(concurrency: int, max_retries: int, timeout: float, max_failures: float | None) -> None:
     if concurrency < 1:
         raise UserError(f"--llm-concurrency (concurrency) must be at least 1, not {concurrency}")
     if max_retries < 0:
@@ -905,6 +905,8 @@ def _check_settings(concurrency: int, max_retries: int, timeout: float) -> None:
     if not 0 < timeout <= MAX_TIMEOUT_S:
         raise UserError(f"--llm-timeout (timeout) must be more than 0 and at most {MAX_TIMEOUT_S:g} seconds, "
                         f"not {timeout}")
+    if max_failures is not None and not 0 <= max_failures <= 1:
+        raise UserError(f"--max-llm-failures (max_failures) must be a share between 0 and 1, not {max_failures}")
 
 
 def _token_usage(usage: Any) -> TokenUsage:

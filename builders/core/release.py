@@ -146,8 +146,8 @@ _HELD_GUARD = threading.Lock()
 
 
 def lock_path(out_dir: Path) -> Path:
-    out_dir = Path(out_dir).expanduser()
-    return out_dir.resolve().parent / f".{out_dir.name}.lock"
+    out_dir = Path(out_dir).expanduser().resolve()
+    return out_dir.parent / f".{out_dir.name}.lock"
 
 
 @contextlib.contextmanager
@@ -185,12 +185,15 @@ def _acquire(path: Path, out_dir: Path, wait: bool) -> int:
             raise UserError(f"--output {out_dir}: cannot create its lock file {path.name} "
                             f"({error.strerror or error})") from None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = _lock_holder(fd)
-            os.close(fd)
-            raise UserError(f"--output {out_dir} is being written by another build (pid {holder}); wait for it "
-                            "to end or pass --wait-for-output") from None
+            if not wait:
+                os.close(fd)
+                raise UserError(f"--output {out_dir} is being written by another build (pid {holder}); wait for "
+                                "it to end or pass --wait-for-output") from None
+            logger.warning("--output %s is being written by another build (pid %s): waiting for it", out_dir, holder)
+            fcntl.flock(fd, fcntl.LOCK_EX)
         if _same_file(fd, path):  # else the holder removed the file as it let go: lock the new one
             os.ftruncate(fd, 0)
             os.write(fd, f"{os.getpid()}\n".encode())
