@@ -485,8 +485,10 @@ class LLMClient:
         self.backoff_max = backoff_max
         self.max_failures = max_failures
         self._requests = 0  # requests answered, failed or not (each counted once, whatever its retries)
+        self._planned = 0  # requests answered once the running complete_many is done
         self._call_failures: Counter[str] = Counter()  # requests failed for good, per error code
         self._failure_details: dict[str, str] = {}  # the first detail of each error code
+        self._too_many_failures: str | None = None  # set once max_failures is passed: send nothing more
         self.cache = ReplyCache(Path(cache_dir)) if cache_dir is not None else None
         # The key lives only inside the openai client: never as an attribute of ours.
         self._openai = openai.OpenAI(
@@ -554,6 +556,8 @@ class LLMClient:
         results: list[ChatResult[T] | None] = [None] * len(requests)
         if not requests:
             return []
+        with self._lock:
+            self._planned = self._requests + len(requests)
         pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests)), thread_name_prefix="llm")
         try:
             with tqdm(total=len(requests), desc=desc or self.model, unit="req") as bar:
@@ -561,10 +565,11 @@ class LLMClient:
                     pool.submit(self.complete, request, parse, parse_retries): index
                     for index, request in enumerate(requests)
                 }
-                for done, future in enumerate(as_completed(futures), 1):
+                for future in as_completed(futures):
                     results[futures[future]] = future.result()
                     bar.update(1)
-                    self._check_failures(len(requests) - done)
+            if self._too_many_failures is not None:  # passed by the batch's last requests
+                raise TooManyFailures(self._too_many_failures)
         except BaseException:
             # Ctrl-C or a bug in ``parse``: queued requests are dropped; those in flight still
             # finish and land in the cache, so a re-run resumes from there.
@@ -623,25 +628,24 @@ class LLMClient:
 
     # -- internals -----------------------------------------------------------------------
 
-    def _check_failures(self, still_to_come: int) -> None:
-        """Raise once more requests failed than ``max_failures`` allows of all this client will have asked by
-        the end of the batch (the outcome is then certain: stop without asking the rest)."""
-        with self._lock:
-            failed, planned = sum(self._call_failures.values()), self._requests + still_to_come
-            if self.max_failures is None or failed <= self.max_failures * planned:
-                return
-            error, count = self._call_failures.most_common(1)[0]
-            detail = self._failure_details[error]
-        raise TooManyFailures(
-            f"{failed} of {planned} requests to {self.model} at {scrub_url(self.url)} failed, more than "
-            f"--max-llm-failures {self.max_failures:g} allows ({self.max_failures:.0%}); most often {error} "
-            f"({count}: {detail})")
+    def _failure_limit_passed(self) -> str | None:
+        """Why no more request is sent, once more requests failed than ``max_failures`` allows of all this
+        client will have asked by the end of the running batch (the outcome is then certain). Holding the lock."""
+        failed, planned = sum(self._call_failures.values()), max(self._planned, self._requests + 1)
+        if self.max_failures is None or failed <= self.max_failures * planned:
+            return None
+        error, count = self._call_failures.most_common(1)[0]
+        return (f"{failed} of {planned} requests to {self.model} at {scrub_url(self.url)} failed, more than "
+                f"--max-llm-failures {self.max_failures:g} allows ({self.max_failures:.0%}); most often {error} "
+                f"({count}: {self._failure_details[error]})")
 
     def _failed(self, key: str, error: str, detail: str, attempts: int) -> ChatResult[Any]:
         self._count(failures=1)
         with self._lock:
             self._call_failures[error] += 1
             self._failure_details.setdefault(error, detail)
+            # Decided here, in the worker, so that no request is sent after the one that passed the limit.
+            self._too_many_failures = self._too_many_failures or self._failure_limit_passed()
         logger.warning("request %s… failed after %d attempt(s): %s %s", key[:12], attempts, error, detail)
         return ChatResult(key=key, ok=False, error=error, error_detail=detail, attempts=attempts)
 
@@ -681,6 +685,8 @@ class LLMClient:
         for attempt in range(1, self.max_retries + 2):
             if self._unreachable is not None:  # found by another request: send nothing more
                 raise EndpointError(self._unreachable)
+            if self._too_many_failures is not None:
+                raise TooManyFailures(self._too_many_failures)
             self._count(calls=1)
             outcome, retryable, retry_after = self._call_once(request, attempt)
             if isinstance(outcome, _Reply):
