@@ -98,7 +98,7 @@ def number(low: float, high: float = math.inf, *, low_included: bool = False,
 
 positive_int = whole_number(1)  # workers, tokens, batch sizes, counts
 nonnegative_int = whole_number(0)  # shots, retries, characters of slack
-positive_float = number(0)  # ratios, temperatures
+positive_float = number(0)  # ratios, epochs, rates (a timeout is `seconds`)
 # The longest wait a timeout option takes: a day, and never beyond what the platform's waits take
 # (threading.TIMEOUT_MAX; a larger value fails every wait as an overflow, blamed on whatever was waited for).
 MAX_TIMEOUT_S = min(86_400.0, threading.TIMEOUT_MAX)
