@@ -297,6 +297,10 @@ def _config(tmp_path: Path, name: str, params: dict | None = None, source: objec
     ("a delivery option", {"params": {"output": "/tmp/elsewhere"}}, "options ['output'] are never recorded"),
     ("an endpoint option", {"params": {"base_url": "http://attacker.example/v1"}}, "options ['base_url'] are never recorded"),
     ("params not a mapping", {"params": [1]}, "'params' and 'source' must be mappings"),
+    # issue 25.6: options at the top level were ignored without a word (the build used the defaults)
+    ("options at the top level", {"variants": 2, "seed": 4},
+     ("unknown top-level keys ['seed', 'variants']; a build config holds only builder, mcqforge_version, source, "
+      "params (options go under 'params:')")),
 ])
 def test_a_bad_build_config_is_one_line_naming_the_file(tmp_path, capsys, name, config, expected):
     """A config file is checked as if its options had been typed: types, choices, switches and lists; options
@@ -312,6 +316,34 @@ def test_a_bad_build_config_is_one_line_naming_the_file(tmp_path, capsys, name, 
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {path}") and expected in lines[0], (name, lines)
     assert not (tmp_path / "o").exists()
+
+
+def test_a_config_without_params_is_refused_not_ignored(tmp_path, capsys):
+    path = tmp_path / "c.yaml"
+    path.write_text("variants: 2\n")
+    assert wicked.main(["--config", str(path), "--source", "sample", "--sba-classifier", "none",
+                        "--output", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        (f"error: {path}: unknown top-level keys ['variants']; a build config holds only builder, mcqforge_version, "
+         "source, params (options go under 'params:')")]
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("module, flag", [("wicked", "--llm-timeout"), ("python_io", "--call-timeout"),
+                                          ("math_mc", "--equivalence-timeout")])
+def test_a_timeout_beyond_a_day_is_refused_naming_its_flag(module, flag, capsys):
+    """--call-timeout 1e12 made every verification fail (a wait beyond threading.TIMEOUT_MAX overflows), and the
+    error blamed the predictions (issue 25.6)."""
+    import importlib
+
+    from builders.core import cli
+
+    builder = importlib.import_module(f"builders.{module}")
+    for value in ("1e12", "86401", "inf"):
+        assert builder.main(["--source", "sample", flag, value, "--output", "unused"]) == 2
+        assert capsys.readouterr().err.splitlines() == [
+            f"error: argument {flag}: must be a finite number above 0 and at most 86400, got {value}"]
+    assert getattr(cli.builder_parser(builder.BUILDER).parse_args([flag, "86400"]), flag[2:].replace("-", "_")) == 86400
 
 
 def test_a_good_build_config_sets_typed_defaults_and_flags_still_win(tmp_path):

@@ -18,6 +18,7 @@ from builders.core.errors import UserError
 from builders.core.llm import (
     ChatRequest,
     EndpointError,
+    TooManyFailures,
     LLMClient,
     LLMSettings,
     MissingAPIKeyError,
@@ -468,7 +469,8 @@ def test_empty_request_list_and_bad_settings(llm_server):
 
 # -- the endpoint options, declared once ------------------------------------------------------------
 
-LLM_DESTS = {"base_url", "api_key_env", "llm_concurrency", "llm_timeout", "llm_max_retries", "cache_dir"}
+LLM_DESTS = {"base_url", "api_key_env", "llm_concurrency", "llm_timeout", "llm_max_retries", "max_llm_failures",
+             "cache_dir"}
 
 
 def llm_parser() -> argparse.ArgumentParser:
@@ -484,11 +486,11 @@ def test_endpoint_options_defaults_and_settings(monkeypatch, tmp_path):
 
     assert {k: v for k, v in vars(args).items()} == {
         "base_url": None, "api_key_env": "OPENAI_API_KEY", "llm_concurrency": 8, "llm_timeout": 120.0,
-        "llm_max_retries": 6, "cache_dir": "~/.cache/mcqforge"}
+        "llm_max_retries": 6, "max_llm_failures": 0.1, "cache_dir": "~/.cache/mcqforge"}
     assert cli.runtime_dests(parser) == LLM_DESTS  # kept out of build_config.yaml
     assert LLMSettings.from_args(args) == LLMSettings(
         base_url=None, api_key_env="OPENAI_API_KEY", cache_dir=tmp_path / ".cache" / "mcqforge", concurrency=8,
-        timeout=120.0, max_retries=6)
+        timeout=120.0, max_retries=6, max_failures=0.1)
 
     keyless = LLMSettings.from_args(parser.parse_args(
         ["--base-url", "http://localhost:8000/v1", "--api-key-env", "none", "--cache-dir", "None",
@@ -506,17 +508,22 @@ def test_endpoint_options_defaults_and_settings(monkeypatch, tmp_path):
 
 def test_endpoint_options_help_shows_each_default_once():
     text = " ".join(llm_parser().format_help().split())
-    for default in ("OPENAI_API_KEY", "8", "120.0", "6", "~/.cache/mcqforge"):
+    for default in ("OPENAI_API_KEY", "8", "120.0", "6", "0.1", "~/.cache/mcqforge"):
         assert text.count(f"(default: {default})") == 1, default
-    assert "default: None" not in text and text.count("default") == 5
+    assert "default: None" not in text and text.count("default") == 6
     assert "LLM endpoint (runtime: not recorded in build_config.yaml)" in text
 
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--llm-concurrency", "0"], "argument --llm-concurrency: must be at least 1, got 0"),
-    (["--llm-timeout", "0"], "argument --llm-timeout: must be a finite number above 0, got 0"),
+    (["--llm-timeout", "0"], "argument --llm-timeout: must be a finite number above 0 and at most 86400, got 0"),
+    # beyond what the platform's waits take (issue 25.6): before, every request failed, blamed on the endpoint
+    (["--llm-timeout", "1e12"], "argument --llm-timeout: must be a finite number above 0 and at most 86400, got 1e12"),
+    (["--max-llm-failures", "1.5"], ("argument --max-llm-failures: must be a finite number at least 0 and at most "
+                                     "1, got 1.5")),
     (["--llm-max-retries", "-1"], "argument --llm-max-retries: must be at least 0, got -1"),
     (["--base-url", "localhost:8000/v1"], "--base-url must start with http:// or https://, got 'localhost:8000/v1'"),
+    (["--base-url", "ftp://user:secret@host/v1"], "--base-url must start with http:// or https://, got 'ftp://***@host/v1'"),
 ])
 def test_bad_endpoint_options_are_user_errors(argv, message):
     with pytest.raises(UserError) as raised:
@@ -539,3 +546,93 @@ def test_every_command_that_calls_an_llm_takes_the_same_endpoint_options():
     labeller = sba.build_parser()._subparsers._group_actions[0].choices["label"]
     assert [endpoint_options(p) for p in [*builders, labeller]] == [expected] * 5
     assert [cli.runtime_dests(p) >= LLM_DESTS for p in builders] == [True] * 4  # never in build_config.yaml
+
+
+# -- requests that fail beyond a stated share stop the run (issue 25.4) ------------------------------------------
+
+
+def failing_on(numbers: set[int]) -> Callable[[ChatCall], object]:
+    return lambda call: ScriptedError(400, message="no such model") if int(call.user_text[1:]) in numbers else "ok"
+
+
+def test_a_client_stops_once_more_requests_fail_than_its_share_allows(llm_server):
+    requests = [ChatRequest.from_prompt(f"q{i}") for i in range(10)]
+    llm_server.respond_with(failing_on({4}))
+    results = fast_client(llm_server, concurrency=1, max_failures=0.1).complete_many(requests)
+    assert [r.error for r in results] == [None] * 4 + ["http_400"] + [None] * 5  # 1 of 10: at the share, not beyond
+
+    llm_server.respond_with(failing_on({4, 8}))
+    with pytest.raises(TooManyFailures) as raised:
+        fast_client(llm_server, concurrency=1, max_failures=0.1).complete_many(requests)
+    assert str(raised.value).startswith(
+        f"2 of 10 requests to mock-model at {llm_server.openai_base_url} failed, more than --max-llm-failures 0.1 "
+        "allows (10%); most often http_400 (2: ")
+    assert "no such model" in str(raised.value)
+
+    client = fast_client(llm_server, concurrency=1, max_failures=0.2)  # a stated share of 0.2 takes 2 of 10
+    assert sum(not r.ok for r in client.complete_many(requests)) == 2
+    assert sum(not r.ok for r in fast_client(llm_server, concurrency=1).complete_many(requests)) == 2  # no limit
+
+
+def test_a_dead_endpoint_is_stopped_as_soon_as_the_share_is_certain_to_be_passed(llm_server):
+    llm_server.respond_with(lambda call: ScriptedError(400))
+    requests = [ChatRequest.from_prompt(f"q{i}") for i in range(50)]
+    with pytest.raises(TooManyFailures, match=r"^6 of 50 requests"):
+        fast_client(llm_server, concurrency=1, max_failures=0.1).complete_many(requests)
+    assert len(llm_server.chat_requests) == 6  # 6 > 0.1 x 50: the other 44 are never sent
+
+
+def test_unparseable_replies_are_answers_not_failed_calls(llm_server):
+    def refuse(text: str) -> str:
+        raise ValueError("not a label")
+
+    results = fast_client(llm_server, max_failures=0.1).complete_many(
+        [ChatRequest.from_prompt(f"q{i}") for i in range(5)], parse=refuse)
+    assert [r.error for r in results] == ["unparseable"] * 5
+
+
+# -- a credential inside a URL is never shown (issue 25.6) -----------------------------------------------------
+
+
+def with_credentials(url: str) -> str:
+    return url.replace("http://", "http://user:hunter2-secret@")
+
+
+def test_the_user_info_of_a_url_is_scrubbed_from_errors_and_replies(llm_server):
+    port = dead_port()
+    dead = f"http://user:hunter2-secret@127.0.0.1:{port}/v1"
+    with pytest.raises(EndpointError) as raised:
+        check_endpoint(LLMSettings(base_url=dead, api_key_env=None))
+    assert str(raised.value).startswith(f"cannot reach the LLM endpoint http://***@127.0.0.1:{port}/v1: ")
+    with pytest.raises(EndpointError) as raised:
+        fast_client(llm_server, base_url=dead).complete_many([ChatRequest.from_prompt("q")])
+    assert str(raised.value).startswith(f"cannot reach the LLM endpoint http://***@127.0.0.1:{port}/v1 (")
+
+    base = with_credentials(llm_server.openai_base_url)  # a server quoting the URL back in its error
+    llm_server.respond_with(lambda call: ScriptedError(400, message=f"unknown route {base}/chat/completions"))
+    client = fast_client(llm_server, base_url=base)
+    result = client.complete(ChatRequest.from_prompt("q"))
+    assert "hunter2" not in result.error_detail and "http://***@127.0.0.1" in result.error_detail
+    assert "hunter2" not in repr(client)
+
+
+def test_scrub_text_hides_every_urls_user_info_and_nothing_else():
+    from builders.core.redact import scrub_text, scrub_url
+
+    assert scrub_url("https://user:p@ss@host:8/v1?x=1") == "https://***@host:8/v1?x=1"
+    assert scrub_text("a http://u:p@h/x and HTTPS://token@h2 but git@github.com, mail@x.org and "
+                      "http://h/x@y") == "a http://***@h/x and HTTPS://***@h2 but git@github.com, mail@x.org and http://h/x@y"
+
+
+def test_a_command_shows_no_credential_of_its_base_url_in_its_error_or_logs(llm_server, tmp_path):
+    from fixtures import write_benchmark
+    from test_cli import one_error_line, run_cli
+
+    llm_server.respond_with(lambda call: ScriptedError(400, message="bad model"))
+    result = run_cli("--source", str(write_benchmark("mmlu", tmp_path)), "--sba-judge", "m", "--base-url",
+                     with_credentials(llm_server.openai_base_url), "--api-key-env", "none", "--cache-dir", "none",
+                     "--output", str(tmp_path / "out"), "--log-level", "DEBUG")
+    line = one_error_line(result)
+    assert "http://***@127.0.0.1" in line and "requests to m at" in line
+    assert "hunter2" not in result.stderr + result.stdout
+    assert "http://***@127.0.0.1" in result.stderr.replace(line, "")  # the logged lines are scrubbed too

@@ -12,24 +12,28 @@ the build, validation, writing or publishing, and the end-of-run summary.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import math
 import os
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
 from .build import Build, Builder
 from .errors import UserError, raised_by_an_interrupt
 from .publish import check_repo_id, prepare_release, publish_folder, version_tag
-from .release import ReleaseInfo, check_output_folder, load_build_config, write_release
+from .redact import scrub_log_handlers, scrub_text
+from .release import ReleaseInfo, check_output_folder, load_build_config, output_lock, write_release
 from .sources import DEFAULT_MAX_EXCLUDED, LoadedSource, Selection, content_revision, load_source
 from .validate import ValidationReport, validate
 
 logger = logging.getLogger(__name__)
 # Options about where a build goes, not what it holds: never recorded (with the runtime groups' options).
-DELIVERY_OPTIONS = {"output", "push", "version", "private", "config", "log_level", "benchmark", "source", "preview"}
+DELIVERY_OPTIONS = {"output", "push", "version", "private", "config", "log_level", "benchmark", "source", "preview",
+                    "wait_for_output"}
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -94,7 +98,11 @@ def number(low: float, high: float = math.inf, *, low_included: bool = False,
 
 positive_int = whole_number(1)  # workers, tokens, batch sizes, counts
 nonnegative_int = whole_number(0)  # shots, retries, characters of slack
-positive_float = number(0)  # seconds, ratios
+positive_float = number(0)  # ratios, epochs, rates (a timeout is `seconds`)
+# The longest wait a timeout option takes: a day, and never beyond what the platform's waits take
+# (threading.TIMEOUT_MAX; a larger value fails every wait as an overflow, blamed on whatever was waited for).
+MAX_TIMEOUT_S = min(86_400.0, threading.TIMEOUT_MAX)
+seconds = number(0, MAX_TIMEOUT_S)  # every timeout option
 share = number(0, 1, low_included=True)  # [0, 1]: shares and probabilities
 unit_interval = number(0, 1)  # (0, 1]: similarity cut-offs, recall targets
 
@@ -131,6 +139,8 @@ def builder_parser(builder: Builder) -> argparse.ArgumentParser:
                         help="build only these subjects (MMLU subjects, MMLU-Pro categories, MATH types, sub-configs)")
     common.add_argument("--limit", type=positive_int, metavar="N", help="build only the first N rows of each evaluation split")
     common.add_argument("--output", metavar="DIR", type=Path, help="write the release folder here")
+    common.add_argument("--wait-for-output", action="store_true",
+                        help="when another build is writing --output, wait for it instead of stopping")
     common.add_argument("--push", metavar="REPO_ID", help="validate, publish to this Hub dataset repo and tag the version")
     common.add_argument("--version", metavar="X.Y.Z", help="release version, required with --push; tagged vX.Y.Z")
     common.add_argument("--private", action="store_true", help="create the Hub repo as private")
@@ -302,15 +312,24 @@ def main(builder: Builder, argv: Sequence[str] | None = None) -> int:
     def run() -> None:
         args = parse_args(parser, argv)
         logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        release = preflight(builder, args)
-        source = load(builder, args)
-        build, report = build_and_validate(builder, parser, args, source)
-        if args.preview:
-            print_preview(build, args.preview)
-            return
-        deliver(build, report, args, release)
+        scrub_log_handlers()
+        with writer_lock(args):
+            release = preflight(builder, args)
+            source = load(builder, args)
+            build, report = build_and_validate(builder, parser, args, source)
+            if args.preview:
+                print_preview(build, args.preview)
+                return
+            deliver(build, report, args, release)
 
     return exit_code(run)
+
+
+def writer_lock(args: argparse.Namespace) -> contextlib.AbstractContextManager:
+    """The lock on --output for the whole build, from the first check to the last write: one writer per folder."""
+    if not args.output or args.preview:
+        return contextlib.nullcontext()
+    return output_lock(args.output, wait=args.wait_for_output)
 
 
 def load(builder: Builder, args: argparse.Namespace) -> LoadedSource:
@@ -397,7 +416,7 @@ def exit_code(command: Callable[[], int | None]) -> int:
     try:
         status = command()
     except UserError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {scrub_text(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

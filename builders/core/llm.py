@@ -43,6 +43,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -56,6 +57,7 @@ import openai
 from tqdm import tqdm
 
 from .errors import UserError
+from .redact import scrub_text, scrub_url
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +80,8 @@ DEFAULT_CACHE_DIR = "~/.cache/mcqforge"
 DEFAULT_CONCURRENCY = 8
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MAX_RETRIES = 6
+#: Share of a client's requests that may fail for good (an HTTP error, a timeout...) before the run stops.
+DEFAULT_MAX_FAILURES = 0.1
 #: Longest a connection may take to open: a reachable server accepts in well under this.
 CONNECT_TIMEOUT_S = 10.0
 #: All the time check_endpoint may take, both of its requests together.
@@ -98,13 +102,17 @@ class EndpointError(UserError):
     """The endpoint cannot be reached, refuses the key or is not an OpenAI-compatible API."""
 
 
+class TooManyFailures(EndpointError):
+    """More of a client's requests failed than its ``max_failures`` share allows."""
+
+
 # -- the endpoint options, declared once ----------------------------------------------------
 
 
 def add_llm_arguments(group: argparse._ArgumentGroup) -> None:
     """The endpoint options of every command that calls an LLM, declared once; their defaults are
     shown by the parser's ArgumentDefaultsHelpFormatter. The model option is each command's own."""
-    from .cli import nonnegative_int, positive_float, positive_int
+    from .cli import nonnegative_int, positive_int, seconds, share
     group.add_argument("--base-url", metavar="URL", default=None,
                        help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 for vLLM; "
                             "unset: $OPENAI_BASE_URL, else the OpenAI API")
@@ -113,11 +121,14 @@ def add_llm_arguments(group: argparse._ArgumentGroup) -> None:
                             "'none' for a keyless local server such as vLLM")
     group.add_argument("--llm-concurrency", metavar="N", type=positive_int, default=DEFAULT_CONCURRENCY,
                        help="requests in flight per model")
-    group.add_argument("--llm-timeout", metavar="SECONDS", type=positive_float, default=DEFAULT_TIMEOUT_S,
+    group.add_argument("--llm-timeout", metavar="SECONDS", type=seconds, default=DEFAULT_TIMEOUT_S,
                        help="total deadline of one HTTP request, however slowly the server answers")
     group.add_argument("--llm-max-retries", metavar="N", type=nonnegative_int, default=DEFAULT_MAX_RETRIES,
                        help="retries of a request after a 429, a 5xx, a timeout or a malformed answer, with "
                             "backoff; an endpoint that cannot be reached stops the run after one quick retry")
+    group.add_argument("--max-llm-failures", metavar="SHARE", type=share, default=DEFAULT_MAX_FAILURES,
+                       help="stop when more than this share of a model's requests fail for good (an HTTP error, "
+                            "a timeout...), naming the most common error; an unparseable reply is not a failure")
     group.add_argument("--cache-dir", metavar="DIR", default=DEFAULT_CACHE_DIR,
                        help="on-disk caches, each use in its own sub-folder (LLM replies in DIR/llm, so a killed "
                             "run resumes without paying for a reply twice); 'none' disables them")
@@ -137,11 +148,12 @@ class LLMSettings:
     concurrency: int = DEFAULT_CONCURRENCY
     timeout: float = DEFAULT_TIMEOUT_S
     max_retries: int = DEFAULT_MAX_RETRIES
+    max_failures: float | None = DEFAULT_MAX_FAILURES
 
     def __post_init__(self) -> None:
-        _check_settings(self.concurrency, self.max_retries, self.timeout)
+        _check_settings(self.concurrency, self.max_retries, self.timeout, self.max_failures)
         if self.base_url is not None and urllib.parse.urlsplit(self.base_url).scheme not in ("http", "https"):
-            raise UserError(f"--base-url must start with http:// or https://, got {self.base_url!r}")
+            raise UserError(f"--base-url must start with http:// or https://, got {scrub_url(self.base_url)!r}")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> LLMSettings:
@@ -154,6 +166,7 @@ class LLMSettings:
             concurrency=args.llm_concurrency,
             timeout=args.llm_timeout,
             max_retries=args.llm_max_retries,
+            max_failures=args.max_llm_failures,
         )
 
     @property
@@ -166,6 +179,7 @@ class LLMSettings:
             model, base_url=self.base_url, api_key_env=self.api_key_env,
             cache_dir=self.cache_dir / "llm" if self.cache_dir is not None else None,
             concurrency=self.concurrency, max_retries=self.max_retries, timeout=self.timeout,
+            max_failures=self.max_failures,
         )
 
 
@@ -188,7 +202,7 @@ def check_endpoint(settings: LLMSettings) -> None:
     """
     url = settings.url
     headers = {"Authorization": f"Bearer {_read_api_key(settings.api_key_env)}"}
-    where = f"the LLM endpoint {url}"
+    where = f"the LLM endpoint {scrub_url(url)}"
     try:
         with _http_client(url, CHECK_TIMEOUT_S, connections=1) as http, _deadline(CHECK_TIMEOUT_S):
             response = http.get(f"{url}/models", headers=headers)
@@ -236,7 +250,7 @@ def _json_object(response: httpx.Response) -> dict[str, Any] | None:
 def _connection_reason(exc: Exception) -> str:
     if isinstance(exc, httpx.TimeoutException):
         return f"no answer within {CHECK_TIMEOUT_S:g}s"
-    return _one_line(str(exc)) or type(exc).__name__
+    return _one_line(scrub_text(str(exc))) or type(exc).__name__
 
 
 # -- requests and results --------------------------------------------------------------------
@@ -437,7 +451,10 @@ class LLMClient:
     Pass ``api_key_env=None`` for a keyless local server (vLLM, TGI): the placeholder ``"EMPTY"``
     is sent. There is no silent fallback, so a forgotten key never turns into anonymous requests.
     ``timeout`` is the total deadline of one HTTP request (each retry gets a new one). Once it has
-    found the endpoint unreachable, a client sends nothing more. Commands build their clients with
+    found the endpoint unreachable, a client sends nothing more. ``max_failures`` (None: no limit) is the
+    share of the client's requests that may fail for good (unparseable replies aside: those are the model's
+    answers) before :meth:`complete_many` raises :class:`TooManyFailures`, so that an endpoint refusing every
+    request never turns into a release built from no answers. Commands build their clients with
     :meth:`LLMSettings.client`.
     """
 
@@ -452,8 +469,9 @@ class LLMClient:
         timeout: float = DEFAULT_TIMEOUT_S,
         backoff_base: float = 1.0,
         backoff_max: float = 60.0,
+        max_failures: float | None = None,
     ) -> None:
-        _check_settings(concurrency, max_retries, timeout)
+        _check_settings(concurrency, max_retries, timeout, max_failures)
         if backoff_base < 0 or backoff_max < 0:
             raise ValueError("backoff_base and backoff_max must be >= 0")
         self.model = model
@@ -465,6 +483,12 @@ class LLMClient:
         self.timeout = timeout
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
+        self.max_failures = max_failures
+        self._requests = 0  # requests answered, failed or not (each counted once, whatever its retries)
+        self._planned = 0  # requests answered once the running complete_many is done
+        self._call_failures: Counter[str] = Counter()  # requests failed for good, per error code
+        self._failure_details: dict[str, str] = {}  # the first detail of each error code
+        self._too_many_failures: str | None = None  # set once max_failures is passed: send nothing more
         self.cache = ReplyCache(Path(cache_dir)) if cache_dir is not None else None
         # The key lives only inside the openai client: never as an attribute of ours.
         self._openai = openai.OpenAI(
@@ -478,7 +502,7 @@ class LLMClient:
 
     def __repr__(self) -> str:
         return (
-            f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, "
+            f"LLMClient(model={self.model!r}, base_url={scrub_url(self.base_url) if self.base_url else None!r}, "
             f"api_key_env={self.api_key_env!r}, cache_dir={self._cache_root()!r}, "
             f"concurrency={self.concurrency}, max_retries={self.max_retries})"
         )
@@ -532,6 +556,8 @@ class LLMClient:
         results: list[ChatResult[T] | None] = [None] * len(requests)
         if not requests:
             return []
+        with self._lock:
+            self._planned = self._requests + len(requests)
         pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests)), thread_name_prefix="llm")
         try:
             with tqdm(total=len(requests), desc=desc or self.model, unit="req") as bar:
@@ -542,6 +568,8 @@ class LLMClient:
                 for future in as_completed(futures):
                     results[futures[future]] = future.result()
                     bar.update(1)
+            if self._too_many_failures is not None:  # passed by the batch's last requests
+                raise TooManyFailures(self._too_many_failures)
         except BaseException:
             # Ctrl-C or a bug in ``parse``: queued requests are dropped; those in flight still
             # finish and land in the cache, so a re-run resumes from there.
@@ -559,6 +587,12 @@ class LLMClient:
     ) -> ChatResult[T]:
         """One request: cache, then the API with retries, then ``parse`` (asked again on ValueError).
         Raises :class:`EndpointError` when the endpoint cannot be reached, twice."""
+        result = self._complete(request, parse, parse_retries)
+        with self._lock:
+            self._requests += 1
+        return result
+
+    def _complete(self, request: ChatRequest, parse: Callable[[str], T] | None, parse_retries: int) -> ChatResult[T]:
         key = request_key(self.model, request)
         attempts = 0
         rejected: _Reply | None = None
@@ -594,8 +628,24 @@ class LLMClient:
 
     # -- internals -----------------------------------------------------------------------
 
+    def _failure_limit_passed(self) -> str | None:
+        """Why no more request is sent, once more requests failed than ``max_failures`` allows of all this
+        client will have asked by the end of the running batch (the outcome is then certain). Holding the lock."""
+        failed, planned = sum(self._call_failures.values()), max(self._planned, self._requests + 1)
+        if self.max_failures is None or failed <= self.max_failures * planned:
+            return None
+        error, count = self._call_failures.most_common(1)[0]
+        return (f"{failed} of {planned} requests to {self.model} at {scrub_url(self.url)} failed, more than "
+                f"--max-llm-failures {self.max_failures:g} allows ({self.max_failures:.0%}); most often {error} "
+                f"({count}: {self._failure_details[error]})")
+
     def _failed(self, key: str, error: str, detail: str, attempts: int) -> ChatResult[Any]:
         self._count(failures=1)
+        with self._lock:
+            self._call_failures[error] += 1
+            self._failure_details.setdefault(error, detail)
+            # Decided here, in the worker, so that no request is sent after the one that passed the limit.
+            self._too_many_failures = self._too_many_failures or self._failure_limit_passed()
         logger.warning("request %s… failed after %d attempt(s): %s %s", key[:12], attempts, error, detail)
         return ChatResult(key=key, ok=False, error=error, error_detail=detail, attempts=attempts)
 
@@ -635,6 +685,8 @@ class LLMClient:
         for attempt in range(1, self.max_retries + 2):
             if self._unreachable is not None:  # found by another request: send nothing more
                 raise EndpointError(self._unreachable)
+            if self._too_many_failures is not None:
+                raise TooManyFailures(self._too_many_failures)
             self._count(calls=1)
             outcome, retryable, retry_after = self._call_once(request, attempt)
             if isinstance(outcome, _Reply):
@@ -643,7 +695,7 @@ class LLMClient:
                 # No backoff for a server that is not there: a dead endpoint would hold every request
                 # for minutes of retries. One retry (after the first, short step of the backoff) is all.
                 stored = "; the replies received so far are cached: a re-run resumes" if self.cache else ""
-                self._unreachable = f"cannot reach the LLM endpoint {self.url} ({outcome.detail}){stored}"
+                self._unreachable = f"cannot reach the LLM endpoint {scrub_url(self.url)} ({outcome.detail}){stored}"
                 raise EndpointError(self._unreachable)
             if not retryable or attempt > self.max_retries:
                 return outcome
@@ -731,7 +783,7 @@ class LLMClient:
         secret = self._openai.api_key
         if isinstance(secret, str) and secret and secret != PLACEHOLDER_API_KEY:
             text = re.sub(re.escape(secret), "***", text, flags=re.IGNORECASE)
-        return _one_line(text)
+        return _one_line(scrub_text(text))
 
     def _cache_root(self) -> str | None:
         return str(self.cache.root) if self.cache is not None else None
@@ -849,13 +901,18 @@ def _read_api_key(env_name: str | None) -> str:
     return value
 
 
-def _check_settings(concurrency: int, max_retries: int, timeout: float) -> None:
+def _check_settings(concurrency: int, max_retries: int, timeout: float, max_failures: float | None) -> None:
     if concurrency < 1:
         raise UserError(f"--llm-concurrency (concurrency) must be at least 1, not {concurrency}")
     if max_retries < 0:
         raise UserError(f"--llm-max-retries (max_retries) must be at least 0, not {max_retries}")
-    if not timeout > 0:
-        raise UserError(f"--llm-timeout (timeout) must be more than 0 seconds, not {timeout}")
+    from .cli import MAX_TIMEOUT_S
+
+    if not 0 < timeout <= MAX_TIMEOUT_S:
+        raise UserError(f"--llm-timeout (timeout) must be more than 0 and at most {MAX_TIMEOUT_S:g} seconds, "
+                        f"not {timeout}")
+    if max_failures is not None and not 0 <= max_failures <= 1:
+        raise UserError(f"--max-llm-failures (max_failures) must be a share between 0 and 1, not {max_failures}")
 
 
 def _token_usage(usage: Any) -> TokenUsage:

@@ -21,6 +21,7 @@ from huggingface_hub.errors import (EntryNotFoundError, HfHubHTTPError, HFValida
 from huggingface_hub.utils import validate_repo_id
 
 from .errors import ReleaseError
+from .redact import scrub_text, scrub_url
 from .release import ChangelogEntry, ReleaseInfo, read_changelog
 
 logger = logging.getLogger(__name__)
@@ -77,13 +78,13 @@ def check_hub_reachable(api: HfApi) -> None:
     try:
         response = get_session().get(url, headers={"authorization": f"Bearer {get_token()}"}, timeout=HUB_TIMEOUT)
     except httpx2.HTTPError as error:
-        raise ReleaseError(f"cannot reach the Hub at {api.endpoint or constants.ENDPOINT} "
+        raise ReleaseError(f"cannot reach the Hub at {scrub_url(api.endpoint or constants.ENDPOINT)} "
                            f"({type(error).__name__}); nothing was built") from None
     if response.status_code in (401, 403):
         raise ReleaseError("the Hub refused the token (HTTP %d): check HF_TOKEN or `hf auth login`"
                            % response.status_code)
     if response.status_code >= 400:
-        raise ReleaseError(f"the Hub at {api.endpoint} answered HTTP {response.status_code} to a token check")
+        raise ReleaseError(f"the Hub at {scrub_url(api.endpoint)} answered HTTP {response.status_code} to a token check")
 
 
 def prepare_release(repo_id: str, version: str, repo_type: str = "dataset") -> ReleaseInfo:
@@ -130,11 +131,11 @@ def publish_folder(folder: Path, release: ReleaseInfo, private: bool = False, re
     except (HfHubHTTPError, httpx2.HTTPError) as error:
         raise ReleaseError(f"publishing {release.repo_id} {tag} failed, no tag was created: {_one_line(error)}") from None
     prefix = "datasets/" if repo_type == "dataset" else ""
-    url = f"{api.endpoint}/{prefix}{release.repo_id}"
+    url = scrub_url(f"{api.endpoint}/{prefix}{release.repo_id}")
     logger.info("published %s at %s, tag %s (commit %s)", release.repo_id, url, tag, revision)
     return Published(url, tag, revision)
 
 
 def _one_line(error: Exception) -> str:
-    text = str(error).strip().splitlines()
+    text = scrub_text(str(error)).strip().splitlines()
     return text[0][:300] if text else type(error).__name__

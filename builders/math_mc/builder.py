@@ -81,7 +81,7 @@ MATH = Benchmark("math", "EleutherAI/hendrycks_math", None, ("train", "test"), m
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = collect.add_distractor_arguments(parser, "MATH-MC distractors", random_allowed=False)
-    group.add_argument("--equivalence-timeout", type=cli.positive_float, default=10.0,
+    group.add_argument("--equivalence-timeout", type=cli.seconds, default=10.0,
                        help="hard wall-clock limit (seconds) of one math-verify comparison; a comparison that "
                             "times out proves nothing, so the candidate is left out")
     parser.set_defaults(splits=["test"])

@@ -260,7 +260,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="show the programs with their docstrings (their examples often give the answer away)")
     group.add_argument("--max-output-chars", type=cli.positive_int, default=DEFAULT_MAX_OUTPUT_CHARS,
                        help="longest value (as text) kept as an option; longer golds exclude the item")
-    group.add_argument("--call-timeout", type=cli.positive_float, default=5.0, help="seconds one call may run")
+    group.add_argument("--call-timeout", type=cli.seconds, default=5.0, help="seconds one call may run")
     sandbox = cli.runtime_group(parser, "sandbox (every reference program runs only here; predictions are read, never run)")
     sandbox.add_argument("--unsafe-no-sandbox", action="store_true",
                          help="run the programs as plain subprocesses when bubblewrap is unavailable (NOT isolated)")
