@@ -86,7 +86,7 @@ def test_pool_report_and_summary():
     assert rows[0] == {"question_id": "q1", "gold": "1", "pool_size": 2,
                        "candidates": [{"text": "2", "count": 1, "models": ["a"], "variants": []},
                                       {"text": "3", "count": 1, "models": ["b"], "variants": []}],
-                       "invalid": {"c": 1}, "correct": {}, "merges": 0, "gold_merges": 0}
+                       "invalid": {"c": 1}, "correct": {}, "merges": 0, "gold_merges": 0, "left_out": []}
     summary = summarize_pools(pools)
     assert summary.eligible_by_choices == {2: 1, 3: 1, 4: 0, 5: 0, 6: 0, 7: 0, 8: 0}
     assert summary.size_histogram == {0: 1, 2: 1}

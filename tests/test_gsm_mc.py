@@ -138,7 +138,7 @@ def test_harness_logs_and_generated_predictions(files, tmp_path, llm_server):
     llm_server.respond_with(lambda call: f"The answer is {int(wrong[_index(call)]) + 3 * (call.body['model'] == 'm2')}.")
     result = build(files, "--predictions", str(tmp_path / "harness"), "--generate-with", "m1", "m2",
                    "--base-url", llm_server.openai_base_url, "--api-key-env", "none", "--cache-dir", str(tmp_path / "cache"),
-                   "--sets", "1",
+                   "--sets", "1", "--keep-suspect-keys",  # 3 models agree on 6 for question 0, 1 on its key
                    "--save-predictions", str(tmp_path / "generated.jsonl"))
     assert len(llm_server.chat_requests) == 10  # 2 models x 5 questions with a gold
     ids = [r.id for r in result.configs["set_0"]["test"]]
@@ -206,9 +206,11 @@ def test_correct_answers_in_another_unit_are_left_out_and_counted(tmp_path):
     for records in result.configs.values():
         pen, bag = records["test"]
         assert not {"100", "0.01"} & set(pen.choices) and not {"245000", "0.245", "14700"} & set(bag.choices)
-    assert result.statistics["Correct answers in another unit"].records() == [
-        {"factor": 100, "distractors dropped": 2}, {"factor": 1000, "distractors dropped": 2},
-        {"factor": 60, "distractors dropped": 1}]
+    assert result.statistics["Correct answers in another form"].records() == [
+        {"candidate left out": "unit: x or / 100", "candidates": 2},
+        {"candidate left out": "unit: x or / 1000", "candidates": 2},
+        {"candidate left out": "unit: x or / 60", "candidates": 1},
+        {"candidate left out": "the gold rounded to the option's decimals", "candidates": 0}]
     assert validate(result).passed
 
     kept = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(base)), parse([*base, "--keep-unit-multiples"]))

@@ -16,8 +16,7 @@ import argparse
 import logging
 import math
 import re
-from collections import Counter
-from dataclasses import replace
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 from typing import Sequence
 
 from builders.core import api, cli
@@ -27,13 +26,32 @@ from builders.core.record import OpenItem
 from builders.core.sources import Benchmark, LoadedSource, RowContext
 from builders.core.steps import Exclude
 from builders.core.tables import Statistics, Table
-from builders.from_predictions import collect, sets as mc
+from builders.from_predictions import collect, consensus
+from builders.from_predictions import sets as mc
+from builders.from_predictions.pools import (
+    Pool,
+    leave_out,
+    left_out_counts,
+    pool_report,
+    pool_rows,
+    respell,
+)
 from builders.from_predictions.tasks import set_tasks, sets_table
 from builders.gsm_mc.answers import (
-    NUMBER, NumericEquivalence, extract_answer_text, gold_answer, normalize_number, parse_number,
-    UNIT_FACTORS, is_random_offset, random_distractors, unit_multiple,
+    NUMBER,
+    UNIT_FACTORS,
+    NumericEquivalence,
+    extract_answer_text,
+    gold_answer,
+    is_random_offset,
+    is_rounded_gold,
+    normalize_number,
+    parse_number,
+    question_conversions,
+    random_distractors,
+    unit_conversions,
+    unit_multiple,
 )
-from builders.from_predictions.pools import Pool, pool_report, respell
 from builders.gsm_mc.prompts import gsm8k_request
 
 logger = logging.getLogger(__name__)
@@ -77,10 +95,12 @@ GSM8K = Benchmark("gsm8k", "openai/gsm8k", "main", ("train", "test"), gsm8k_item
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    group = collect.add_distractor_arguments(parser, "GSM-MC distractors", random_allowed=True)
+    group = collect.add_distractor_arguments(parser, "GSM-MC distractors", random_allowed=True, numeric=True)
     group.add_argument("--keep-unit-multiples", action="store_true",
-                       help="keep distractors that equal the gold times or divided by 100, 1000 or 60 (the gold in "
-                            "another unit: 100 cents for 1 dollar); they are left out by default")
+                       help="keep distractors that equal the gold times or divided by 100, 1000, 60 or a conversion "
+                            "between units the question names (7 days per week, 12 per dozen, 16 ounces per pound): "
+                            "the gold in another unit; they are left out by default")
+    consensus.add_arguments(group)
     parser.set_defaults(splits=["test"])
 
 
@@ -90,36 +110,44 @@ def random_ok(gold: str, text: str) -> bool:
     return option is not None and normalize_number(text) == text and is_random_offset(value, option - value)
 
 
-def without_unit_multiples(pool: Pool) -> tuple[Pool, Counter]:
-    """The pool without the candidates that are the gold in another unit, and how many per factor."""
-    gold = parse_number(pool.gold)
-    dropped: Counter = Counter()
-    kept = []
-    for candidate in pool.candidates:
-        factor = unit_multiple(gold, parse_number(candidate.text))
-        if factor is None:
-            kept.append(candidate)
-        else:
-            dropped[factor] += 1
-    return replace(pool, candidates=kept), dropped
+UNIT_MULTIPLE, ROUNDED_GOLD = "unit_multiple", "rounded_gold"
+
+
+def other_form_of_gold(item: OpenItem, keep_unit_multiples: bool):
+    """The reason a candidate is the item's gold in another form (``unit_multiple:<conversion>``, or
+    ``rounded_gold``: the gold rounded to the candidate's shown decimals), or None."""
+    gold = parse_number(item.gold)
+    conversions = unit_conversions(item.question)
+
+    def reason(candidate) -> str | None:
+        value = parse_number(candidate.text)
+        label = None if keep_unit_multiples else unit_multiple(gold, value, conversions)
+        if label is not None:
+            return f"{UNIT_MULTIPLE}:{label}"
+        return ROUNDED_GOLD if is_rounded_gold(gold, candidate.text) else None
+
+    return reason
 
 
 def build(source: LoadedSource, args: argparse.Namespace) -> Build:
     items = {split: list(split_items) for split, split_items in source.items.items()}
     all_items = [item for split_items in items.values() for item in split_items]
     equivalence = NumericEquivalence()
-    options = mc.SetOptions(NAME, args.choices, args.sets, args.seed, args.draw)
-    pools, collected, statistics = None, None, Statistics()
+    options = mc.SetOptions(NAME, args.choices, args.sets, args.seed, args.draw, value=float_value)
+    pools, collected, statistics, checks = None, None, Statistics(), []
     if args.distractors == "pool":
         pools, collected, unanswered = model_pools(source, args, all_items, equivalence)
-        dropped: Counter = Counter()
-        if not args.keep_unit_multiples:
-            for item_id, pool in pools.items():
-                pools[item_id], counts = without_unit_multiples(pool)
-                dropped.update(counts)
+        for item in all_items:
+            pools[item.id] = leave_out(pools[item.id], other_form_of_gold(item, args.keep_unit_multiples))
+        suspects = consensus.suspects(pools)
         statistics = mc.pool_statistics(list(pools.values()), args.choices)
-        statistics.add(unit_table(dropped, args.keep_unit_multiples))
-        configs, exclusions = mc.build_sets(items, pools, options, source.dataset, no_predictions=unanswered)
+        statistics.add(unit_table(pools.values(), args.keep_unit_multiples))
+        statistics.add(consensus.suspect_table(suspects, len(all_items), args.keep_suspect_keys))
+        excluded = {} if args.keep_suspect_keys else {i: s.exclusion() for i, s in suspects.items()}
+        configs, exclusions = mc.build_sets(items, pools, options, source.dataset, no_predictions=unanswered,
+                                            excluded_items=excluded)
+        if not args.keep_suspect_keys:
+            checks.append(consensus.no_suspect_check(pool_rows(pools.values())))
     else:
         configs, exclusions = mc.build_sets(items, None, options, source.dataset,
                                             random_distractors=lambda item, n, rng: random_distractors(item.gold, n, rng))
@@ -136,7 +164,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         metadata_features={name: mc.METADATA_FEATURES for name in configs},
         exclusions=exclusions,
         checks=[*mc.make_checks(golds, equivalence.equal, pools, random_ok), one_numeric_gold(golds),
-                *([] if args.keep_unit_multiples else [NO_UNIT_MULTIPLE])],
+                *([] if args.keep_unit_multiples else [NO_UNIT_MULTIPLE]), NO_ROUNDED_GOLD, *checks],
         statistics=statistics,
         extra_files={"pools.jsonl": pool_report(pools.values()).encode()} if pools is not None else {},
         lm_eval_tasks=lambda location: set_tasks(NAME, "grade school math", configs, location),
@@ -144,25 +172,54 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
     )
 
 
-def unit_table(dropped: Counter, kept: bool) -> Table:
-    note = ("Kept (`--keep-unit-multiples`): distractors equal to the gold times or divided by these factors stay."
-            if kept else "Distractors equal to the gold times or divided by the factor (the correct answer in another "
-            "unit: 100 cents for 1 dollar, 0.7 for 70 %) are left out of the pools; these were dropped.")
-    return Table("Correct answers in another unit", ("factor", "distractors dropped"),
-                 [(factor, 0 if kept else dropped[factor]) for factor in UNIT_FACTORS], note=note)
+def unit_table(pools, kept: bool) -> Table:
+    """Candidates left out as the gold in another form, per conversion (and rounding)."""
+    counts = left_out_counts(pools)
+    labels = [label for label, _ in unit_conversions("")] + sorted(
+        {r.split(":", 1)[1] for r in counts if r.startswith(UNIT_MULTIPLE + ":")} - {str(f) for f in UNIT_FACTORS},
+        key=lambda label: int(label.split()[0]))
+    rows = [(f"unit: x or / {label}", counts[f"{UNIT_MULTIPLE}:{label}"]) for label in labels]
+    rows.append(("the gold rounded to the option's decimals", counts[ROUNDED_GOLD]))
+    note = ("Kept (`--keep-unit-multiples`): distractors equal to the gold in another unit stay; only roundings of "
+            "the gold are left out." if kept else
+            "Distractors equal to the gold times or divided by 100, 1000 or 60 (100 cents for 1 dollar, 0.7 for 70 %), "
+            "or by a conversion between units the question names (21 days for 3 weeks, 60 for 5 dozen, 400 ounces "
+            "for 25 pounds), are the correct answer in another unit")
+    note += ("; a decimal distractor that is the gold rounded to its own decimals (15.59 beside 15.588) is a second "
+             "correct answer. These candidates are left out of the options; `pools.jsonl` lists them under "
+             "`left_out`, and their models are counted in the Models table.")
+    return Table("Correct answers in another form", ("candidate left out", "candidates"), rows, note=note)
 
 
-def _unit_multiple_options(build: Build):
-    """Re-checked with floats, apart from the pool filter's exact fractions: no option is the gold ×/÷ 100, 1000, 60."""
+def _other_form_options(build: Build, items: dict[str, OpenItem]):
+    """Re-checked with floats, apart from the pool filter's exact fractions: no option is the gold ×/÷ a unit
+    factor (the general ones and those of the units the question names)."""
     for config, split, records in build.records():
         for record in records:
+            factors = {100, 1000, 60} | {factor for _, factor in question_conversions(record.question)}
             values = [float_value(c) for c in record.choices]
             gold = values[record.answer]
             for index, value in enumerate(values):
                 if index != record.answer and gold and any(
                         math.isclose(value, gold * f, rel_tol=1e-12) or math.isclose(value * f, gold, rel_tol=1e-12)
-                        for f in (100, 1000, 60)):
+                        for f in factors):
                     yield f"{config}/{split} {record.id}: option {record.choices[index]!r} is the gold {record.gold!r} in another unit"
+
+
+def _rounded_gold_options(build: Build):
+    """With Decimal quantize, apart from the builder's fractions: no decimal option is the gold rounded to the
+    option's own decimals (half up or half even)."""
+    for config, split, records in build.records():
+        for record in records:
+            gold = record.choices[record.answer]
+            for index, option in enumerate(record.choices):
+                if index == record.answer or "." not in option or "/" in option or "/" in gold:
+                    continue
+                exponent = Decimal(1).scaleb(-len(option.split(".")[1]))
+                exact = Decimal(gold)
+                if exact != exact.quantize(exponent) and any(
+                        exact.quantize(exponent, rounding=mode) == Decimal(option) for mode in (ROUND_HALF_UP, ROUND_HALF_EVEN)):
+                    yield f"{config}/{split} {record.id}: option {option!r} is the gold {gold!r} rounded"
 
 
 def float_value(text: str) -> float:
@@ -179,8 +236,10 @@ def one_numeric_gold(golds: dict[str, str]) -> Check:
         lambda a, b: math.isclose(float_value(a), float_value(b), rel_tol=1e-12, abs_tol=1e-12))
 
 
-NO_UNIT_MULTIPLE = Check("no_unit_multiple", "no distractor equals the gold times or divided by 100, 1000 or 60",
-                         _unit_multiple_options)
+NO_UNIT_MULTIPLE = Check("no_unit_multiple", "no distractor equals the gold times or divided by 100, 1000, 60 or a "
+                         "conversion between units the question names", lambda build: _other_form_options(build, {}))
+NO_ROUNDED_GOLD = Check("no_rounded_gold", "no decimal distractor is the gold rounded to the distractor's own decimals",
+                        _rounded_gold_options)
 
 
 def model_pools(source: LoadedSource, args: argparse.Namespace, items: list[OpenItem],
