@@ -37,7 +37,7 @@ class ConsensusRule:
     ratio: int = 3
 
     def describe(self) -> str:
-        return (f"one wrong value given by at least {self.min_models} models, by at least {self.min_share:.0%} of "
+        return (f"one wrong value is given by at least {self.min_models} models, by at least {self.min_share:.0%} of "
                 f"the models with a valid answer, and by at least {self.ratio} times as many models as gave the key")
 
 

@@ -193,21 +193,46 @@ def is_random_offset(value: Fraction, offset: Fraction) -> bool:
     return offset.denominator == 1 and offset != 0 and low <= offset <= high
 
 
-def random_distractors(gold: str, count: int, rng: np.random.Generator) -> list[str]:
-    """``count`` distinct numbers ``gold + d``, d drawn uniformly without replacement from :func:`offset_range`
-    (never 0); a fractional gold keeps its fractional part. O(count): offsets are drawn, not listed."""
+def random_distractors(gold: str, count: int, rng: np.random.Generator, avoid: Sequence[Fraction] = ()) -> list[str]:
+    """``count`` distinct numbers ``gold + d``, d a non-zero integer of :func:`offset_range`, none of them in
+    ``avoid`` (the gold in another unit). The gold is made exchangeable with its distractors: ``count + 1``
+    distinct points are drawn uniformly from a window of ``w + 1`` integers, one of them (uniformly) is the gold,
+    and the others' distances to it are the offsets; a draw that leaves the interval or hits ``avoid`` is drawn
+    again. So the gold's rank among the options is uniform and no rule on the values alone ("closest to the
+    mean", "the middle one") finds it, except where the interval forbids (a gold of 0 is the smallest). Drawing
+    offsets from the whole interval at once left the gold in the middle of its options (closest to their mean
+    in 48% of the items). A fractional gold keeps its fractional part. O(count) per draw."""
     value = parse_number(gold)
     if value is None:
         raise ValueError(f"gold {gold!r} is not a number")
     low, high = offset_range(value)
-    if high - low < count:  # the range holds high - low + 1 integers, one of them 0
-        raise ValueError(f"only {high - low} random numbers around {gold}")
+    banned = {v - value for v in avoid if (v - value).denominator == 1 and low <= v - value <= high}
+    if high - low - len(banned) < count:  # the range holds high - low + 1 integers, one of them 0
+        raise ValueError(f"only {high - low - len(banned)} random numbers around {gold}")
+    for _ in range(MAX_DRAWS):
+        points = _distinct_integers(0, high, count + 1, rng)
+        key = points[int(rng.integers(count + 1))]
+        offsets = [point - key for point in points if point != key]
+        if all(low <= offset and offset not in banned for offset in offsets):
+            return [format_number(value + offset) for offset in offsets]
+    raise ValueError(f"no {count} random numbers around {gold} in {MAX_DRAWS} draws")
+
+
+# A gold of 0 is accepted in 1 of count + 1 draws (it must be the smallest option); nothing needs more.
+MAX_DRAWS = 10_000
+
+
+def _distinct_integers(low: int, high: int, count: int, rng: np.random.Generator) -> list[int]:
+    """``count`` distinct integers drawn uniformly from [low, high], sorted, by rejection (the range may be huge)."""
     chosen: set[int] = set()
     while len(chosen) < count:
-        offset = int(rng.integers(low, high + 1))
-        if offset != 0:
-            chosen.add(offset)
-    return [format_number(value + offset) for offset in sorted(chosen)]
+        chosen.add(int(rng.integers(low, high + 1)))
+    return sorted(chosen)
+
+
+def other_unit_values(gold: Fraction, conversions: Sequence[tuple[str, int]]) -> list[Fraction]:
+    """The gold in every other unit of ``conversions``: times and divided by each factor."""
+    return [v for _, factor in conversions for v in (gold * factor, gold / factor)]
 
 
 def random_interval(gold: str) -> tuple[str, str]:
@@ -234,13 +259,16 @@ CONVERSIONS = (
     ("weeks", "hours", 168), ("days", "hours", 24), ("days", "minutes", 1440), ("hours", "seconds", 3600),
     ("dozens", "items", 12), ("pounds", "ounces", 16), ("yards", "feet", 3), ("yards", "inches", 36),
     ("feet", "inches", 12), ("gallons", "quarts", 4), ("gallons", "pints", 8), ("gallons", "cups", 16),
-    ("quarts", "pints", 2), ("quarts", "cups", 4), ("pints", "cups", 2),
-)
+    ("quarts", "cups", 4),
+)  # not quarts/pints/cups by 2: twice the key is a common wrong answer of its own
 _UNIT_PATTERNS = {unit: re.compile(rf"\b(?:{words})\b", re.IGNORECASE) for unit, words in UNIT_NAMES.items()}
 
 
+_SINGULAR = {"feet": "foot", "inches": "inch", "dozens": "dozen"}
+
+
 def unit_label(larger: str, smaller: str, factor: int) -> str:
-    return f"{factor} ({smaller} per {larger.rstrip('s') if larger != 'dozens' else 'dozen'})"
+    return f"{factor} ({smaller} per {_SINGULAR.get(larger, larger.removesuffix('s'))})"
 
 
 def question_conversions(question: str) -> list[tuple[str, int]]:

@@ -46,6 +46,7 @@ from builders.gsm_mc.answers import (
     is_random_offset,
     is_rounded_gold,
     normalize_number,
+    other_unit_values,
     parse_number,
     question_conversions,
     random_distractors,
@@ -150,7 +151,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
             checks.append(consensus.no_suspect_check(pool_rows(pools.values())))
     else:
         configs, exclusions = mc.build_sets(items, None, options, source.dataset,
-                                            random_distractors=lambda item, n, rng: random_distractors(item.gold, n, rng))
+                                            random_distractors=random_options(args.keep_unit_multiples))
     exclusions.extend(source.exclusions)
     statistics.add(mc.position_table(configs))
     golds = {item.id: item.gold for item in all_items}
@@ -170,6 +171,14 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         lm_eval_tasks=lambda location: set_tasks(NAME, "grade school math", configs, location),
         card_context=_card_context(args, collected),
     )
+
+
+def random_options(keep_unit_multiples: bool):
+    """``--distractors random``: random numbers near the gold, never the gold in another unit of the question."""
+    def draw(item: OpenItem, count: int, rng):
+        conversions = [] if keep_unit_multiples else unit_conversions(item.question)
+        return random_distractors(item.gold, count, rng, other_unit_values(parse_number(item.gold), conversions))
+    return draw
 
 
 def unit_table(pools, kept: bool) -> Table:
