@@ -111,10 +111,15 @@ def question_key(text: str) -> str:
 
 
 def item_of(items: Sequence[OpenItem], doc_question: Callable[[Mapping], str | None],
-            excluded: Iterable[tuple[str, int]] = ()) -> Callable[[Prediction], str | Unmatched]:
+            excluded: Iterable[tuple[str, int]] = (),
+            index_questions: Mapping[tuple[str, int], str] | None = None) -> Callable[[Prediction], str | Unmatched]:
     """A prediction's item: by ``question_index`` (with ``split``, needed when several splits are built; a
     question text given too must agree), else by its question text, whitespace-insensitive (an lm-eval doc's
-    by ``doc_question``; the harness may shuffle or subsample docs, so ``doc_id`` is not trusted)."""
+    by ``doc_question``; the harness may shuffle or subsample docs, so ``doc_id`` is not trusted).
+
+    ``index_questions`` ((split, row) -> question text): ``question_index`` names a row of the benchmark the
+    predictions were made on (GSM8K), not of this source (GSM8K-Platinum, a revision of it): that row's
+    question text is matched instead."""
     by_place = {(item.split, item.index): item for item in items}
     excluded_places = set(excluded)  # (split, row index) of source rows the build excluded
     by_text: dict[str, OpenItem] = {}
@@ -128,7 +133,14 @@ def item_of(items: Sequence[OpenItem], doc_question: Callable[[Mapping], str | N
         split = ref.get("split")
         if split is not None and split not in splits:
             return SPLIT_NOT_BUILT
-        if ref.get("question_index") is not None:
+        if ref.get("question_index") is not None and index_questions is not None:
+            original = index_questions.get((split or "test", ref["question_index"]))
+            if original is None:
+                return Unmatched("no_item_at_question_index")
+            if isinstance(text, str) and question_key(text) != question_key(original):
+                return Unmatched("question_index_and_text_disagree")
+            text = original
+        elif ref.get("question_index") is not None:
             if split is None and len(splits) > 1:
                 raise UserError(f"{prediction.origin}: a prediction by question_index needs a \"split\" when "
                                 f"several splits are built ({splits})")
@@ -151,13 +163,17 @@ def item_of(items: Sequence[OpenItem], doc_question: Callable[[Mapping], str | N
 
 def collect_predictions(source: LoadedSource, args: argparse.Namespace, items: Sequence[OpenItem],
                         doc_question: Callable[[Mapping], str | None],
-                        request_for: Callable[[str], ChatRequest], excluded: ExclusionLog | None = None) -> Collected:
+                        request_for: Callable[[str], ChatRequest], excluded: ExclusionLog | None = None,
+                        made_on: tuple[str, Mapping[tuple[str, int], str]] | None = None) -> Collected:
     """Predictions from files and/or generated for ``items`` (excluded rows are never asked about; a prediction
-    for one, in the source's or the builder's ``excluded``, is counted as ``item_excluded``)."""
-    predictions = read_predictions(args.predictions, benchmark=source.benchmark.name)
+    for one, in the source's or the builder's ``excluded``, is counted as ``item_excluded``). ``made_on``: (the
+    benchmark the files' predictions were made on, its questions by (split, row)), for a source that revises it."""
+    names = (source.benchmark.name, made_on[0]) if made_on else source.benchmark.name
+    predictions = read_predictions(args.predictions, benchmark=names)
     require_texts(predictions, source.benchmark.name)
     entries = [*source.exclusions.entries, *(excluded.entries if excluded else ())]
-    item_id = item_of(items, doc_question, [(e.split, e.source_index) for e in entries])
+    item_id = item_of(items, doc_question, [(e.split, e.source_index) for e in entries],
+                      made_on[1] if made_on else None)
     require_matches(predictions, item_id, f"a question of {sorted({item.split for item in items})}")
     generation = None
     if args.generate_with:
@@ -169,6 +185,10 @@ def collect_predictions(source: LoadedSource, args: argparse.Namespace, items: S
         predictions.extend(generation.predictions)
         if args.save_predictions:
             write_predictions(generation.predictions, args.save_predictions)
+    if made_on and generation:  # generated predictions name rows of this source, not of the one revised
+        own_rows = item_of(items, doc_question)
+        generated = {id(p) for p in generation.predictions}
+        item_id = (lambda file_item: lambda p: own_rows(p) if id(p) in generated else file_item(p))(item_id)
     matched, report = match_predictions(predictions, item_id)
     return Collected(predictions, matched, report, generation)
 

@@ -16,14 +16,23 @@ import argparse
 import logging
 import math
 import re
+from collections import Counter
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 from typing import Sequence
 
+from datasets import Value
+
 from builders.core import api, cli
 from builders.core.build import Build, Builder, Check
-from builders.core.errors import MalformedRow
+from builders.core.errors import MalformedRow, UserError
 from builders.core.record import OpenItem
-from builders.core.sources import Benchmark, LoadedSource, RowContext
+from builders.core.sources import (
+    Benchmark,
+    LoadedSource,
+    RowContext,
+    Selection,
+    load_source,
+)
 from builders.core.steps import Exclude
 from builders.core.tables import Statistics, Table
 from builders.from_predictions import collect, consensus
@@ -38,6 +47,7 @@ from builders.from_predictions.pools import (
 )
 from builders.from_predictions.tasks import set_tasks, sets_table
 from builders.gsm_mc.answers import (
+    FLOAT_DIGITS,
     NUMBER,
     UNIT_FACTORS,
     NumericEquivalence,
@@ -65,6 +75,12 @@ GSM8K_CITATION = """@article{cobbe2021gsm8k,
   journal={arXiv preprint arXiv:2110.14168},
   year={2021}
 }"""
+PLATINUM_CITATION = """@article{vendrow2025platinum,
+  title={Do Large Language Model Benchmarks Test Reliability?},
+  author={Vendrow, Joshua and Vendrow, Edward and Beery, Sara and Madry, Aleksander},
+  journal={arXiv preprint arXiv:2502.03461},
+  year={2025}
+}"""
 _GOLD_LINE = re.compile(r"####\s*(.+?)\s*$", re.MULTILINE)
 
 
@@ -75,15 +91,35 @@ def text_field(row: dict, name: str, row_id: str) -> str:
     return value
 
 
-def gsm8k_item(row: dict, ctx: RowContext) -> OpenItem:
-    row_id = f"gsm8k/{ctx.split}/{ctx.index}"
+def gsm8k_item(row: dict, ctx: RowContext, metadata: dict | None = None) -> OpenItem:
+    row_id = f"{ctx.benchmark}/{ctx.split}/{ctx.index}"
     question = text_field(row, "question", row_id)
     answer = text_field(row, "answer", row_id)
     gold = gold_answer(answer)
     if gold is None:
         raise Exclude("no_gold_answer", "answer", "no '#### N' line with a number")
     gold_text = _GOLD_LINE.findall(answer)[-1]
-    return OpenItem(row_id, ctx.split, ctx.index, question, gold, gold_text, answer, ctx.config)
+    return OpenItem(row_id, ctx.split, ctx.index, question, gold, gold_text, answer, ctx.config,
+                    metadata=metadata or {})
+
+
+# GSM8K-Platinum's ``cleaning_status``, as its dataset card describes it: "consensus" (every model of the
+# authors' panel gave the key, so nobody re-read it), "verified" (re-read by hand and kept), "revised" (re-read
+# and relabelled or reworded). Questions the authors judged poorly written were removed from the dataset; a
+# row that still carries such a status is excluded with it.
+PLATINUM_KEPT = ("consensus", "verified", "revised")
+PLATINUM_REMOVED = ("removed", "rejected")
+
+
+def platinum_item(row: dict, ctx: RowContext) -> OpenItem:
+    row_id = f"{ctx.benchmark}/{ctx.split}/{ctx.index}"
+    status = text_field(row, "cleaning_status", row_id).strip().lower()
+    if status in PLATINUM_REMOVED:
+        raise Exclude("removed_by_platinum", "cleaning_status", f"GSM8K-Platinum marks the question {status!r}")
+    if status not in PLATINUM_KEPT:
+        raise MalformedRow(row_id, "cleaning_status", f"unknown status {status!r:.40} (expected one of "
+                           f"{', '.join(PLATINUM_KEPT + PLATINUM_REMOVED)})")
+    return gsm8k_item(row, ctx, {"cleaning_status": status})
 
 
 def _number_text(extracted: str) -> str | None:
@@ -93,6 +129,9 @@ def _number_text(extracted: str) -> str | None:
 
 
 GSM8K = Benchmark("gsm8k", "openai/gsm8k", "main", ("train", "test"), gsm8k_item, "mit", GSM8K_CITATION, "GSM8K")
+GSM8K_PLATINUM = Benchmark("gsm8k_platinum", "madrylab/gsm8k-platinum", "main", ("test",), platinum_item, "mit",
+                           PLATINUM_CITATION + "\n\n" + GSM8K_CITATION, "GSM8K-Platinum",
+                           metadata_features={"cleaning_status": Value("string")})
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -102,7 +141,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "between units the question names (7 days per week, 12 per dozen, 16 ounces per pound): "
                             "the gold in another unit; they are left out by default")
     consensus.add_arguments(group)
+    group.add_argument("--gsm8k-questions", metavar="SPEC", default=None,
+                       help="with --benchmark gsm8k_platinum: the GSM8K copy whose test rows the predictions' "
+                            "question_index names (default: openai/gsm8k:main); a prediction is matched to "
+                            "GSM8K-Platinum by that row's question text")
     parser.set_defaults(splits=["test"])
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    collect.check_arguments(args)
+    if args.gsm8k_questions and args.benchmark != GSM8K_PLATINUM.name:
+        raise UserError("--gsm8k-questions is for --benchmark gsm8k_platinum (predictions made on GSM8K)")
 
 
 def random_ok(gold: str, text: str) -> bool:
@@ -154,6 +203,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
                                             random_distractors=random_options(args.keep_unit_multiples))
     exclusions.extend(source.exclusions)
     statistics.add(mc.position_table(configs))
+    statistics.add(rank_table(configs, args.choices))
     golds = {item.id: item.gold for item in all_items}
     return Build(
         builder=NAME,
@@ -162,7 +212,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         source=source,
         params={},
         configs=configs,
-        metadata_features={name: mc.METADATA_FEATURES for name in configs},
+        metadata_features={name: {**mc.METADATA_FEATURES, **source.benchmark.metadata_features} for name in configs},
         exclusions=exclusions,
         checks=[*mc.make_checks(golds, equivalence.equal, pools, random_ok), one_numeric_gold(golds),
                 *([] if args.keep_unit_multiples else [NO_UNIT_MULTIPLE]), NO_ROUNDED_GOLD, *checks],
@@ -171,6 +221,36 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         lm_eval_tasks=lambda location: set_tasks(NAME, "grade school math", configs, location),
         card_context=_card_context(args, collected),
     )
+
+
+def rank_table(configs, choices: int) -> Table:
+    """Where the gold sits among its options' values, over all sets: its rank, and how often two no-knowledge
+    rules find it ("the option closest to the mean", "an integer option", each tie split evenly)."""
+    ranks: Counter = Counter()
+    closest = integer = total = 0.0
+    for name, splits in configs.items():
+        if name == "default":
+            continue
+        for records in splits.values():
+            for record in records:
+                values = [float_value(c) for c in record.choices]
+                gold = values[record.answer]
+                ranks[sum(v < gold for v in values)] += 1
+                mean = sum(values) / len(values)
+                distances = [abs(v - mean) for v in values]
+                nearest = [i for i, d in enumerate(distances) if d == min(distances)]
+                closest += (record.answer in nearest) / len(nearest)
+                integers = [i for i, v in enumerate(values) if v == int(v)]
+                integer += (record.answer in integers) / len(integers) if integers else 1 / len(values)
+                total += 1
+    total = total or 1
+    columns = tuple(f"rank {r + 1}" for r in range(choices))
+    return Table("Answer ranks", (*columns, "closest to the mean", "an integer option", "chance"),
+                 [(*(ranks[r] / total for r in range(choices)), closest / total, integer / total, 1 / choices)],
+                 percent=(*columns, "closest to the mean", "an integer option", "chance"),
+                 note="The gold's rank among its options' values (rank 1: the smallest), over all sets, and the accuracy "
+                      "of two rules that need no knowledge: pick the option closest to the options' mean; pick one of "
+                      "the integer options at random. Beside chance, they show whether the values alone give the gold away.")
 
 
 def random_options(keep_unit_multiples: bool):
@@ -254,8 +334,11 @@ NO_ROUNDED_GOLD = Check("no_rounded_gold", "no decimal distractor is the gold ro
 def model_pools(source: LoadedSource, args: argparse.Namespace, items: list[OpenItem],
                 equivalence: NumericEquivalence) -> tuple[dict[str, Pool], collect.Collected, set[str]]:
     """The pools from the predictions, and the items no model answered."""
+    made_on = None
+    if source.benchmark.name == GSM8K_PLATINUM.name and args.predictions:
+        made_on = (GSM8K.name, gsm8k_questions(args))
     collected = collect.collect_predictions(source, args, items, lambda doc: doc.get("question"),
-                                            lambda q: gsm8k_request(q, args.max_tokens or 512))
+                                            lambda q: gsm8k_request(q, args.max_tokens or 512), made_on=made_on)
     answers = {item.id: collect.answers_for(item, collected, extract_answer_text, _number_text) for item in items}
     # Pools see the spellings models wrote, so "1,000" joining "1000" counts as a merge; options show
     # the canonical number.
@@ -265,15 +348,23 @@ def model_pools(source: LoadedSource, args: argparse.Namespace, items: list[Open
     return pools, collected, {i for i, a in answers.items() if not a}
 
 
+def gsm8k_questions(args: argparse.Namespace) -> dict[tuple[str, int], str]:
+    """GSM8K's test questions by (split, row): what a GSM8K prediction's ``question_index`` names."""
+    loaded = load_source(GSM8K, args.gsm8k_questions, seed=args.seed, selection=Selection(splits=("test",)),
+                         max_excluded=1.0)
+    return {(item.split, item.index): item.question for item in loaded.records()}
+
+
 def _card_context(args: argparse.Namespace, collected: collect.Collected | None) -> dict:
     return {
         "choices": args.choices, "sets": args.sets, "distractors": args.distractors, "draw": args.draw,
-        "keep_unit_multiples": args.keep_unit_multiples,
+        "keep_unit_multiples": args.keep_unit_multiples, "keep_suspect_keys": args.keep_suspect_keys,
+        "float_digits": FLOAT_DIGITS, "platinum": args.benchmark == GSM8K_PLATINUM.name, "gsm8k_questions": args.gsm8k_questions or GSM8K.default_spec,
         **collect.card_context(args, collected),
     }
 
 
-BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [GSM8K], add_arguments, build, collect.check_arguments,
+BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [GSM8K, GSM8K_PLATINUM], add_arguments, build, check_arguments,
                   llm_models=lambda args: list(args.generate_with), evaluation_table=sets_table)
 
 
