@@ -189,6 +189,8 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         pools, collected, unanswered = model_pools(source, args, all_items, equivalence)
         for item in all_items:
             pools[item.id] = leave_out(pools[item.id], other_form_of_gold(item, args.keep_unit_multiples))
+        if args.pool:
+            collect.write_pool_report(args.pool, pool_report(pools.values()))
         suspects = consensus.suspects(pools)
         statistics = mc.pool_statistics(list(pools.values()), args.choices)
         statistics.add(unit_table(pools.values(), args.keep_unit_multiples))
@@ -343,8 +345,6 @@ def model_pools(source: LoadedSource, args: argparse.Namespace, items: list[Open
     # Pools see the spellings models wrote, so "1,000" joining "1000" counts as a merge; options show
     # the canonical number.
     pools = {i: respell(pool, equivalence.spell) for i, pool in collect.make_pools(items, answers, equivalence).items()}
-    if args.pool:
-        collect.write_pool_report(args.pool, pool_report(pools.values()))
     return pools, collected, {i for i, a in answers.items() if not a}
 
 
