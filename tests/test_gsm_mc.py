@@ -164,6 +164,14 @@ def parquet_digest(folder: Path) -> str:
 def test_cli_writes_identical_releases_and_refuses_bad_options(files, tmp_path, capsys):
     common = ["--source", str(files["source"]), "--predictions", str(files["predictions"]), "--sets", "2",
               "--log-level", "WARNING"]
+    # 4 of the 6 rows are left out (3 for want of distractors): more than the default --max-excluded 0.5
+    assert gsm_mc.main([*common, "--output", str(tmp_path / "one")]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "error: 4 of 6 source rows (67%) would be left out of config 'default', most often for pool_too_small (2 rows, "
+        "e.g. gsm8k/test/1: 2 distractors, 3 needed); --max-excluded 0.5 allows at most 50%, pass a higher share to "
+        "build it anyway")
+    assert not (tmp_path / "one").exists()
+    common += ["--max-excluded", "0.7"]
     assert gsm_mc.main([*common, "--output", str(tmp_path / "one")]) == 0
     assert gsm_mc.main([*common, "--output", str(tmp_path / "two")]) == 0
     assert parquet_digest(tmp_path / "one") == parquet_digest(tmp_path / "two")
@@ -180,7 +188,7 @@ def test_cli_writes_identical_releases_and_refuses_bad_options(files, tmp_path, 
 def test_publish_and_load_back(local_hub, files, tmp_path):
     repo = "mcqforge/gsm-mc-test"
     assert gsm_mc.main(["--source", str(files["source"]), "--predictions", str(files["predictions"]), "--sets", "2",
-                        "--push", repo, "--version", "1.0.0", "--log-level", "WARNING"]) == 0
+                        "--max-excluded", "0.7", "--push", repo, "--version", "1.0.0", "--log-level", "WARNING"]) == 0
     assert local_hub.tags(repo) == ["v1.0.0"]
     remote = datasets.load_dataset(repo, "set_1", revision="v1.0.0")["test"]
     assert remote["id"] == ["gsm8k/test/0", "gsm8k/test/2"]
@@ -298,7 +306,8 @@ def test_a_boxed_answer_decides_and_an_unreadable_one_is_invalid(tmp_path):
     result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), parse(argv))
     [row] = [json.loads(line) for line in (tmp_path / "p").read_text().splitlines()]
     assert row["invalid"] == {"a": 1, "b": 1, "g": 1}
-    assert sorted(c["text"] for c in row["candidates"]) == ["-2.5", "-90/13", "1200", "140", "8/3", "85000"]
+    assert sorted(c["text"] for c in row["candidates"]) == ["-2.5", "-90/13", "140", "8/3", "85000"]
+    assert row["left_out"] == [{"text": "1200", "count": 1, "models": ["h"], "reason": "unit_multiple:100"}]
     assert all(not {"4", "0", "2.5", "3", "13", "7", "5"} & set(r.choices) for c in result.configs.values()
                for r in c["test"])
     assert validate(result).passed
