@@ -493,3 +493,29 @@ def test_gsm8k_platinum_with_predictions_made_on_gsm8k(files, tmp_path):
     assert validate(result).passed
     assert gsm_mc.main(["--source", str(files["source"]), "--gsm8k-questions", str(files["source"]),
                         "--predictions", str(files["predictions"]), "--output", str(tmp_path / "x")]) == 2
+
+
+def test_a_5_mb_adversarial_prediction_adds_under_2_seconds(files, tmp_path):
+    """Regression (issue 25): a 140 KB output of unclosed ``\\boxed{`` took a build from 6 s to 112 s. An output
+    beyond MAX_OUTPUT_CHARS is not read (an invalid answer, counted in the card); shorter ones are read in
+    linear time."""
+    import time
+
+    from builders.from_predictions.extract import MAX_OUTPUT_CHARS
+
+    rows = [{"question_index": i, "model": m, "output": o} for i, m, o in PREDICTIONS]
+    hostile = [{"question_index": 0, "model": "x", "output": "\\boxed{" * 750_000},  # 5.25 MB
+               {"question_index": 2, "model": "x", "output": "\\boxed{" * (MAX_OUTPUT_CHARS // 7 - 2) + "#### 12"}]
+    plain = write_jsonl(tmp_path / "plain.jsonl", rows)
+    attacked = write_jsonl(tmp_path / "attacked.jsonl", rows + hostile)
+    seconds = {}
+    for name, path in (("plain", plain), ("attacked", attacked)):
+        argv = ["--source", str(files["source"]), "--predictions", str(path), "--sets", "2"]
+        start = time.perf_counter()
+        result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), parse(argv))
+        seconds[name] = time.perf_counter() - start
+    assert seconds["attacked"] - seconds["plain"] < 2.0, seconds
+    assert result.card_context["predictions_too_long"] == 1
+    assert result.statistics["Models"].row("x") == {
+        "model": "x", "answers": 2, "correct": 0, "invalid (no extractable answer)": 1, "pool candidates it gave": 1,
+        "left out (another form of the gold)": 0}
