@@ -95,7 +95,7 @@ def suspect_table(found: Mapping[str, Suspect], items: int, kept: bool, rule: Co
     note = (f"Consensus check: an item's key is suspect when {rule.describe()}. {len(found)} of {items} items "
             f"({len(found) / items if items else 0:.1%}) are suspect; they are {status}"
             + ("." if kept else f" with the reason `{REASON}`.")
-            + " The value the models agree on is often the correct answer (GSM8K-Platinum relabels such keys).")
+            + " The value the models agree on is often the correct answer (GSM8K-Platinum relabelled such GSM8K keys).")
     rows = [(s.item_id, s.key, " or ".join(s.values), s.agreeing, s.key_models, s.valid_models, status)
             for s in sorted(found.values(), key=lambda s: _id_order(s.item_id))]
     return Table("Suspect keys", ("item", "key", "models agree on", "models agreeing", "models giving the key",
