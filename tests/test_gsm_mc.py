@@ -519,3 +519,12 @@ def test_a_5_mb_adversarial_prediction_adds_under_2_seconds(files, tmp_path):
     assert result.statistics["Models"].row("x") == {
         "model": "x", "answers": 2, "correct": 0, "invalid (no extractable answer)": 1, "pool candidates it gave": 1,
         "left out (another form of the gold)": 0}
+
+
+def test_gsm8k_platinum_sample_builds_offline(tmp_path):
+    assert gsm_mc.main(["--benchmark", "gsm8k_platinum", "--source", "sample", "--output", str(tmp_path / "out"),
+                        "--log-level", "WARNING"]) == 0
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert "**Source: GSM8K-Platinum**" in card and "55 matched" in card and "`question_not_found`: 5" in card
+    loaded = datasets.load_dataset(str(tmp_path / "out"), "set_0")["test"]
+    assert loaded.num_rows == 11 and loaded[5]["metadata"]["cleaning_status"] == "revised"

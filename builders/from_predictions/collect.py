@@ -164,16 +164,18 @@ def item_of(items: Sequence[OpenItem], doc_question: Callable[[Mapping], str | N
 def collect_predictions(source: LoadedSource, args: argparse.Namespace, items: Sequence[OpenItem],
                         doc_question: Callable[[Mapping], str | None],
                         request_for: Callable[[str], ChatRequest], excluded: ExclusionLog | None = None,
-                        made_on: tuple[str, Mapping[tuple[str, int], str]] | None = None) -> Collected:
+                        made_on: tuple[str, Callable[[], Mapping[tuple[str, int], str]]] | None = None) -> Collected:
     """Predictions from files and/or generated for ``items`` (excluded rows are never asked about; a prediction
     for one, in the source's or the builder's ``excluded``, is counted as ``item_excluded``). ``made_on``: (the
-    benchmark the files' predictions were made on, its questions by (split, row)), for a source that revises it."""
+    benchmark the files' predictions were made on, a loader of its questions by (split, row), called only when a
+    prediction names its row by ``question_index``), for a source that revises it."""
     names = (source.benchmark.name, made_on[0]) if made_on else source.benchmark.name
     predictions = read_predictions(args.predictions, benchmark=names)
     require_texts(predictions, source.benchmark.name)
     entries = [*source.exclusions.entries, *(excluded.entries if excluded else ())]
+    by_index = made_on is not None and any(p.ref.get("question_index") is not None for p in predictions)
     item_id = item_of(items, doc_question, [(e.split, e.source_index) for e in entries],
-                      made_on[1] if made_on else None)
+                      made_on[1]() if by_index else None)
     require_matches(predictions, item_id, f"a question of {sorted({item.split for item in items})}")
     generation = None
     if args.generate_with:

@@ -338,7 +338,7 @@ def model_pools(source: LoadedSource, args: argparse.Namespace, items: list[Open
     """The pools from the predictions, and the items no model answered."""
     made_on = None
     if source.benchmark.name == GSM8K_PLATINUM.name and args.predictions:
-        made_on = (GSM8K.name, gsm8k_questions(args))
+        made_on = (GSM8K.name, lambda: gsm8k_questions(args))
     collected = collect.collect_predictions(source, args, items, lambda doc: doc.get("question"),
                                             lambda q: gsm8k_request(q, args.max_tokens or 512), made_on=made_on)
     answers = {item.id: collect.answers_for(item, collected, extract_answer_text, _number_text) for item in items}
