@@ -90,6 +90,11 @@ def suspects(pools: Mapping[str, Pool], rule: ConsensusRule = RULE) -> dict[str,
     return {item_id: s for item_id, s in found.items() if s is not None}
 
 
+def excluded_items(found: Mapping[str, Suspect], keep: bool) -> dict[str, Exclude]:
+    """What ``build_sets`` leaves out: every suspect item with its reason, none with ``--keep-suspect-keys``."""
+    return {} if keep else {item_id: s.exclusion() for item_id, s in found.items()}
+
+
 def suspect_table(found: Mapping[str, Suspect], items: int, kept: bool, rule: ConsensusRule = RULE) -> Table:
     status = "kept (--keep-suspect-keys)" if kept else "excluded"
     note = (f"Consensus check: an item's key is suspect when {rule.describe()}. {len(found)} of {items} items "

@@ -187,17 +187,12 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
     pools, collected, statistics, checks = None, None, Statistics(), []
     if args.distractors == "pool":
         pools, collected, unanswered = model_pools(source, args, all_items, equivalence)
-        for item in all_items:
-            pools[item.id] = leave_out(pools[item.id], other_form_of_gold(item, args.keep_unit_multiples))
-        if args.pool:
-            collect.write_pool_report(args.pool, pool_report(pools.values()))
         suspects = consensus.suspects(pools)
         statistics = mc.pool_statistics(list(pools.values()), args.choices)
         statistics.add(unit_table(pools.values(), args.keep_unit_multiples))
         statistics.add(consensus.suspect_table(suspects, len(all_items), args.keep_suspect_keys))
-        excluded = {} if args.keep_suspect_keys else {i: s.exclusion() for i, s in suspects.items()}
         configs, exclusions = mc.build_sets(items, pools, options, source.dataset, no_predictions=unanswered,
-                                            excluded_items=excluded)
+                                            excluded_items=consensus.excluded_items(suspects, args.keep_suspect_keys))
         if not args.keep_suspect_keys:
             checks.append(consensus.no_suspect_check(pool_rows(pools.values())))
     else:
@@ -343,8 +338,12 @@ def model_pools(source: LoadedSource, args: argparse.Namespace, items: list[Open
                                             lambda q: gsm8k_request(q, args.max_tokens or 512), made_on=made_on)
     answers = {item.id: collect.answers_for(item, collected, extract_answer_text, _number_text) for item in items}
     # Pools see the spellings models wrote, so "1,000" joining "1000" counts as a merge; options show
-    # the canonical number.
-    pools = {i: respell(pool, equivalence.spell) for i, pool in collect.make_pools(items, answers, equivalence).items()}
+    # the canonical number. Candidates that are the gold in another form move to the pool's left_out.
+    pools = collect.make_pools(items, answers, equivalence)
+    pools = {item.id: leave_out(respell(pools[item.id], equivalence.spell),
+                                other_form_of_gold(item, args.keep_unit_multiples)) for item in items}
+    if args.pool:
+        collect.write_pool_report(args.pool, pool_report(pools.values()))
     return pools, collected, {i for i, a in answers.items() if not a}
 
 

@@ -141,9 +141,8 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         equivalence.close()  # every pair validation asks was judged above; a miss would restart workers
     options = mc.SetOptions(NAME, args.choices, args.sets, args.seed, args.draw)
     suspects = consensus.suspects(pools)
-    excluded = {} if args.keep_suspect_keys else {i: s.exclusion() for i, s in suspects.items()}
     configs, exclusions = mc.build_sets(items, pools, options, source.dataset, no_predictions=unanswered,
-                                        excluded_items=excluded)
+                                        excluded_items=consensus.excluded_items(suspects, args.keep_suspect_keys))
     exclusions.extend(source.exclusions)
     exclusions.extend(gold_exclusions)
     statistics = Statistics([gold_table(source, gold_exclusions, items)])
