@@ -66,18 +66,18 @@ def add_arguments(group: argparse._ArgumentGroup) -> None:
                             f"{RULE.describe()}); they are excluded as suspect_key by default")
 
 
-def answer_counts(pool: Pool) -> tuple[int, Counter]:
-    """(models that gave the key, models per wrong value) over every valid answer, left-out candidates included."""
+def answer_counts(pool: Pool) -> tuple[int, Counter, int]:
+    """(models that gave the key, models per wrong value, models with a valid answer). A left-out candidate (the
+    key in another unit, or rounded) is another form of the key: it counts as valid, never against the key."""
     wrong: Counter = Counter({c.text: c.count for c in pool.candidates})
-    wrong.update({left.candidate.text: left.candidate.count for left in pool.left_out})
-    return len(pool.correct), wrong
+    other_forms = sum(left.candidate.count for left in pool.left_out)
+    return len(pool.correct), wrong, len(pool.correct) + wrong.total() + other_forms
 
 
 def suspect(pool: Pool, rule: ConsensusRule = RULE) -> Suspect | None:
-    key_models, wrong = answer_counts(pool)
+    key_models, wrong, valid = answer_counts(pool)
     if not wrong:
         return None
-    valid = key_models + wrong.total()
     agreeing = max(wrong.values())
     if agreeing < rule.min_models or agreeing < rule.min_share * valid or agreeing < rule.ratio * key_models:
         return None
@@ -117,15 +117,16 @@ def no_suspect_check(pool_rows: Iterable[dict], rule: ConsensusRule = RULE) -> C
     counts = {}
     for row in pool_rows:
         per_value: Counter = Counter()
-        for entry in [*row["candidates"], *row.get("left_out", [])]:
+        for entry in row["candidates"]:
             per_value[entry["text"]] += len(set(entry["models"]))
-        counts[row["question_id"]] = (len(row["correct"]), per_value)
+        other_forms = sum(len(set(entry["models"])) for entry in row.get("left_out", []))
+        counts[row["question_id"]] = (len(row["correct"]), per_value, other_forms)
 
     def violations(build: Build) -> Iterable[str]:
         for config, split, records in build.records():
             for record in records:
-                key_models, per_value = counts.get(record.id, (0, Counter()))
-                valid = key_models + sum(per_value.values())
+                key_models, per_value, other_forms = counts.get(record.id, (0, Counter(), 0))
+                valid = key_models + sum(per_value.values()) + other_forms
                 for value, n in per_value.items():
                     if n >= rule.min_models and n >= rule.min_share * valid and n >= rule.ratio * key_models:
                         yield (f"{config}/{split} {record.id}: {n} of {valid} models answer {value!r}, "
