@@ -75,6 +75,8 @@ def draw_from_pool(pool: Pool, count: int, rng: np.random.Generator, draw: str,
 def _draw(candidates: Sequence[Candidate], count: int, rng: np.random.Generator, weighted: bool) -> list[Candidate]:
     if count == 0:
         return []
+    if count == len(candidates):
+        return list(candidates)
     weights = None
     if weighted:
         counts = np.array([c.count for c in candidates], dtype=float)
@@ -94,8 +96,9 @@ def draw_by_rank(pool: Pool, count: int, rng: np.random.Generator, value: Callab
     Models' wrong answers scatter around the key, so a plain weighted draw leaves the key in the middle of its
     options, a cue that needs no knowledge ("pick the middle value")."""
     gold = value(pool.gold)
-    below = [c for c in pool.candidates if value(c.text) < gold]
-    above = [c for c in pool.candidates if value(c.text) > gold]
+    values = [value(c.text) for c in pool.candidates]
+    below = [c for c, v in zip(pool.candidates, values) if v < gold]
+    above = [c for c, v in zip(pool.candidates, values) if v > gold]
     ranks = feasible_ranks(len(below), len(above), count)
     rank = ranks[int(rng.integers(len(ranks)))]
     chosen = {c.text for c in [*_draw(below, rank, rng, True), *_draw(above, count - rank, rng, True)]}

@@ -12,6 +12,7 @@ answers are equivalent when their exact (rational) values are equal.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from decimal import Decimal, InvalidOperation
@@ -271,17 +272,18 @@ def unit_label(larger: str, smaller: str, factor: int) -> str:
     return f"{factor} ({smaller} per {_SINGULAR.get(larger, larger.removesuffix('s'))})"
 
 
-def question_conversions(question: str) -> list[tuple[str, int]]:
+@functools.lru_cache(maxsize=4096)  # asked per candidate and per released record: 17 searches each time
+def question_conversions(question: str) -> tuple[tuple[str, int], ...]:
     """(label, factor) of every conversion one of whose units the question names: "how many weeks" makes 7
     days per week a second reading of the answer, whether or not the question says "days"."""
     named = {unit for unit, pattern in _UNIT_PATTERNS.items() if pattern.search(question)}
-    return [(unit_label(larger, smaller, factor), factor) for larger, smaller, factor in CONVERSIONS
-            if larger in named or smaller in named]
+    return tuple((unit_label(larger, smaller, factor), factor) for larger, smaller, factor in CONVERSIONS
+                 if larger in named or smaller in named)
 
 
 def unit_conversions(question: str) -> list[tuple[str, int]]:
     """Every conversion that applies to a question: the general factors, then the ones its units name."""
-    return [(str(factor), factor) for factor in UNIT_FACTORS] + question_conversions(question)
+    return [(str(factor), factor) for factor in UNIT_FACTORS] + list(question_conversions(question))
 
 
 def unit_multiple(gold: Fraction, option: Fraction, conversions: Sequence[tuple[str, int]] | None = None) -> str | None:
