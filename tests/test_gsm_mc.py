@@ -167,7 +167,7 @@ def test_cli_writes_identical_releases_and_refuses_bad_options(files, tmp_path, 
     # 4 of the 6 rows are left out (3 for want of distractors): more than the default --max-excluded 0.5
     assert gsm_mc.main([*common, "--output", str(tmp_path / "one")]) == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
-        "error: 4 of 6 source rows (67%) would be left out of config 'default', most often for pool_too_small (2 rows, "
+        "error: 4 of 6 rows (67%) would be left out of config 'default', most often for pool_too_small (2 rows, "
         "e.g. gsm8k/test/1: 2 distractors, 3 needed); --max-excluded 0.5 allows at most 50%, pass a higher share to "
         "build it anyway")
     assert not (tmp_path / "one").exists()
