@@ -5,7 +5,10 @@ the ``#### N`` line of GSM8K's ``answer``. Models' predictions (read from files 
 OpenAI-compatible endpoint with the 8-shot chain-of-thought prompt) give one answer each, extracted
 and normalised as a number; the distinct wrong numbers form the question's pool. Each of K sets draws
 N-1 of them and shuffles the options. ``--distractors random`` is the paper's ablation: random numbers
-near the gold instead of models' answers.
+near the gold instead of models' answers. Wrong answers that are the gold in another unit or rounded are left
+out (counted in ``left_out``); items whose key most models contradict are ``suspect_key``
+(:mod:`builders.from_predictions.consensus`). ``--benchmark gsm8k_platinum`` reads GSM8K-Platinum, with
+predictions made on GSM8K matched by question text.
 
     python -m builders.gsm_mc --source ../shared/data/gsm8k --predictions ../shared/data/predictions/gsm8k_test.jsonl --output out/
 """
