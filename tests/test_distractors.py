@@ -457,3 +457,33 @@ def test_brace_matching_reads_boxes_as_before():
     assert gsm8k.last_boxed("\\boxed{1} then \\boxed{\\frac{2}{3}} and \\boxed{4") == "\\frac{2}{3}"
     assert math_answers.boxed_contents("\\boxed{\\{1, 2\\}} \\fbox{x} \\boxed 5$ \\boxed{") == ["\\{1, 2\\}", "x", "5"]
     assert math_answers.boxed_contents("\\boxed{" + "1" * 2000 + "} \\boxed{2}") == ["2"]  # too long: no answer
+
+
+def test_consensus_rule_on_pools_of_any_engine():
+    """The consensus check reads only a pool's counts, so MATH-MC's pools (any engine) get the same rule."""
+    from builders.core.record import MCQRecord
+    from builders.from_predictions import consensus
+    from builders.from_predictions.pools import LeftOut, leave_out
+
+    def pool(gold, answers):
+        return build_pool("q", gold, [(f"m{i}", a) for i, a in enumerate(answers)], Numbers())
+
+    assert consensus.suspect(pool("1", ["2", "2", "2", "1", "1", "5"])) is None  # 3 < 3 x 2 models on the key
+    found = consensus.suspect(pool("1", ["2", "2", "2", "5", "6"]))
+    assert (found.values, found.agreeing, found.key_models, found.valid_models) == (("2",), 3, 0, 5)
+    assert found.exclusion().detail == "3 of 5 models answer 2, 0 the key 1"
+    assert consensus.suspect(pool("1", ["2", "2", "2"] + ["1"] * 2 + [str(n) for n in range(10, 20)])) is None  # 3 < 20%
+    # the key in another form is valid, never a wrong value: 3 models saying 100 (cents) back a key of 1 (dollar)
+    cents = leave_out(pool("1", ["100", "100", "100", "7"]), lambda c: "unit_multiple:100" if c.text == "100" else None)
+    assert cents.left_out == (LeftOut(Candidate("100", ("m0", "m1", "m2")), "unit_multiple:100"),)
+    assert consensus.suspect(cents) is None
+    # the validator's check reads the pool report, not the builder's rule
+    flagged = pool("1", ["2", "2", "2", "5", "6"])
+    check = consensus.no_suspect_check(pool_rows([flagged]))
+
+    class Released:
+        def records(self):
+            yield "set_0", "test", [MCQRecord(id="q", question="?", choices=("1", "2"), answer=0, source="s",
+                                              source_config="c", source_split="test", source_index=0)]
+
+    assert list(check.find_violations(Released())) == ["set_0/test q: 3 of 5 models answer '2', 0 the key"]
