@@ -1,6 +1,6 @@
-"""Full-scale GSM-MC on the real GSM8K test set and predictions: time, peak memory, byte-identity, and the
-correct-answers-in-another-unit count, for the pool build (default and --keep-unit-multiples) and the
-random-distractor ablation.
+"""Full-scale GSM-MC on the real GSM8K test set and predictions: time, peak memory, byte-identity, the
+correct-answers-in-another-unit count and the answer cues (:mod:`gsm_mc_cues`), for the pool build (default,
+--draw weighted, --keep-unit-multiples) and the random-distractor ablation.
 
     python benchmarks/gsm_mc.py --data ../shared/data [--sets 10] [--choices 4]
 """
@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pyarrow.parquet as pq
-
+from gsm_mc_cues import cues
 from harness import REPO, parquet_digest, run_builder
 
 FACTORS = (100, 1000, 60)
@@ -40,7 +40,8 @@ def main() -> None:
     data = args.data.resolve()
     common = ["--source", str(data / "gsm8k"), "--sets", str(args.sets), "--choices", str(args.choices)]
     pool = [*common, "--predictions", str(data / "predictions" / "gsm8k_test.jsonl")]
-    builds = {"pools": pool, "pools, --keep-unit-multiples": [*pool, "--keep-unit-multiples"],
+    builds = {"pools": pool, "pools, --draw weighted": [*pool, "--draw", "weighted"],
+              "pools, --keep-unit-multiples": [*pool, "--keep-unit-multiples"],
               "random distractors": [*common, "--distractors", "random"]}
     with tempfile.TemporaryDirectory() as tmp:
         for name, argv in builds.items():
@@ -50,6 +51,7 @@ def main() -> None:
             same = parquet_digest(outs[0]) == parquet_digest(outs[1])
             print(f"{name}: {runs[0][0]:.1f} s and {runs[1][0]:.1f} s wall, peak {max(r[1] for r in runs):.0f} MiB; "
                   f"byte-identical: {same}; {hits} of {total} items (over {args.sets} sets) hold a unit multiple")
+            print(f"    {cues(outs[0])}")
 
 
 if __name__ == "__main__":

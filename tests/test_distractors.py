@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 import time
 from pathlib import Path
 
@@ -86,7 +87,7 @@ def test_pool_report_and_summary():
     assert rows[0] == {"question_id": "q1", "gold": "1", "pool_size": 2,
                        "candidates": [{"text": "2", "count": 1, "models": ["a"], "variants": []},
                                       {"text": "3", "count": 1, "models": ["b"], "variants": []}],
-                       "invalid": {"c": 1}, "correct": {}, "merges": 0, "gold_merges": 0}
+                       "invalid": {"c": 1}, "correct": {}, "merges": 0, "gold_merges": 0, "left_out": []}
     summary = summarize_pools(pools)
     assert summary.eligible_by_choices == {2: 1, 3: 1, 4: 0, 5: 0, 6: 0, 7: 0, 8: 0}
     assert summary.size_histogram == {0: 1, 2: 1}
@@ -367,3 +368,122 @@ def test_generation_uses_the_cache_on_a_second_run(llm_server, tmp_path):
     assert report.matched.total() == 4 and [p.model for p in matched["gsm8k/test/1"]] == ["m1", "m2"]
     as_list = generate_predictions(["m1"], {"test": ["What is 3 + 3?"]}, gsm8k_request, settings)
     assert [(p.ref["question_index"], p.output) for p in as_list.predictions] == [(0, answers["What is 3 + 3?"])]
+
+
+# ---- the shared kernel, issue 22 / 23 / 25 ----------------------------------------------------------------
+
+def test_the_rank_draw_makes_the_keys_rank_uniform_where_the_weighted_draw_centres_it():
+    """Models' wrong answers scatter around the key (frequent ones close to it): drawn by frequency, the key sat
+    in the middle of its options; the rank draw first draws the key's rank, uniformly."""
+    from builders.from_predictions.sets import draw_by_rank, draw_from_pool
+
+    counts = {"8": 6, "9": 9, "11": 9, "12": 6, "2": 1, "3": 1, "17": 1, "18": 1, "25": 1}
+    pool = build_pool("q", "10", [(f"{text}-{k}", text) for text, n in counts.items() for k in range(n)], Numbers())
+
+    def ranks(draw) -> list[int]:
+        found = [0] * 4
+        for seed in range(2000):
+            found[sum(float(c.text) < 10 for c in draw(np.random.default_rng(seed)))] += 1
+        return found
+
+    rank = ranks(lambda rng: draw_by_rank(pool, 3, rng, float))
+    weighted = ranks(lambda rng: draw_from_pool(pool, 3, rng, "weighted"))
+    assert all(450 <= n <= 550 for n in rank), rank
+    assert weighted[0] + weighted[3] < 500, weighted  # the key at either end in under a quarter of the sets
+    # a pool with 1 candidate below the key allows ranks 0 and 1 only, each half the time
+    lopsided = build_pool("q", "10", [("a", "9"), ("b", "11"), ("c", "12"), ("d", "13")], Numbers())
+    drawn = [sum(float(c.text) < 10 for c in draw_by_rank(lopsided, 3, np.random.default_rng(s), float))
+             for s in range(400)]
+    assert set(drawn) == {0, 1} and 170 <= drawn.count(0) <= 230
+
+
+def test_random_distractors_leave_no_cue_in_the_values():
+    """Offsets drawn over the whole interval at once left the gold closest to the options' mean in 48% of the
+    real build's items (chance 25%) and in the middle ranks in 74%."""
+    golds = ["7", "18", "40", "72", "150", "1200", "2880000", "3.5"]
+    ranks, closest, total = [0] * 4, 0, 0
+    for gold in golds:
+        value = float(gold)
+        for seed in range(300):
+            options = [value] + [float(x) for x in gsm8k.random_distractors(gold, 3, np.random.default_rng(seed))]
+            mean = sum(options) / 4
+            closest += min(range(4), key=lambda i: abs(options[i] - mean)) == 0
+            ranks[sum(v < value for v in options)] += 1
+            total += 1
+    assert closest / total <= 0.30, closest / total
+    assert all(0.20 <= n / total <= 0.30 for n in ranks), ranks
+    # never the gold in another unit: 3 weeks is 21 days
+    assert all("21" not in gsm8k.random_distractors("3", 7, np.random.default_rng(s), [Fraction(21), Fraction(3, 7)])
+               for s in range(300))
+
+
+def test_rounded_golds():
+    from builders.from_predictions.pools import rounds_to
+
+    assert rounds_to(Fraction(193, 512), Fraction("0.377"), 3) and rounds_to(Fraction("15.588457268119894"),
+                                                                                Fraction("15.588"), 3)
+    assert not rounds_to(Fraction(21, 2), Fraction(11), 0)  # 11 beside 10.5 is another answer
+    assert not rounds_to(Fraction(7, 2), Fraction("3.5"), 2)  # the gold itself
+    assert not rounds_to(Fraction("2.5"), Fraction("2.4"), 1)  # the gold has 1 decimal: 2.4 is wrong
+
+
+ADVERSARIAL = {  # 1 MB each: the shapes that made extraction quadratic or worse
+    "unclosed boxes": "\\boxed{" * 150_000,
+    "nested boxes": "\\boxed{" * 60_000 + "1" + "}" * 60_000,
+    "bare boxes": "\\boxed " * 150_000,
+    "answer is, spaces": "The answer is" + " " * 1_000_000 + "x",
+    "hashes, spaces": "####" + " " * 1_000_000 + "x",
+    "braces": "{" * 1_000_000,
+}
+
+
+@pytest.mark.parametrize("name", ADVERSARIAL)
+def test_answer_extraction_is_linear(name):
+    """Regression (issue 25): every ``\\boxed{`` sliced and scanned the rest of the text, so a 140 KB output took
+    106 s of a GSM-MC build and a 5 MB one ran past 400 s. Now the braces are matched once: 1 MB takes well under
+    a second, where the quadratic scan took hours."""
+    text = ADVERSARIAL[name]
+    for extract in (gsm8k.extract_answer_text, math_answers.extract_answer, math_answers.boxed_contents):
+        start = time.perf_counter()
+        extract(text)
+        assert time.perf_counter() - start < 3.0, extract.__name__
+
+
+def test_brace_matching_reads_boxes_as_before():
+    from builders.from_predictions.extract import brace_pairs
+
+    assert brace_pairs("a{b{c}d}e}{") == {3: 5, 1: 7}
+    assert brace_pairs("\\{x{y}\\}", escapes=True) == {3: 5}
+    assert gsm8k.last_boxed("\\boxed{1} then \\boxed{\\frac{2}{3}} and \\boxed{4") == "\\frac{2}{3}"
+    assert math_answers.boxed_contents("\\boxed{\\{1, 2\\}} \\fbox{x} \\boxed 5$ \\boxed{") == ["\\{1, 2\\}", "x", "5"]
+    assert math_answers.boxed_contents("\\boxed{" + "1" * 2000 + "} \\boxed{2}") == ["2"]  # too long: no answer
+
+
+def test_consensus_rule_on_pools_of_any_engine():
+    """The consensus check reads only a pool's counts, so MATH-MC's pools (any engine) get the same rule."""
+    from builders.core.record import MCQRecord
+    from builders.from_predictions import consensus
+    from builders.from_predictions.pools import LeftOut, leave_out
+
+    def pool(gold, answers):
+        return build_pool("q", gold, [(f"m{i}", a) for i, a in enumerate(answers)], Numbers())
+
+    assert consensus.suspect(pool("1", ["2", "2", "2", "1", "1", "5"])) is None  # 3 < 3 x 2 models on the key
+    found = consensus.suspect(pool("1", ["2", "2", "2", "5", "6"]))
+    assert (found.values, found.agreeing, found.key_models, found.valid_models) == (("2",), 3, 0, 5)
+    assert found.exclusion().detail == "3 of 5 models answer 2, 0 the key 1"
+    assert consensus.suspect(pool("1", ["2", "2", "2"] + ["1"] * 2 + [str(n) for n in range(10, 20)])) is None  # 3 < 20%
+    # the key in another form is valid, never a wrong value: 3 models saying 100 (cents) back a key of 1 (dollar)
+    cents = leave_out(pool("1", ["100", "100", "100", "7"]), lambda c: "unit_multiple:100" if c.text == "100" else None)
+    assert cents.left_out == (LeftOut(Candidate("100", ("m0", "m1", "m2")), "unit_multiple:100"),)
+    assert consensus.suspect(cents) is None
+    # the validator's check reads the pool report, not the builder's rule
+    flagged = pool("1", ["2", "2", "2", "5", "6"])
+    check = consensus.no_suspect_check(pool_rows([flagged]))
+
+    class Released:
+        def records(self):
+            yield "set_0", "test", [MCQRecord(id="q", question="?", choices=("1", "2"), answer=0, source="s",
+                                              source_config="c", source_split="test", source_index=0)]
+
+    assert list(check.find_violations(Released())) == ["set_0/test q: 3 of 5 models answer '2', 0 the key"]

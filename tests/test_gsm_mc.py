@@ -138,7 +138,7 @@ def test_harness_logs_and_generated_predictions(files, tmp_path, llm_server):
     llm_server.respond_with(lambda call: f"The answer is {int(wrong[_index(call)]) + 3 * (call.body['model'] == 'm2')}.")
     result = build(files, "--predictions", str(tmp_path / "harness"), "--generate-with", "m1", "m2",
                    "--base-url", llm_server.openai_base_url, "--api-key-env", "none", "--cache-dir", str(tmp_path / "cache"),
-                   "--sets", "1",
+                   "--sets", "1", "--keep-suspect-keys",  # 3 models agree on 6 for question 0, 1 on its key
                    "--save-predictions", str(tmp_path / "generated.jsonl"))
     assert len(llm_server.chat_requests) == 10  # 2 models x 5 questions with a gold
     ids = [r.id for r in result.configs["set_0"]["test"]]
@@ -164,6 +164,14 @@ def parquet_digest(folder: Path) -> str:
 def test_cli_writes_identical_releases_and_refuses_bad_options(files, tmp_path, capsys):
     common = ["--source", str(files["source"]), "--predictions", str(files["predictions"]), "--sets", "2",
               "--log-level", "WARNING"]
+    # 4 of the 6 rows are left out (3 for want of distractors): more than the default --max-excluded 0.5
+    assert gsm_mc.main([*common, "--output", str(tmp_path / "one")]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "error: 4 of 6 rows (67%) would be left out of config 'default', most often for pool_too_small (2 rows, "
+        "e.g. gsm8k/test/1: 2 distractors, 3 needed); --max-excluded 0.5 allows at most 50%, pass a higher share to "
+        "build it anyway")
+    assert not (tmp_path / "one").exists()
+    common += ["--max-excluded", "0.7"]
     assert gsm_mc.main([*common, "--output", str(tmp_path / "one")]) == 0
     assert gsm_mc.main([*common, "--output", str(tmp_path / "two")]) == 0
     assert parquet_digest(tmp_path / "one") == parquet_digest(tmp_path / "two")
@@ -180,7 +188,7 @@ def test_cli_writes_identical_releases_and_refuses_bad_options(files, tmp_path, 
 def test_publish_and_load_back(local_hub, files, tmp_path):
     repo = "mcqforge/gsm-mc-test"
     assert gsm_mc.main(["--source", str(files["source"]), "--predictions", str(files["predictions"]), "--sets", "2",
-                        "--push", repo, "--version", "1.0.0", "--log-level", "WARNING"]) == 0
+                        "--max-excluded", "0.7", "--push", repo, "--version", "1.0.0", "--log-level", "WARNING"]) == 0
     assert local_hub.tags(repo) == ["v1.0.0"]
     remote = datasets.load_dataset(repo, "set_1", revision="v1.0.0")["test"]
     assert remote["id"] == ["gsm8k/test/0", "gsm8k/test/2"]
@@ -206,9 +214,11 @@ def test_correct_answers_in_another_unit_are_left_out_and_counted(tmp_path):
     for records in result.configs.values():
         pen, bag = records["test"]
         assert not {"100", "0.01"} & set(pen.choices) and not {"245000", "0.245", "14700"} & set(bag.choices)
-    assert result.statistics["Correct answers in another unit"].records() == [
-        {"factor": 100, "distractors dropped": 2}, {"factor": 1000, "distractors dropped": 2},
-        {"factor": 60, "distractors dropped": 1}]
+    assert result.statistics["Correct answers in another form"].records() == [
+        {"candidate left out": "unit: x or / 100", "candidates": 2},
+        {"candidate left out": "unit: x or / 1000", "candidates": 2},
+        {"candidate left out": "unit: x or / 60", "candidates": 1},
+        {"candidate left out": "the gold rounded to the option's decimals", "candidates": 0}]
     assert validate(result).passed
 
     kept = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(base)), parse([*base, "--keep-unit-multiples"]))
@@ -296,7 +306,225 @@ def test_a_boxed_answer_decides_and_an_unreadable_one_is_invalid(tmp_path):
     result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), parse(argv))
     [row] = [json.loads(line) for line in (tmp_path / "p").read_text().splitlines()]
     assert row["invalid"] == {"a": 1, "b": 1, "g": 1}
-    assert sorted(c["text"] for c in row["candidates"]) == ["-2.5", "-90/13", "1200", "140", "8/3", "85000"]
+    assert sorted(c["text"] for c in row["candidates"]) == ["-2.5", "-90/13", "140", "8/3", "85000"]
+    assert row["left_out"] == [{"text": "1200", "count": 1, "models": ["h"], "reason": "unit_multiple:100"}]
     assert all(not {"4", "0", "2.5", "3", "13", "7", "5"} & set(r.choices) for c in result.configs.values()
                for r in c["test"])
     assert validate(result).passed
+
+
+# ---- issue 22: wrong source keys (consensus check), the gold in another form, GSM8K-Platinum ---------------
+
+def real_item(question: str, key: str) -> dict:
+    return {"question": question, "answer": f"#### {key}"}
+
+
+# Real GSM8K test items (ids in the comments) with the answers the 14 full-coverage systems of the shared
+# predictions gave them; the first five keys are wrong (issue 22), the sixth is one GSM8K-Platinum relabels
+# although 42 models answer with the key, the last is sound.
+CONSENSUS_SOURCE = [
+    real_item("The girls are trying to raise money for a carnival. Kim raises $320 more than Alexandra, who raises "
+              "$430, and Maryam raises $400 more than Sarah, who raises $300. How much money, in dollars, did they all "
+              "raise in total?", "2280"),  # 1309: true 2180
+    real_item("Johnny's dad brought him to watch some horse racing and his dad bet money. On the first race, he lost "
+              "$5. On the second race, he won $1 more than twice the amount he previously lost. On the third race, he "
+              "lost 1.5 times as much as he won in the second race. How much did he lose on average that day?", "3"),  # 1042
+    real_item("Mel uses a 900-watt air conditioner for 8 hours a day. This means that each hour the AC uses 900 watts "
+              "of energy. If he reduces the time he uses the air conditioner by 5 hours a day, how many kilowatts of "
+              "electric energy will he save in 30 days?", "81"),  # 403: true 135
+    real_item("In a school activity, fifty-four students are to be separated into six groups of equal size. If the "
+              "activity requires 12 groups, how many more groups are needed to form?", "3"),  # 749: true 6
+    real_item("Sasha and Julie are best friends playing on opposing basketball teams. The teams have two practice "
+              "games scheduled. In the first game, Sasha had the home court advantage and scored 14 points. Julie "
+              "scored 4 fewer points than Sasha in the same game. Sasha always struggles during away games and their "
+              "second match was at Julie's home court. Sasha scored 6 fewer points in the second game than Julie's "
+              "score in the first game. How many total points did Sasha score during both games?", "14"),  # 823: true 18
+    real_item("A landscaping company is delivering flagstones to a customer's yard. Each flagstone weighs 75 pounds. If "
+              "the delivery trucks can carry a total weight of 2000 pounds, how many trucks will be needed to "
+              "transport 80 flagstones in one trip?", "3"),  # 288: Platinum relabels 4
+    real_item("Tom has 3 apples and buys 2 more. How many apples does he have?", "5"),
+]
+CONSENSUS_ANSWERS = [
+    ["2180"] * 8 + ["2350"] * 2 + ["1880", "1750", "3200", "1770"],
+    ["10.83"] * 3 + ["3.5"] * 3 + ["7"] * 2 + ["-4", "32.5", "10", "30.5", "-0.5", "7.17"],
+    ["135"] * 6 + ["0", "2.25", "675", "216", "6", "1", "2", "3"],
+    ["6"] * 7 + ["54"] * 2 + ["44", "3", "18", "63", "5"],
+    ["18"] * 8 + ["28"] * 2 + ["20", "36", "32"],
+    ["3"] * 42 + ["25", "4", "80"],
+    ["5"] * 10 + ["6", "6", "7", "8"],
+]
+
+
+def consensus_files(tmp_path) -> list[str]:
+    source = write_jsonl(tmp_path / "gsm8k" / "test.jsonl", CONSENSUS_SOURCE).parent
+    predictions = write_jsonl(tmp_path / "p.jsonl", [
+        {"question_index": i, "model": f"m{k:02d}", "output": f"#### {answer}"}
+        for i, answers in enumerate(CONSENSUS_ANSWERS) for k, answer in enumerate(answers)])
+    return ["--source", str(source), "--predictions", str(predictions), "--sets", "2"]
+
+
+def test_items_whose_key_the_models_contradict_are_excluded_as_suspect(tmp_path):
+    argv = consensus_files(tmp_path)
+    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), parse(argv))
+    assert sorted((e.id, e.reason, e.detail) for e in result.exclusions.entries) == [
+        ("gsm8k/test/0", "suspect_key", "8 of 14 models answer 2180, 0 the key 2280"),
+        ("gsm8k/test/1", "suspect_key", "3 of 14 models answer 10.83 or 3.5, 0 the key 3"),
+        ("gsm8k/test/2", "suspect_key", "6 of 14 models answer 135, 0 the key 81"),
+        ("gsm8k/test/3", "suspect_key", "7 of 14 models answer 6, 1 the key 3"),
+        ("gsm8k/test/4", "suspect_key", "8 of 13 models answer 18, 0 the key 14"),
+    ]
+    assert [r.id for r in result.configs["set_0"]["test"]] == ["gsm8k/test/5", "gsm8k/test/6"]
+    table = result.statistics["Suspect keys"]
+    assert [row["item"] for row in table.records()] == [f"gsm8k/test/{i}" for i in range(5)]
+    assert "5 of 7 items (71.4%) are suspect; they are excluded with the reason `suspect_key`" in table.note
+    assert validate(result).passed
+
+    kept = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), parse([*argv, "--keep-suspect-keys"]))
+    assert [r.id for r in kept.configs["set_0"]["test"]] == [f"gsm8k/test/{i}" for i in range(7)]
+    assert {row["status"] for row in kept.statistics["Suspect keys"].records()} == {"kept (--keep-suspect-keys)"}
+
+
+def test_the_validator_refuses_a_suspect_key_the_builder_let_through(tmp_path, monkeypatch):
+    from builders.from_predictions import consensus
+
+    monkeypatch.setattr(consensus, "suspects", lambda pools, rule=consensus.RULE: {})  # blind the builder's rule
+    argv = consensus_files(tmp_path)
+    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), parse(argv))
+    assert len(result.configs["set_0"]["test"]) == 7
+    with pytest.raises(ValidationFailed, match="no_suspect_key"):
+        validate(result)
+
+
+# Real GSM8K test items whose models' answers include the key in another unit the question names (issue 22).
+OTHER_UNIT_SOURCE = [
+    real_item("Each person in a certain household consumes 0.2 kg of rice every meal. Supposing 5 members of the "
+              "household eat rice every lunch and dinner, how many weeks will a 42 kg bag of rice last?", "3"),  # 296
+    real_item("Shannon makes her own madeleine cookies and eats 2 a night as a treat.  She wants to make enough "
+              "cookies to last her for 30 days by storing them in the freezer. Her recipe makes 1 dozen madeleine "
+              "cookies.  How many dozens of cookies will she need to make so she has enough for 30 days?", "5"),  # 412
+    real_item("Nik has 200 crayons. He wants to separate them into groups of 8 and put them into boxes.  Each box "
+              "weighs 8 ounces. Each crayon weighs 1 ounce. If he puts all of his crayons into boxes, what is the "
+              "total weight, in pounds, of the crayons and the boxes, when there are 16 ounces to a pound?", "25"),  # 1130
+    real_item("If one person can paint half a house in 5 days, how many hours would it take for 5 people to paint a "
+              "whole house?", "48"),  # 527
+    real_item("Nate's dog can dig six holes a day. He digs for 14 days while Nate is on vacation. When Nate gets home, "
+              "he starts filling in 9 holes a day, but the dog keeps digging 6 new holes every night. How many weeks "
+              "does it take him to fill in all the holes?", "4"),  # 1303
+    real_item("A pie costs $19 and is cut into 8 slices. What does one slice cost in dollars?", "2.375"),
+]
+OTHER_UNIT_ANSWERS = [  # models a..f; b and c give the other form
+    ["3", "21", "21", "6", "4", "2"], ["5", "60", "60", "15", "4", "6"], ["25", "400", "400", "24", "26", "20"],
+    ["48", "2", "2", "96", "24", "120"], ["4", "28", "28", "3", "5", "6"], ["2.375", "2.38", "2.4", "2", "3", "1.9"],
+]
+
+
+def test_the_gold_in_another_unit_or_rounded_is_left_out_and_every_prediction_counted(tmp_path):
+    source = write_jsonl(tmp_path / "gsm8k" / "test.jsonl", OTHER_UNIT_SOURCE).parent
+    predictions = write_jsonl(tmp_path / "p.jsonl", [
+        {"question_index": i, "model": "abcdef"[k], "output": f"#### {answer}"}
+        for i, answers in enumerate(OTHER_UNIT_ANSWERS) for k, answer in enumerate(answers)])
+    argv = ["--source", str(source), "--predictions", str(predictions), "--sets", "3", "--pool", str(tmp_path / "pool")]
+    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), parse(argv))
+    other = ["21", "60", "400", "2", "28", "2.38"]
+    for records in result.configs.values():
+        assert [r.id for r in records["test"]] == [f"gsm8k/test/{i}" for i in range(6)]
+        assert all(value not in r.choices for r, value in zip(records["test"], other))
+        assert "2.4" not in records["test"][5].choices
+    rows = {r["candidate left out"]: r["candidates"] for r in result.statistics["Correct answers in another form"].records()}
+    assert {label: n for label, n in rows.items() if n} == {
+        "unit: x or / 7 (days per week)": 2, "unit: x or / 12 (items per dozen)": 1,
+        "unit: x or / 16 (ounces per pound)": 1, "unit: x or / 24 (hours per day)": 1,
+        "the gold rounded to the option's decimals": 2}
+    report = [json.loads(line) for line in (tmp_path / "pool").read_text().splitlines()]
+    assert report[0]["left_out"] == [{"text": "21", "count": 2, "models": ["b", "c"],
+                                      "reason": "unit_multiple:7 (days per week)"}]
+    assert [left["text"] for left in report[5]["left_out"]] == ["2.38", "2.4"]
+    models = {row["model"]: row for row in result.statistics["Models"].records()}
+    assert {m: (row["answers"], row["correct"], row["pool candidates it gave"],
+                row["left out (another form of the gold)"]) for m, row in models.items()} == {
+        "a": (6, 6, 0, 0), "b": (6, 0, 0, 6), "c": (6, 0, 0, 6), "d": (6, 0, 6, 0), "e": (6, 0, 6, 0), "f": (6, 0, 6, 0)}
+    assert validate(result).passed
+    # the validator's own readings refuse the forms the builder's rule was blinded to
+    for index, value, check in ((0, "21", "no_unit_multiple"), (5, "2.38", "no_rounded_gold")):
+        record = result.configs["set_0"]["test"][index]
+        choices = list(record.choices)
+        choices[next(i for i in range(len(choices)) if i != record.answer)] = value
+        broken = list(result.configs["set_0"]["test"])
+        broken[index] = record.replace(choices=choices)
+        original = result.configs["set_0"]["test"]
+        result.configs["set_0"]["test"] = broken
+        with pytest.raises(ValidationFailed, match=check):
+            validate(result)
+        result.configs["set_0"]["test"] = original
+
+
+def test_float_artefacts_read_as_the_number_meant():
+    from builders.gsm_mc.answers import normalize_number
+
+    assert [normalize_number(t) for t in ("201.89999999999998", "0.04999999999999999", "-64.99999999999999",
+                                          "5.999999999999999", "10.833333333333332", "3.25", "1234.5678")] == [
+        "201.9", "0.05", "-65", "6", "10.83", "3.25", "1234.5678"]
+
+
+PLATINUM_ROWS = [  # GSM8K_TEST's rows 0-3 as GSM8K-Platinum gives them: 1 relabelled, 2 removed (listed), 3 unknown
+    {**GSM8K_TEST[0], "cleaning_status": "consensus"},
+    {**GSM8K_TEST[1], "answer": "#### 1,300", "cleaning_status": "revised"},
+    {**GSM8K_TEST[2], "cleaning_status": "removed"},
+    {**GSM8K_TEST[3], "cleaning_status": "looked at"},
+    {**GSM8K_TEST[5], "cleaning_status": "verified"},
+]
+
+
+def test_gsm8k_platinum_with_predictions_made_on_gsm8k(files, tmp_path):
+    platinum = write_jsonl(tmp_path / "platinum" / "test.jsonl", PLATINUM_ROWS).parent
+    argv = ["--benchmark", "gsm8k_platinum", "--source", str(platinum), "--gsm8k-questions", str(files["source"]),
+            "--predictions", str(files["predictions"]), "--sets", "1", "--choices", "3"]
+    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), parse(argv))
+    assert sorted((e.id, e.reason) for e in result.exclusions.entries) == [
+        ("gsm8k_platinum/test/2", "removed_by_platinum"), ("gsm8k_platinum/test/3", "malformed_row"),
+        ("gsm8k_platinum/test/4", "no_predictions")]
+    records = result.configs["set_0"]["test"]
+    assert [(r.id, r.gold, r.metadata["cleaning_status"]) for r in records] == [
+        ("gsm8k_platinum/test/0", "5", "consensus"), ("gsm8k_platinum/test/1", "1300", "revised")]
+    # GSM8K row 1's predictions reach Platinum row 1 by its text; GSM8K's old key 1200 is now a distractor
+    assert sorted(records[1].choices) == ["1100", "1200", "1300"] and records[1].choices[records[1].answer] == "1300"
+    assert result.card_context["predictions_matched"] == 10 and result.card_context["platinum"]
+    assert result.card_context["predictions_unmatched_reasons"] == {"question_not_found": 7}
+    assert validate(result).passed
+    assert gsm_mc.main(["--source", str(files["source"]), "--gsm8k-questions", str(files["source"]),
+                        "--predictions", str(files["predictions"]), "--output", str(tmp_path / "x")]) == 2
+
+
+def test_a_5_mb_adversarial_prediction_adds_under_2_seconds(files, tmp_path):
+    """Regression (issue 25): a 140 KB output of unclosed ``\\boxed{`` took a build from 6 s to 112 s. An output
+    beyond MAX_OUTPUT_CHARS is not read (an invalid answer, counted in the card); shorter ones are read in
+    linear time."""
+    import time
+
+    from builders.from_predictions.extract import MAX_OUTPUT_CHARS
+
+    rows = [{"question_index": i, "model": m, "output": o} for i, m, o in PREDICTIONS]
+    hostile = [{"question_index": 0, "model": "x", "output": "\\boxed{" * 750_000},  # 5.25 MB
+               {"question_index": 2, "model": "x", "output": "\\boxed{" * (MAX_OUTPUT_CHARS // 7 - 2) + "#### 12"}]
+    plain = write_jsonl(tmp_path / "plain.jsonl", rows)
+    attacked = write_jsonl(tmp_path / "attacked.jsonl", rows + hostile)
+    seconds = {}
+    for name, path in (("plain", plain), ("attacked", attacked)):
+        argv = ["--source", str(files["source"]), "--predictions", str(path), "--sets", "2"]
+        start = time.perf_counter()
+        result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), parse(argv))
+        seconds[name] = time.perf_counter() - start
+    assert seconds["attacked"] - seconds["plain"] < 2.0, seconds
+    assert result.card_context["predictions_too_long"] == 1
+    assert result.statistics["Models"].row("x") == {
+        "model": "x", "answers": 2, "correct": 0, "invalid (no extractable answer)": 1, "pool candidates it gave": 1,
+        "left out (another form of the gold)": 0}
+
+
+def test_gsm8k_platinum_sample_builds_offline(tmp_path):
+    assert gsm_mc.main(["--benchmark", "gsm8k_platinum", "--source", "sample", "--output", str(tmp_path / "out"),
+                        "--log-level", "WARNING"]) == 0
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert "**Source: GSM8K-Platinum**" in card and "55 matched" in card and "`question_not_found`: 5" in card
+    loaded = datasets.load_dataset(str(tmp_path / "out"), "set_0")["test"]
+    assert loaded.num_rows == 11 and loaded[5]["metadata"]["cleaning_status"] == "revised"

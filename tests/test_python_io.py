@@ -285,7 +285,9 @@ def test_a_call_that_kills_its_process_is_rejected_and_the_others_still_run():
 
 def build_args(tmp_path: Path, *extra: str) -> list[str]:
     source = write_sources(tmp_path / "src")
-    return ["--source", str(source), "--choices", "3", "--sets", "2", "--call-timeout", "0.5", *extra]
+    # the fixture's few predictions leave most asserts without distractors: more than --max-excluded's default
+    return ["--source", str(source), "--choices", "3", "--sets", "2", "--call-timeout", "0.5", "--max-excluded", "1",
+            *extra]
 
 
 def load(folder: Path, config: str):
@@ -620,7 +622,7 @@ def test_malformed_and_empty_source_rows_are_counted_and_excluded(tmp_path, caps
     predictions = write_predictions(tmp_path / "preds")
     out = tmp_path / "out"
     assert python_io.main(["--source", str(source), "--choices", "3", "--sets", "2", "--call-timeout", "0.5",
-                           "--predictions", *predictions, "--output", str(out)]) == 0
+                           "--max-excluded", "1", "--predictions", *predictions, "--output", str(out)]) == 0
     exclusions = [json.loads(line) for line in (out / "exclusions.jsonl").read_text().splitlines()]
     new = [(e["split"], e["id"], e["reason"], e["field"]) for e in exclusions
            if e["reason"] in ("malformed_row", "no_asserts")]

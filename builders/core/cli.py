@@ -19,6 +19,7 @@ import os
 import sys
 import tempfile
 import threading
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
@@ -343,7 +344,24 @@ def build_and_validate(builder: Builder, parser: argparse.ArgumentParser, args: 
     """The build, with every recorded option in its params (the builder adds only derived ones), validated."""
     build = builder.build(source, args)
     build.params = {**recorded_params(args, parser), **build.params}
+    check_excluded_share(build, args.max_excluded)
     return build, validate(build)
+
+
+def check_excluded_share(build: Build, max_excluded: float) -> None:
+    """Stop a build that leaves out more than ``max_excluded`` of its source rows in any config, whatever the
+    reasons (malformed rows, no distractors, suspect keys...): one line with the most common reason, before
+    anything is written or pushed."""
+    rows = sum(build.rows_in.values())  # the build's own accounting (PythonIO: one row per assert)
+    for config in build.configs:
+        excluded = [e for e in build.exclusions.entries if e.config in (None, config) and e.split in build.rows_in]
+        if rows and len(excluded) > max_excluded * rows:
+            (reason, count), = Counter(e.reason for e in excluded).most_common(1)
+            example = next(e for e in excluded if e.reason == reason)
+            raise UserError(f"{len(excluded)} of {rows} rows ({len(excluded) / rows:.0%}) would be left out of "
+                            f"config {config!r}, most often for {reason} ({count} rows, e.g. {example.id}: "
+                            f"{example.detail}); --max-excluded {max_excluded} allows at most {max_excluded:.0%}, "
+                            f"pass a higher share to build it anyway")
 
 
 def selection(builder: Builder, args: argparse.Namespace) -> Selection:

@@ -5,20 +5,31 @@ from __future__ import annotations
 
 import argparse
 import logging
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
 from builders.core import cli
 from builders.core.errors import UserError
 from builders.core.llm import ChatRequest, LLMSettings, add_llm_arguments
-from builders.core.predictions import (DUPLICATE, SPLIT_NOT_BUILT, MatchReport, Prediction, Unmatched,
-                                       match_predictions, read_predictions, require_matches, require_texts,
-                                       write_predictions)
+from builders.core.predictions import (
+    DUPLICATE,
+    SPLIT_NOT_BUILT,
+    MatchReport,
+    Prediction,
+    Unmatched,
+    match_predictions,
+    read_predictions,
+    require_matches,
+    require_texts,
+    write_predictions,
+)
 from builders.core.record import OpenItem
 from builders.core.sources import SAMPLES_DIR, LoadedSource
 from builders.core.steps import ExclusionLog
 
+from .extract import MAX_OUTPUT_CHARS
 from .generate import GenerationRun, generate_predictions
 from .pools import Equivalence, Pool, build_pool, comparison_group
 
@@ -27,7 +38,10 @@ logger = logging.getLogger(__name__)
 MAX_SETS = 1000  # each set is a config of the release
 
 
-def add_distractor_arguments(parser: argparse.ArgumentParser, title: str, random_allowed: bool) -> argparse._ArgumentGroup:
+def add_distractor_arguments(parser: argparse.ArgumentParser, title: str, random_allowed: bool,
+                             numeric: bool = False) -> argparse._ArgumentGroup:
+    """The options of a builder whose distractors are models' answers; ``numeric`` answers allow the 'rank'
+    draw (the default then)."""
     group = parser.add_argument_group(title)
     group.add_argument("--predictions", nargs="+", action="extend", default=[], metavar="[MODEL=]PATH",
                        help="predictions: lm-evaluation-harness samples_<task>_*.jsonl logs, or plain JSON lines "
@@ -42,9 +56,14 @@ def add_distractor_arguments(parser: argparse.ArgumentParser, title: str, random
     group.add_argument("--distractors", choices=["pool", "random"] if random_allowed else ["pool"], default="pool",
                        help="'pool': models' wrong answers" + ("; 'random': random numbers near the gold "
                                                               "(the paper's ablation)" if random_allowed else ""))
-    group.add_argument("--draw", choices=["weighted", "uniform"], default="weighted",
+    draws = ["rank", "weighted", "uniform"] if numeric else ["weighted", "uniform"]
+    group.add_argument("--draw", choices=draws, default=draws[0],
                        help="how a set draws from the pool: 'weighted' by how many models gave each wrong answer "
-                            "(frequent ones are the plausible ones), 'uniform' as the paper")
+                            "(frequent ones are the plausible ones), 'uniform' as the paper"
+                            + ("; 'rank' (default) first draws the key's rank among the numeric options uniformly, "
+                               "then the distractors below and above it weighted by frequency, so that the key's "
+                               "rank is no cue (models' wrong answers scatter around the key, which the 'weighted' "
+                               "draw leaves in the middle)" if numeric else ""))
     add_llm_arguments(cli.runtime_group(parser, "LLM endpoint for --generate-with"))
     runtime = cli.runtime_group(parser, "side outputs")
     runtime.add_argument("--save-predictions", type=Path, metavar="PATH",
@@ -71,6 +90,7 @@ class Collected:
     matched: dict[str, list[Prediction]]  # item id -> its predictions
     report: MatchReport
     generation: GenerationRun | None = None
+    too_long: Counter = field(default_factory=Counter)  # outputs over MAX_OUTPUT_CHARS, per model (not read)
 
 
 def card_context(args: argparse.Namespace, collected: Collected | None) -> dict:
@@ -80,7 +100,9 @@ def card_context(args: argparse.Namespace, collected: Collected | None) -> dict:
             "predictions_read": report.read.total(), "predictions_matched": report.matched.total(),
             "predictions_unmatched": report.unmatched.total(), "predictions_duplicate": report.duplicates.total(),
             "predictions_unmatched_reasons": {reason: n for reason, n in sorted(report.reasons.items())
-                                              if reason != DUPLICATE}}
+                                              if reason != DUPLICATE},
+            "predictions_too_long": collected.too_long.total() if collected else 0,
+            "max_output_chars": MAX_OUTPUT_CHARS}
 
 
 def question_key(text: str) -> str:
@@ -89,10 +111,15 @@ def question_key(text: str) -> str:
 
 
 def item_of(items: Sequence[OpenItem], doc_question: Callable[[Mapping], str | None],
-            excluded: Iterable[tuple[str, int]] = ()) -> Callable[[Prediction], str | Unmatched]:
+            excluded: Iterable[tuple[str, int]] = (),
+            index_questions: Mapping[tuple[str, int], str] | None = None) -> Callable[[Prediction], str | Unmatched]:
     """A prediction's item: by ``question_index`` (with ``split``, needed when several splits are built; a
     question text given too must agree), else by its question text, whitespace-insensitive (an lm-eval doc's
-    by ``doc_question``; the harness may shuffle or subsample docs, so ``doc_id`` is not trusted)."""
+    by ``doc_question``; the harness may shuffle or subsample docs, so ``doc_id`` is not trusted).
+
+    ``index_questions`` ((split, row) -> question text): ``question_index`` names a row of the benchmark the
+    predictions were made on (GSM8K), not of this source (GSM8K-Platinum, a revision of it): that row's
+    question text is matched instead."""
     by_place = {(item.split, item.index): item for item in items}
     excluded_places = set(excluded)  # (split, row index) of source rows the build excluded
     by_text: dict[str, OpenItem] = {}
@@ -106,7 +133,14 @@ def item_of(items: Sequence[OpenItem], doc_question: Callable[[Mapping], str | N
         split = ref.get("split")
         if split is not None and split not in splits:
             return SPLIT_NOT_BUILT
-        if ref.get("question_index") is not None:
+        if ref.get("question_index") is not None and index_questions is not None:
+            original = index_questions.get((split or "test", ref["question_index"]))
+            if original is None:
+                return Unmatched("no_item_at_question_index")
+            if isinstance(text, str) and question_key(text) != question_key(original):
+                return Unmatched("question_index_and_text_disagree")
+            text = original
+        elif ref.get("question_index") is not None:
             if split is None and len(splits) > 1:
                 raise UserError(f"{prediction.origin}: a prediction by question_index needs a \"split\" when "
                                 f"several splits are built ({splits})")
@@ -129,13 +163,19 @@ def item_of(items: Sequence[OpenItem], doc_question: Callable[[Mapping], str | N
 
 def collect_predictions(source: LoadedSource, args: argparse.Namespace, items: Sequence[OpenItem],
                         doc_question: Callable[[Mapping], str | None],
-                        request_for: Callable[[str], ChatRequest], excluded: ExclusionLog | None = None) -> Collected:
+                        request_for: Callable[[str], ChatRequest], excluded: ExclusionLog | None = None,
+                        made_on: tuple[str, Callable[[], Mapping[tuple[str, int], str]]] | None = None) -> Collected:
     """Predictions from files and/or generated for ``items`` (excluded rows are never asked about; a prediction
-    for one, in the source's or the builder's ``excluded``, is counted as ``item_excluded``)."""
-    predictions = read_predictions(args.predictions, benchmark=source.benchmark.name)
+    for one, in the source's or the builder's ``excluded``, is counted as ``item_excluded``). ``made_on``: (the
+    benchmark the files' predictions were made on, a loader of its questions by (split, row), called only when a
+    prediction names its row by ``question_index``), for a source that revises it."""
+    names = (source.benchmark.name, made_on[0]) if made_on else source.benchmark.name
+    predictions = read_predictions(args.predictions, benchmark=names)
     require_texts(predictions, source.benchmark.name)
     entries = [*source.exclusions.entries, *(excluded.entries if excluded else ())]
-    item_id = item_of(items, doc_question, [(e.split, e.source_index) for e in entries])
+    by_index = made_on is not None and any(p.ref.get("question_index") is not None for p in predictions)
+    item_id = item_of(items, doc_question, [(e.split, e.source_index) for e in entries],
+                      made_on[1]() if by_index else None)
     require_matches(predictions, item_id, f"a question of {sorted({item.split for item in items})}")
     generation = None
     if args.generate_with:
@@ -147,15 +187,27 @@ def collect_predictions(source: LoadedSource, args: argparse.Namespace, items: S
         predictions.extend(generation.predictions)
         if args.save_predictions:
             write_predictions(generation.predictions, args.save_predictions)
+    if made_on and generation:  # generated predictions name rows of this source, not of the one revised
+        own_rows = item_of(items, doc_question)
+        generated = {id(p) for p in generation.predictions}
+        item_id = (lambda file_item: lambda p: own_rows(p) if id(p) in generated else file_item(p))(item_id)
     matched, report = match_predictions(predictions, item_id)
     return Collected(predictions, matched, report, generation)
 
 
 def answers_for(item: OpenItem, collected: Collected, extract: Callable[[str], str | None],
                 normalize: Callable[[str], str | None]) -> list[tuple[str, str | None]]:
-    """(model, answer) per prediction of the item; an already-extracted answer is only normalised."""
-    return [(p.model, None if p.output is None else normalize(p.output) if p.extracted else extract(p.output))
-            for p in collected.matched.get(item.id, [])]
+    """(model, answer) per prediction of the item; an already-extracted answer is only normalised. An output
+    longer than ``MAX_OUTPUT_CHARS`` is not read: it is an invalid answer, counted in ``collected.too_long``."""
+    answers = []
+    for p in collected.matched.get(item.id, []):
+        if p.output is not None and len(p.output) > MAX_OUTPUT_CHARS:
+            collected.too_long[p.model] += 1
+            answers.append((p.model, None))
+        else:
+            answers.append((p.model, None if p.output is None else normalize(p.output) if p.extracted
+                            else extract(p.output)))
+    return answers
 
 
 def make_pools(items: Sequence[OpenItem], answers: Mapping[str, list[tuple[str, str | None]]],

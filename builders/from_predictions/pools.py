@@ -18,7 +18,16 @@ import json
 import logging
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Hashable, Iterable, Protocol, Sequence, runtime_checkable
+from fractions import Fraction
+from typing import (
+    Any,
+    Callable,
+    Hashable,
+    Iterable,
+    Protocol,
+    Sequence,
+    runtime_checkable,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +71,9 @@ class Pool:
     # the gold's class included (its spellings count against the gold's own text).
     merges: int = 0
     gold_merges: int = 0  # of which joined the gold's class
+    # Wrong answers that are not shown as options, with the reason (the gold in another unit, the gold
+    # rounded): their models are still counted, so that every prediction is accounted for.
+    left_out: tuple["LeftOut", ...] = ()
 
     @property
     def size(self) -> int:
@@ -73,6 +85,41 @@ class Pool:
 
     def candidate(self, text: str) -> Candidate | None:
         return next((c for c in self.candidates if c.text == text), None)
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """A candidate kept out of the options, and why."""
+
+    candidate: Candidate
+    reason: str
+
+
+def leave_out(pool: Pool, reason_for: Callable[[Candidate], str | None]) -> Pool:
+    """The pool without the candidates for which ``reason_for`` gives a reason; they move to ``left_out``."""
+    kept, left = [], list(pool.left_out)
+    for candidate in pool.candidates:
+        reason = reason_for(candidate)
+        if reason is None:
+            kept.append(candidate)
+        else:
+            left.append(LeftOut(candidate, reason))
+    return replace(pool, candidates=kept, left_out=tuple(left))
+
+
+def rounds_to(exact: Fraction, shown: Fraction, decimals: int) -> bool:
+    """Whether ``shown``, written with ``decimals`` digits after the point, is ``exact`` rounded to that precision
+    ("0.377" beside 193/512, "15.588" beside 15.588457...): a second correct answer beside ``exact``. A value
+    without decimals is kept (11 beside 10.5 is a different answer, not a rounding), as is one that writes
+    ``exact`` in full."""
+    if decimals <= 0 or shown == exact or (exact * 10 ** decimals).denominator == 1:
+        return False
+    return abs(exact - shown) * 2 * 10 ** decimals <= 1
+
+
+def left_out_counts(pools: Iterable[Pool]) -> Counter:
+    """Candidates left out over all pools, per reason."""
+    return Counter(left.reason for pool in pools for left in pool.left_out)
 
 
 @dataclass
@@ -171,6 +218,8 @@ def pool_rows(pools: Iterable[Pool]) -> list[dict[str, Any]]:
             "correct": pool.correct,
             "merges": pool.merges,
             "gold_merges": pool.gold_merges,
+            "left_out": [{"text": left.candidate.text, "count": left.candidate.count,
+                          "models": list(left.candidate.models), "reason": left.reason} for left in pool.left_out],
         }
         for pool in pools
     ]
@@ -191,13 +240,14 @@ class PoolSummary:
     invalid_by_model: dict[str, int]
     correct_by_model: dict[str, int]
     answers_by_model: dict[str, int]
+    left_out_by_model: dict[str, int]  # answers whose candidate is not shown (``Pool.left_out``)
     merges: int
     gold_merges: int
 
 
 def summarize_pools(pools: Sequence[Pool], choices: Iterable[int] = range(2, 9)) -> PoolSummary:
     sizes = Counter(pool.size for pool in pools)
-    invalid, correct, answered = Counter(), Counter(), Counter()
+    invalid, correct, answered, left_out = Counter(), Counter(), Counter(), Counter()
     for pool in pools:
         invalid.update(pool.invalid)
         correct.update(pool.correct)
@@ -205,7 +255,10 @@ def summarize_pools(pools: Sequence[Pool], choices: Iterable[int] = range(2, 9))
         answered.update(pool.correct)
         for candidate in pool.candidates:
             answered.update(candidate.models)
-    with_answers = [p for p in pools if p.candidates or p.invalid or p.correct]
+        for left in pool.left_out:
+            answered.update(left.candidate.models)
+            left_out.update(left.candidate.models)
+    with_answers = [p for p in pools if p.candidates or p.invalid or p.correct or p.left_out]
     return PoolSummary(
         questions=len(pools),
         answered=len(with_answers),
@@ -215,6 +268,7 @@ def summarize_pools(pools: Sequence[Pool], choices: Iterable[int] = range(2, 9))
         invalid_by_model=dict(sorted(invalid.items())),
         correct_by_model=dict(sorted(correct.items())),
         answers_by_model=dict(sorted(answered.items())),
+        left_out_by_model=dict(sorted(left_out.items())),
         merges=sum(p.merges for p in pools),
         gold_merges=sum(p.gold_merges for p in pools),
     )

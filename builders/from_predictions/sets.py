@@ -45,7 +45,8 @@ class SetOptions:
     choices: int
     sets: int
     seed: int
-    draw: str = "weighted"  # or "uniform"
+    draw: str = "weighted"  # or "uniform", or "rank" (numeric answers: needs ``value``)
+    value: Callable[[str], float] | None = None  # an answer's numeric value, for the "rank" draw
 
 
 @dataclass(frozen=True)
@@ -62,14 +63,46 @@ def config_names(sets: int) -> list[str]:
     return ["default"] + [f"set_{k}" for k in range(sets)]
 
 
-def draw_from_pool(pool: Pool, count: int, rng: np.random.Generator, draw: str) -> list[Candidate]:
-    """``count`` distinct candidates, uniformly or with probability proportional to their model count."""
+def draw_from_pool(pool: Pool, count: int, rng: np.random.Generator, draw: str,
+                   value: Callable[[str], float] | None = None) -> list[Candidate]:
+    """``count`` distinct candidates, uniformly or with probability proportional to their model count; the
+    "rank" draw (numeric answers) first draws how many of them lie below the key (:func:`draw_by_rank`)."""
+    if draw == "rank":
+        return draw_by_rank(pool, count, rng, value)
+    return _draw(pool.candidates, count, rng, weighted=draw == "weighted")
+
+
+def _draw(candidates: Sequence[Candidate], count: int, rng: np.random.Generator, weighted: bool) -> list[Candidate]:
+    if count == 0:
+        return []
+    if count == len(candidates):
+        return list(candidates)
     weights = None
-    if draw == "weighted":
-        counts = np.array([c.count for c in pool.candidates], dtype=float)
+    if weighted:
+        counts = np.array([c.count for c in candidates], dtype=float)
         weights = counts / counts.sum()
-    chosen = rng.choice(pool.size, size=count, replace=False, p=weights)
-    return [pool.candidates[int(i)] for i in sorted(chosen)]
+    chosen = rng.choice(len(candidates), size=count, replace=False, p=weights)
+    return [candidates[int(i)] for i in sorted(chosen)]
+
+
+def feasible_ranks(below: int, above: int, count: int) -> list[int]:
+    """The key's possible ranks (distractors below it) when ``count`` are drawn from ``below`` + ``above``."""
+    return [rank for rank in range(count + 1) if rank <= below and count - rank <= above]
+
+
+def draw_by_rank(pool: Pool, count: int, rng: np.random.Generator, value: Callable[[str], float]) -> list[Candidate]:
+    """The key's rank among the options (how many distractors lie below it) uniformly among the ranks the pool
+    allows, then that many candidates below the key and the rest above it, each side weighted by model count.
+    Models' wrong answers scatter around the key, so a plain weighted draw leaves the key in the middle of its
+    options, a cue that needs no knowledge ("pick the middle value")."""
+    gold = value(pool.gold)
+    values = [value(c.text) for c in pool.candidates]
+    below = [c for c, v in zip(pool.candidates, values) if v < gold]
+    above = [c for c, v in zip(pool.candidates, values) if v > gold]
+    ranks = feasible_ranks(len(below), len(above), count)
+    rank = ranks[int(rng.integers(len(ranks)))]
+    chosen = {c.text for c in [*_draw(below, rank, rng, True), *_draw(above, count - rank, rng, True)]}
+    return [c for c in pool.candidates if c.text in chosen]
 
 
 def make_record(item: OpenItem, distractors: Sequence[Option], rng: np.random.Generator, set_index: int,
@@ -90,8 +123,10 @@ def make_record(item: OpenItem, distractors: Sequence[Option], rng: np.random.Ge
 
 def build_sets(items: Mapping[str, Sequence[OpenItem]], pools: Mapping[str, Pool] | None, options: SetOptions,
                dataset: str, random_distractors: RandomDistractors | None = None,
-               no_predictions: set[str] | frozenset = frozenset()) -> tuple[Configs, ExclusionLog]:
-    """Every config and split; items without enough distractors are excluded from every config."""
+               no_predictions: set[str] | frozenset = frozenset(),
+               excluded_items: Mapping[str, Exclude] | None = None) -> tuple[Configs, ExclusionLog]:
+    """Every config and split; items without enough distractors, and those in ``excluded_items`` (item id ->
+    why: a suspect key), are excluded from every config."""
     needed = options.choices - 1
     names = config_names(options.sets)
     configs: Configs = {name: {} for name in names}
@@ -100,6 +135,9 @@ def build_sets(items: Mapping[str, Sequence[OpenItem]], pools: Mapping[str, Pool
         for name in names:
             configs[name][split] = []
         for item in split_items:
+            if excluded_items and item.id in excluded_items:
+                exclusions.add(split, item.id, item.index, "key", excluded_items[item.id])
+                continue
             pool = pools.get(item.id) if pools is not None else None
             if pools is not None and (pool is None or pool.size < needed):
                 reason = "no_predictions" if item.id in no_predictions else "pool_too_small"
@@ -123,7 +161,8 @@ def _set_record(item: OpenItem, pool: Pool | None, k: int, options: SetOptions, 
         distractors = [Option(text, RANDOM) for text in random_distractors(item, needed, rng)]
         size = 0
     else:
-        distractors = [Option(c.text, POOL, c.models) for c in draw_from_pool(pool, needed, rng, options.draw)]
+        distractors = [Option(c.text, POOL, c.models)
+                       for c in draw_from_pool(pool, needed, rng, options.draw, options.value)]
         size = pool.size
     return make_record(item, distractors, rng, k, size, dataset)
 
@@ -211,9 +250,14 @@ def pool_statistics(pools: Sequence[Pool], choices: int) -> Statistics:
                     f"gold's. Questions need a pool of at least N-1 distractors for N options; this build uses "
                     f"N = {choices}.")),
         Table("Pool sizes", ("distinct wrong answers", "questions"), list(summary.size_histogram.items())),
-        Table("Models", ("model", "answers", "correct", "invalid (no extractable answer)", "pool candidates it gave"),
+        Table("Models", ("model", "answers", "correct", "invalid (no extractable answer)", "pool candidates it gave",
+                         "left out (another form of the gold)"),
               [(model, answers, summary.correct_by_model.get(model, 0), summary.invalid_by_model.get(model, 0),
-                contributed.get(model, 0)) for model, answers in summary.answers_by_model.items()]),
+                contributed.get(model, 0), summary.left_out_by_model.get(model, 0))
+               for model, answers in summary.answers_by_model.items()],
+              note="Every matched prediction is counted once: answers = correct + invalid + the answers behind pool "
+                   "candidates + the answers left out (a candidate that is the gold in another form; `pools.jsonl` "
+                   "lists them under `left_out` with the reason)."),
     ])
 
 

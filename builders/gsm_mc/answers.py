@@ -12,16 +12,21 @@ answers are equivalent when their exact (rational) values are equal.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
+from typing import Sequence
 
 import numpy as np
 
+from builders.from_predictions.extract import MAX_BOXED_CHARS, brace_pairs
+from builders.from_predictions.pools import rounds_to
+
 NUMBER = r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+(?![\d,]|\.\d))?|-?\.\d+"
 _NUMBER = re.compile(NUMBER)
-_HASHES = re.compile(r"####\s*\$?\s*(" + NUMBER + ")")
+_HASHES = re.compile(r"####\s*+\$?\s*+(" + NUMBER + ")")
 _BOX_START = re.compile(r"\\boxed\s*\{")
 _TEXT_COMMAND = re.compile(r"\\(?:text|textbf|textrm|mathrm|mbox)\s*\{([^{}]*)\}")
 _MIXED = re.compile(r"(?<![\d.])(-?)(\d+)\s*\\[dt]?frac\s*\{\s*(\d+)\s*\}\s*\{\s*(\d+)\s*\}")
@@ -31,7 +36,9 @@ _SPACED_THOUSANDS = re.compile(r"(?<![\d.,])(\d{1,3})((?: \d{3})+)(?![\d.,])")
 # variable ("3x", "T - 14"; g, m, l, h and s are units), a time ("2:00").
 _EXPRESSION = re.compile(r"[+*/^=<>:]|\\(?:times|div|cdot|pm)(?![A-Za-z])|#\s*(?![ghlms](?![A-Za-z]))[A-Za-z](?![A-Za-z])"
                          r"|(?<![A-Za-z])(?![ghlms](?![A-Za-z]))[A-Za-z]\s*#|[A-Za-z0-9)}]\s*-\s*#|#\s*-")
-_ANSWER_IS = re.compile(r"answer\s+is\s*:?\s*\$?\\?\$?\s*(" + NUMBER + ")", re.IGNORECASE)
+# Possessive spaces (``\s*+``): adjacent optional runs of spaces would be tried in every split, cubic in a
+# long run of spaces.
+_ANSWER_IS = re.compile(r"answer\s++is\s*+:?\s*+\$?\\?\$?\s*+(" + NUMBER + ")", re.IGNORECASE)
 # Enough for GSM8K; longer digit strings are copying accidents, not answers.
 MAX_DIGITS = 30
 
@@ -49,7 +56,28 @@ def parse_number(text: str) -> Fraction | None:
             value = Fraction(Decimal(cleaned))
     except (InvalidOperation, ValueError, ZeroDivisionError):
         return None
-    return value
+    return meant_value(value) if is_float_artefact(cleaned) else value
+
+
+# A binary float printed in full ("201.89999999999998", "10.833333333333332") has 15 to 17 significant digits;
+# nobody writes a GSM8K answer that way by hand.
+FLOAT_DIGITS = 15
+
+
+def is_float_artefact(cleaned: str) -> bool:
+    return "." in cleaned and "/" not in cleaned and len(cleaned.replace("-", "").replace(".", "").lstrip("0")) >= FLOAT_DIGITS
+
+
+def meant_value(value: Fraction) -> Fraction:
+    """The number a program's float output stands for: the shortest decimal within 1e-9 of it relatively, with
+    at most 6 decimals (201.89999999999998 is 201.9, 0.04999999999999999 is 0.05); a repeating decimal has
+    none, and is read at cents' precision (10.833333333333332 is 10.83), as GSM8K writes such amounts."""
+    tolerance = abs(value) * Fraction(1, 10 ** 9)
+    for decimals in range(7):
+        rounded = round(value, decimals)
+        if abs(rounded - value) <= tolerance:
+            return rounded
+    return round(value, 2)
 
 
 def format_number(value: Fraction) -> str:
@@ -72,16 +100,16 @@ def normalize_number(text: str) -> str | None:
 
 
 def last_boxed(output: str) -> str | None:
-    """The content of the last ``\\boxed{...}`` with balanced braces, or None when there is none."""
-    for match in reversed(list(_BOX_START.finditer(output))):
-        depth = 1
-        for index in range(match.end(), len(output)):
-            if output[index] == "{":
-                depth += 1
-            elif output[index] == "}":
-                depth -= 1
-                if depth == 0:
-                    return output[match.end():index]
+    """The content of the last ``\\boxed{...}`` with balanced braces, or None when there is none; a content
+    longer than ``MAX_BOXED_CHARS`` is no answer. Linear: the braces are matched once (``brace_pairs``)."""
+    starts = [match.end() for match in _BOX_START.finditer(output)]
+    if not starts:
+        return None
+    pairs = brace_pairs(output, starts[0] - 1)
+    for start in reversed(starts):
+        end = pairs.get(start - 1)
+        if end is not None:
+            return output[start:end] if end - start <= MAX_BOXED_CHARS else ""
     return None
 
 
@@ -166,21 +194,46 @@ def is_random_offset(value: Fraction, offset: Fraction) -> bool:
     return offset.denominator == 1 and offset != 0 and low <= offset <= high
 
 
-def random_distractors(gold: str, count: int, rng: np.random.Generator) -> list[str]:
-    """``count`` distinct numbers ``gold + d``, d drawn uniformly without replacement from :func:`offset_range`
-    (never 0); a fractional gold keeps its fractional part. O(count): offsets are drawn, not listed."""
+def random_distractors(gold: str, count: int, rng: np.random.Generator, avoid: Sequence[Fraction] = ()) -> list[str]:
+    """``count`` distinct numbers ``gold + d``, d a non-zero integer of :func:`offset_range`, none of them in
+    ``avoid`` (the gold in another unit). The gold is made exchangeable with its distractors: ``count + 1``
+    distinct points are drawn uniformly from a window of ``w + 1`` integers, one of them (uniformly) is the gold,
+    and the others' distances to it are the offsets; a draw that leaves the interval or hits ``avoid`` is drawn
+    again. So the gold's rank among the options is uniform and no rule on the values alone ("closest to the
+    mean", "the middle one") finds it, except where the interval forbids (a gold of 0 is the smallest). Drawing
+    offsets from the whole interval at once left the gold in the middle of its options (closest to their mean
+    in 48% of the items). A fractional gold keeps its fractional part. O(count) per draw."""
     value = parse_number(gold)
     if value is None:
         raise ValueError(f"gold {gold!r} is not a number")
     low, high = offset_range(value)
-    if high - low < count:  # the range holds high - low + 1 integers, one of them 0
-        raise ValueError(f"only {high - low} random numbers around {gold}")
+    banned = {v - value for v in avoid if (v - value).denominator == 1 and low <= v - value <= high}
+    if high - low - len(banned) < count:  # the range holds high - low + 1 integers, one of them 0
+        raise ValueError(f"only {high - low - len(banned)} random numbers around {gold}")
+    for _ in range(MAX_DRAWS):
+        points = _distinct_integers(0, high, count + 1, rng)
+        key = points[int(rng.integers(count + 1))]
+        offsets = [point - key for point in points if point != key]
+        if all(low <= offset and offset not in banned for offset in offsets):
+            return [format_number(value + offset) for offset in offsets]
+    raise ValueError(f"no {count} random numbers around {gold} in {MAX_DRAWS} draws")
+
+
+# A gold of 0 is accepted in 1 of count + 1 draws (it must be the smallest option); nothing needs more.
+MAX_DRAWS = 10_000
+
+
+def _distinct_integers(low: int, high: int, count: int, rng: np.random.Generator) -> list[int]:
+    """``count`` distinct integers drawn uniformly from [low, high], sorted, by rejection (the range may be huge)."""
     chosen: set[int] = set()
     while len(chosen) < count:
-        offset = int(rng.integers(low, high + 1))
-        if offset != 0:
-            chosen.add(offset)
-    return [format_number(value + offset) for offset in sorted(chosen)]
+        chosen.add(int(rng.integers(low, high + 1)))
+    return sorted(chosen)
+
+
+def other_unit_values(gold: Fraction, conversions: Sequence[tuple[str, int]]) -> list[Fraction]:
+    """The gold in every other unit of ``conversions``: times and divided by each factor."""
+    return [v for _, factor in conversions for v in (gold * factor, gold / factor)]
 
 
 def random_interval(gold: str) -> tuple[str, str]:
@@ -193,12 +246,62 @@ def random_interval(gold: str) -> tuple[str, str]:
 # ---- correct answers in another unit ---------------------------------------------------------------
 
 UNIT_FACTORS = (100, 1000, 60)  # cents and percent, thousands (grams, metres), minutes and seconds
+# Units a question may name (a word, its plural, its usual abbreviation), and the conversions between them:
+# (larger unit, smaller unit, how many smaller make one larger).
+UNIT_NAMES = {
+    "years": r"years?|yearly|annual(?:ly)?", "months": r"months?|monthly", "weeks": r"weeks?|weekly",
+    "days": r"days?|daily", "hours": r"hours?|hourly|hrs?", "minutes": r"minutes?|mins?",
+    "seconds": r"seconds|secs?", "dozens": r"dozens?", "pounds": r"pounds?|lbs?", "ounces": r"ounces?|oz",
+    "yards": r"yards?", "feet": r"feet|foot|ft", "inches": r"inch(?:es)?", "gallons": r"gallons?",
+    "quarts": r"quarts?", "pints": r"pints?", "cups": r"cups?",
+}
+CONVERSIONS = (
+    ("years", "months", 12), ("years", "weeks", 52), ("years", "days", 365), ("weeks", "days", 7),
+    ("weeks", "hours", 168), ("days", "hours", 24), ("days", "minutes", 1440), ("hours", "seconds", 3600),
+    ("dozens", "items", 12), ("pounds", "ounces", 16), ("yards", "feet", 3), ("yards", "inches", 36),
+    ("feet", "inches", 12), ("gallons", "quarts", 4), ("gallons", "pints", 8), ("gallons", "cups", 16),
+    ("quarts", "cups", 4),
+)  # not quarts/pints/cups by 2: twice the key is a common wrong answer of its own
+_UNIT_PATTERNS = {unit: re.compile(rf"\b(?:{words})\b", re.IGNORECASE) for unit, words in UNIT_NAMES.items()}
 
 
-def unit_multiple(gold: Fraction, option: Fraction) -> int | None:
-    """The factor f when ``option`` is the gold times or divided by f: the same answer in another unit
-    (100 cents for 1 dollar, 0.7 for 70 %), which a model could defend as correct."""
-    for factor in UNIT_FACTORS:
+_SINGULAR = {"feet": "foot", "inches": "inch", "dozens": "dozen"}
+
+
+def unit_label(larger: str, smaller: str, factor: int) -> str:
+    return f"{factor} ({smaller} per {_SINGULAR.get(larger, larger.removesuffix('s'))})"
+
+
+@functools.lru_cache(maxsize=4096)  # asked per candidate and per released record: 17 searches each time
+def question_conversions(question: str) -> tuple[tuple[str, int], ...]:
+    """(label, factor) of every conversion one of whose units the question names: "how many weeks" makes 7
+    days per week a second reading of the answer, whether or not the question says "days"."""
+    named = {unit for unit, pattern in _UNIT_PATTERNS.items() if pattern.search(question)}
+    return tuple((unit_label(larger, smaller, factor), factor) for larger, smaller, factor in CONVERSIONS
+                 if larger in named or smaller in named)
+
+
+def unit_conversions(question: str) -> list[tuple[str, int]]:
+    """Every conversion that applies to a question: the general factors, then the ones its units name."""
+    return [(str(factor), factor) for factor in UNIT_FACTORS] + list(question_conversions(question))
+
+
+def unit_multiple(gold: Fraction, option: Fraction, conversions: Sequence[tuple[str, int]] | None = None) -> str | None:
+    """The conversion's label when ``option`` is the gold times or divided by its factor: the same answer in
+    another unit (100 cents for 1 dollar, 0.7 for 70 %, 21 days for 3 weeks), which a model could defend."""
+    for label, factor in conversions if conversions is not None else [(str(f), f) for f in UNIT_FACTORS]:
         if gold != 0 and (option == gold * factor or option * factor == gold):
-            return factor
+            return label
     return None
+
+
+def shown_decimals(text: str) -> int:
+    """Digits after the decimal point of a number as shown ("15.588": 3; "16", "3/4": 0)."""
+    return len(text.split(".")[1]) if "." in text and "/" not in text else 0
+
+
+def is_rounded_gold(gold: Fraction, option: str) -> bool:
+    """Whether a decimal option is the gold rounded to the option's own precision (see
+    :func:`~builders.from_predictions.pools.rounds_to`)."""
+    value = parse_number(option)
+    return value is not None and rounds_to(gold, value, shown_decimals(option))

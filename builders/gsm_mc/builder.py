@@ -5,7 +5,10 @@ the ``#### N`` line of GSM8K's ``answer``. Models' predictions (read from files 
 OpenAI-compatible endpoint with the 8-shot chain-of-thought prompt) give one answer each, extracted
 and normalised as a number; the distinct wrong numbers form the question's pool. Each of K sets draws
 N-1 of them and shuffles the options. ``--distractors random`` is the paper's ablation: random numbers
-near the gold instead of models' answers.
+near the gold instead of models' answers. Wrong answers that are the gold in another unit or rounded are left
+out (counted in ``left_out``); items whose key most models contradict are ``suspect_key``
+(:mod:`builders.from_predictions.consensus`). ``--benchmark gsm8k_platinum`` reads GSM8K-Platinum, with
+predictions made on GSM8K matched by question text.
 
     python -m builders.gsm_mc --source ../shared/data/gsm8k --predictions ../shared/data/predictions/gsm8k_test.jsonl --output out/
 """
@@ -17,23 +20,52 @@ import logging
 import math
 import re
 from collections import Counter
-from dataclasses import replace
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 from typing import Sequence
+
+from datasets import Value
 
 from builders.core import api, cli
 from builders.core.build import Build, Builder, Check
-from builders.core.errors import MalformedRow
+from builders.core.errors import MalformedRow, UserError
 from builders.core.record import OpenItem
-from builders.core.sources import Benchmark, LoadedSource, RowContext
+from builders.core.sources import (
+    Benchmark,
+    LoadedSource,
+    RowContext,
+    Selection,
+    load_source,
+)
 from builders.core.steps import Exclude
 from builders.core.tables import Statistics, Table
-from builders.from_predictions import collect, sets as mc
+from builders.from_predictions import collect, consensus
+from builders.from_predictions import sets as mc
+from builders.from_predictions.pools import (
+    Pool,
+    leave_out,
+    left_out_counts,
+    pool_report,
+    pool_rows,
+    respell,
+)
 from builders.from_predictions.tasks import set_tasks, sets_table
 from builders.gsm_mc.answers import (
-    NUMBER, NumericEquivalence, extract_answer_text, gold_answer, normalize_number, parse_number,
-    UNIT_FACTORS, is_random_offset, random_distractors, unit_multiple,
+    FLOAT_DIGITS,
+    NUMBER,
+    UNIT_FACTORS,
+    NumericEquivalence,
+    extract_answer_text,
+    gold_answer,
+    is_random_offset,
+    is_rounded_gold,
+    normalize_number,
+    other_unit_values,
+    parse_number,
+    question_conversions,
+    random_distractors,
+    unit_conversions,
+    unit_multiple,
 )
-from builders.from_predictions.pools import Pool, pool_report, respell
 from builders.gsm_mc.prompts import gsm8k_request
 
 logger = logging.getLogger(__name__)
@@ -46,6 +78,12 @@ GSM8K_CITATION = """@article{cobbe2021gsm8k,
   journal={arXiv preprint arXiv:2110.14168},
   year={2021}
 }"""
+PLATINUM_CITATION = """@article{vendrow2025platinum,
+  title={Do Large Language Model Benchmarks Test Reliability?},
+  author={Vendrow, Joshua and Vendrow, Edward and Beery, Sara and Madry, Aleksander},
+  journal={arXiv preprint arXiv:2502.03461},
+  year={2025}
+}"""
 _GOLD_LINE = re.compile(r"####\s*(.+?)\s*$", re.MULTILINE)
 
 
@@ -56,15 +94,35 @@ def text_field(row: dict, name: str, row_id: str) -> str:
     return value
 
 
-def gsm8k_item(row: dict, ctx: RowContext) -> OpenItem:
-    row_id = f"gsm8k/{ctx.split}/{ctx.index}"
+def gsm8k_item(row: dict, ctx: RowContext, metadata: dict | None = None) -> OpenItem:
+    row_id = f"{ctx.benchmark}/{ctx.split}/{ctx.index}"
     question = text_field(row, "question", row_id)
     answer = text_field(row, "answer", row_id)
     gold = gold_answer(answer)
     if gold is None:
         raise Exclude("no_gold_answer", "answer", "no '#### N' line with a number")
     gold_text = _GOLD_LINE.findall(answer)[-1]
-    return OpenItem(row_id, ctx.split, ctx.index, question, gold, gold_text, answer, ctx.config)
+    return OpenItem(row_id, ctx.split, ctx.index, question, gold, gold_text, answer, ctx.config,
+                    metadata=metadata or {})
+
+
+# GSM8K-Platinum's ``cleaning_status``, as its dataset card describes it: "consensus" (every model of the
+# authors' panel gave the key, so nobody re-read it), "verified" (re-read by hand and kept), "revised" (re-read
+# and relabelled or reworded). Questions the authors judged poorly written were removed from the dataset; a
+# row that still carries such a status is excluded with it.
+PLATINUM_KEPT = ("consensus", "verified", "revised")
+PLATINUM_REMOVED = ("removed", "rejected")
+
+
+def platinum_item(row: dict, ctx: RowContext) -> OpenItem:
+    row_id = f"{ctx.benchmark}/{ctx.split}/{ctx.index}"
+    status = text_field(row, "cleaning_status", row_id).strip().lower()
+    if status in PLATINUM_REMOVED:
+        raise Exclude("removed_by_platinum", "cleaning_status", f"GSM8K-Platinum marks the question {status!r}")
+    if status not in PLATINUM_KEPT:
+        raise MalformedRow(row_id, "cleaning_status", f"unknown status {status!r:.40} (expected one of "
+                           f"{', '.join(PLATINUM_KEPT + PLATINUM_REMOVED)})")
+    return gsm8k_item(row, ctx, {"cleaning_status": status})
 
 
 def _number_text(extracted: str) -> str | None:
@@ -74,14 +132,29 @@ def _number_text(extracted: str) -> str | None:
 
 
 GSM8K = Benchmark("gsm8k", "openai/gsm8k", "main", ("train", "test"), gsm8k_item, "mit", GSM8K_CITATION, "GSM8K")
+GSM8K_PLATINUM = Benchmark("gsm8k_platinum", "madrylab/gsm8k-platinum", "main", ("test",), platinum_item, "mit",
+                           PLATINUM_CITATION + "\n\n" + GSM8K_CITATION, "GSM8K-Platinum",
+                           metadata_features={"cleaning_status": Value("string")})
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    group = collect.add_distractor_arguments(parser, "GSM-MC distractors", random_allowed=True)
+    group = collect.add_distractor_arguments(parser, "GSM-MC distractors", random_allowed=True, numeric=True)
     group.add_argument("--keep-unit-multiples", action="store_true",
-                       help="keep distractors that equal the gold times or divided by 100, 1000 or 60 (the gold in "
-                            "another unit: 100 cents for 1 dollar); they are left out by default")
+                       help="keep distractors that equal the gold times or divided by 100, 1000, 60 or a conversion "
+                            "between units the question names (7 days per week, 12 per dozen, 16 ounces per pound): "
+                            "the gold in another unit; they are left out by default")
+    consensus.add_arguments(group)
+    group.add_argument("--gsm8k-questions", metavar="SPEC", default=None,
+                       help="with --benchmark gsm8k_platinum: the GSM8K copy whose test rows the predictions' "
+                            "question_index names (default: openai/gsm8k:main); a prediction is matched to "
+                            "GSM8K-Platinum by that row's question text")
     parser.set_defaults(splits=["test"])
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    collect.check_arguments(args)
+    if args.gsm8k_questions and args.benchmark != GSM8K_PLATINUM.name:
+        raise UserError("--gsm8k-questions is for --benchmark gsm8k_platinum (predictions made on GSM8K)")
 
 
 def random_ok(gold: str, text: str) -> bool:
@@ -90,41 +163,47 @@ def random_ok(gold: str, text: str) -> bool:
     return option is not None and normalize_number(text) == text and is_random_offset(value, option - value)
 
 
-def without_unit_multiples(pool: Pool) -> tuple[Pool, Counter]:
-    """The pool without the candidates that are the gold in another unit, and how many per factor."""
-    gold = parse_number(pool.gold)
-    dropped: Counter = Counter()
-    kept = []
-    for candidate in pool.candidates:
-        factor = unit_multiple(gold, parse_number(candidate.text))
-        if factor is None:
-            kept.append(candidate)
-        else:
-            dropped[factor] += 1
-    return replace(pool, candidates=kept), dropped
+UNIT_MULTIPLE, ROUNDED_GOLD = "unit_multiple", "rounded_gold"
+
+
+def other_form_of_gold(item: OpenItem, keep_unit_multiples: bool):
+    """The reason a candidate is the item's gold in another form (``unit_multiple:<conversion>``, or
+    ``rounded_gold``: the gold rounded to the candidate's shown decimals), or None."""
+    gold = parse_number(item.gold)
+    conversions = unit_conversions(item.question)
+
+    def reason(candidate) -> str | None:
+        value = parse_number(candidate.text)
+        label = None if keep_unit_multiples else unit_multiple(gold, value, conversions)
+        if label is not None:
+            return f"{UNIT_MULTIPLE}:{label}"
+        return ROUNDED_GOLD if is_rounded_gold(gold, candidate.text) else None
+
+    return reason
 
 
 def build(source: LoadedSource, args: argparse.Namespace) -> Build:
     items = {split: list(split_items) for split, split_items in source.items.items()}
     all_items = [item for split_items in items.values() for item in split_items]
     equivalence = NumericEquivalence()
-    options = mc.SetOptions(NAME, args.choices, args.sets, args.seed, args.draw)
-    pools, collected, statistics = None, None, Statistics()
+    options = mc.SetOptions(NAME, args.choices, args.sets, args.seed, args.draw, value=float_value)
+    pools, collected, statistics, checks = None, None, Statistics(), []
     if args.distractors == "pool":
         pools, collected, unanswered = model_pools(source, args, all_items, equivalence)
-        dropped: Counter = Counter()
-        if not args.keep_unit_multiples:
-            for item_id, pool in pools.items():
-                pools[item_id], counts = without_unit_multiples(pool)
-                dropped.update(counts)
+        suspects = consensus.suspects(pools)
         statistics = mc.pool_statistics(list(pools.values()), args.choices)
-        statistics.add(unit_table(dropped, args.keep_unit_multiples))
-        configs, exclusions = mc.build_sets(items, pools, options, source.dataset, no_predictions=unanswered)
+        statistics.add(unit_table(pools.values(), args.keep_unit_multiples))
+        statistics.add(consensus.suspect_table(suspects, len(all_items), args.keep_suspect_keys))
+        configs, exclusions = mc.build_sets(items, pools, options, source.dataset, no_predictions=unanswered,
+                                            excluded_items=consensus.excluded_items(suspects, args.keep_suspect_keys))
+        if not args.keep_suspect_keys:
+            checks.append(consensus.no_suspect_check(pool_rows(pools.values())))
     else:
         configs, exclusions = mc.build_sets(items, None, options, source.dataset,
-                                            random_distractors=lambda item, n, rng: random_distractors(item.gold, n, rng))
+                                            random_distractors=random_options(args.keep_unit_multiples))
     exclusions.extend(source.exclusions)
     statistics.add(mc.position_table(configs))
+    statistics.add(rank_table(configs, args.choices))
     golds = {item.id: item.gold for item in all_items}
     return Build(
         builder=NAME,
@@ -133,10 +212,10 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         source=source,
         params={},
         configs=configs,
-        metadata_features={name: mc.METADATA_FEATURES for name in configs},
+        metadata_features={name: {**mc.METADATA_FEATURES, **source.benchmark.metadata_features} for name in configs},
         exclusions=exclusions,
         checks=[*mc.make_checks(golds, equivalence.equal, pools, random_ok), one_numeric_gold(golds),
-                *([] if args.keep_unit_multiples else [NO_UNIT_MULTIPLE])],
+                *([] if args.keep_unit_multiples else [NO_UNIT_MULTIPLE]), NO_ROUNDED_GOLD, *checks],
         statistics=statistics,
         extra_files={"pools.jsonl": pool_report(pools.values()).encode()} if pools is not None else {},
         lm_eval_tasks=lambda location: set_tasks(NAME, "grade school math", configs, location),
@@ -144,25 +223,92 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
     )
 
 
-def unit_table(dropped: Counter, kept: bool) -> Table:
-    note = ("Kept (`--keep-unit-multiples`): distractors equal to the gold times or divided by these factors stay."
-            if kept else "Distractors equal to the gold times or divided by the factor (the correct answer in another "
-            "unit: 100 cents for 1 dollar, 0.7 for 70 %) are left out of the pools; these were dropped.")
-    return Table("Correct answers in another unit", ("factor", "distractors dropped"),
-                 [(factor, 0 if kept else dropped[factor]) for factor in UNIT_FACTORS], note=note)
+def rank_table(configs, choices: int) -> Table:
+    """Where the gold sits among its options' values, over all sets: its rank, and how often two no-knowledge
+    rules find it ("the option closest to the mean", "an integer option", each tie split evenly)."""
+    ranks: Counter = Counter()
+    closest = integer = total = 0.0
+    for name, splits in configs.items():
+        if name == "default":
+            continue
+        for records in splits.values():
+            for record in records:
+                values = [float_value(c) for c in record.choices]
+                gold = values[record.answer]
+                ranks[sum(v < gold for v in values)] += 1
+                mean = sum(values) / len(values)
+                distances = [abs(v - mean) for v in values]
+                nearest = [i for i, d in enumerate(distances) if d == min(distances)]
+                closest += (record.answer in nearest) / len(nearest)
+                integers = [i for i, v in enumerate(values) if v == int(v)]
+                integer += (record.answer in integers) / len(integers) if integers else 1 / len(values)
+                total += 1
+    total = total or 1
+    columns = tuple(f"rank {r + 1}" for r in range(choices))
+    return Table("Answer ranks", (*columns, "closest to the mean", "an integer option", "chance"),
+                 [(*(ranks[r] / total for r in range(choices)), closest / total, integer / total, 1 / choices)],
+                 percent=(*columns, "closest to the mean", "an integer option", "chance"),
+                 note="The gold's rank among its options' values (rank 1: the smallest), over all sets, and the accuracy "
+                      "of two rules that need no knowledge: pick the option closest to the options' mean; pick one of "
+                      "the integer options at random. Beside chance, they show whether the values alone give the gold away.")
 
 
-def _unit_multiple_options(build: Build):
-    """Re-checked with floats, apart from the pool filter's exact fractions: no option is the gold ×/÷ 100, 1000, 60."""
+def random_options(keep_unit_multiples: bool):
+    """``--distractors random``: random numbers near the gold, never the gold in another unit of the question."""
+    def draw(item: OpenItem, count: int, rng):
+        conversions = [] if keep_unit_multiples else unit_conversions(item.question)
+        return random_distractors(item.gold, count, rng, other_unit_values(parse_number(item.gold), conversions))
+    return draw
+
+
+def unit_table(pools, kept: bool) -> Table:
+    """Candidates left out as the gold in another form, per conversion (and rounding)."""
+    counts = left_out_counts(pools)
+    labels = [label for label, _ in unit_conversions("")] + sorted(
+        {r.split(":", 1)[1] for r in counts if r.startswith(UNIT_MULTIPLE + ":")} - {str(f) for f in UNIT_FACTORS},
+        key=lambda label: int(label.split()[0]))
+    rows = [(f"unit: x or / {label}", counts[f"{UNIT_MULTIPLE}:{label}"]) for label in labels]
+    rows.append(("the gold rounded to the option's decimals", counts[ROUNDED_GOLD]))
+    note = ("Kept (`--keep-unit-multiples`): distractors equal to the gold in another unit stay; only roundings of "
+            "the gold are left out." if kept else
+            "Distractors equal to the gold times or divided by 100, 1000 or 60 (100 cents for 1 dollar, 0.7 for 70 %), "
+            "or by a conversion between units the question names (21 days for 3 weeks, 60 for 5 dozen, 400 ounces "
+            "for 25 pounds), are the correct answer in another unit")
+    note += ("; a decimal distractor that is the gold rounded to its own decimals (15.59 beside 15.588) is a second "
+             "correct answer. These candidates are left out of the options; `pools.jsonl` lists them under "
+             "`left_out`, and their models are counted in the Models table.")
+    return Table("Correct answers in another form", ("candidate left out", "candidates"), rows, note=note)
+
+
+def _other_form_options(build: Build, items: dict[str, OpenItem]):
+    """Re-checked with floats, apart from the pool filter's exact fractions: no option is the gold ×/÷ a unit
+    factor (the general ones and those of the units the question names)."""
     for config, split, records in build.records():
         for record in records:
+            factors = {100, 1000, 60} | {factor for _, factor in question_conversions(record.question)}
             values = [float_value(c) for c in record.choices]
             gold = values[record.answer]
             for index, value in enumerate(values):
                 if index != record.answer and gold and any(
                         math.isclose(value, gold * f, rel_tol=1e-12) or math.isclose(value * f, gold, rel_tol=1e-12)
-                        for f in (100, 1000, 60)):
+                        for f in factors):
                     yield f"{config}/{split} {record.id}: option {record.choices[index]!r} is the gold {record.gold!r} in another unit"
+
+
+def _rounded_gold_options(build: Build):
+    """With Decimal quantize, apart from the builder's fractions: no decimal option is the gold rounded to the
+    option's own decimals (half up or half even)."""
+    for config, split, records in build.records():
+        for record in records:
+            gold = record.choices[record.answer]
+            for index, option in enumerate(record.choices):
+                if index == record.answer or "." not in option or "/" in option or "/" in gold:
+                    continue
+                exponent = Decimal(1).scaleb(-len(option.split(".")[1]))
+                exact = Decimal(gold)
+                if exact != exact.quantize(exponent) and any(
+                        exact.quantize(exponent, rounding=mode) == Decimal(option) for mode in (ROUND_HALF_UP, ROUND_HALF_EVEN)):
+                    yield f"{config}/{split} {record.id}: option {option!r} is the gold {gold!r} rounded"
 
 
 def float_value(text: str) -> float:
@@ -179,33 +325,48 @@ def one_numeric_gold(golds: dict[str, str]) -> Check:
         lambda a, b: math.isclose(float_value(a), float_value(b), rel_tol=1e-12, abs_tol=1e-12))
 
 
-NO_UNIT_MULTIPLE = Check("no_unit_multiple", "no distractor equals the gold times or divided by 100, 1000 or 60",
-                         _unit_multiple_options)
+NO_UNIT_MULTIPLE = Check("no_unit_multiple", "no distractor equals the gold times or divided by 100, 1000, 60 or a "
+                         "conversion between units the question names", lambda build: _other_form_options(build, {}))
+NO_ROUNDED_GOLD = Check("no_rounded_gold", "no decimal distractor is the gold rounded to the distractor's own decimals",
+                        _rounded_gold_options)
 
 
 def model_pools(source: LoadedSource, args: argparse.Namespace, items: list[OpenItem],
                 equivalence: NumericEquivalence) -> tuple[dict[str, Pool], collect.Collected, set[str]]:
     """The pools from the predictions, and the items no model answered."""
+    made_on = None
+    if source.benchmark.name == GSM8K_PLATINUM.name and args.predictions:
+        made_on = (GSM8K.name, lambda: gsm8k_questions(args))
     collected = collect.collect_predictions(source, args, items, lambda doc: doc.get("question"),
-                                            lambda q: gsm8k_request(q, args.max_tokens or 512))
+                                            lambda q: gsm8k_request(q, args.max_tokens or 512), made_on=made_on)
     answers = {item.id: collect.answers_for(item, collected, extract_answer_text, _number_text) for item in items}
     # Pools see the spellings models wrote, so "1,000" joining "1000" counts as a merge; options show
-    # the canonical number.
-    pools = {i: respell(pool, equivalence.spell) for i, pool in collect.make_pools(items, answers, equivalence).items()}
+    # the canonical number. Candidates that are the gold in another form move to the pool's left_out.
+    pools = collect.make_pools(items, answers, equivalence)
+    pools = {item.id: leave_out(respell(pools[item.id], equivalence.spell),
+                                other_form_of_gold(item, args.keep_unit_multiples)) for item in items}
     if args.pool:
         collect.write_pool_report(args.pool, pool_report(pools.values()))
     return pools, collected, {i for i, a in answers.items() if not a}
 
 
+def gsm8k_questions(args: argparse.Namespace) -> dict[tuple[str, int], str]:
+    """GSM8K's test questions by (split, row): what a GSM8K prediction's ``question_index`` names."""
+    loaded = load_source(GSM8K, args.gsm8k_questions, seed=args.seed, selection=Selection(splits=("test",)),
+                         max_excluded=1.0)
+    return {(item.split, item.index): item.question for item in loaded.records()}
+
+
 def _card_context(args: argparse.Namespace, collected: collect.Collected | None) -> dict:
     return {
         "choices": args.choices, "sets": args.sets, "distractors": args.distractors, "draw": args.draw,
-        "keep_unit_multiples": args.keep_unit_multiples,
+        "keep_unit_multiples": args.keep_unit_multiples, "keep_suspect_keys": args.keep_suspect_keys,
+        "float_digits": FLOAT_DIGITS, "platinum": args.benchmark == GSM8K_PLATINUM.name, "gsm8k_questions": args.gsm8k_questions or GSM8K.default_spec,
         **collect.card_context(args, collected),
     }
 
 
-BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [GSM8K], add_arguments, build, collect.check_arguments,
+BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [GSM8K, GSM8K_PLATINUM], add_arguments, build, check_arguments,
                   llm_models=lambda args: list(args.generate_with), evaluation_table=sets_table)
 
 

@@ -39,11 +39,14 @@ from fractions import Fraction
 from typing import Iterable, Sequence
 
 from builders.core.workers import HardTimeoutPool, Outcome, cpu_workers
+from builders.from_predictions.extract import MAX_BOXED_CHARS, brace_pairs
 
 logger = logging.getLogger(__name__)
 
 WORKER_FUNCTION = "builders.math_mc.answers:judge"
 _BOX = re.compile(r"\\(?:boxed|fbox)\b")
+_SPACES = re.compile(r"\s*+")
+_TOKEN = re.compile(r"\s*+([^\s$]{1,%d})(?![^\s$])" % MAX_BOXED_CHARS)
 _FINAL_ANSWER = re.compile(r"final answer is\s*\$((?:\\\$|[^$])+?)\$", re.IGNORECASE | re.DOTALL)  # "\$3.25" inside
 
 
@@ -51,17 +54,20 @@ _FINAL_ANSWER = re.compile(r"final answer is\s*\$((?:\\\$|[^$])+?)\$", re.IGNORE
 
 
 def boxed_contents(text: str) -> list[str]:
-    """Every ``\\boxed{...}`` / ``\\fbox{...}`` content in order, braces balanced; unclosed ones skipped."""
-    found = []
+    """Every ``\\boxed{...}`` / ``\\fbox{...}`` content in order, braces balanced; unclosed ones skipped, and so
+    are contents longer than :data:`~builders.from_predictions.extract.MAX_BOXED_CHARS`. Linear in the text's
+    length: the braces are matched once for the whole text (``brace_pairs``)."""
+    found: list[str] = []
+    pairs: dict[int, int] | None = None
     for match in _BOX.finditer(text):
-        rest = text[match.end():]
-        stripped = rest.lstrip()
-        if stripped.startswith("{"):
-            content = _balanced(stripped)
-            if content is not None:
-                found.append(content.strip())
-        elif rest[:1] == " ":  # "\boxed 5": the argument is the next token
-            token = re.match(r"\s*([^\s$]+)", rest)
+        brace = _SPACES.match(text, match.end()).end()
+        if text.startswith("{", brace):
+            pairs = brace_pairs(text, escapes=True) if pairs is None else pairs
+            end = pairs.get(brace)
+            if end is not None and end - brace <= MAX_BOXED_CHARS:
+                found.append(text[brace + 1:end].strip())
+        elif text.startswith(" ", match.end()):  # "\boxed 5": the argument is the next token
+            token = _TOKEN.match(text, match.end())
             if token:
                 found.append(token.group(1))
     return found

@@ -34,10 +34,10 @@ from builders.core.sources import Benchmark, LoadedSource, RowContext
 from builders.core.steps import Exclude, ExclusionLog
 from builders.core.tables import Statistics, Table
 from builders.gsm_mc.builder import text_field
-from builders.from_predictions import collect, sets as mc
+from builders.from_predictions import collect, consensus, sets as mc
 from builders.from_predictions.tasks import set_tasks, sets_table
 from builders.math_mc.answers import MathEquivalence, boxed_contents, extract_answer, non_answer, option_form
-from builders.from_predictions.pools import Candidate, Pool, pool_report
+from builders.from_predictions.pools import Candidate, Pool, pool_report, pool_rows
 from builders.math_mc.plain import one_correct_option_check
 from builders.math_mc.prompts import math_request
 
@@ -84,6 +84,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--equivalence-timeout", type=cli.seconds, default=10.0,
                        help="hard wall-clock limit (seconds) of one math-verify comparison; a comparison that "
                             "times out proves nothing, so the candidate is left out")
+    consensus.add_arguments(group)
     parser.set_defaults(splits=["test"])
     cli.runtime_group(parser, "math-verify").add_argument(
         "--equivalence-workers", type=cli.positive_int, default=None, help="math-verify worker processes (default: one per CPU)")
@@ -139,13 +140,16 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
     finally:
         equivalence.close()  # every pair validation asks was judged above; a miss would restart workers
     options = mc.SetOptions(NAME, args.choices, args.sets, args.seed, args.draw)
-    configs, exclusions = mc.build_sets(items, pools, options, source.dataset, no_predictions=unanswered)
+    suspects = consensus.suspects(pools)
+    configs, exclusions = mc.build_sets(items, pools, options, source.dataset, no_predictions=unanswered,
+                                        excluded_items=consensus.excluded_items(suspects, args.keep_suspect_keys))
     exclusions.extend(source.exclusions)
     exclusions.extend(gold_exclusions)
     statistics = Statistics([gold_table(source, gold_exclusions, items)])
     statistics.extend(mc.pool_statistics(list(pools.values()), args.choices))
     statistics.extend([distinct_table(dropped), engine_table(equivalence), form_table(configs),
-                       mc.position_table(configs)])
+                       mc.position_table(configs),
+                       consensus.suspect_table(suspects, len(all_items), args.keep_suspect_keys)])
     return Build(
         builder=NAME,
         title="MATH-MC",
@@ -156,7 +160,8 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         metadata_features={name: {**mc.METADATA_FEATURES, **EXTRA_METADATA} for name in configs},
         exclusions=exclusions,
         checks=[*mc.make_checks({item.id: item.gold for item in all_items}, equivalence.same, pools),
-                one_correct_option_check(args.equivalence_workers, max(10.0, args.equivalence_timeout))],
+                one_correct_option_check(args.equivalence_workers, max(10.0, args.equivalence_timeout)),
+                *([] if args.keep_suspect_keys else [consensus.no_suspect_check(pool_rows(pools.values()))])],
         statistics=statistics,
         extra_files={"pools.jsonl": pool_report(pools.values()).encode()},
         lm_eval_tasks=lambda location: set_tasks(NAME, "high school math", configs, location, by_subject=True),

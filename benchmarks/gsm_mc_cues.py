@@ -1,0 +1,60 @@
+"""Answer cues of a GSM-MC release, read from its Parquet files: the key's rank among the numeric options,
+the no-knowledge rules "pick the option closest to the mean" and "pick an integer option" (uniformly among the
+integer options; none: a uniform guess), and which of issue 22's known defects remain (wrong keys released,
+distractors that are the key in another unit).
+
+    python benchmarks/gsm_mc_cues.py RELEASE [RELEASE ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from fractions import Fraction
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+WRONG_KEYS = {"gsm8k/test/1309": "2180", "gsm8k/test/1042": "3.5", "gsm8k/test/403": "135", "gsm8k/test/749": "6",
+              "gsm8k/test/823": "18", "gsm8k/test/288": "4"}
+OTHER_UNIT = {"gsm8k/test/296": "21", "gsm8k/test/412": "60", "gsm8k/test/1130": "400", "gsm8k/test/527": "2",
+              "gsm8k/test/1303": "28"}
+
+
+def value(text: str) -> Fraction:
+    return Fraction(text.replace(",", ""))
+
+
+def cues(release: Path) -> dict:
+    ranks: Counter = Counter()
+    closest = integer = items = 0.0
+    released, other_unit = set(), 0
+    for file in sorted(release.glob("set_*/*.parquet")):
+        for row in pq.read_table(file, columns=["id", "choices", "answer"]).to_pylist():
+            values = [value(c) for c in row["choices"]]
+            key = values[row["answer"]]
+            items += 1
+            ranks[sum(v < key for v in values)] += 1
+            mean = sum(values) / len(values)
+            distances = [abs(v - mean) for v in values]
+            best = [i for i, d in enumerate(distances) if d == min(distances)]
+            closest += (row["answer"] in best) / len(best)
+            integers = [i for i, v in enumerate(values) if v.denominator == 1]
+            integer += (row["answer"] in integers) / len(integers) if integers else 1 / len(values)
+            if row["id"] in WRONG_KEYS:
+                released.add(row["id"])
+            other_unit += OTHER_UNIT.get(row["id"]) in row["choices"]
+    return {"items": int(items), "key rank": {r: f"{n / items:.1%}" for r, n in sorted(ranks.items())},
+            "closest to mean": f"{closest / items:.1%}", "pick an integer option": f"{integer / items:.1%}",
+            "known wrong keys released": sorted(released), "records with a known other-unit distractor": other_unit}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("releases", nargs="+", type=Path)
+    for release in parser.parse_args().releases:
+        print(release.name, cues(release))
+
+
+if __name__ == "__main__":
+    main()
