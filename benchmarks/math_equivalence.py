@@ -48,7 +48,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script from anywhere
 
 from builders.from_predictions.collect import make_pools
-from builders.math_mc.answers import MathEquivalence, answer_key, boxed_contents, display_form
+from builders.math_mc.equivalence import MathEquivalence
+from builders.math_mc.forms import answer_key, boxed_contents, display_form
 from builders.core.record import OpenItem
 
 HOSTILE = [r"2^{2^{40}}", r"10^{10^{10}}", r"9^{9^{9^{9}}}"]
@@ -188,7 +189,7 @@ def check_fast_path(data: Path, workers: int | None, timeout: float) -> None:
     from builders.core import cli
     from builders.from_predictions import collect
     from builders.math_mc import builder as math_mc
-    from builders.math_mc.answers import surface_key
+    from builders.math_mc.forms import surface_key
     from builders.math_mc.plain import judge_pairs
 
     args = cli.builder_parser(math_mc.BUILDER).parse_args(

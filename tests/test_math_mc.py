@@ -10,7 +10,7 @@ import datasets
 import pytest
 
 from builders.math_mc import builder as math_mc
-from builders.math_mc import answers, plain
+from builders.math_mc import equivalence, forms, plain
 from builders.core import cli
 from builders.core.record import MCQRecord
 from builders.core.errors import ValidationFailed
@@ -122,21 +122,21 @@ DEFECTS = [
 
 @pytest.mark.parametrize("gold, same, _", DEFECTS)
 def test_released_duplicates_have_one_surface_key_and_one_normal_form(gold, same, _):
-    assert answers.surface_key(gold) == answers.surface_key(same)
-    assert answers.option_form(gold) == answers.option_form(same)
+    assert forms.surface_key(gold) == forms.surface_key(same)
+    assert forms.option_form(gold) == forms.option_form(same)
 
 
 def test_normal_form_drops_the_marks_that_singled_out_the_gold():
-    forms = {r"5\text{ cm}": "5", r"440\text{ cm}^2": "440", r"30^\circ": "30", r"25\%": "25", r"\$15,\!000": "15000",
+    spellings = {r"5\text{ cm}": "5", r"440\text{ cm}^2": "440", r"30^\circ": "30", r"25\%": "25", r"\$15,\!000": "15000",
              "x = 3": "3", r"k(x) = x^2": "x^2", r"\theta = 30^\circ": "30", "a = 2, b = 3": "2, 3",
              r"C(5, 2) = \frac{5!}{2!3!} = 10": "10", r"19 \text{ and }43": "19, 43", r"\text{Sunday}": "sunday",
              r"x \le 3": r"x \le 3", "6, -2": "6, -2", "y = 2x + 3": "2x + 3", r"\frac{3}{4}\pi\text{ inches}": r"\frac{3}{4}\pi",
              "2m": "2m", r"45^\circ, 135^\circ": "45, 135", r"14,\!400": "14400",
              "5x - 7y + 4 = 0": "5x - 7y + 4 = 0", "x^2 + y^2 = 25": "x^2 + y^2 = 25"}
-    assert {text: answers.option_form(text) for text in forms} == forms
-    assert answers.surface_key("(C)") == answers.surface_key("C") == "c"
-    assert answers.surface_key("x") != answers.surface_key("y")
-    assert answers.surface_key("5x - 7y + 4 = 0") != answers.surface_key("10x - 6y - 17 = 0")  # not both "0"
+    assert {text: forms.option_form(text) for text in spellings} == spellings
+    assert forms.surface_key("(C)") == forms.surface_key("C") == "c"
+    assert forms.surface_key("x") != forms.surface_key("y")
+    assert forms.surface_key("5x - 7y + 4 = 0") != forms.surface_key("10x - 6y - 17 = 0")  # not both "0"
 
 
 def test_the_fast_path_never_settles_symbolic_pairs():
@@ -146,9 +146,9 @@ def test_the_fast_path_never_settles_symbolic_pairs():
     for a, b in [("odd", r"\text{odd}"), (r"\text{east}", "East")]:
         left, right = parse(f"${a}$"), parse(f"${b}$")
         assert verify(left, right) and verify(right, left)
-        assert answers._fingerprint(left) is None or answers._fingerprint(right) is None
-        assert not answers.clearly_different(answers._fingerprint(left), answers._fingerprint(right))
-    assert answers._fingerprint(parse("$2^{10}$")) == 1024
+        assert equivalence._fingerprint(left) is None or equivalence._fingerprint(right) is None
+        assert not equivalence.clearly_different(equivalence._fingerprint(left), equivalence._fingerprint(right))
+    assert equivalence._fingerprint(parse("$2^{10}$")) == 1024
 
 
 @pytest.fixture
@@ -252,12 +252,12 @@ def test_review_defects_thousands_braces_phantom_boxes_and_refusals(tmp_path):
                (1, "a", r"$\boxed{3}$"), (1, "b", r"$\boxed{\text{The remainder is }} 5$"),
                (1, "c", r"\boxed{no real values of $k$}"), (1, "d", r"$\boxed{\text{It can't be determined.}}$"),
                (1, "e", r"$\boxed{5}$")]
-    assert answers.option_form(r"90{,}900{,}909") == "90900909"
-    assert answers.option_form("no real values of $k$") == "no real values of k"
-    assert answers.option_form("the answer is 900000000") == "900000000"
+    assert forms.option_form(r"90{,}900{,}909") == "90900909"
+    assert forms.option_form("no real values of $k$") == "no real values of k"
+    assert forms.option_form("the answer is 900000000") == "900000000"
     cases = r"x = \begin{cases} p & \text{if } p \neq r \\ q & \text{if } q \neq r \end{cases}"
-    assert answers.option_form(cases) == cases  # unwrapped, "p & if p" was read as the product i*f*p
-    assert [answers.non_answer(answers.option_form(t)) for t in
+    assert forms.option_form(cases) == cases  # unwrapped, "p & if p" was read as the product i*f*p
+    assert [forms.non_answer(forms.option_form(t)) for t in
             [r"\text{Insufficient Information}", "The maximum angle can't be determined.", r"\text{The remainder is }",
              "No Solution", "undefined", "odd"]] == [True, True, True, False, False, False]
     source = write_jsonl(tmp_path / "math" / "test.jsonl", rows).parent
@@ -283,9 +283,9 @@ def test_a_point_as_a_tuple_is_the_column_vector_gold(tmp_path):
     (-3, -2, 9) were shown as two options; math-verify calls a matrix and a tuple different, so the surface key
     now reads a column vector as the tuple of its entries."""
     vector = r"\begin{pmatrix} -3 \\ -2 \\ 9 \end{pmatrix}"
-    assert answers.surface_key(vector) == answers.surface_key("(-3, -2, 9)") == answers.surface_key(
+    assert forms.surface_key(vector) == forms.surface_key("(-3, -2, 9)") == forms.surface_key(
         r"\left( -3, -2, 9 \right)") == "(-3,-2,9)"
-    assert answers.surface_key(r"\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}") != answers.surface_key("(1, 2, 3, 4)")
+    assert forms.surface_key(r"\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}") != forms.surface_key("(1, 2, 3, 4)")
     rows = [{"problem": "Find the point of intersection.", "level": "Level 4", "type": "Precalculus",
              "solution": rf"The point is $\boxed{{{vector}}}.$"}]
     outputs = [("a", r"$\boxed{(-3, -2, 9)}$"), ("b", r"$\boxed{(3, 2, 9)}$"),
@@ -305,10 +305,10 @@ def test_an_escaped_dollar_in_minervas_final_answer_line():
     """Regression (MATH test 3823, minerva-540b): "The final answer is $\\$3.25$" was read up to the escaped
     dollar, giving the option "\\" beside the gold 3.25 (the model was right)."""
     output = "so it costs $25\\\n\nFinal Answer: The final answer is $\\$3.25$. I hope it is correct."
-    assert answers.extract_answer(output) == r"\$3.25"
-    assert answers.option_form(answers.extract_answer(output)) == "3.25"
-    assert [answers.non_answer(t) for t in ["\\", " . ", r"\{\}", r"\emptyset", "0"]] == [True, True, False, False, False]
-    assert answers.option_form(";") == ";" and math_mc._extract("The final answer is $;$.") is None
+    assert forms.extract_answer(output) == r"\$3.25"
+    assert forms.option_form(forms.extract_answer(output)) == "3.25"
+    assert [forms.non_answer(t) for t in ["\\", " . ", r"\{\}", r"\emptyset", "0"]] == [True, True, False, False, False]
+    assert forms.option_form(";") == ";" and math_mc._extract("The final answer is $;$.") is None
 
 
 def test_a_source_row_with_a_non_text_type_or_level_is_excluded_with_its_field(tmp_path):

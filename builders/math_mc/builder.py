@@ -5,7 +5,7 @@ the last boxed expression of the solution; a solution whose boxed answers are no
 ambiguous gold and is excluded. Models' predictions (read from files and/or generated with the 4-shot
 Minerva prompt) give one boxed answer each; math-verify, in worker processes under a hard time limit,
 decides which answers are equivalent (both ways, or one surface key). Every option, the gold included, is
-shown in one normal form (:func:`~builders.math_mc.answers.option_form`), so that no typesetting singles out
+shown in one normal form (:func:`~builders.math_mc.forms.option_form`), so that no typesetting singles out
 the gold. The distinct wrong answers form the question's pool, every two of them proven different; each of K
 sets draws N-1 of them and shuffles the options. The validator asks plain math-verify about every pair of
 options again (:mod:`builders.math_mc.plain`).
@@ -36,7 +36,8 @@ from builders.core.tables import Statistics, Table
 from builders.gsm_mc.builder import text_field
 from builders.from_predictions import collect, sets as mc
 from builders.from_predictions.tasks import set_tasks, sets_table
-from builders.math_mc.answers import MathEquivalence, boxed_contents, extract_answer, non_answer, option_form
+from builders.math_mc.equivalence import MathEquivalence
+from builders.math_mc.forms import boxed_contents, extract_answer, non_answer, option_form
 from builders.from_predictions.pools import Candidate, Pool, pool_report
 from builders.math_mc.plain import one_correct_option_check
 from builders.math_mc.prompts import math_request
