@@ -305,6 +305,13 @@ class MathEquivalence:
             known = self._lookup(a, b)
         return bool(known)
 
+    def value(self, answer: str) -> complex | None:
+        """The value math-verify read for a plain scalar ``answer`` (None for any other answer, or one that hangs)."""
+        if answer not in self._readings and not self._is_hanging(answer):
+            self._read([answer])
+        reading = self._readings.get(answer)
+        return reading.value if reading else None
+
     def undecided(self, a: str, b: str) -> bool:
         """Whether the pair's "not equivalent" is only a default: math-verify timed out, failed, or one side
         hangs. Such a pair is not proven different, so the builder never shows both as options."""

@@ -116,6 +116,7 @@ _DEGREES = re.compile(r"\s*(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\^\s*\{\s
 _PERCENT = re.compile(r"\s*\\?%")
 _DOLLAR = re.compile(r"\\\$\s*")
 _THOUSANDS = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+_BRACED_THOUSANDS = re.compile(r"(?<=\{)-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?=\})")  # "\frac{12}{5,525}"
 _SEPARATOR = re.compile(r"(\d),\s*\\!\s*(?=\d{3})")  # "14,\!400", "111, \! 111": a thousands separator
 _BRACED_SEPARATOR = re.compile(r"(\d)\{,\}(?=\d{3})")  # "10{,}000": a thousands separator
 _ANSWER_IS = re.compile(r"^(?:the\s+)?(?:final\s+)?answer\s+is\s*:?\s*", re.IGNORECASE)
@@ -218,10 +219,13 @@ def _is_value(text: str) -> bool:
     return bool(text.strip()) and not re.search(r"[a-zA-Z]", _COMMANDS.sub("", text))
 
 
-def option_form(answer: str) -> str:
+def option_form(answer: str, key: str | None = None) -> str:
     """The one spelling shown for an option: :func:`display_form` without ``\\text{}`` wrappers, units,
-    degrees, percent and dollar signs, thousands separators, a ``name =`` before a value, or the words
-    after a lettered choice ("(E) Cylinder" is "(E)"); a capitalised word is written in lower case."""
+    degrees, percent and dollar signs, thousands separators, a ``name =`` before a value, ``\\left``/``\\right``,
+    or the words after a lettered choice ("(E) Cylinder" is "(E)"); a capitalised word is written in lower case,
+    and spaces as :func:`compact_spacing` says. Beside a ``key`` (in its normal form) that states no relation, an
+    answer "lhs = value" or "lhs \\approx value" is its value."""
+    relation_allowed = key is None or states_relation(key)
     text = display_form(answer)
     if "\\begin{cases}" not in text:  # "p & \\text{if } p \\neq r" in cases: the words stay words
         text = _unwrap_text(text)
@@ -239,12 +243,14 @@ def option_form(answer: str) -> str:
         if unit and unit.group("value").strip():
             text = unit.group("value").strip()
         text = _without_name(_ANSWER_IS.sub("", text))
+        text = text if relation_allowed else _last_side(text)
         text = _strip_ends(" ".join(text.split()))
         if text == before:
             break
     text = " ".join(_INLINE_DOLLAR.sub("", text).split())  # "no real values of $k": math delimiters in a text answer
     if _THOUSANDS.match(text):
         text = text.replace(",", "")
+    text = _BRACED_THOUSANDS.sub(lambda number: number.group().replace(",", ""), text)
     if " and " in text and _is_value(_AND.sub(", ", text)):  # "19 and 43", "7, -2, and -5": a list
         text = _AND.sub(", ", text)
     label = _LETTER_LABEL.match(text)
@@ -252,7 +258,31 @@ def option_form(answer: str) -> str:
         text = f"({label.group(1)})"
     if _WORD.match(text):
         text = text[0].lower() + text[1:]
-    return text
+    return compact_spacing(_LEFT_RIGHT.sub("", _INVISIBLE_DELIMITER.sub("", text)))
+
+
+_CONTROL_WORD_END = re.compile(r"\\[A-Za-z]+$")
+_LIST_BEFORE_THREE_DIGITS = re.compile(r",(?=-?\d{3}(?![\d.]))")
+_INVISIBLE_DELIMITER = re.compile(r"\\(?:left|right)\.")
+
+
+def compact_spacing(text: str) -> str:
+    """MATH's compact spelling, for every option: a space stays only between two words or numbers ("no real values
+    of k", "4:30 p.m", "\\pi r"), never beside a symbol nor between a command and a digit ("\\frac{1}{2} + 3" is
+    "\\frac{1}{2}+3", "\\sqrt 2" is "\\sqrt2", "(0, 1)" is "(0,1)"), except after a comma before three digits:
+    "45,135" would read as one number, to a reader and to math-verify. MATH's golds and models' answers were spaced
+    differently, so that a space alone told the distractor. Words inside ``\\text{}`` (left only in a ``cases``
+    environment) keep their spaces."""
+    if "\\text{" in text:
+        return text
+    out, *rest = text.split(" ")
+    for part in rest:
+        if not part:
+            continue
+        keep = out[-1:].isalnum() and part[0].isalnum() and not (part[0].isdigit() and _CONTROL_WORD_END.search(out))
+        keep = keep or (out.endswith("\\\\") and part[0] == "[")  # "\\[2pt]" would be a row-spacing argument
+        out += (" " if keep else "") + part
+    return _LIST_BEFORE_THREE_DIGITS.sub(", ", out)
 
 
 _COLUMN_VECTOR = re.compile(r"^\\begin\{([pb])matrix\}(.*)\\end\{\1matrix\}$", re.DOTALL)
@@ -282,3 +312,79 @@ def surface_key(answer: str) -> str | None:
     text = text.lower()
     label = re.match(r"^\(([a-z])\)$", text)
     return label.group(1) if label else text
+
+
+# ---- an answer of the key's kind -----------------------------------------------------------------------
+# A distractor that a reader rules out without the problem is no distractor: a free variable beside a number
+# ("x", "Q + 3P + 20"), words beside a value ("No Solution", "undefined", "infinite"), an equation beside an
+# expression ("AB = \sqrt{65}"), a bare letter where the release letters its options. Each is compared with the
+# key: "odd" may stand beside "even", and "y = 2x + 3" beside another line.
+
+_EQUALS = re.compile(r"(?<![<>!=\\])=(?!=)")
+_APPROX = re.compile(r"\\approx(?![a-zA-Z])|≈")
+_SIDE_RELATION = re.compile(r"[<>]|\\(?:le|ge|leq|geq|ne|neq|lt|gt|in|subset|subseteq|equiv)(?![a-zA-Z])")
+_LETTER_ANSWER = re.compile(r"^\(?[A-Z]\)?(?:, ?\(?[A-Z]\)?)*$")
+_OPERATOR_NAME = re.compile(r"\\operatorname\*?\{[^{}]*\}")
+_WORD_RUN = re.compile(r"[A-Za-z]{3,}")
+KIND_REASONS = {
+    "letter": "a bare letter, as the release's option labels",
+    "equation": "an equation where the key is none, or the other way round",
+    "words": "words where the key is a value, or the other way round",
+    "variable": "a variable the key does not have",
+    "undone": "arithmetic left undone (a product, a quotient, a bracketed number) where the key has none",
+}
+# MATH's answers are simplified: "202\\times499", "2(123456790)^3+7" or "\\frac{(120-45)^2}{120^2}" beside a plain
+# key is ruled out unread. Powers and roots ("2^{2004}", "(\\frac23)^{15}") are answers in their own right.
+_UNDONE = re.compile(r"\\(?:times|cdot|div)(?![a-zA-Z])|\*|\(-?\d+(?:\.\d+)?(?:[-+]\d+(?:\.\d+)?)*\)")
+
+
+def letter_answer(text: str) -> bool:
+    """Option labels ("C", "(B)", "A, D"): under letter scoring, an option that reads "C" at label B is
+    ambiguous, so no such option is released."""
+    return bool(_LETTER_ANSWER.match(text))
+
+
+def states_relation(key: str) -> bool:
+    """Whether ``key`` is an equation or an approximation (then its options may be too)."""
+    return bool(_EQUALS.search(key) or _APPROX.search(key))
+
+
+def _last_side(text: str) -> str:
+    """A model's "AB = \\sqrt{65}", "p + q = \\frac{356}{121}" or "7,928.67\\approx 7,929" is the value it ends
+    with; an equation set to zero ("x^2 - 10x + 9 = 0") or a chain with an inequality stays whole: its answer is
+    the relation."""
+    sides = _split_top(_APPROX.sub("=", text), "=")
+    last = sides[-1].strip()
+    if len(sides) < 2 or not last or last == "0" or any(_SIDE_RELATION.search(_depth_zero(s)) for s in sides):
+        return text
+    return last
+
+
+def kind_mismatch(answer: str, key: str) -> str | None:
+    """The :data:`KIND_REASONS` key why ``answer`` is not an answer of ``key``'s kind, or None."""
+    if letter_answer(answer):
+        return "letter"
+    if states_relation(answer) != states_relation(key):
+        return "equation"
+    answer_words, key_words = _plain_letters(answer), _plain_letters(key)
+    if bool(_WORD_RUN.search(answer_words)) != bool(_WORD_RUN.search(key_words)):
+        return "words"
+    if not _WORD_RUN.search(key_words) and set(answer_words) - set(key_words) - {"i", " "}:
+        return "variable"  # the imaginary unit is a number
+    if _UNDONE.search(answer) and not _UNDONE.search(key):
+        return "undone"
+    return None
+
+
+def _plain_letters(text: str) -> str:
+    """The letters of ``text`` outside LaTeX commands and operator names, each run of them kept whole."""
+    return " ".join(re.findall(r"[A-Za-z]+", _COMMANDS.sub(" ", _OPERATOR_NAME.sub(" ", text))))
+
+
+_DECIMAL = re.compile(r"^-?\d*\.(\d+)$")
+
+
+def decimal_places(text: str) -> int | None:
+    """The shown precision of a plain decimal ("0.377": 3), None for any other answer."""
+    match = _DECIMAL.match(text)
+    return len(match.group(1)) if match else None
