@@ -81,7 +81,8 @@ def rounds_to(key: str, option: str) -> bool:
 def read_release(release: Path) -> list[tuple[str, list[str], int]]:
     rows = []
     for file in sorted(release.glob("set_*/*.parquet")):
-        rows += [(r["id"], r["choices"], r["answer"]) for r in pq.read_table(file, columns=["id", "choices", "answer"]).to_pylist()]
+        table = pq.read_table(file, columns=["id", "choices", "answer"])
+        rows += [(r["id"], r["choices"], r["answer"]) for r in table.to_pylist()]
     return rows
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 import datasets
@@ -79,8 +80,8 @@ def test_golds_pools_sets_and_invariants(files, tmp_path):
     assert report["math/test/0"]["candidates"][0] == {"text": "1/4", "count": 2, "models": ["d", "e"], "variants": ["0.25"]}
     assert report["math/test/1"]["correct"] == {"a": 1, "b": 1}  # x=3 is the gold 3
     assert result.statistics["Gold answers"].row("test") == {
-        "split": "test", "source rows": 6, "no boxed gold": 1, "ambiguous gold": 1, "usable gold": 4,
-        "of which multi-value": 0, "paper (usable / rows)": "4.9K / 5K"}
+        "split": "test", "source rows": 6, "no boxed gold": 1, "letter answer": 0, "ambiguous gold": 1,
+        "usable gold": 4, "of which multi-value": 0, "paper (usable / rows)": "4.9K / 5K"}
     validate(result)
     # A distractor equivalent to another option must be caught by the builder's own check.
     choices = list(half.choices)
@@ -188,9 +189,11 @@ def test_no_released_item_holds_a_second_correct_option(defect_files, tmp_path):
 
 
 def test_plain_check_judges_every_shown_pair_both_ways():
-    pairs = [("odd", r"\text{odd}"), ("x = 3", "3"), ("3", "x = 3"), ("4", "5"), (r"\frac{1}{2}", "0.5")]
+    pairs = [("odd", r"\text{odd}"), ("x = 3", "3"), ("3", "x = 3"), ("4", "5"), (r"\frac{1}{2}", "0.5"),
+             ("0.377", r"\frac{193}{512}"), (r"\sqrt{2}", "1.41"), ("0.38", "0.377"), ("0.4", r"\frac{1}{3}")]
     verdicts = plain.judge_pairs(pairs, workers=2, timeout=20)
-    assert [verdicts[p] for p in pairs] == ["equal", "equal", "equal", "different", "equal"]
+    assert [verdicts[p] for p in pairs] == ["equal", "equal", "equal", "different", "equal",
+                                            "rounded", "rounded", "rounded", "different"]
 
 
 def _record(choices, answer) -> MCQRecord:
@@ -237,6 +240,11 @@ def test_sample_builds_offline_with_lm_eval_tasks_by_type(tmp_path):
     assert "about high school math." in header and "only_algebra" in header
     card = (out / "README.md").read_text()
     assert "Surface-form cues" in card and "form_cue" in card
+    # Issue 22.5: the card's counts are this 12-row build's, never MATH test's "14 ambiguous and 76 multi-value".
+    assert "In this build's `test` split, 0 of 12 golds are ambiguous and 1 of the usable golds list several\n" \
+           "values; leaving out both gives 11." in card
+    assert "test: 12 rows less 0 ambiguous and 1 multi-value golds is 11." in card
+    assert not re.search(r"4,910|\b76\b|\b14 ambiguous|within 4 of", card)
 
 
 def test_review_defects_thousands_braces_phantom_boxes_and_refusals(tmp_path):
@@ -331,3 +339,140 @@ def test_a_source_row_with_a_non_text_type_or_level_is_excluded_with_its_field(t
     assert [(r.id, r.subject) for r in result.configs["set_0"]["test"]] == [("math/test/0", "Algebra"),
                                                                             ("math/test/3", None)]
     assert math_mc.main([*argv, "--strict", "--output", str(tmp_path / "out")]) == 2
+
+
+# ---- issues 22.3 and 23.3: one normal form, answers of the key's kind, no rounded key, no lettered answers --------
+
+# Real MATH test items (original row in the comment) with a real model's answer that gave the distractor away or
+# was a second correct option. Problems are cut to their first 160 characters; where the real model's answer is
+# left out, a made-up model "z" gives a plain wrong answer so that the item is still released with 2 options.
+REAL_ITEMS = [  # (problem, boxed golds, [(model, boxed answer)])
+    ("We have a triangle $\\triangle ABC$ and a point $K$ on $BC$ such that $AK$ is an altitude to $\\triangle ABC$.",
+     [r"\sqrt{70}"], [("gpt-4-0314", r"AB = \sqrt{65}")]),  # 1740
+    ("Let\n\\[f(x) = \\frac{-px - 3}{-qx + 3},\\]and let $g(x)$ be the inverse of $f(x).$",
+     [r"\frac{36}{11}"], [("gpt-4-0314", r"p + q = \frac{356}{121}")]),  # 2837
+    ("The $XYZ$ company has to pay $\\$5,000$ for rent each month.", ["7945"],
+     [("minerva-540b", r"7,928.67\approx 7,929")]),  # 758
+    ("Square $ABCD$ has side lengths of 13 units.", [r"\frac{25}{13}", r"1\frac{12}{13}"],
+     [("gpt-4-0314", "ED = 8")]),  # 1984
+    ("How many five-digit zip codes exist such that each of the first three digits is greater than 4?", ["12500"],
+     [("gpt-4-0314", r"5^3 * 10^2 = 125000")]),  # 1331
+    ("A sphere is inscribed inside a hemisphere of radius 2.  What is the volume of this sphere?", [r"\frac{4}{3}\pi"],
+     [("gpt-4-0314", r"V = \frac{32}{3} \pi")]),  # 2043
+    ("Find $\\frac{1}{a-1}+\\frac{1}{b-1},$ where $a$ and $b$ are the roots of the quadratic equation $2x^2-7x+2 = 0.$",
+     ["-1"], [("gpt-4-0314", r"-1 + \frac{\sqrt{33}}{3}")]),  # 151
+    ("At which point do the lines $s=9-2t$ and $t=3s+1$ intersect?", ["(1,4)"],
+     [("gpt-4-0314", r"(\frac{7}{5}, \frac{12}{5})")]),  # 944
+    ("Find all the integer roots of\n\\[x^4 + 5x^3 + 9x^2 - x - 14 = 0.\\]", ["-2,1"],
+     [("minerva-540b", "-1, -2, 1")]),  # 2186
+    ("Find a quadratic with real coefficients and quadratic term $x^2$ that has $5-4i$ as a root.", ["x^2-10x+41"],
+     [("gpt-4-0314", "x^2 - 10x + 9 = 0"), ("minerva-540b", "x^2-10x+41"), ("z", "x^2-10x+29")]),  # 2787
+    ("Let $P(x)$ and $Q(x)$ be distinct, non-constant polynomials such that\n\\[P(Q(x)) = P(x) Q(x)\\]for all $x.$",
+     ["x^2"], [("gpt-4-0314", "Q(x) = c"), ("z", "x^3")]),  # 2783
+    ("The complex numbers $z$ and $w$ satisfy $z^{13} = w,$ $w^{11} = z,$", ["71"],
+     [("minerva-540b", "n"), ("z", "47")]),  # 4821
+    ("The roots of $x^3 + Px^2 + Qx - 19 = 0$ are each one more than the roots of $x^3 - Ax^2 + Bx - C = 0.$", ["18"],
+     [("gpt-4-0314", "Q + 3P + 20"), ("z", "20")]),  # 2361
+    ("Let $f(x) = x^3 + 3x^2 + 1.$  Enter the ordered pair $(a,b).$", ["(-2,1)"],
+     [("gpt-4-0314", r"\text{No Solution}"), ("z", "(2,1)")]),  # 2816
+    ("How many ordered triplets $(a,b,c)$ of rational numbers are there where $a,b,c$ are the roots of "
+     "$x^3 + ax^2 + bx + c = 0?$", ["3"], [("gpt-4-0314", r"\text{Infinite}"), ("z", "1")]),  # 2973
+    ("Let $0, a, b, c$ be the vertices of a square in counterclockwise order.  Compute\n\\[\\frac{ac + b^2}{ab}.\\]",
+     [r"\frac{3}{2} + \frac{3}{2} i"],
+     [("gpt-4-0314", r"\text{Undefined}"), ("z", r"\frac{3}{2} - \frac{3}{2} i")]),  # 4669
+    ("200 points are equally spaced on the circumference of a circle.  How many squares can be formed with 4 of the "
+     "200 points as vertices?", ["50"], [("gpt-4-0314", r"\frac{200 \times 198 \times 196}{4}"), ("z", "100")]),  # 1279
+    ("Let\n\\[\\sum_{n = 0}^{123456789} \\frac{3n^2 + 9n + 7}{(n^2 + 3n + 2)^3} = \\frac{a}{b},\\]Find $b - a.$", ["1"],
+     [("gpt-4-0314", "2(123456790)^3 + 7"), ("gpt-4-0613", "1"), ("z", "2")]),  # 2243
+    ("We flip a fair coin 10 times.  What is the probability that we get heads in at least 6 of the 10 flips?",
+     [r"\frac{193}{512}"], [("gpt-4-0314", r"P(\geq 6; 10, 0.5) = 0.377"), ("z", r"\frac{193}{1024}")]),  # 1291
+    ("A birdbath is designed to overflow so that it will be self-cleaning.  Provide the correct letter (A, B, C, D, "
+     "or E) answer.", ["A"], [(f"qwen2.5-math-instruct#{k}", "C" if k == 3 else "A") for k in range(8)] + [("z", "B")]),
+]  # 4203
+NORMALISED, KINDS = slice(0, 9), slice(9, None)  # the items whose distractor is respelled; those whose is dropped
+RELEASED = [  # (gold, the one distractor) per released item, in order; item 19 (a letter answer) is excluded
+    (r"\sqrt{70}", r"\sqrt{65}"), (r"\frac{36}{11}", r"\frac{356}{121}"), ("7945", "7929"), (r"1\frac{12}{13}", "8"),
+    ("12500", "125000"), (r"\frac{4}{3}\pi", r"\frac{32}{3}\pi"), ("-1", r"-1+\frac{\sqrt{33}}{3}"),
+    ("(1,4)", r"(\frac{7}{5},\frac{12}{5})"), ("-2,1", "-1,-2,1"), ("x^2-10x+41", "x^2-10x+29"), ("x^2", "x^3"),
+    ("71", "47"), ("18", "20"), ("(-2,1)", "(2,1)"), ("3", "1"),
+    (r"\frac{3}{2}+\frac{3}{2}i", r"\frac{3}{2}-\frac{3}{2}i"),
+    ("50", "100"), ("1", "2"), (r"\frac{193}{512}", r"\frac{193}{1024}"),
+]
+
+
+def build_real_items(tmp_path: Path, items: slice = slice(None), choices: int = 2):
+    chosen = REAL_ITEMS[items]
+    rows = [{"problem": problem, "level": "Level 4", "type": "Algebra",
+             "solution": " ".join(f"So $\\boxed{{{gold}}}$." for gold in golds)} for problem, golds, _ in chosen]
+    predictions = [{"question_index": i, "model": model, "output": f"The answer is $\\boxed{{{answer}}}$."}
+                   for i, (_, _, answers) in enumerate(chosen) for model, answer in answers]
+    source = write_jsonl(tmp_path / "math" / "test.jsonl", rows).parent
+    args = parse(["--source", str(source), "--predictions", str(write_jsonl(tmp_path / "p.jsonl", predictions)),
+                  "--choices", str(choices), "--sets", "1", "--equivalence-timeout", "20",
+                  "--equivalence-workers", "2"])
+    return math_mc.build(cli.load(math_mc.BUILDER, args), args)
+
+
+def test_real_items_are_shown_in_one_normal_form_with_answers_of_the_keys_kind(tmp_path):
+    """Regressions on real items: distractors carried "=" ("AB = \\sqrt{65}"), "\\approx" and a thousands comma,
+    a space that the compact gold lacked, free variables ("c", "n", "Q + 3P + 20"), words ("No Solution",
+    "Infinite", "Undefined"), arithmetic left undone, the gold rounded ("0.377" beside 193/512); a lettered answer
+    ("A" beside "C") was released under letter scoring."""
+    result = build_real_items(tmp_path)
+    assert [(e.id, e.reason) for e in result.exclusions.entries] == [("math/test/19", "letter_answer")]
+    records = result.configs["set_0"]["test"]
+    assert [(r.choices[r.answer], r.choices[1 - r.answer]) for r in records] == RELEASED
+    left_out = {row["candidate"]: row["left out"] for row in result.statistics["Candidates left out"].records()}
+    assert {reason: n for reason, n in left_out.items() if n} == {
+        forms.KIND_REASONS["equation"]: 1, forms.KIND_REASONS["variable"]: 3, forms.KIND_REASONS["words"]: 3,
+        forms.KIND_REASONS["undone"]: 2, math_mc.ROUNDED: 1}
+    options = [c for r in records for c in r.choices]
+    assert not [c for c in options if re.search(r"=|\\approx| |[0-9],[0-9]{3}(?![0-9])", c)]
+    report = validate(result)
+    assert {c.name for c in report.checks} >= {"relation_only_in_some", "thousands_separator", "words_or_variables",
+                                               "arithmetic_left_undone", "letter_option", "one_spacing"}
+
+
+BLINDED = {  # the builder's rules switched off, on which items, with how many options -> the checks that refuse
+    # 3 options: each item shows its gold, its dropped real answer and the made-up one.
+    "kind and rounding": ({"kind_mismatch": lambda answer, key: None, "rounds_to_gold": lambda gold, text, eq: False,
+                           "letter_answer": lambda text: False}, KINDS, 3,
+                          ["arithmetic_left_undone", "letter_option", "plain_math_verify_distinct",
+                           "relation_only_in_some", "words_or_variables"]),
+    "normal form": ({"kind_mismatch": lambda answer, key: None, "compact_spacing": lambda text: text,
+                     "_last_side": lambda text: text}, NORMALISED, 2,
+                    ["arithmetic_left_undone", "one_spacing", "relation_only_in_some", "thousands_separator",
+                     "words_or_variables"]),
+}
+
+
+@pytest.mark.parametrize("blinded", BLINDED)
+def test_the_validator_refuses_each_kind_when_the_builders_rules_are_blinded(tmp_path, monkeypatch, blinded):
+    """The validator's checks are written apart from the builder's rules (plain regular expressions, plain
+    math-verify): with the builder's rules switched off, each defect is refused by its own check."""
+    rules, items, choices, refused = BLINDED[blinded]
+    for name, blind in rules.items():
+        monkeypatch.setattr(forms if name in ("compact_spacing", "_last_side") else math_mc, name, blind)
+    result = build_real_items(tmp_path, items, choices)
+    with pytest.raises(ValidationFailed) as failure:
+        validate(result)
+    assert sorted(dict(re.findall(r"(\w+) \((\d+): ", str(failure.value)))) == refused
+    if "plain_math_verify_distinct" in refused:
+        assert "('0.377', '\\\\frac{193}{512}') are rounded for plain math-verify" in str(failure.value)
+
+
+def test_kinds_and_spacing_beyond_the_fixtures():
+    """Forms that appear in no fixture: the rules generalise."""
+    mismatch = {("C", "5"): "letter", ("(B), (D)", "12"): "letter", ("x+y=3", "7"): "equation",
+                ("5", "x^2+y^2=4"): "equation", ("none", "0"): "words", ("12", "even"): "words",
+                ("t^2", "x^2"): "variable", (r"\alpha+1", "2"): None, ("3i", "4"): None, ("east", "north"): None,
+                (r"4\cdot 6", "24"): "undone", (r"4\cdot6", r"2\cdot12"): None, ("2^{10}", "1000"): None}
+    found = {(answer, key): forms.kind_mismatch(forms.option_form(answer), forms.option_form(key))
+             for answer, key in mismatch}
+    assert found == mismatch
+    spellings = {r"\left( 3, \frac{1}{2} \right)": r"(3,\frac{1}{2})", r"2 \sqrt 3": r"2\sqrt3", "45, 135": "45, 135",
+                 r"\pi r^2": r"\pi r^2", "no real values of k": "no real values of k", r"x \in [2, 5)": r"x\in[2,5)",
+                 r"1,\!000,\!000 \text{ dollars}": "1000000"}
+    assert {text: forms.option_form(text) for text in spellings} == spellings
+    assert forms.option_form(r"h \approx 12{,}345", key="12346") == "12345"
+    assert forms.option_form(r"h \approx 12{,}345", key=r"h \approx 12000") == r"h\approx12, 345"

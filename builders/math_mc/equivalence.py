@@ -1,8 +1,8 @@
 """When two MATH answers are the same: surface keys, then math-verify under hard time limits.
 
 Equivalence has two levels. :meth:`MathEquivalence.key` is :func:`surface_key`, the option's normal form
-(:func:`~builders.math_mc.forms.option_form`: no ``\\text{}``, units, degrees, percent or dollar signs, ``x =`` before a value)
-with case and spaces folded: equal keys are the same answer without asking anyone.
+(:func:`~builders.math_mc.forms.option_form`: no ``\\text{}``, units, degrees, percent or dollar signs, ``x =``
+before a value) with case and spaces folded: equal keys are the same answer without asking anyone.
 :meth:`MathEquivalence.same` asks math-verify (``parse`` of the answer wrapped in ``$...$``, then
 ``verify`` in both directions: it is not symmetric), always in worker processes under a hard wall-clock
 limit (:mod:`.workers`); a timeout means "not equivalent" for the pools' statistics, is logged and counted,

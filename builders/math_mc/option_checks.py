@@ -27,7 +27,7 @@ _RELATION = re.compile(r"=|\\approx(?![A-Za-z])|≈|\\simeq(?![A-Za-z])")
 _GROUPED_NUMBER = re.compile(r"[0-9](?:,|\{,\}|,\\!)[0-9]{3}(?![0-9])")
 _LATEX_NAME = re.compile(r"\\operatorname\*?\{[^{}]*\}|\\(?:begin|end)\{[^{}]*\}|\\[A-Za-z]+")
 _LONG_RUN = re.compile(r"[A-Za-z]{3,}")
-_UNDONE = re.compile(r"\\times(?![A-Za-z])|\\cdot(?![A-Za-z])|\\div(?![A-Za-z])|[*×·÷]|\(\s*[-+]?[0-9.]+(?:\s*[-+]\s*[0-9.]+)*\s*\)")
+_UNDONE = re.compile(r"\\(?:times|cdot|div)(?![A-Za-z])|[*×·÷]|\(\s*[-+]?[0-9.]+(?:\s*[-+]\s*[0-9.]+)*\s*\)")
 _LABELS = re.compile(r"\s*\(?[A-Z]\)?(?:\s*,\s*\(?[A-Z]\)?)*\s*")
 _BAD_SPACE = re.compile(r"(?<=[^A-Za-z0-9,]) | (?=[^A-Za-z0-9])|, (?![0-9]{3}(?![0-9.]))|\\[A-Za-z]+ (?=[0-9])")
 
