@@ -9,8 +9,8 @@ files (every set; one row is an item-set) and prints, per build:
 * chance, and the accuracy of the shortest and the longest option (ties shared evenly among the tied options);
 * "the option with a space": over the item-sets where exactly one option holds a space, how often it is the key;
 * per typesetting mark (a space, ``=``, ``\\approx``, a thousands comma, ``\\text``, ``\\left``, ``\\dfrac``):
-  the odd-one-out rule (the one option with the mark, or from 3 options the one without it) scored over the
-  item-sets where it applies, with their count;
+  the odd-one-out rules (the one option with the mark, and its mirror, the one option without it) scored over
+  the item-sets where they apply, with their count;
 * distinct (item, option) pairs with ``=`` or ``\\approx`` (key or distractor), with words or a free letter
   where the key has none, bare letters, and distractors that are the key rounded to their own decimals.
 
@@ -96,22 +96,24 @@ def by_length(rows, pick) -> float:
     return score / max(1, len(rows))
 
 
-def odd_one_out(rows, pattern: re.Pattern) -> tuple[float, int]:
+def odd_one_out(rows, pattern: re.Pattern, alone_with: bool) -> tuple[float, int]:
+    """The one option with the mark (``alone_with``), or the one without it; scored where there is one."""
     right = applies = 0
     for _, choices, answer in rows:
-        having = [i for i, c in enumerate(choices) if pattern.search(c)]
-        pick = having[0] if len(having) == 1 else None
-        if pick is None and len(choices) >= 3 and len(having) == len(choices) - 1:
-            pick = next(i for i in range(len(choices)) if i not in having)
-        if pick is not None:
+        marked = [i for i, c in enumerate(choices) if bool(pattern.search(c)) == alone_with]
+        if len(marked) == 1:
             applies += 1
-            right += pick == answer
+            right += marked[0] == answer
     return right / max(1, applies), applies
 
 
 def option_census(rows) -> Counter:
     """Distinct (item, option) pairs of each kind, the key's and the distractors' apart."""
-    census: Counter = Counter()
+    kinds = [f"{mark} where the key has none" for mark in ("=", "\\approx", "thousands comma")]
+    kinds += [f"with = ({role})" for role in ("key", "distractor")]
+    kinds += ["words where the key has none", "letters the key lacks", "bare letter",
+              "the key rounded to the distractor's decimals"]
+    census: Counter = Counter({kind: 0 for kind in kinds})
     seen = set()
     for item, choices, answer in rows:
         key = choices[answer]
@@ -121,10 +123,11 @@ def option_census(rows) -> Counter:
             seen.add((item, option))
             role = "key" if index == answer else "distractor"
             census[f"options ({role})"] += 1
-            for mark in ("=", "\\approx", "thousands comma"):
-                if MARKS[mark].search(option) and not MARKS[mark].search(key):
-                    census[f"{mark} where the key has none ({role})"] += 1
+            census[f"with = ({role})"] += bool(MARKS["="].search(option))
             if role == "distractor":
+                for mark in ("=", "\\approx", "thousands comma"):
+                    only_here = MARKS[mark].search(option) and not MARKS[mark].search(key)
+                    census[f"{mark} where the key has none"] += bool(only_here)
                 census["words where the key has none"] += words(option) and not words(key)
                 census["letters the key lacks"] += bool(letters(option) - letters(key)) and not words(option)
                 census["bare letter"] += bool(_BARE_LETTER.match(option.strip()))
@@ -141,9 +144,11 @@ def report(release: Path, label: str) -> None:
     print(f"== {label}: {len(rows)} item-sets ({len({r[0] for r in rows})} items), chance {chance:.1%}")
     print(f"shortest option {by_length(rows, min):.1%}, longest option {by_length(rows, max):.1%}")
     for name, pattern in MARKS.items():
-        accuracy, applies = odd_one_out(rows, pattern)
-        if applies:
-            print(f"  odd one out by {name}: {accuracy:.1%} of {applies} item-sets where it applies")
+        for alone_with in (True, False):
+            accuracy, applies = odd_one_out(rows, pattern, alone_with)
+            rule = f"the one option {'with' if alone_with else 'without'} {name}"
+            found = f"{accuracy:.1%} of {applies} item-sets where it applies" if applies else "never applies"
+            print(f"  {rule}: {found}")
     lone = [(c, a) for _, c, a in rows if sum(" " in x for x in c) == 1]
     keyed = sum(" " in c[a] for c, a in lone)
     print(f"exactly one option with a space: {len(lone)} item-sets, the key in {keyed} "
