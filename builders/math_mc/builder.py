@@ -6,9 +6,12 @@ ambiguous gold and is excluded. Models' predictions (read from files and/or gene
 Minerva prompt) give one boxed answer each; math-verify, in worker processes under a hard time limit,
 decides which answers are equivalent (both ways, or one surface key). Every option, the gold included, is
 shown in one normal form (:func:`~builders.math_mc.forms.option_form`), so that no typesetting singles out
-the gold. The distinct wrong answers form the question's pool, every two of them proven different; each of K
-sets draws N-1 of them and shuffles the options. The validator asks plain math-verify about every pair of
-options again (:mod:`builders.math_mc.plain`).
+the gold; a wrong answer that is not of the gold's kind (:func:`~builders.math_mc.forms.kind_mismatch`) or is
+the gold rounded is left out, and a gold that names lettered choices excludes its problem. The distinct wrong
+answers form the question's pool, every two of them proven different; each of K sets draws N-1 of them and
+shuffles the options. The validator asks plain math-verify about every pair of options again
+(:mod:`builders.math_mc.plain`) and checks the options' form with plain regular expressions
+(:mod:`builders.math_mc.option_checks`).
 
     python -m builders.math_mc --source sample    # the embedded sample and its made-up models' predictions
 

@@ -6,7 +6,8 @@ standard 4-shot Minerva prompt. A solution whose boxed answers differ is an ambi
 
 :func:`option_form` is the spelling shown for every option, the gold included (no ``\\text{}``, units,
 degrees, percent or dollar signs, ``x =`` before a value); :func:`surface_key` folds case and spaces too:
-equal keys are the same answer without asking anyone. Equivalence beyond the surface key is
+equal keys are the same answer without asking anyone. :func:`kind_mismatch` says when a wrong answer is not an
+answer of the gold's kind, so that a reader would rule it out unread. Equivalence beyond the surface key is
 :mod:`builders.math_mc.equivalence`.
 """
 
