@@ -40,6 +40,7 @@ import tempfile
 import time
 from collections import Counter
 from fractions import Fraction
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +49,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script from anywhere
 
 from builders.from_predictions.collect import make_pools
-from builders.math_mc.answers import MathEquivalence, answer_key, boxed_contents, display_form
+from builders.math_mc.equivalence import MathEquivalence
+from builders.math_mc.forms import answer_key, boxed_contents, display_form
 from builders.core.record import OpenItem
 
 HOSTILE = [r"2^{2^{40}}", r"10^{10^{10}}", r"9^{9^{9^{9}}}"]
@@ -188,7 +190,7 @@ def check_fast_path(data: Path, workers: int | None, timeout: float) -> None:
     from builders.core import cli
     from builders.from_predictions import collect
     from builders.math_mc import builder as math_mc
-    from builders.math_mc.answers import surface_key
+    from builders.math_mc.forms import surface_key
     from builders.math_mc.plain import judge_pairs
 
     args = cli.builder_parser(math_mc.BUILDER).parse_args(
@@ -199,15 +201,16 @@ def check_fast_path(data: Path, workers: int | None, timeout: float) -> None:
     source = cli.load(math_mc.BUILDER, args)
     items = {split: list(split_items) for split, split_items in source.items.items()}
     with MathEquivalence(args.equivalence_workers, args.equivalence_timeout) as equivalence:
-        math_mc.drop_ambiguous_golds(items, equivalence)
+        gold_exclusions = math_mc.drop_ambiguous_golds(items, equivalence)
         all_items = [item for split_items in items.values() for item in split_items]
-        pools, collected, _ = math_mc.model_pools(source, args, all_items, equivalence)
+        pools, collected, _ = math_mc.model_pools(source, args, all_items, equivalence, gold_exclusions)
         math_mc.distinct_pools(pools, equivalence)
         # Pairs decided by the surface key never reach math-verify: every two spellings of one question's
         # answers (the gold among them) with one key.
         keyed = set()
         for item in all_items:
-            answers = collect.answers_for(item, collected, math_mc._extract, math_mc._extracted)
+            answers = collect.answers_for(item, collected, partial(math_mc._extract, key=item.gold),
+                                          partial(math_mc._extracted, key=item.gold))
             texts = sorted({item.gold, *(a.strip() for _, a in answers if a and a.strip())})
             keyed |= {(a, b) for i, a in enumerate(texts) for b in texts[i + 1:] if surface_key(a) == surface_key(b)}
         verdicts = dict(equivalence._known)

@@ -13,12 +13,12 @@ import pytest
 from builders.core.errors import UserError
 from builders.core.llm import LLMSettings
 from builders.gsm_mc import answers as gsm8k
-from builders.math_mc import answers as math_answers
+from builders.math_mc import forms as math_answers
 from builders.core.predictions import match_predictions, read_predictions, require_texts, write_predictions
 from builders.core.record import OpenItem
 from builders.from_predictions.collect import item_of
 from builders.from_predictions.generate import generate_predictions
-from builders.math_mc.answers import MathEquivalence
+from builders.math_mc.equivalence import MathEquivalence
 from builders.from_predictions.pools import Candidate, build_pool, pool_report, pool_rows, respell, summarize_pools
 from builders.gsm_mc.prompts import GSM8K_EXEMPLARS, gsm8k_request
 from builders.math_mc.prompts import MATH_EXEMPLARS, math_request

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 import datasets
 import pytest
 
 from builders.math_mc import builder as math_mc
-from builders.math_mc import answers, plain
+from builders.math_mc import equivalence, forms, plain
 from builders.core import cli
 from builders.core.record import MCQRecord
 from builders.core.errors import ValidationFailed
@@ -70,7 +71,7 @@ def test_golds_pools_sets_and_invariants(files, tmp_path):
     assert dict(zip(half.choices, half.metadata["choice_models"])) == \
         {"1/4": ["d", "e"], "2": ["c"], "3": ["g"], r"\frac{1}{2}": []}
     assert sorted(three.choices) == ["3", "4", "5", "6"]
-    assert sorted(interval.choices) == ["(0,1)", "1", "[0, 1)", "[0,1]"] and interval.gold == "[0, 1)"
+    assert sorted(interval.choices) == ["(0,1)", "1", "[0,1)", "[0,1]"] and interval.gold == "[0,1)"  # one spacing
     assert (half.subject, half.metadata["level"], half.metadata["gold_text"]) == ("Prealgebra", "Level 1", r"\frac{1}{2}")
     report = {r["question_id"]: r for r in map(json.loads, (tmp_path / "pool.jsonl").read_text().splitlines())}
     assert sorted(report) == ["math/test/0", "math/test/1", "math/test/3", "math/test/5"]
@@ -79,8 +80,8 @@ def test_golds_pools_sets_and_invariants(files, tmp_path):
     assert report["math/test/0"]["candidates"][0] == {"text": "1/4", "count": 2, "models": ["d", "e"], "variants": ["0.25"]}
     assert report["math/test/1"]["correct"] == {"a": 1, "b": 1}  # x=3 is the gold 3
     assert result.statistics["Gold answers"].row("test") == {
-        "split": "test", "source rows": 6, "no boxed gold": 1, "ambiguous gold": 1, "usable gold": 4,
-        "of which multi-value": 0, "paper (usable / rows)": "4.9K / 5K"}
+        "split": "test", "source rows": 6, "no boxed gold": 1, "letter answer": 0, "ambiguous gold": 1,
+        "usable gold": 4, "of which multi-value": 0, "paper (usable / rows)": "4.9K / 5K"}
     validate(result)
     # A distractor equivalent to another option must be caught by the builder's own check.
     choices = list(half.choices)
@@ -122,21 +123,21 @@ DEFECTS = [
 
 @pytest.mark.parametrize("gold, same, _", DEFECTS)
 def test_released_duplicates_have_one_surface_key_and_one_normal_form(gold, same, _):
-    assert answers.surface_key(gold) == answers.surface_key(same)
-    assert answers.option_form(gold) == answers.option_form(same)
+    assert forms.surface_key(gold) == forms.surface_key(same)
+    assert forms.option_form(gold) == forms.option_form(same)
 
 
 def test_normal_form_drops_the_marks_that_singled_out_the_gold():
-    forms = {r"5\text{ cm}": "5", r"440\text{ cm}^2": "440", r"30^\circ": "30", r"25\%": "25", r"\$15,\!000": "15000",
-             "x = 3": "3", r"k(x) = x^2": "x^2", r"\theta = 30^\circ": "30", "a = 2, b = 3": "2, 3",
-             r"C(5, 2) = \frac{5!}{2!3!} = 10": "10", r"19 \text{ and }43": "19, 43", r"\text{Sunday}": "sunday",
-             r"x \le 3": r"x \le 3", "6, -2": "6, -2", "y = 2x + 3": "2x + 3", r"\frac{3}{4}\pi\text{ inches}": r"\frac{3}{4}\pi",
+    spellings = {r"5\text{ cm}": "5", r"440\text{ cm}^2": "440", r"30^\circ": "30", r"25\%": "25", r"\$15,\!000": "15000",
+             "x = 3": "3", r"k(x) = x^2": "x^2", r"\theta = 30^\circ": "30", "a = 2, b = 3": "2,3",
+             r"C(5, 2) = \frac{5!}{2!3!} = 10": "10", r"19 \text{ and }43": "19,43", r"\text{Sunday}": "sunday",
+             r"x \le 3": r"x\le3", "6, -2": "6,-2", "y = 2x + 3": "2x+3", r"\frac{3}{4}\pi\text{ inches}": r"\frac{3}{4}\pi",
              "2m": "2m", r"45^\circ, 135^\circ": "45, 135", r"14,\!400": "14400",
-             "5x - 7y + 4 = 0": "5x - 7y + 4 = 0", "x^2 + y^2 = 25": "x^2 + y^2 = 25"}
-    assert {text: answers.option_form(text) for text in forms} == forms
-    assert answers.surface_key("(C)") == answers.surface_key("C") == "c"
-    assert answers.surface_key("x") != answers.surface_key("y")
-    assert answers.surface_key("5x - 7y + 4 = 0") != answers.surface_key("10x - 6y - 17 = 0")  # not both "0"
+             "5x - 7y + 4 = 0": "5x-7y+4=0", "x^2 + y^2 = 25": "x^2+y^2=25"}
+    assert {text: forms.option_form(text) for text in spellings} == spellings
+    assert forms.surface_key("(C)") == forms.surface_key("C") == "c"
+    assert forms.surface_key("x") != forms.surface_key("y")
+    assert forms.surface_key("5x - 7y + 4 = 0") != forms.surface_key("10x - 6y - 17 = 0")  # not both "0"
 
 
 def test_the_fast_path_never_settles_symbolic_pairs():
@@ -146,9 +147,9 @@ def test_the_fast_path_never_settles_symbolic_pairs():
     for a, b in [("odd", r"\text{odd}"), (r"\text{east}", "East")]:
         left, right = parse(f"${a}$"), parse(f"${b}$")
         assert verify(left, right) and verify(right, left)
-        assert answers._fingerprint(left) is None or answers._fingerprint(right) is None
-        assert not answers.clearly_different(answers._fingerprint(left), answers._fingerprint(right))
-    assert answers._fingerprint(parse("$2^{10}$")) == 1024
+        assert equivalence._fingerprint(left) is None or equivalence._fingerprint(right) is None
+        assert not equivalence.clearly_different(equivalence._fingerprint(left), equivalence._fingerprint(right))
+    assert equivalence._fingerprint(parse("$2^{10}$")) == 1024
 
 
 @pytest.fixture
@@ -169,13 +170,15 @@ def test_no_released_item_holds_a_second_correct_option(defect_files, tmp_path):
                   "--equivalence-timeout", "20", "--equivalence-workers", "2"])
     result = math_mc.build(cli.load(math_mc.BUILDER, args), args)
     records = result.configs["set_0"]["test"]
-    assert [r.id for r in records] == [f"math/test/{i}" for i in range(6)]
+    # The lettered answer "(E)" is no item of a release that letters its options (issue 22.3).
+    assert [(e.id, e.reason) for e in result.exclusions.entries] == [("math/test/3", "letter_answer")]
+    assert [r.id for r in records] == [f"math/test/{i}" for i in (0, 1, 2, 4, 5)]
     assert [sorted(r.choices) for r in records] == [
-        ["even", "neither", "odd"], ["east", "north", "west"], ["4:30 p.m", "5:30 p.m", "6"], ["(A)", "(C)", "(E)"],
-        ["4", "5", "8"], [r"\begin{pmatrix} 1 \\ 2 \end{pmatrix}", r"\begin{pmatrix} 1 \\ 3 \end{pmatrix}",
-                          r"\begin{pmatrix} 2 \\ 1 \end{pmatrix}"]]
+        ["even", "neither", "odd"], ["east", "north", "west"], ["4:30 p.m", "5:30 p.m", "6"],
+        ["4", "5", "8"], [r"\begin{pmatrix}1\\2\end{pmatrix}", r"\begin{pmatrix}1\\3\end{pmatrix}",
+                          r"\begin{pmatrix}2\\1\end{pmatrix}"]]
     report = [json.loads(line) for line in (tmp_path / "pool.jsonl").read_text().splitlines()]
-    assert [r["correct"] for r in report] == [{"a": 1}] * 6  # each released duplicate counts as correct
+    assert [r["correct"] for r in report] == [{"a": 1}] * 5  # each released duplicate counts as correct
     assert result.statistics["Surface-form cues"].row("set_0")["items with a cue"] == 0
     validate(result)
     # The plain math-verify check, which shares no code with the builder's decision, finds a planted duplicate.
@@ -186,9 +189,11 @@ def test_no_released_item_holds_a_second_correct_option(defect_files, tmp_path):
 
 
 def test_plain_check_judges_every_shown_pair_both_ways():
-    pairs = [("odd", r"\text{odd}"), ("x = 3", "3"), ("3", "x = 3"), ("4", "5"), (r"\frac{1}{2}", "0.5")]
+    pairs = [("odd", r"\text{odd}"), ("x = 3", "3"), ("3", "x = 3"), ("4", "5"), (r"\frac{1}{2}", "0.5"),
+             ("0.377", r"\frac{193}{512}"), (r"\sqrt{2}", "1.41"), ("0.38", "0.377"), ("0.4", r"\frac{1}{3}")]
     verdicts = plain.judge_pairs(pairs, workers=2, timeout=20)
-    assert [verdicts[p] for p in pairs] == ["equal", "equal", "equal", "different", "equal"]
+    assert [verdicts[p] for p in pairs] == ["equal", "equal", "equal", "different", "equal",
+                                            "rounded", "rounded", "rounded", "different"]
 
 
 def _record(choices, answer) -> MCQRecord:
@@ -217,7 +222,7 @@ def test_multi_value_golds_are_kept_and_counted_empty_boxes_are_not(tmp_path):
     result = math_mc.build(cli.load(math_mc.BUILDER, args), args)
     assert sorted((e.id, e.reason) for e in result.exclusions.entries) == [
         ("math/test/1", "no_gold_answer"), ("math/test/2", "no_predictions")]
-    assert sorted(result.configs["set_0"]["test"][0].choices) == ["2, -6", "6", "6, -2"]
+    assert sorted(result.configs["set_0"]["test"][0].choices) == ["2,-6", "6", "6,-2"]
     assert result.statistics["Gold answers"].row("test")["of which multi-value"] == 1
 
 
@@ -235,6 +240,11 @@ def test_sample_builds_offline_with_lm_eval_tasks_by_type(tmp_path):
     assert "about high school math." in header and "only_algebra" in header
     card = (out / "README.md").read_text()
     assert "Surface-form cues" in card and "form_cue" in card
+    # Issue 22.5: the card's counts are this 12-row build's, never MATH test's "14 ambiguous and 76 multi-value".
+    assert "In this build's `test` split, 0 of 12 golds are ambiguous and 1 of the usable golds list several\n" \
+           "values; leaving out both gives 11." in card
+    assert "test: 12 rows less 0 ambiguous and 1 multi-value golds is 11." in card
+    assert not re.search(r"4,910|\b76\b|\b14 ambiguous|within 4 of", card)
 
 
 def test_review_defects_thousands_braces_phantom_boxes_and_refusals(tmp_path):
@@ -252,12 +262,12 @@ def test_review_defects_thousands_braces_phantom_boxes_and_refusals(tmp_path):
                (1, "a", r"$\boxed{3}$"), (1, "b", r"$\boxed{\text{The remainder is }} 5$"),
                (1, "c", r"\boxed{no real values of $k$}"), (1, "d", r"$\boxed{\text{It can't be determined.}}$"),
                (1, "e", r"$\boxed{5}$")]
-    assert answers.option_form(r"90{,}900{,}909") == "90900909"
-    assert answers.option_form("no real values of $k$") == "no real values of k"
-    assert answers.option_form("the answer is 900000000") == "900000000"
+    assert forms.option_form(r"90{,}900{,}909") == "90900909"
+    assert forms.option_form("no real values of $k$") == "no real values of k"
+    assert forms.option_form("the answer is 900000000") == "900000000"
     cases = r"x = \begin{cases} p & \text{if } p \neq r \\ q & \text{if } q \neq r \end{cases}"
-    assert answers.option_form(cases) == cases  # unwrapped, "p & if p" was read as the product i*f*p
-    assert [answers.non_answer(answers.option_form(t)) for t in
+    assert forms.option_form(cases) == cases  # unwrapped, "p & if p" was read as the product i*f*p
+    assert [forms.non_answer(forms.option_form(t)) for t in
             [r"\text{Insufficient Information}", "The maximum angle can't be determined.", r"\text{The remainder is }",
              "No Solution", "undefined", "odd"]] == [True, True, True, False, False, False]
     source = write_jsonl(tmp_path / "math" / "test.jsonl", rows).parent
@@ -271,7 +281,7 @@ def test_review_defects_thousands_braces_phantom_boxes_and_refusals(tmp_path):
     assert big.gold == "10000" and box.gold == "4"
     report = {r["question_id"]: r for r in map(json.loads, (tmp_path / "pool.jsonl").read_text().splitlines())}
     assert report["math/test/0"]["invalid"] == {"d": 1} and report["math/test/0"]["correct"] == {"c": 1}
-    assert sorted(c["text"] for c in report["math/test/0"]["candidates"]) == ["9998", "9999", r"9999 \frac{6}{7}"]
+    assert sorted(c["text"] for c in report["math/test/0"]["candidates"]) == ["9998", "9999", r"9999\frac{6}{7}"]
     assert report["math/test/1"]["invalid"] == {"b": 1, "d": 1}
     assert sorted(c["text"] for c in report["math/test/1"]["candidates"]) == ["3", "5", "no real values of k"]
     assert all("{,}" not in c and "$" not in c for r in result.configs["set_1"]["test"] for c in r.choices)
@@ -283,9 +293,9 @@ def test_a_point_as_a_tuple_is_the_column_vector_gold(tmp_path):
     (-3, -2, 9) were shown as two options; math-verify calls a matrix and a tuple different, so the surface key
     now reads a column vector as the tuple of its entries."""
     vector = r"\begin{pmatrix} -3 \\ -2 \\ 9 \end{pmatrix}"
-    assert answers.surface_key(vector) == answers.surface_key("(-3, -2, 9)") == answers.surface_key(
+    assert forms.surface_key(vector) == forms.surface_key("(-3, -2, 9)") == forms.surface_key(
         r"\left( -3, -2, 9 \right)") == "(-3,-2,9)"
-    assert answers.surface_key(r"\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}") != answers.surface_key("(1, 2, 3, 4)")
+    assert forms.surface_key(r"\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}") != forms.surface_key("(1, 2, 3, 4)")
     rows = [{"problem": "Find the point of intersection.", "level": "Level 4", "type": "Precalculus",
              "solution": rf"The point is $\boxed{{{vector}}}.$"}]
     outputs = [("a", r"$\boxed{(-3, -2, 9)}$"), ("b", r"$\boxed{(3, 2, 9)}$"),
@@ -305,10 +315,10 @@ def test_an_escaped_dollar_in_minervas_final_answer_line():
     """Regression (MATH test 3823, minerva-540b): "The final answer is $\\$3.25$" was read up to the escaped
     dollar, giving the option "\\" beside the gold 3.25 (the model was right)."""
     output = "so it costs $25\\\n\nFinal Answer: The final answer is $\\$3.25$. I hope it is correct."
-    assert answers.extract_answer(output) == r"\$3.25"
-    assert answers.option_form(answers.extract_answer(output)) == "3.25"
-    assert [answers.non_answer(t) for t in ["\\", " . ", r"\{\}", r"\emptyset", "0"]] == [True, True, False, False, False]
-    assert answers.option_form(";") == ";" and math_mc._extract("The final answer is $;$.") is None
+    assert forms.extract_answer(output) == r"\$3.25"
+    assert forms.option_form(forms.extract_answer(output)) == "3.25"
+    assert [forms.non_answer(t) for t in ["\\", " . ", r"\{\}", r"\emptyset", "0"]] == [True, True, False, False, False]
+    assert forms.option_form(";") == ";" and math_mc._extract("The final answer is $;$.") is None
 
 
 def test_a_source_row_with_a_non_text_type_or_level_is_excluded_with_its_field(tmp_path):
@@ -329,3 +339,140 @@ def test_a_source_row_with_a_non_text_type_or_level_is_excluded_with_its_field(t
     assert [(r.id, r.subject) for r in result.configs["set_0"]["test"]] == [("math/test/0", "Algebra"),
                                                                             ("math/test/3", None)]
     assert math_mc.main([*argv, "--strict", "--output", str(tmp_path / "out")]) == 2
+
+
+# ---- issues 22.3 and 23.3: one normal form, answers of the key's kind, no rounded key, no lettered answers --------
+
+# Real MATH test items (original row in the comment) with a real model's answer that gave the distractor away or
+# was a second correct option. Problems are cut to their first 160 characters; where the real model's answer is
+# left out, a made-up model "z" gives a plain wrong answer so that the item is still released with 2 options.
+REAL_ITEMS = [  # (problem, boxed golds, [(model, boxed answer)])
+    ("We have a triangle $\\triangle ABC$ and a point $K$ on $BC$ such that $AK$ is an altitude to $\\triangle ABC$.",
+     [r"\sqrt{70}"], [("gpt-4-0314", r"AB = \sqrt{65}")]),  # 1740
+    ("Let\n\\[f(x) = \\frac{-px - 3}{-qx + 3},\\]and let $g(x)$ be the inverse of $f(x).$",
+     [r"\frac{36}{11}"], [("gpt-4-0314", r"p + q = \frac{356}{121}")]),  # 2837
+    ("The $XYZ$ company has to pay $\\$5,000$ for rent each month.", ["7945"],
+     [("minerva-540b", r"7,928.67\approx 7,929")]),  # 758
+    ("Square $ABCD$ has side lengths of 13 units.", [r"\frac{25}{13}", r"1\frac{12}{13}"],
+     [("gpt-4-0314", "ED = 8")]),  # 1984
+    ("How many five-digit zip codes exist such that each of the first three digits is greater than 4?", ["12500"],
+     [("gpt-4-0314", r"5^3 * 10^2 = 125000")]),  # 1331
+    ("A sphere is inscribed inside a hemisphere of radius 2.  What is the volume of this sphere?", [r"\frac{4}{3}\pi"],
+     [("gpt-4-0314", r"V = \frac{32}{3} \pi")]),  # 2043
+    ("Find $\\frac{1}{a-1}+\\frac{1}{b-1},$ where $a$ and $b$ are the roots of the quadratic equation $2x^2-7x+2 = 0.$",
+     ["-1"], [("gpt-4-0314", r"-1 + \frac{\sqrt{33}}{3}")]),  # 151
+    ("At which point do the lines $s=9-2t$ and $t=3s+1$ intersect?", ["(1,4)"],
+     [("gpt-4-0314", r"(\frac{7}{5}, \frac{12}{5})")]),  # 944
+    ("Find all the integer roots of\n\\[x^4 + 5x^3 + 9x^2 - x - 14 = 0.\\]", ["-2,1"],
+     [("minerva-540b", "-1, -2, 1")]),  # 2186
+    ("Find a quadratic with real coefficients and quadratic term $x^2$ that has $5-4i$ as a root.", ["x^2-10x+41"],
+     [("gpt-4-0314", "x^2 - 10x + 9 = 0"), ("minerva-540b", "x^2-10x+41"), ("z", "x^2-10x+29")]),  # 2787
+    ("Let $P(x)$ and $Q(x)$ be distinct, non-constant polynomials such that\n\\[P(Q(x)) = P(x) Q(x)\\]for all $x.$",
+     ["x^2"], [("gpt-4-0314", "Q(x) = c"), ("z", "x^3")]),  # 2783
+    ("The complex numbers $z$ and $w$ satisfy $z^{13} = w,$ $w^{11} = z,$", ["71"],
+     [("minerva-540b", "n"), ("z", "47")]),  # 4821
+    ("The roots of $x^3 + Px^2 + Qx - 19 = 0$ are each one more than the roots of $x^3 - Ax^2 + Bx - C = 0.$", ["18"],
+     [("gpt-4-0314", "Q + 3P + 20"), ("z", "20")]),  # 2361
+    ("Let $f(x) = x^3 + 3x^2 + 1.$  Enter the ordered pair $(a,b).$", ["(-2,1)"],
+     [("gpt-4-0314", r"\text{No Solution}"), ("z", "(2,1)")]),  # 2816
+    ("How many ordered triplets $(a,b,c)$ of rational numbers are there where $a,b,c$ are the roots of "
+     "$x^3 + ax^2 + bx + c = 0?$", ["3"], [("gpt-4-0314", r"\text{Infinite}"), ("z", "1")]),  # 2973
+    ("Let $0, a, b, c$ be the vertices of a square in counterclockwise order.  Compute\n\\[\\frac{ac + b^2}{ab}.\\]",
+     [r"\frac{3}{2} + \frac{3}{2} i"],
+     [("gpt-4-0314", r"\text{Undefined}"), ("z", r"\frac{3}{2} - \frac{3}{2} i")]),  # 4669
+    ("200 points are equally spaced on the circumference of a circle.  How many squares can be formed with 4 of the "
+     "200 points as vertices?", ["50"], [("gpt-4-0314", r"\frac{200 \times 198 \times 196}{4}"), ("z", "100")]),  # 1279
+    ("Let\n\\[\\sum_{n = 0}^{123456789} \\frac{3n^2 + 9n + 7}{(n^2 + 3n + 2)^3} = \\frac{a}{b},\\]Find $b - a.$", ["1"],
+     [("gpt-4-0314", "2(123456790)^3 + 7"), ("gpt-4-0613", "1"), ("z", "2")]),  # 2243
+    ("We flip a fair coin 10 times.  What is the probability that we get heads in at least 6 of the 10 flips?",
+     [r"\frac{193}{512}"], [("gpt-4-0314", r"P(\geq 6; 10, 0.5) = 0.377"), ("z", r"\frac{193}{1024}")]),  # 1291
+    ("A birdbath is designed to overflow so that it will be self-cleaning.  Provide the correct letter (A, B, C, D, "
+     "or E) answer.", ["A"], [(f"qwen2.5-math-instruct#{k}", "C" if k == 3 else "A") for k in range(8)] + [("z", "B")]),
+]  # 4203
+NORMALISED, KINDS = slice(0, 9), slice(9, None)  # the items whose distractor is respelled; those whose is dropped
+RELEASED = [  # (gold, the one distractor) per released item, in order; item 19 (a letter answer) is excluded
+    (r"\sqrt{70}", r"\sqrt{65}"), (r"\frac{36}{11}", r"\frac{356}{121}"), ("7945", "7929"), (r"1\frac{12}{13}", "8"),
+    ("12500", "125000"), (r"\frac{4}{3}\pi", r"\frac{32}{3}\pi"), ("-1", r"-1+\frac{\sqrt{33}}{3}"),
+    ("(1,4)", r"(\frac{7}{5},\frac{12}{5})"), ("-2,1", "-1,-2,1"), ("x^2-10x+41", "x^2-10x+29"), ("x^2", "x^3"),
+    ("71", "47"), ("18", "20"), ("(-2,1)", "(2,1)"), ("3", "1"),
+    (r"\frac{3}{2}+\frac{3}{2}i", r"\frac{3}{2}-\frac{3}{2}i"),
+    ("50", "100"), ("1", "2"), (r"\frac{193}{512}", r"\frac{193}{1024}"),
+]
+
+
+def build_real_items(tmp_path: Path, items: slice = slice(None), choices: int = 2):
+    chosen = REAL_ITEMS[items]
+    rows = [{"problem": problem, "level": "Level 4", "type": "Algebra",
+             "solution": " ".join(f"So $\\boxed{{{gold}}}$." for gold in golds)} for problem, golds, _ in chosen]
+    predictions = [{"question_index": i, "model": model, "output": f"The answer is $\\boxed{{{answer}}}$."}
+                   for i, (_, _, answers) in enumerate(chosen) for model, answer in answers]
+    source = write_jsonl(tmp_path / "math" / "test.jsonl", rows).parent
+    args = parse(["--source", str(source), "--predictions", str(write_jsonl(tmp_path / "p.jsonl", predictions)),
+                  "--choices", str(choices), "--sets", "1", "--equivalence-timeout", "20",
+                  "--equivalence-workers", "2"])
+    return math_mc.build(cli.load(math_mc.BUILDER, args), args)
+
+
+def test_real_items_are_shown_in_one_normal_form_with_answers_of_the_keys_kind(tmp_path):
+    """Regressions on real items: distractors carried "=" ("AB = \\sqrt{65}"), "\\approx" and a thousands comma,
+    a space that the compact gold lacked, free variables ("c", "n", "Q + 3P + 20"), words ("No Solution",
+    "Infinite", "Undefined"), arithmetic left undone, the gold rounded ("0.377" beside 193/512); a lettered answer
+    ("A" beside "C") was released under letter scoring."""
+    result = build_real_items(tmp_path)
+    assert [(e.id, e.reason) for e in result.exclusions.entries] == [("math/test/19", "letter_answer")]
+    records = result.configs["set_0"]["test"]
+    assert [(r.choices[r.answer], r.choices[1 - r.answer]) for r in records] == RELEASED
+    left_out = {row["candidate"]: row["left out"] for row in result.statistics["Candidates left out"].records()}
+    assert {reason: n for reason, n in left_out.items() if n} == {
+        forms.KIND_REASONS["equation"]: 1, forms.KIND_REASONS["variable"]: 3, forms.KIND_REASONS["words"]: 3,
+        forms.KIND_REASONS["undone"]: 2, math_mc.ROUNDED: 1}
+    options = [c for r in records for c in r.choices]
+    assert not [c for c in options if re.search(r"=|\\approx| |[0-9],[0-9]{3}(?![0-9])", c)]
+    report = validate(result)
+    assert {c.name for c in report.checks} >= {"relation_only_in_some", "thousands_separator", "words_or_variables",
+                                               "arithmetic_left_undone", "letter_option", "one_spacing"}
+
+
+BLINDED = {  # the builder's rules switched off, on which items, with how many options -> the checks that refuse
+    # 3 options: each item shows its gold, its dropped real answer and the made-up one.
+    "kind and rounding": ({"kind_mismatch": lambda answer, key: None, "rounds_to_gold": lambda gold, text, eq: False,
+                           "letter_answer": lambda text: False}, KINDS, 3,
+                          ["arithmetic_left_undone", "letter_option", "plain_math_verify_distinct",
+                           "relation_only_in_some", "words_or_variables"]),
+    "normal form": ({"kind_mismatch": lambda answer, key: None, "compact_spacing": lambda text: text,
+                     "_last_side": lambda text: text}, NORMALISED, 2,
+                    ["arithmetic_left_undone", "one_spacing", "relation_only_in_some", "thousands_separator",
+                     "words_or_variables"]),
+}
+
+
+@pytest.mark.parametrize("blinded", BLINDED)
+def test_the_validator_refuses_each_kind_when_the_builders_rules_are_blinded(tmp_path, monkeypatch, blinded):
+    """The validator's checks are written apart from the builder's rules (plain regular expressions, plain
+    math-verify): with the builder's rules switched off, each defect is refused by its own check."""
+    rules, items, choices, refused = BLINDED[blinded]
+    for name, blind in rules.items():
+        monkeypatch.setattr(forms if name in ("compact_spacing", "_last_side") else math_mc, name, blind)
+    result = build_real_items(tmp_path, items, choices)
+    with pytest.raises(ValidationFailed) as failure:
+        validate(result)
+    assert sorted(dict(re.findall(r"(\w+) \((\d+): ", str(failure.value)))) == refused
+    if "plain_math_verify_distinct" in refused:
+        assert "('0.377', '\\\\frac{193}{512}') are rounded for plain math-verify" in str(failure.value)
+
+
+def test_kinds_and_spacing_beyond_the_fixtures():
+    """Forms that appear in no fixture: the rules generalise."""
+    mismatch = {("C", "5"): "letter", ("(B), (D)", "12"): "letter", ("x+y=3", "7"): "equation",
+                ("5", "x^2+y^2=4"): "equation", ("none", "0"): "words", ("12", "even"): "words",
+                ("t^2", "x^2"): "variable", (r"\alpha+1", "2"): None, ("3i", "4"): None, ("east", "north"): None,
+                (r"4\cdot 6", "24"): "undone", (r"4\cdot6", r"2\cdot12"): None, ("2^{10}", "1000"): None}
+    found = {(answer, key): forms.kind_mismatch(forms.option_form(answer), forms.option_form(key))
+             for answer, key in mismatch}
+    assert found == mismatch
+    spellings = {r"\left( 3, \frac{1}{2} \right)": r"(3,\frac{1}{2})", r"2 \sqrt 3": r"2\sqrt3", "45, 135": "45, 135",
+                 r"\pi r^2": r"\pi r^2", "no real values of k": "no real values of k", r"x \in [2, 5)": r"x\in[2,5)",
+                 r"1,\!000,\!000 \text{ dollars}": "1000000"}
+    assert {text: forms.option_form(text) for text in spellings} == spellings
+    assert forms.option_form(r"h \approx 12{,}345", key="12346") == "12345"
+    assert forms.option_form(r"h \approx 12{,}345", key=r"h \approx 12000") == r"h\approx12, 345"

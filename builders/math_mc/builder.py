@@ -5,10 +5,13 @@ the last boxed expression of the solution; a solution whose boxed answers are no
 ambiguous gold and is excluded. Models' predictions (read from files and/or generated with the 4-shot
 Minerva prompt) give one boxed answer each; math-verify, in worker processes under a hard time limit,
 decides which answers are equivalent (both ways, or one surface key). Every option, the gold included, is
-shown in one normal form (:func:`~builders.math_mc.answers.option_form`), so that no typesetting singles out
-the gold. The distinct wrong answers form the question's pool, every two of them proven different; each of K
-sets draws N-1 of them and shuffles the options. The validator asks plain math-verify about every pair of
-options again (:mod:`builders.math_mc.plain`).
+shown in one normal form (:func:`~builders.math_mc.forms.option_form`), so that no typesetting singles out
+the gold; a wrong answer that is not of the gold's kind (:func:`~builders.math_mc.forms.kind_mismatch`) or is
+the gold rounded is left out, and a gold that names lettered choices excludes its problem. The distinct wrong
+answers form the question's pool, every two of them proven different; each of K sets draws N-1 of them and
+shuffles the options. The validator asks plain math-verify about every pair of options again
+(:mod:`builders.math_mc.plain`) and checks the options' form with plain regular expressions
+(:mod:`builders.math_mc.option_checks`).
 
     python -m builders.math_mc --source sample    # the embedded sample and its made-up models' predictions
 
@@ -18,10 +21,12 @@ options again (:mod:`builders.math_mc.plain`).
 from __future__ import annotations
 
 import argparse
+import cmath
 import logging
 import re
 from collections import Counter
 from dataclasses import replace
+from functools import partial
 from typing import Sequence
 
 from datasets import Value
@@ -36,8 +41,11 @@ from builders.core.tables import Statistics, Table
 from builders.gsm_mc.builder import text_field
 from builders.from_predictions import collect, consensus, sets as mc
 from builders.from_predictions.tasks import set_tasks, sets_table
-from builders.math_mc.answers import MathEquivalence, boxed_contents, extract_answer, non_answer, option_form
+from builders.math_mc.equivalence import MathEquivalence
+from builders.math_mc.forms import (KIND_REASONS, boxed_contents, decimal_places, extract_answer, kind_mismatch,
+                                    letter_answer, non_answer, option_form)
 from builders.from_predictions.pools import Candidate, Pool, pool_report, pool_rows
+from builders.math_mc.option_checks import option_form_checks
 from builders.math_mc.plain import one_correct_option_check
 from builders.math_mc.prompts import math_request
 
@@ -55,6 +63,7 @@ MATH_SUBJECTS = ("algebra", "counting_and_probability", "geometry", "intermediat
                  "prealgebra", "precalculus")
 # Questions with a usable gold in the paper (Zhang et al., 2024): kept / source rows.
 PAPER_GOLD_COUNTS = {"train": ("7.3K", "7.5K"), "test": ("4.9K", "5K")}
+PAPER_TEST_GOLDS = (4914, 5000)  # the paper's exact count for MATH test: usable golds, rows
 EXTRA_METADATA = {"level": Value("string")}
 
 
@@ -67,6 +76,9 @@ def math_item(row: dict, ctx: RowContext) -> OpenItem:
     if not boxed:
         raise Exclude("no_gold_answer", "solution", "no non-empty \\boxed{} in the solution")
     gold = option_form(boxed[-1])
+    if letter_answer(gold):
+        raise Exclude("letter_answer", "solution", f"the answer {gold!r} names lettered choices, which the release's "
+                      "own option letters would confuse")
     alternatives = tuple(dict.fromkeys(option_form(b) for b in boxed if option_form(b) != gold))
     for name in ("type", "level"):  # optional, but a present value must be text (the subject, "Level 3")
         if row.get(name) is not None and not isinstance(row.get(name), str):
@@ -90,16 +102,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--equivalence-workers", type=cli.positive_int, default=None, help="math-verify worker processes (default: one per CPU)")
 
 
-def _extract(output: str) -> str | None:
+def _extract(output: str, key: str | None = None) -> str | None:
+    """A model's answer in the options' normal form beside ``key``; None for no answer."""
     answer = extract_answer(output)
-    text = option_form(answer) if answer is not None else ""
+    text = option_form(answer, key) if answer is not None else ""
     return text if text and not non_answer(text) else None
 
 
-def _extracted(output: str) -> str | None:
-    """An answer given already extracted: boxed or not, in the options' normal form."""
+def _extracted(output: str, key: str | None = None) -> str | None:
+    """An answer given already extracted: boxed or not, in the options' normal form beside ``key``."""
     boxed = boxed_contents(output)
-    text = option_form(boxed[-1] if boxed else output)
+    text = option_form(boxed[-1] if boxed else output, key)
     return text if text and not non_answer(text) else None
 
 
@@ -145,7 +158,8 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
                                         excluded_items=consensus.excluded_items(suspects, args.keep_suspect_keys))
     exclusions.extend(source.exclusions)
     exclusions.extend(gold_exclusions)
-    statistics = Statistics([gold_table(source, gold_exclusions, items)])
+    golds = gold_counts(source, gold_exclusions, items)
+    statistics = Statistics([gold_table(golds)])
     statistics.extend(mc.pool_statistics(list(pools.values()), args.choices))
     statistics.extend([distinct_table(dropped), engine_table(equivalence), form_table(configs),
                        mc.position_table(configs),
@@ -161,32 +175,36 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         exclusions=exclusions,
         checks=[*mc.make_checks({item.id: item.gold for item in all_items}, equivalence.same, pools),
                 one_correct_option_check(args.equivalence_workers, max(10.0, args.equivalence_timeout)),
+                *option_form_checks(),
                 *([] if args.keep_suspect_keys else [consensus.no_suspect_check(pool_rows(pools.values()))])],
         statistics=statistics,
         extra_files={"pools.jsonl": pool_report(pools.values()).encode()},
         lm_eval_tasks=lambda location: set_tasks(NAME, "high school math", configs, location, by_subject=True),
         baselines=[FORM_CUE],
-        card_context=_card_context(args, collected),
+        card_context={**_card_context(args, collected), "gold_counts": golds},
     )
 
 
-DROP_REASONS = ("equivalent to the gold", "equivalent to a kept candidate", "undecided against the gold",
-                "undecided against a kept candidate")
+ROUNDED = "the gold rounded to its decimals (or the gold a rounding of it)"
+DROP_REASONS = (*KIND_REASONS.values(), "equivalent to the gold", "undecided against the gold", ROUNDED,
+                "equivalent to a kept candidate", "undecided against a kept candidate")
 
 
 def distinct_pools(pools: dict[str, Pool], equivalence: MathEquivalence) -> tuple[dict[str, Pool], Counter]:
-    """Each pool with only the candidates that differ from the gold and from every candidate kept before them
-    (in rank order): one surface key, or math-verify equal either way, or a comparison that timed out, and the
-    candidate is left out (a candidate merely equal to a kept one gives its models to it). The pools' classes
-    were compared to one member only; this compares every pair that can be shown together."""
+    """Each pool with only the candidates that can stand beside the gold (:func:`unfit_beside_gold`) and differ
+    from every candidate kept before them (in rank order): one surface key, or math-verify equal either way, or a
+    comparison that timed out, and the candidate is left out (a candidate merely equal to a kept one gives its
+    models to it). The pools' classes were compared to one member only; this compares every pair that can be
+    shown together."""
     equivalence.prepare([[pool.gold, *pool.texts] for pool in pools.values()])
     dropped: Counter = Counter()
     result = {}
     for item_id, pool in pools.items():
         kept: list[Candidate] = []
         for candidate in pool.candidates:
-            if equivalence.same(pool.gold, candidate.text) or equivalence.undecided(pool.gold, candidate.text):
-                dropped[DROP_REASONS[0 if equivalence.same(pool.gold, candidate.text) else 2]] += 1
+            unfit = unfit_beside_gold(pool.gold, candidate.text, equivalence)
+            if unfit:
+                dropped[unfit] += 1
                 continue
             clash = next((i for i, k in enumerate(kept) if equivalence.same(k.text, candidate.text)
                           or equivalence.undecided(k.text, candidate.text)), None)
@@ -195,22 +213,51 @@ def distinct_pools(pools: dict[str, Pool], equivalence: MathEquivalence) -> tupl
                 continue
             home = kept[clash]
             if equivalence.same(home.text, candidate.text):
-                dropped[DROP_REASONS[1]] += 1
+                dropped[DROP_REASONS[-2]] += 1
                 kept[clash] = Candidate(home.text, tuple(sorted({*home.models, *candidate.models})),
                                         tuple(sorted({*home.variants, candidate.text, *candidate.variants})))
             else:
-                dropped[DROP_REASONS[3]] += 1
+                dropped[DROP_REASONS[-1]] += 1
         result[item_id] = replace(pool, candidates=sorted(kept, key=lambda c: (-c.count, c.text)))
     return result, dropped
 
 
+def unfit_beside_gold(gold: str, text: str, equivalence: MathEquivalence) -> str | None:
+    """Why ``text`` can be no distractor of ``gold``, whatever else is shown: not an answer of the gold's kind
+    (:func:`~builders.math_mc.forms.kind_mismatch`), the gold itself or not shown to differ from it, or the
+    gold rounded; None when it can."""
+    kind = kind_mismatch(text, gold)
+    if kind is not None:
+        return KIND_REASONS[kind]
+    if equivalence.same(gold, text):
+        return "equivalent to the gold"
+    if equivalence.undecided(gold, text):
+        return "undecided against the gold"
+    return ROUNDED if rounds_to_gold(gold, text, equivalence) else None
+
+
+def rounds_to_gold(gold: str, text: str, equivalence: MathEquivalence) -> bool:
+    """One of the two is a plain decimal and the other's value rounded to its decimals (``0.377`` beside
+    ``\\frac{193}{512}``): a reader who computed either would call both correct."""
+    for decimal, other in ((text, gold), (gold, text)):
+        places, value = decimal_places(decimal), equivalence.value(other)
+        if places is None or value is None or cmath.isinf(value) or abs(value.imag) > 1e-12:
+            continue
+        if abs(float(decimal) - value.real) <= 0.5 * 10 ** -places * (1 + 1e-9):
+            return True
+    return False
+
+
 def distinct_table(dropped: Counter) -> Table:
-    return Table("Second correct options left out", ("candidate", "left out"),
+    return Table("Candidates left out", ("candidate", "left out"),
                  [(reason, dropped[reason]) for reason in DROP_REASONS],
-                 note="A distractor is kept only when math-verify, asked both ways, calls it different from the gold and "
-                      "from every other kept candidate, and its surface key (the normal form with case, spaces and "
-                      "`name =` folded) differs from theirs. A comparison that timed out proves nothing and leaves "
-                      "the candidate out. The validator asks plain math-verify again about every pair of options.")
+                 note="A model's wrong answer is a distractor only when it is an answer of the gold's kind (no bare "
+                      "letter; an equation or words only beside a gold that is one; no variable the gold lacks), when "
+                      "math-verify, asked both ways, calls it different from the gold and from every other kept "
+                      "candidate, when its surface key (the normal form with case, spaces and `name =` folded) "
+                      "differs from theirs, and when it is not the gold rounded to its own decimals. A comparison "
+                      "that timed out proves nothing and leaves the candidate out. The validator asks plain "
+                      "math-verify again about every pair of options.")
 
 
 # ---- surface form: what singles out an option without reading the problem --------------------------
@@ -280,7 +327,8 @@ def model_pools(source: LoadedSource, args: argparse.Namespace, items: list[Open
     """The pools from the predictions, and the items no model answered."""
     collected = collect.collect_predictions(source, args, items, lambda doc: doc.get("problem"),
                                             lambda q: math_request(q, args.max_tokens or 1024), gold_exclusions)
-    answers = {item.id: collect.answers_for(item, collected, _extract, _extracted) for item in items}
+    answers = {item.id: collect.answers_for(item, collected, partial(_extract, key=item.gold),
+                                            partial(_extracted, key=item.gold)) for item in items}
     pools = collect.make_pools(items, answers, equivalence)
     if args.pool:
         collect.write_pool_report(args.pool, pool_report(pools.values()))
@@ -290,7 +338,7 @@ def model_pools(source: LoadedSource, args: argparse.Namespace, items: list[Open
 def _card_context(args: argparse.Namespace, collected: collect.Collected) -> dict:
     return {
         "choices": args.choices, "sets": args.sets, "draw": args.draw, "timeout": args.equivalence_timeout,
-        **collect.card_context(args, collected),
+        "paper_test_golds": PAPER_TEST_GOLDS, **collect.card_context(args, collected),
     }
 
 
@@ -305,24 +353,35 @@ def multi_value(gold: str) -> bool:
     return False
 
 
-def gold_table(source: LoadedSource, gold_exclusions: ExclusionLog, items: dict[str, list[OpenItem]]) -> Table:
+def gold_counts(source: LoadedSource, gold_exclusions: ExclusionLog, items: dict[str, list[OpenItem]]) -> list[dict]:
+    """Per split of this build: source rows, and the golds missing, lettered, ambiguous, usable and multi-value."""
     reasons = source.exclusions.reasons()
     ambiguous = gold_exclusions.reasons()
-    rows = []
-    for split, count in source.rows_in.items():
-        paper = PAPER_GOLD_COUNTS.get(split, ("-", "-"))
+    counts = []
+    for split, rows in source.rows_in.items():
         usable = items.get(split, [])
-        rows.append((split, count, reasons.get(split, {}).get("no_gold_answer", 0),
-                     ambiguous.get(split, {}).get("ambiguous_gold", 0), len(usable),
-                     sum(1 for item in usable if multi_value(item.gold)), f"{paper[0]} / {paper[1]}"))
-    return Table("Gold answers", ("split", "source rows", "no boxed gold", "ambiguous gold", "usable gold",
-                                  "of which multi-value", "paper (usable / rows)"), rows,
+        multi = sum(1 for item in usable if multi_value(item.gold))
+        ambiguous_golds = ambiguous.get(split, {}).get("ambiguous_gold", 0)
+        counts.append({"split": split, "rows": rows, "no_gold": reasons.get(split, {}).get("no_gold_answer", 0),
+                       "letter": reasons.get(split, {}).get("letter_answer", 0), "ambiguous": ambiguous_golds,
+                       "usable": len(usable), "multi_value": multi, "single_value": rows - ambiguous_golds - multi})
+    return counts
+
+
+def gold_table(counts: list[dict]) -> Table:
+    rows = [(c["split"], c["rows"], c["no_gold"], c["letter"], c["ambiguous"], c["usable"], c["multi_value"],
+             "{} / {}".format(*PAPER_GOLD_COUNTS.get(c["split"], ("-", "-")))) for c in counts]
+    without_lists = "; ".join(f"{c['split']}: {c['rows']:,} rows less {c['ambiguous']:,} ambiguous and "
+                              f"{c['multi_value']:,} multi-value golds is {c['single_value']:,}" for c in counts)
+    return Table("Gold answers", ("split", "source rows", "no boxed gold", "letter answer", "ambiguous gold",
+                                  "usable gold", "of which multi-value", "paper (usable / rows)"), rows,
                  note="`no boxed gold`: no `\\boxed{}` with content in the normal form (an empty box, `\\text{}`). "
-                      "`ambiguous gold`: boxed answers that math-verify does not find equivalent. `multi-value`: "
-                      "golds that list several values (\"6, -2\", the roots of an equation); they are kept, since "
-                      "math-verify compares them as sets (\"-2, 6\" equals \"6, -2\", \"6\" alone does not). The paper's "
-                      "4,914 of 5,000 test golds leave them out: on MATH test, 5,000 less 14 ambiguous and 76 "
-                      "multi-value golds is 4,910.")
+                      "`letter answer`: the answer names lettered choices of the problem (\"(C)\", \"A, D\"), which "
+                      "the release's own option letters would confuse. `ambiguous gold`: boxed answers that "
+                      "math-verify does not find equivalent. `multi-value`: golds that list several values (\"6, -2\", "
+                      "the roots of an equation); they are kept, since math-verify compares them as sets (\"-2, 6\" "
+                      "equals \"6, -2\", \"6\" alone does not). Leaving them out, as the paper may have: "
+                      f"{without_lists}.")
 
 
 def engine_table(equivalence: MathEquivalence) -> Table:

@@ -5,11 +5,14 @@ cache of the builder's verdicts. Every pair of options of every released item (t
 given to math-verify as written in the release, ``parse`` of ``$option$`` then ``verify`` in both
 directions, in worker processes under a hard time limit (sympy can hang on an option such as
 ``2^{2^{40}}``). A pair math-verify calls equal is a violation, and so is a pair it cannot compare in time:
-such a pair is not shown to differ.
+such a pair is not shown to differ. A pair of the key and a distractor is a violation too when one of them is a
+plain decimal and math-verify's value of the other, rounded to its decimals, is that decimal (``0.377`` beside
+``\\frac{193}{512}``): a second correct option.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 from builders.core.build import Build, Check
@@ -17,10 +20,27 @@ from builders.core.workers import HardTimeoutPool, cpu_workers
 
 WORKER_FUNCTION = "builders.math_mc.plain:judge"
 PAIRS_PER_TASK = 8
+_PLAIN_DECIMAL = re.compile(r"^\s*-?[0-9]*\.([0-9]+)\s*$")
 
 
-def judge(task: tuple[list[tuple[str, str]], int]) -> list[tuple[bool, bool]]:
-    """Worker: (equal either way, a math-verify time limit fired) per pair."""
+def rounds(decimal: str, parsed: list) -> bool:
+    """``decimal`` is a plain decimal and the value math-verify parsed (``parsed``), rounded to its places."""
+    import sympy
+
+    match = _PLAIN_DECIMAL.match(decimal)
+    if not match or not parsed or not isinstance(parsed[0], sympy.Expr) or parsed[0].free_symbols:
+        return False
+    try:
+        value = complex(sympy.N(parsed[0], 30))
+    except (TypeError, ValueError, ArithmeticError):  # zoo, nan, an expression sympy cannot evaluate
+        return False
+    places = len(match.group(1))
+    return abs(value.imag) < 1e-12 and abs(float(decimal) - value.real) <= 0.5 * 10 ** -places * (1 + 1e-9)
+
+
+def judge(task: tuple[list[tuple[str, str]], int]) -> list[tuple[bool, bool, bool]]:
+    """Worker: (equal either way, a math-verify time limit fired, one is the other rounded to its decimals) per
+    pair."""
     import logging
 
     from math_verify import parse, verify
@@ -44,28 +64,35 @@ def judge(task: tuple[list[tuple[str, str]], int]) -> list[tuple[bool, bool]]:
             fired.clear()
             left, right = parse(f"${a}$", parsing_timeout=soft), parse(f"${b}$", parsing_timeout=soft)
             equal = bool(verify(left, right, timeout_seconds=soft)) or bool(verify(right, left, timeout_seconds=soft))
-            results.append((equal, bool(fired)))
+            results.append((equal, bool(fired), rounds(a, right) or rounds(b, left)))
     finally:
         math_verify_logger.removeHandler(handler)
     return results
 
 
-def option_pairs(build: Build) -> dict[tuple[str, str], list[str]]:
-    """Each distinct unordered pair of option texts shown together, with where (config/split id i j)."""
-    pairs: dict[tuple[str, str], list[str]] = {}
+def option_pairs(build: Build) -> dict[tuple[str, str], list[tuple[str, bool]]]:
+    """Each distinct unordered pair of option texts shown together, with where (config/split id i j) and whether
+    one of the two is the key."""
+    pairs: dict[tuple[str, str], list[tuple[str, bool]]] = {}
     for config, split, records in build.records():
         for record in records:
             choices = record.choices
             for i in range(len(choices)):
                 for j in range(i + 1, len(choices)):
                     key = tuple(sorted((choices[i], choices[j])))
-                    pairs.setdefault(key, []).append(f"{config}/{split} {record.id}: options {i} and {j}")
+                    place = f"{config}/{split} {record.id}: options {i} and {j}"
+                    pairs.setdefault(key, []).append((place, record.answer in (i, j)))
     return pairs
+
+
+def _verdict(equal: bool, fired: bool, rounded: bool) -> str:
+    return "equal" if equal else "undecided" if fired else "rounded" if rounded else "different"
 
 
 def judge_pairs(pairs: list[tuple[str, str]], workers: int | None = None, timeout: float = 10.0
                 ) -> dict[tuple[str, str], str]:
-    """Plain math-verify's verdict per pair: "different", "equal" or "undecided" (timeout, error)."""
+    """Plain math-verify's verdict per pair: "different", "equal", "undecided" (timeout, error) or "rounded"
+    (different, but one is the other rounded to its decimals)."""
     verdicts: dict[tuple[str, str], str] = {}
     soft = max(1, int(timeout / 2))
     with HardTimeoutPool(WORKER_FUNCTION, workers or cpu_workers(), timeout, preload=("sympy", "math_verify", "builders.math_mc.warm")) as pool:
@@ -73,14 +100,13 @@ def judge_pairs(pairs: list[tuple[str, str]], workers: int | None = None, timeou
         retry = []
         for chunk, outcome in zip(chunks, pool.map([(c, soft) for c in chunks])):
             if outcome.ok:
-                for pair, (equal, fired) in zip(chunk, outcome.value):
-                    verdicts[pair] = "equal" if equal else "undecided" if fired else "different"
+                for pair, judged in zip(chunk, outcome.value):
+                    verdicts[pair] = _verdict(*judged)
             else:
                 retry.extend(chunk)
         for pair, outcome in zip(retry, pool.map([([p], soft) for p in retry])):
             if outcome.ok:
-                equal, fired = outcome.value[0]
-                verdicts[pair] = "equal" if equal else "undecided" if fired else "different"
+                verdicts[pair] = _verdict(*outcome.value[0])
             else:
                 verdicts[pair] = "undecided"
     return verdicts
@@ -92,10 +118,11 @@ def one_correct_option_check(workers: int | None = None, timeout: float = 10.0) 
         verdicts = judge_pairs(sorted(shown), workers, timeout)
         for pair, places in shown.items():
             verdict = verdicts[pair]
-            if verdict != "different":
-                for place in places:
+            for place, with_key in places:
+                if verdict in ("equal", "undecided") or (verdict == "rounded" and with_key):
                     yield f"{place} ({pair[0]!r}, {pair[1]!r}) are {verdict} for plain math-verify"
 
     return Check("plain_math_verify_distinct",
                  "plain math-verify, asked both ways, calls every pair of options of an item different (the gold "
-                 "included): exactly one correct option", violations)
+                 "included), and no distractor is the key rounded to its decimals (or the key a distractor "
+                 "rounded): exactly one correct option", violations)

@@ -1,0 +1,109 @@
+"""The validator's checks of what MATH-MC's options show, with plain regular expressions on the released text.
+
+They share no code with the builder's normal form and kind rules (:mod:`builders.math_mc.forms`): each reads
+the options of every released item as written and flags what lets a reader tell the key, or rule a distractor
+out, without the problem:
+
+* ``relation_only_in_some``: "=" or an approximation sign in a distractor but not in the key, or the other way;
+* ``thousands_separator``: a digit, a comma (or ``{,}``, ``,\\!``) and exactly three digits, inside one number;
+* ``words_or_variables``: a run of three or more letters outside LaTeX commands in the key but not in a
+  distractor or the other way ("No Solution", "undefined" beside 3); beside a key without words, a letter the
+  key lacks (the imaginary unit ``i`` aside) ("x" or "Q + 3P + 20" beside 5);
+* ``arithmetic_left_undone``: a product, quotient or bracketed number in a distractor whose key has none;
+* ``letter_option``: an option that is only capital letters, as the release's own option labels ("C", "(B)");
+* ``one_spacing``: a space that stands beside a symbol (other than a comma's before three digits) or between a
+  command and a digit, outside ``\\text{}``: every option is spelled with MATH's compact spacing.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Iterable
+
+from builders.core.build import Build, Check
+from builders.core.record import MCQRecord
+
+_RELATION = re.compile(r"=|\\approx(?![A-Za-z])|≈|\\simeq(?![A-Za-z])")
+_GROUPED_NUMBER = re.compile(r"[0-9](?:,|\{,\}|,\\!)[0-9]{3}(?![0-9])")
+_LATEX_NAME = re.compile(r"\\operatorname\*?\{[^{}]*\}|\\(?:begin|end)\{[^{}]*\}|\\[A-Za-z]+")
+_LONG_RUN = re.compile(r"[A-Za-z]{3,}")
+_UNDONE = re.compile(r"\\(?:times|cdot|div)(?![A-Za-z])|[*×·÷]|\(\s*[-+]?[0-9.]+(?:\s*[-+]\s*[0-9.]+)*\s*\)")
+_LABELS = re.compile(r"\s*\(?[A-Z]\)?(?:\s*,\s*\(?[A-Z]\)?)*\s*")
+_BAD_SPACE = re.compile(r"(?<=[^A-Za-z0-9,]) | (?=[^A-Za-z0-9])|, (?![0-9]{3}(?![0-9.]))|\\[A-Za-z]+ (?=[0-9])")
+
+
+def _letters(option: str) -> str:
+    return " ".join(re.findall(r"[A-Za-z]+", _LATEX_NAME.sub(" ", option)))
+
+
+def _relation(key: str, option: str) -> str | None:
+    if bool(_RELATION.search(key)) != bool(_RELATION.search(option)):
+        return "carries a relation (=, \\approx) and the other does not"
+    return None
+
+
+def _thousands(key: str, option: str) -> str | None:
+    return "writes a number with a thousands separator" if _GROUPED_NUMBER.search(option) else None
+
+
+def _words_or_variables(key: str, option: str) -> str | None:
+    key_letters, option_letters = _letters(key), _letters(option)
+    if bool(_LONG_RUN.search(key_letters)) != bool(_LONG_RUN.search(option_letters)):
+        return "holds words where the key holds none, or the other way"
+    if not _LONG_RUN.search(key_letters):
+        extra = set(option_letters.replace(" ", "")) - set(key_letters.replace(" ", "")) - {"i"}
+        if extra:
+            return f"holds letters the key lacks ({''.join(sorted(extra))})"
+    return None
+
+
+def _undone(key: str, option: str) -> str | None:
+    if _UNDONE.search(option) and not _UNDONE.search(key):
+        return "leaves arithmetic undone where the key is simplified"
+    return None
+
+
+def _label(key: str, option: str) -> str | None:
+    return "is a bare option letter" if _LABELS.fullmatch(option) else None
+
+
+def _spacing(key: str, option: str) -> str | None:
+    if "\\text" in option:
+        return None
+    row_break_before_bracket = option.replace("\\\\ [", "")  # "\\ [": "\\[" would be a row-spacing argument
+    return "is not in MATH's compact spacing" if _BAD_SPACE.search(row_break_before_bracket) else None
+
+
+def _violations(rule: Callable[[str, str], str | None], distractors_only: bool) -> Callable[[Build], Iterable[str]]:
+    def find(build: Build) -> Iterable[str]:
+        for config, split, records in build.records():
+            for record in records:
+                yield from _item_violations(config, split, record, rule, distractors_only)
+    return find
+
+
+def _item_violations(config: str, split: str, record: MCQRecord, rule, distractors_only: bool) -> Iterable[str]:
+    key = record.choices[record.answer]
+    for index, option in enumerate(record.choices):
+        if distractors_only and index == record.answer:
+            continue
+        found = rule(key, option)
+        if found:
+            yield f"{config}/{split} {record.id}: option {index} {option!r} {found} (key {key!r})"
+
+
+def option_form_checks() -> list[Check]:
+    return [
+        Check("relation_only_in_some", "no option carries \"=\" or an approximation sign unless the key does, and "
+              "the other way", _violations(_relation, distractors_only=True)),
+        Check("thousands_separator", "no option writes a number with a thousands separator",
+              _violations(_thousands, distractors_only=False)),
+        Check("words_or_variables", "words stand only beside words, and no distractor has a letter the key "
+              "lacks", _violations(_words_or_variables, distractors_only=True)),
+        Check("arithmetic_left_undone", "no distractor leaves a product, quotient or bracketed number undone "
+              "where the key has none", _violations(_undone, distractors_only=True)),
+        Check("letter_option", "no option is a bare letter, as the release's own option labels",
+              _violations(_label, distractors_only=False)),
+        Check("one_spacing", "every option is in MATH's compact spacing",
+              _violations(_spacing, distractors_only=False)),
+    ]
