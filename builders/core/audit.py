@@ -281,7 +281,7 @@ def summary_sentence(rules: Sequence[AuditRow], models: Sequence["AdversaryRow"]
                      f"{TOO_SMALL_MARGIN:.0%} points above chance could go unseen there")
     ok = [row for row in labelled if row[2] == "ok"]
     if ok:
-        name, where, _, accuracy, chance, n = max(ok, key=lambda row: (row[3] - row[4], row[0], row[1]))
+        name, where, _, accuracy, chance, n = max(ok, key=lambda row: row[3] - row[4])  # the first of equals
         others = "no other row" if warned or inherent or small else "no row"
         parts.append(f"{others} beats chance {THRESHOLD_WORDS}; the closest is {name} on {where}, {accuracy:.1%} "
                      f"against {chance:.1%} over {n} items")
