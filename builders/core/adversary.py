@@ -118,14 +118,22 @@ def number(option: str) -> float | None:
         return None
 
 
-def _ranks(values: np.ndarray) -> np.ndarray:
-    """Average ranks (ties share theirs) scaled to -0.5..0.5."""
+def _ranks(values: Sequence[float]) -> list[float]:
+    """Average ranks (ties share theirs) scaled to -0.5..0.5. Plain Python: items have a handful of options,
+    where numpy's per-call cost dominates."""
     n = len(values)
     if n < 2:
-        return np.zeros(n)
-    below = (values[:, None] > values[None, :]).sum(1)
-    ties = (values[:, None] == values[None, :]).sum(1) - 1
-    return (below + ties / 2) / (n - 1) - 0.5
+        return [0.0] * n
+    return [(sum(v > w for w in values) + (sum(v == w for w in values) - 1) / 2) / (n - 1) - 0.5 for v in values]
+
+
+def _centred(values: Sequence[float], scale: float = 1.0) -> list[float]:
+    mean = sum(values) / len(values)
+    return [(v - mean) / scale for v in values]
+
+
+def _is(values: Sequence[float], target: float) -> list[bool]:
+    return [v == target for v in values]
 
 
 def _names(container: str, named: str) -> int:
@@ -139,97 +147,95 @@ def _names(container: str, named: str) -> int:
 def option_features(choices: Sequence[str]) -> np.ndarray:
     """One row per option, the columns of :data:`FEATURES`."""
     n = len(choices)
-    out = np.zeros((n, len(FEATURES)))
-
-    def put(name: str, values) -> None:
-        out[:, _COLUMN[name]] = values
-
-    lengths = np.array([len(c) for c in choices], float)
-    put("length", (lengths - lengths.mean()) / max(lengths.mean(), 1.0))
-    put("length_rank", _ranks(lengths))
-    if lengths.min() < lengths.max():
-        put("longest", lengths == lengths.max())
-        put("shortest", lengths == lengths.min())
+    columns: dict[str, list] = {}
+    lengths = [float(len(c)) for c in choices]
+    columns["length"] = _centred(lengths, max(sum(lengths) / n, 1.0))
+    columns["length_rank"] = _ranks(lengths)
+    if min(lengths) < max(lengths):
+        columns["longest"], columns["shortest"] = _is(lengths, max(lengths)), _is(lengths, min(lengths))
     words = [set(_WORD.findall(c.lower())) for c in choices]
-    counts = np.array([len(_WORD.findall(c)) for c in choices], float)
-    put("word_count", (counts - counts.mean()) / max(counts.mean(), 1.0))
-    punctuation = np.array([len(_PUNCTUATION.findall(c)) for c in choices], float)
-    put("punctuation", punctuation - punctuation.mean())
-    _numeric_features(choices, put)
-    _form_features(choices, put)
-    _overlap_features(words, put)
-    _reference_features(choices, put)
-    positions = np.arange(n)
-    out[positions, [_COLUMN[f"position_{min(i, POSITIONS - 1)}"] for i in positions]] = 1
-    put("last", positions == n - 1)
-    put("relative_position", positions / max(n - 1, 1) - 0.5)
+    counts = [float(len(_WORD.findall(c))) for c in choices]
+    columns["word_count"] = _centred(counts, max(sum(counts) / n, 1.0))
+    columns["punctuation"] = _centred([float(len(_PUNCTUATION.findall(c))) for c in choices])
+    _numeric_features(choices, columns)
+    _form_features(choices, columns)
+    _overlap_features(words, columns)
+    _reference_features(choices, columns)
+    columns["last"] = [i == n - 1 for i in range(n)]
+    columns["relative_position"] = [i / max(n - 1, 1) - 0.5 for i in range(n)]
     for word in _KEYWORDS:
-        put(f"word_{word}", [word in w for w in words])
+        columns[f"word_{word}"] = [word in w for w in words]
+    out = np.zeros((n, len(FEATURES)))
+    for name, values in columns.items():
+        out[:, _COLUMN[name]] = values
+    out[np.arange(n), [_COLUMN[f"position_{min(i, POSITIONS - 1)}"] for i in range(n)]] = 1
     return out
 
 
-def _numeric_features(choices: Sequence[str], put) -> None:
+def _numeric_features(choices: Sequence[str], columns: dict[str, list]) -> None:
     values = [number(c) for c in choices]
     if any(v is None for v in values) or len(set(values)) < 2:
         return
-    array = np.array(values, float)
-    put("numeric_rank", _ranks(array))
-    put("extreme_number", (array == array.min()) | (array == array.max()))
-    for name, centre in (("mean", array.mean()), ("median", float(np.median(array)))):
-        distance = np.abs(array - centre)
-        put(f"{name}_distance", distance / distance.max() - (distance / distance.max()).mean()
-            if distance.max() > 0 else 0.0)
-        if distance.min() < distance.max():
-            put(f"closest_to_{name}", distance == distance.min())
+    columns["numeric_rank"] = _ranks(values)
+    columns["extreme_number"] = [v in (min(values), max(values)) for v in values]
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    for name, centre in (("mean", sum(values) / len(values)), ("median", median)):
+        distance = [abs(v - centre) for v in values]
+        if max(distance) > 0:
+            columns[f"{name}_distance"] = _centred([d / max(distance) for d in distance])
+        if min(distance) < max(distance):
+            columns[f"closest_to_{name}"] = _is(distance, min(distance))
             if name == "mean":
-                put("farthest_from_mean", distance == distance.max())
-    integer = np.array([float(v).is_integer() and "." not in c for v, c in zip(values, choices)], float)
-    put("integer", integer - integer.mean())
-    digits = np.array([sum(ch.isdigit() for ch in c) for c in choices], float)
-    put("digits", digits - digits.mean())
+                columns["farthest_from_mean"] = _is(distance, max(distance))
+    columns["integer"] = _centred([float(float(v).is_integer() and "." not in c) for v, c in zip(values, choices)])
+    columns["digits"] = _centred([float(sum(ch.isdigit() for ch in c)) for c in choices])
 
 
-def _form_features(choices: Sequence[str], put) -> None:
+def _form_features(choices: Sequence[str], columns: dict[str, list]) -> None:
     n = len(choices)
     for name, has in _FORMS.items():
-        marks = np.array([has(c) for c in choices])
-        if marks.sum() == 1:
-            put(f"{name}_alone", marks)
-        if n >= 3 and marks.sum() == n - 1:
-            put(f"{name}_alone_without", ~marks)
+        marks = [has(c) for c in choices]
+        if sum(marks) == 1:
+            columns[f"{name}_alone"] = marks
+        if n >= 3 and sum(marks) == n - 1:
+            columns[f"{name}_alone_without"] = [not m for m in marks]
 
 
-def _overlap_features(words: Sequence[set[str]], put) -> None:
+def _overlap_features(words: Sequence[set[str]], columns: dict[str, list]) -> None:
     n = len(words)
-    jaccard = np.zeros((n, n))
+    total = [0.0] * n
     for i in range(n):
         for j in range(i + 1, n):
             union = len(words[i] | words[j])
-            jaccard[i, j] = jaccard[j, i] = len(words[i] & words[j]) / union if union else 0.0
-    overlap = jaccard.sum(1) / (n - 1)
-    put("overlap", overlap - overlap.mean())
-    if overlap.min() < overlap.max():
-        put("centroid", overlap == overlap.max())
-        put("odd_one_out", overlap == overlap.min())
+            shared = len(words[i] & words[j]) / union if union else 0.0
+            total[i] += shared
+            total[j] += shared
+    overlap = [t / (n - 1) for t in total]
+    columns["overlap"] = _centred(overlap)
+    if min(overlap) < max(overlap):
+        columns["centroid"], columns["odd_one_out"] = _is(overlap, max(overlap)), _is(overlap, min(overlap))
 
 
-def _reference_features(choices: Sequence[str], put) -> None:
+def _reference_features(choices: Sequence[str], columns: dict[str, list]) -> None:
     """Options that name other options ("Both X and Y are correct", "X or Y"): who names whom, and in what
     order and place."""
     n = len(choices)
     texts = [re.sub(r"[\s.]+$", "", " ".join(c.split())).lower() for c in choices]
     where = [[_names(texts[i], texts[j]) if i != j else -1 for j in range(n)] for i in range(n)]
-    names_others = np.array([sum(p >= 0 for p in row) >= 2 for row in where])
-    if not names_others.any():
+    names_others = [sum(p >= 0 for p in row) >= 2 for row in where]
+    if not any(names_others):
         return
-    put("names_others", names_others)
-    put("named_by_other", [any(where[i][j] >= 0 for i in range(n) if names_others[i]) for j in range(n)])
-    first = np.zeros(n)
-    for i in np.flatnonzero(names_others):
-        first[min((p, j) for j, p in enumerate(where[i]) if p >= 0)[1]] = 1
-    put("first_named", first)
-    put("named_by_next", [j + 1 < n and names_others[j + 1] and where[j + 1][j] >= 0 for j in range(n)])
-    put("names_previous", [i > 0 and names_others[i] and where[i][i - 1] >= 0 for i in range(n)])
+    columns["names_others"] = names_others
+    columns["named_by_other"] = [any(where[i][j] >= 0 for i in range(n) if names_others[i]) for j in range(n)]
+    first = [False] * n
+    for i in range(n):
+        if names_others[i]:
+            first[min((p, j) for j, p in enumerate(where[i]) if p >= 0)[1]] = True
+    columns["first_named"] = first
+    columns["named_by_next"] = [j + 1 < n and names_others[j + 1] and where[j + 1][j] >= 0 for j in range(n)]
+    columns["names_previous"] = [i > 0 and names_others[i] and where[i][i - 1] >= 0 for i in range(n)]
 
 
 # ---- the model, cross-validated by source question ----------------------------------------------------------
