@@ -207,3 +207,6 @@ def test_through_a_real_builder_the_card_shows_the_adversary(tmp_path):
     assert "#### Choices-only model" in card and "warning(s)**: " in card and "the choices-only model on 2 config" in card
     calm = wicked.build_dataset(calm_rows, variants=1, sba_classifier="none")
     assert not any(r.warns for r in calm.report.adversary)
+    again = wicked.build_dataset(rows, variants=1, sba_classifier="none")  # the card is the same on a rebuild
+    assert again.report.adversary == result.report.adversary
+    assert again.report.to_markdown() == result.report.to_markdown()

@@ -415,7 +415,7 @@ def adversary_table(rows: Sequence[AdversaryRow]) -> Table:
               f"word overlap, options naming others, position, words such as \"both\" or \"none\"), and answers "
               f"with the best-scored option. Accuracy is cross-validated ({FOLDS} folds, split by source question) "
               f"on at most {MAX_ITEMS:,} items per split (a seeded sample), beside chance. It warns above chance "
-              f"{THRESHOLD_WORDS}; a row where a model {TOO_SMALL_MARGIN:.0%} points above chance could not warn has "
+              f"{THRESHOLD_WORDS}; a row where a model {TOO_SMALL_MARGIN * 100:.0f} points above chance could not warn has "
               f"too few items to judge. Its strongest features are shown where it beats chance beyond noise."),
         percent=("accuracy", "chance", "beats chance by"),
     )

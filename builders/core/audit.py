@@ -223,7 +223,7 @@ def _position_prior(records: Sequence[MCQRecord]) -> int | None:
 
 
 THRESHOLD_WORDS = (f"beyond sampling noise (one-sided binomial p < {WARN_P_VALUE} over the whole audit, "
-                   f"Bonferroni-corrected) and by at least {MIN_MARGIN:.0%} points or {MIN_RATIO:g} times chance, "
+                   f"Bonferroni-corrected) and by at least {MIN_MARGIN * 100:.0f} points or {MIN_RATIO:g} times chance, "
                    f"whichever is smaller")
 
 
@@ -237,7 +237,7 @@ def audit_table(rows: Sequence[AuditRow]) -> Table:
               f"the items it applies to (it abstains on the others: no pair, no numeric options, a tie), beside "
               f"chance over those items (the mean of 1/number of options). Every ordering rule sits beside its "
               f"mirror (first and last, longest and shortest, nearest and farthest). A rule above chance {THRESHOLD_WORDS} "
-              f"is a WARNING unless the design makes it so (inherent); a row where a rule {TOO_SMALL_MARGIN:.0%} "
+              f"is a WARNING unless the design makes it so (inherent); a row where a rule {TOO_SMALL_MARGIN * 100:.0f} "
               f"points above chance could not warn has too few items to judge."),
         percent=("accuracy", "chance", "beats chance by"),
     )
@@ -278,7 +278,7 @@ def summary_sentence(rules: Sequence[AuditRow], models: Sequence["AdversaryRow"]
     small = [row[5] for row in labelled if row[2] == "too few items to judge"]
     if small:
         parts.append(f"**{len(small)} row(s) have too few items to judge** (as few as {min(small)}): a shortcut "
-                     f"{TOO_SMALL_MARGIN:.0%} points above chance could go unseen there")
+                     f"{TOO_SMALL_MARGIN * 100:.0f} points above chance could go unseen there")
     ok = [row for row in labelled if row[2] == "ok"]
     if ok:
         name, where, _, accuracy, chance, n = max(ok, key=lambda row: row[3] - row[4])  # the first of equals
