@@ -25,13 +25,16 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 
 from .build import Baseline, Build
 from .record import MCQRecord
 from .tables import Table
+
+if TYPE_CHECKING:
+    from .adversary import AdversaryRow
 
 MIN_MARGIN = 0.05  # a shortcut worth a warning: at least 5 points above chance ...
 MIN_RATIO = 1.5  # ... or at least 1.5 times chance, whichever is smaller (a 10-option release: 15% against 10%)
@@ -267,8 +270,8 @@ def summary_sentence(rules: Sequence[AuditRow], models: Sequence["AdversaryRow"]
     if not labelled:
         return "The shortcut audit has nothing to score (no test split)."
     splits = len({row[1] for row in labelled})
-    parts = [f"The shortcut audit scores {len({r.baseline for r in rules})} answering rules that use no knowledge "
-             f"and a choices-only model on {splits} config/split(s) ({len(labelled)} rows)"]
+    parts = [(f"The shortcut audit scores {len({r.baseline for r in rules})} answering rules that use no knowledge "
+              f"and a choices-only model on {splits} config/split(s) ({len(labelled)} rows)")]
     warned = [row for row in labelled if row[2] == "WARNING"]
     if warned:
         parts.append(f"**{len(warned)} warning(s)**: " + "; ".join(_grouped(warned)))
