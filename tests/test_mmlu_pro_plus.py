@@ -578,14 +578,21 @@ def test_the_sample_builds_offline_with_its_pregenerated_options(tmp_path):
     manifest = json.loads((out / "lm_eval" / "manifest.json").read_text())
     assert sorted((t["role"], t["config"]) for t in manifest["tasks"]) == [("original", "original"), ("plus", "default")]
     report = json.loads((out / "validation_report.json").read_text())
-    audit = {(r["config"], r["baseline"]): (r["items"], round(r["accuracy"] * r["items"]), bool(r["inherent"]))
+    # Each rule over the items it applies to: the pair rules over the 8 items with a pair.
+    audit = {(r["config"], r["baseline"]): (r["applies"], round(r["accuracy"] * r["applies"]), bool(r["inherent"]))
              for r in report["audit"]}
-    assert audit[("default", "always_both")] == (12, 4, True)  # the TPP share, declared inherent
+    assert audit[("default", "always_both")] == (8, 4, True)  # the TPP share, declared inherent
     assert audit[("default", "always_last")] == (12, 4, True)
-    assert audit[("default", "pair_first_named")] == (12, 0, False)
-    assert audit[("default", "pair_if_just_before_else_first_named")] == (12, 1, False)
-    assert audit[("default", "pair_if_twelve_options")] == (12, 4, True)  # the option-count cue, declared inherent
-    assert ("original", "pair_first_named") not in audit and report["warnings"] == []
+    assert audit[("default", "pair_first_named")] == (8, 0, False)
+    assert audit[("default", "pair_second_named")] == (8, 2, False)
+    assert audit[("default", "pair_if_just_before_else_first_named")] == (8, 1, False)
+    assert audit[("default", "pair_if_twelve_options")] == (8, 4, True)  # the option-count cue, declared inherent
+    assert ("original", "pair_first_named") not in audit
+    models = {r["config"]: r for r in report["adversary"]}
+    assert models["default"]["inherent"] and models["original"]["inherent"] is None
+    # The sample's own gold positions: 7 of its 12 answers are C, which the choices-only model learns.
+    assert report["warnings"] == [w for w in report["warnings"] if w.startswith("original/test: a choices-only model")]
+    assert len(report["warnings"]) == 1 and "position C" in report["warnings"][0]
 
 
 def test_pregenerated_options_are_checked_and_exclusive(tmp_path, capsys):

@@ -2,13 +2,20 @@
 
 A release with a layout that gives the answer away corrupts every evaluation run on it. So every build is
 scored, from its records (what a model sees: question and options), by rules that use no knowledge:
-always the first or the last position, the gold-position prior of the few-shot split, the longest
-option, always "None of the above", always a "Both X and Y" option, plus the builder's own rules. Each
-is reported beside chance (the mean of 1/number of options). A rule that beats chance by more than
-:data:`WARN_MARGIN`, by more than sampling noise explains, is a warning, in the report and on the console,
-unless the builder declares it inherent to its design (with the reason). Sampling noise is a one-sided
-binomial test at :data:`WARN_P_VALUE` for the whole audit (Bonferroni: each row's p-value times the number
-of rows), so a release of ten randomly laid-out sets does not warn by chance on one of its sixty rows.
+always the first or the last position, the gold-position prior of the few-shot split, the longest and the
+shortest option, the number nearest and farthest from the options' mean, always "None of the above", always
+a "Both X and Y" option, plus the builder's own rules; and by a model that learns from the options alone
+(:mod:`.adversary`), for the shortcuts no rule lists. A rule abstains on an item it does not apply to (no
+numeric options, no pair, a tie) and is scored only over the items it applies to, beside chance over those
+items (the mean of 1/number of options). Every ordering rule has its mirror, since a rule far below chance
+is a shortcut too: its mirror is far above.
+
+A rule warns, in the report and on the console, when it beats chance beyond sampling noise and by a practical
+margin relative to chance (:func:`practically_large`), unless the builder declares it inherent to its design
+(with the reason). Sampling noise is a one-sided binomial test at :data:`WARN_P_VALUE` for the whole audit
+(Bonferroni: each row's p-value times the number of rows), so a release of ten randomly laid-out sets does not
+warn by chance on one of its sixty rows. A row so small that a rule :data:`TOO_SMALL_MARGIN` above chance
+could not warn says so instead of "ok".
 
 The rules here are written independently of every builder's code: they read the released options only.
 """
@@ -18,14 +25,21 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+
+import numpy as np
 
 from .build import Baseline, Build
 from .record import MCQRecord
 from .tables import Table
 
-WARN_MARGIN = 0.10
+if TYPE_CHECKING:
+    from .adversary import AdversaryRow
+
+MIN_MARGIN = 0.05  # a shortcut worth a warning: at least 5 points above chance ...
+MIN_RATIO = 1.5  # ... or at least 1.5 times chance, whichever is smaller (a 10-option release: 15% against 10%)
 WARN_P_VALUE = 0.01
+TOO_SMALL_MARGIN = 0.20  # a row that could not warn on a rule this far above chance is too small to judge
 _NONE_OF_THE_ABOVE = re.compile(r"^\s*none\s+of\s+the\s+(above|others|options|choices|these)\b", re.I)
 _BOTH = re.compile(r"^\s*both\b.+\b(and|&)\b.+\b(are|is)\s+(correct|true|right)\s*\.?\s*$", re.I | re.S)
 
@@ -38,9 +52,36 @@ def _last(record: MCQRecord) -> int:
     return len(record.choices) - 1
 
 
-def _longest(record: MCQRecord) -> int:
-    lengths = [len(c) for c in record.choices]
-    return lengths.index(max(lengths))
+def _extreme(values: Sequence[float] | None, pick) -> int | None:
+    """The index of the one option whose value is ``pick`` (max or min); None (the rule abstains) when the
+    values are missing or several options share the extreme."""
+    if values is None or not values:
+        return None
+    target = pick(values)
+    found = [i for i, v in enumerate(values) if v == target]
+    return found[0] if len(found) == 1 else None
+
+
+def _lengths(record: MCQRecord) -> list[float]:
+    return [float(len(c)) for c in record.choices]
+
+
+def _mean_distances(record: MCQRecord) -> list[float] | None:
+    """Each option's distance to the mean of the item's options, when every option is one number."""
+    values = [_number(c) for c in record.choices]
+    if any(v is None for v in values):
+        return None
+    mean = sum(values) / len(values)
+    return [abs(v - mean) for v in values]
+
+
+def _number(option: str) -> float | None:
+    """An option that is one number ("1,250", "$3.50", "12%", "-4"), else None. Written apart from the
+    adversary's parser: the rule and the model are two readings of the options."""
+    text = re.sub(r"\\?[$%]|\s", "", option)
+    if not re.fullmatch(r"-?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?|-?\.\d+", text):
+        return None
+    return float(text.replace(",", ""))
 
 
 def _matching(pattern: re.Pattern) -> callable:
@@ -49,13 +90,60 @@ def _matching(pattern: re.Pattern) -> callable:
     return predict
 
 
+def only_two_options(rule: Callable[[MCQRecord], int | None]) -> Callable[[MCQRecord], int | None]:
+    """The mirror of a rule that picks a marked option: in a 2-option item where it applies, the other option;
+    elsewhere it abstains (from 3 options no single option is the opposite of a marked one)."""
+    def predict(record: MCQRecord) -> int | None:
+        picked = rule(record) if len(record.choices) == 2 else None
+        return None if picked is None else 1 - picked
+    return predict
+
+
 COMMON_BASELINES = [
-    Baseline("always_first", "always the first option", _first),
-    Baseline("always_last", "always the last option", _last),
-    Baseline("longest_option", "the longest option (first of equals)", _longest),
+    Baseline("always_first", "always the first option", _first, mirror="always_last"),
+    Baseline("always_last", "always the last option", _last, mirror="always_first"),
+    Baseline("longest_option", "the longest option (abstains on a tie)", lambda r: _extreme(_lengths(r), max),
+             mirror="shortest_option"),
+    Baseline("shortest_option", "the shortest option (abstains on a tie)", lambda r: _extreme(_lengths(r), min),
+             mirror="longest_option"),
+    Baseline("closest_to_mean", "the number nearest the mean of the options (numeric items; abstains on a tie)",
+             lambda r: _extreme(_mean_distances(r), min), mirror="farthest_from_mean"),
+    Baseline("farthest_from_mean", "the number farthest from the mean of the options (numeric items; abstains on "
+             "a tie)", lambda r: _extreme(_mean_distances(r), max), mirror="closest_to_mean"),
     Baseline("always_none_of_the_above", 'the "None of the above" option where there is one', _matching(_NONE_OF_THE_ABOVE)),
     Baseline("always_both", 'a "Both X and Y are correct" option where there is one', _matching(_BOTH)),
 ]
+
+
+def binomial_p_value(correct: int, n: int, chance: float) -> float:
+    """How likely guessing at ``chance`` gets ``correct`` of ``n`` or more right (one-sided binomial)."""
+    from scipy.stats import binom
+
+    return float(binom.sf(correct - 1, n, min(max(chance, 0.0), 1.0))) if n else 1.0
+
+
+def practically_large(accuracy: float, chance: float) -> bool:
+    """Whether a rule is far enough above chance to matter: :data:`MIN_MARGIN` points or :data:`MIN_RATIO`
+    times chance, whichever is smaller (so a 10-option release is held to the same relative standard)."""
+    return accuracy - chance >= min(MIN_MARGIN, (MIN_RATIO - 1) * chance) - 1e-12
+
+
+def detectable_margin(n: int, chance: float, tests: int) -> float | None:
+    """The smallest margin above chance that would warn on ``n`` items (None: not even a perfect score would)."""
+    from scipy.stats import binom
+
+    if n == 0:
+        return None
+    correct = np.arange(n + 1)
+    p_values = binom.sf(correct - 1, n, min(max(chance, 0.0), 1.0)) * tests
+    warnable = [k for k in correct if p_values[k] < WARN_P_VALUE and practically_large(k / n, chance)]
+    return warnable[0] / n - chance if warnable else None
+
+
+def too_small(n: int, chance: float, tests: int) -> bool:
+    """Whether a rule :data:`TOO_SMALL_MARGIN` above chance could go unseen on ``n`` items."""
+    margin = detectable_margin(n, chance, tests)
+    return margin is None or margin > TOO_SMALL_MARGIN
 
 
 @dataclass(frozen=True)
@@ -63,7 +151,8 @@ class AuditRow:
     config: str
     split: str
     baseline: str
-    items: int
+    items: int  # the split's items
+    applies: int  # the items where the rule picks an option: accuracy and chance are over these only
     accuracy: float
     chance: float
     inherent: str | None  # the builder's reason, when the rule beats chance by design
@@ -72,14 +161,28 @@ class AuditRow:
     @property
     def p_value(self) -> float:
         """How likely guessing at chance scores this well (one-sided binomial)."""
-        from scipy.stats import binomtest
-
-        correct = round(self.accuracy * self.items)
-        return float(binomtest(correct, self.items, min(max(self.chance, 0.0), 1.0), alternative="greater").pvalue)
+        return binomial_p_value(round(self.accuracy * self.applies), self.applies, self.chance)
 
     @property
     def warns(self) -> bool:
-        return self.inherent is None and self.accuracy > self.chance + WARN_MARGIN and self.p_value * self.tests < WARN_P_VALUE
+        return (self.inherent is None and practically_large(self.accuracy, self.chance)
+                and self.p_value * self.tests < WARN_P_VALUE)
+
+    @property
+    def too_small(self) -> bool:
+        return too_small(self.applies, self.chance, self.tests)
+
+    @property
+    def status(self) -> str:
+        return status(self.warns, self.inherent, self.too_small)
+
+
+def status(warns: bool, inherent: str | None, small: bool) -> str:
+    if warns:
+        return "WARNING"
+    if inherent:
+        return f"inherent: {inherent}"
+    return "too few items to judge" if small else "ok"
 
 
 def audit(build: Build) -> list[AuditRow]:
@@ -91,22 +194,29 @@ def audit(build: Build) -> list[AuditRow]:
         for split, records in splits.items():
             if not records or split == fewshot:
                 continue
-            chance = sum(1 / len(r.choices) for r in records) / len(records)
             for baseline in baselines:
-                if not any(baseline.predict(r) is not None for r in records):
-                    continue  # the rule never applies here ("always NOTA" without NOTA options)
-                rows.append(_row(config, split, baseline.name, records, baseline.predict, chance, build))
+                row = _row(config, split, baseline.name, records, baseline.predict, build)
+                if row is not None:  # None: the rule never applies here ("always NOTA" without NOTA options)
+                    rows.append(row)
             if prior is not None:
-                rows.append(_row(config, split, "fewshot_position_prior", records,
-                                 lambda r, p=prior: p if p < len(r.choices) else None, chance, build))
+                row = _row(config, split, "fewshot_position_prior", records,
+                           lambda r, p=prior: p if p < len(r.choices) else None, build)
+                if row is not None:
+                    rows.append(row)
     return [replace(row, tests=len(rows)) for row in rows]
 
 
-def _row(config: str, split: str, name: str, records: Sequence[MCQRecord], predict, chance: float,
-         build: Build) -> AuditRow:
-    correct = sum(1 for r in records if predict(r) == r.answer)
+def _row(config: str, split: str, name: str, records: Sequence[MCQRecord], predict,
+         build: Build) -> AuditRow | None:
+    """The rule scored over the items it applies to; it abstains on the others."""
+    picks = [(record, predict(record)) for record in records]
+    applied = [(record, pick) for record, pick in picks if pick is not None]
+    if not applied:
+        return None
+    correct = sum(1 for record, pick in applied if pick == record.answer)
+    chance = sum(1 / len(record.choices) for record, _ in applied) / len(applied)
     inherent = build.inherent_baselines.get(f"{config}/{name}", build.inherent_baselines.get(name))
-    return AuditRow(config, split, name, len(records), correct / len(records), chance, inherent)
+    return AuditRow(config, split, name, len(records), len(applied), correct / len(applied), chance, inherent)
 
 
 def _position_prior(records: Sequence[MCQRecord]) -> int | None:
@@ -115,22 +225,29 @@ def _position_prior(records: Sequence[MCQRecord]) -> int | None:
     return min(counts, key=lambda p: (-counts[p], p)) if counts else None
 
 
+THRESHOLD_WORDS = (f"beyond sampling noise (one-sided binomial p < {WARN_P_VALUE} over the whole audit, "
+                   f"Bonferroni-corrected) and by at least {MIN_MARGIN * 100:.0f} points or {MIN_RATIO:g} times chance, "
+                   f"whichever is smaller")
+
+
 def audit_table(rows: Sequence[AuditRow]) -> Table:
     return Table(
         "Shortcut audit",
-        ("config", "split", "rule", "items", "accuracy", "chance", "beats chance by", "status"),
-        [(r.config, r.split, r.baseline, r.items, r.accuracy, r.chance, r.accuracy - r.chance,
-          "WARNING" if r.warns else (f"inherent: {r.inherent}" if r.inherent else "ok")) for r in rows],
-        note=(f"Accuracy of answering rules that use no knowledge, from the released records, beside chance "
-              f"(the mean of 1/number of options). A rule more than {WARN_MARGIN:.0%} above chance (and beyond "
-              f"sampling noise: binomial p < {WARN_P_VALUE} over the whole audit, Bonferroni-corrected) is a "
-              f"WARNING unless the design makes it so (inherent)."),
+        ("config", "split", "rule", "applies to", "items", "accuracy", "chance", "beats chance by", "status"),
+        [(r.config, r.split, r.baseline, r.applies, r.items, r.accuracy, r.chance, r.accuracy - r.chance, r.status)
+         for r in rows],
+        note=(f"Accuracy of answering rules that use no knowledge, from the released records, each scored only over "
+              f"the items it applies to (it abstains on the others: no pair, no numeric options, a tie), beside "
+              f"chance over those items (the mean of 1/number of options). Every ordering rule sits beside its "
+              f"mirror (first and last, longest and shortest, nearest and farthest). A rule above chance {THRESHOLD_WORDS} "
+              f"is a WARNING unless the design makes it so (inherent); a row where a rule {TOO_SMALL_MARGIN * 100:.0f} "
+              f"points above chance could not warn has too few items to judge."),
         percent=("accuracy", "chance", "beats chance by"),
     )
 
 
 def warnings(rows: Sequence[AuditRow]) -> list[str]:
-    return [f"{r.config}/{r.split}: '{r.baseline}' answers {r.accuracy:.1%} of {r.items} items (chance "
+    return [f"{r.config}/{r.split}: '{r.baseline}' answers {r.accuracy:.1%} of {r.applies} items (chance "
             f"{r.chance:.1%}): a no-knowledge shortcut" for r in rows if r.warns]
 
 
@@ -140,3 +257,52 @@ def summary_by_rule(rows: Sequence[AuditRow]) -> Mapping[str, float]:
     for row in rows:
         best[row.baseline] = max(best.get(row.baseline, 0.0), row.accuracy)
     return best
+
+
+def summary_sentence(rules: Sequence[AuditRow], models: Sequence["AdversaryRow"] = ()) -> str:
+    """What the audit tables say, in one paragraph for the card: generated from their rows, so it cannot
+    contradict them."""
+    from .adversary import row_status
+
+    labelled = [(f"`{r.baseline}`", f"{r.config}/{r.split}", r.status, r.accuracy, r.chance, r.applies) for r in rules]
+    labelled += [("the choices-only model", f"{r.config}/{r.split}", row_status(r), r.accuracy, r.chance, r.scored)
+                 for r in models]
+    if not labelled:
+        return "The shortcut audit has nothing to score (no test split)."
+    splits = len({row[1] for row in labelled})
+    parts = [(f"The shortcut audit scores {len({r.baseline for r in rules})} answering rules that use no knowledge "
+              f"and a choices-only model on {splits} config/split(s) ({len(labelled)} rows)")]
+    warned = [row for row in labelled if row[2] == "WARNING"]
+    if warned:
+        parts.append(f"**{len(warned)} warning(s)**: " + "; ".join(_grouped(warned)))
+    inherent = [row for row in labelled if row[2].startswith("inherent")]
+    if inherent:
+        parts.append("beating chance by design (declared inherent, see the status column): " + "; ".join(_grouped(inherent)))
+    small = [row[5] for row in labelled if row[2] == "too few items to judge"]
+    if small:
+        parts.append(f"**{len(small)} row(s) have too few items to judge** (as few as {min(small)}): a shortcut "
+                     f"{TOO_SMALL_MARGIN * 100:.0f} points above chance could go unseen there")
+    ok = [row for row in labelled if row[2] == "ok"]
+    if ok:
+        name, where, _, accuracy, chance, n = max(ok, key=lambda row: row[3] - row[4])  # the first of equals
+        others = "no other row" if warned or inherent or small else "no row"
+        parts.append(f"{others} beats chance {THRESHOLD_WORDS}; the closest is {name} on {where}, {accuracy:.1%} "
+                     f"against {chance:.1%} over {n} items")
+    return "; ".join(parts) + "."
+
+
+def _grouped(rows) -> list[str]:
+    """Rows of one rule together: "`rule` on 3 config/splits (47.1%-50.2% against 25.0%)"."""
+    by_name: dict[str, list] = {}
+    for row in rows:
+        by_name.setdefault(row[0], []).append(row)
+    out = []
+    for name, group in by_name.items():
+        accuracies, chances = [row[3] for row in group], [row[4] for row in group]
+        where = group[0][1] if len(group) == 1 else f"{len(group)} config/splits"
+        spread = (f"{min(accuracies):.1%}" if min(accuracies) == max(accuracies)
+                  else f"{min(accuracies):.1%}–{max(accuracies):.1%}")
+        against = (f"{min(chances):.1%}" if round(min(chances), 3) == round(max(chances), 3)
+                   else f"{min(chances):.1%}–{max(chances):.1%}")
+        out.append(f"{name} on {where} ({spread} against {against})")
+    return out

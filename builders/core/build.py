@@ -26,11 +26,13 @@ class Check:
 @dataclass(frozen=True)
 class Baseline:
     """A no-knowledge answering rule for the shortcut audit: ``predict`` picks an option index from what a
-    model sees (question and options), or None where the rule does not apply (counted as wrong)."""
+    model sees (question and options), or None where the rule does not apply (it abstains: the rule is scored
+    over the items it applies to). ``mirror`` names the rule that picks the opposite (shortest for longest)."""
 
     name: str
     description: str
     predict: Callable[[MCQRecord], int | None]
+    mirror: str | None = None
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,8 @@ class Build:
     output splits are not the source's sets its own). ``statistics`` are tables of numbers, rendered
     once by the release writer. ``lm_eval_tasks`` renders the release's lm-eval task folder for where
     the release is read from. ``baselines`` are the builder's own shortcut-audit rules, and
-    ``inherent_baselines`` names the baselines that beat chance by design, with the reason.
+    ``inherent_baselines`` names the baselines (or the choices-only model, ``choices_only_model``) that beat
+    chance by design, with the reason (keyed ``"<config>/<name>"`` or ``"<name>"``).
     """
 
     builder: str

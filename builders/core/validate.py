@@ -2,8 +2,8 @@
 
 The common invariants re-count what the build holds (ids, options, answers, rows in = rows out + rows
 excluded); the builder adds its own checks, written independently of the code that made the items. The
-shortcut audit (:mod:`.audit`) scores no-knowledge answering rules on every config; it warns, it does not
-fail a build.
+shortcut audit (:mod:`.audit`) scores no-knowledge answering rules and a choices-only model
+(:mod:`.adversary`) on every config; it warns, it does not fail a build.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
+from . import adversary as choices_only
 from . import audit as shortcut_audit
 from .build import Build, Check
 from .errors import ValidationFailed
@@ -96,6 +97,7 @@ class ValidationReport:
     answer_positions: dict[str, dict[str, dict[str, int]]]
     exclusion_reasons: dict[str, dict[str, int]]
     audit: list[shortcut_audit.AuditRow] = field(default_factory=list)
+    adversary: list[choices_only.AdversaryRow] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     statistics: list[dict[str, Any]] = field(default_factory=list)
 
@@ -118,7 +120,12 @@ class ValidationReport:
             Table("Answer positions", ("config", "split", *letters), positions,
                   note="Share of items whose gold is at each position.", percent=tuple(letters)),
             shortcut_audit.audit_table(self.audit),
+            choices_only.adversary_table(self.adversary),
         ]
+
+    def shortcut_summary(self) -> str:
+        """The card's sentence about shortcuts, generated from the audit tables."""
+        return shortcut_audit.summary_sentence(self.audit, self.adversary)
 
     def to_markdown(self) -> str:
         return "\n\n".join(f"#### {table.title}\n\n{table.to_markdown()}" for table in self.tables())
@@ -128,6 +135,7 @@ def validate(build: Build) -> ValidationReport:
     """Run the common invariants and the builder's own; raise ValidationFailed if any breaks."""
     results = [_run_check(check, build) for check in COMMON_CHECKS + list(build.checks)]
     audit_rows = shortcut_audit.audit(build)
+    adversary_rows = choices_only.assess(build)
     report = ValidationReport(
         passed=all(r.passed for r in results),
         checks=results,
@@ -139,7 +147,8 @@ def validate(build: Build) -> ValidationReport:
                           for config, splits in build.configs.items()},
         exclusion_reasons=build.exclusions.reasons(),
         audit=audit_rows,
-        warnings=shortcut_audit.warnings(audit_rows),
+        adversary=adversary_rows,
+        warnings=shortcut_audit.warnings(audit_rows) + choices_only.warnings(adversary_rows),
         statistics=build.statistics.to_list(),
     )
     if not report.passed:

@@ -32,6 +32,7 @@ from typing import Sequence
 from datasets import Value
 
 from builders.core import api, cli
+from builders.core.audit import only_two_options
 from builders.core.build import Baseline, Build, Builder
 from builders.core.errors import MalformedRow
 from builders.core.record import MCQRecord, OpenItem
@@ -180,7 +181,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         statistics=statistics,
         extra_files={"pools.jsonl": pool_report(pools.values()).encode()},
         lm_eval_tasks=lambda location: set_tasks(NAME, "high school math", configs, location, by_subject=True),
-        baselines=[FORM_CUE],
+        baselines=[FORM_CUE, FORM_CUE_MIRROR],
         card_context={**_card_context(args, collected), "gold_counts": golds},
     )
 
@@ -301,7 +302,10 @@ def _form_odd_one_out(record: MCQRecord) -> int | None:
 
 
 FORM_CUE = Baseline("form_cue", "the one option whose typesetting differs: alone with (or, from 3 options, alone "
-                    "without) `name =`, `\\text{}`/units, `^\\circ`, `%` or `\\$`", _form_odd_one_out)
+                    "without) `name =`, `\\text{}`/units, `^\\circ`, `%` or `\\$`", _form_odd_one_out,
+                    mirror="form_cue_mirror")
+FORM_CUE_MIRROR = Baseline("form_cue_mirror", "in a 2-option item where `form_cue` applies, the other option",
+                           only_two_options(_form_odd_one_out), mirror="form_cue")
 
 
 def form_table(configs) -> Table:

@@ -37,6 +37,11 @@ def first_named_member(record: MCQRecord) -> int | None:
     return found[1][0] if found else None
 
 
+def second_named_member(record: MCQRecord) -> int | None:
+    found = _named_members(record)
+    return found[1][1] if found else None
+
+
 def pair_if_just_before(record: MCQRecord) -> int | None:
     """The pair when the option just before it is one of its members, otherwise the pair's first-named option:
     67% of modified items in the paper's layout."""
@@ -63,7 +68,9 @@ def pair_if_twelve_options(record: MCQRecord) -> int | None:
 
 BASELINES = [
     Baseline("pair_first_named", "the option the \"Both X and Y\" pair names first (X), where there is a pair",
-             first_named_member),
+             first_named_member, mirror="pair_second_named"),
+    Baseline("pair_second_named", "the option the \"Both X and Y\" pair names second (Y), where there is a pair",
+             second_named_member, mirror="pair_first_named"),
     Baseline("pair_if_just_before_else_first_named", "the pair when the option just before it is one of its "
              "members, otherwise the pair's first-named option", pair_if_just_before),
     Baseline("pair_if_twelve_options", "the pair when the item has 12 options, otherwise the pair's first-named "
@@ -78,6 +85,9 @@ INHERENT_BASELINES = {
                                         "item one, so on MMLU-Pro's 10-option questions only TPP items have 12 "
                                         "options: the option count tells whether the pair is correct. The paper's "
                                         "design; removing an original option to hide it would change the question",
+    f"{CONFIG}/choices_only_model": "the options alone tell a pair from the others, and on MMLU-Pro's 10-option "
+                                    "questions the option count tells a TPP item (see `always_both` and "
+                                    "`pair_if_twelve_options`): the paper's design",
     f"{CONFIG}/always_last": "the pair option is always appended last (the paper's design), so always-last is always-Both",
     # Only in the MMLU-Pro+ config: MMLU-Pro's own longest-option bias stays reported on `original`.
     f"{CONFIG}/longest_option": "the pair option names two options, so it is nearly always the longest: on the "

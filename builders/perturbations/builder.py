@@ -197,9 +197,9 @@ def inherent_baselines(specs: Sequence[ConfigSpec]) -> dict[str, str]:
             continue
         reason = f"every transformable gold is at position {spec.gold_position} by design"
         inherent[f"{spec.name}/fewshot_position_prior"] = reason
+        inherent[f"{spec.name}/choices_only_model"] = reason + ", and the model sees positions"
         if spec.gold_position == 0:
             inherent[f"{spec.name}/always_first"] = reason
-            inherent[f"{spec.name}/longest_option"] = reason + ", and the rule breaks ties towards the first option"
         if spec.gold_position == last:
             inherent[f"{spec.name}/always_last"] = reason
     return inherent

@@ -1,0 +1,212 @@
+"""The choices-only adversary finds each shortcut of issue 23's table when it is planted in a small build, and
+stays quiet on the same build without it (both directions, so that the check can fail)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from builders import wicked
+from builders.core import adversary, audit
+from builders.core.record import MCQRecord
+
+
+def record(i: int, choices, answer: int, source_index: int | None = None) -> MCQRecord:
+    return MCQRecord(f"t/{i}", f"question {i}", tuple(choices), answer, "synthetic", "c", "test",
+                     i if source_index is None else source_index)
+
+
+def fake_build(records, inherent=None, baselines=()):
+    source = SimpleNamespace(benchmark=SimpleNamespace(fewshot_split=None))
+    return SimpleNamespace(baselines=list(baselines), inherent_baselines=inherent or {}, source=source,
+                           params={"seed": 0}, configs={"default": {"test": list(records)}})
+
+
+def assess(records, inherent=None) -> adversary.AdversaryRow:
+    [row] = adversary.assess(fake_build(records, inherent))
+    return row
+
+
+def gsm_random(items: int, key_in_the_middle: bool) -> list[MCQRecord]:
+    """GSM-MC `--distractors random` today: three numbers drawn around the key, so the key sits in the middle
+    (closest to the mean about half the time); without the cue, four numbers and a key drawn uniformly."""
+    rng = np.random.default_rng(1)
+    out = []
+    for i in range(items):
+        key = int(rng.integers(20, 2000))
+        if key_in_the_middle:
+            offsets = rng.choice([o for o in range(-40, 41) if o], size=3, replace=False)
+            values = [key, *(key + int(o) for o in offsets)]
+        else:
+            values = [int(v) for v in key + rng.choice(np.arange(0, 80), size=4, replace=False)]
+        order = rng.permutation(4)
+        choices = [str(values[j]) for j in order]
+        answer = int(np.flatnonzero(order == 0)[0]) if key_in_the_middle else int(rng.integers(4))
+        out.append(record(i, choices, answer))
+    return out
+
+
+WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda sigma omega".split()
+
+
+def text_options(rng, count: int) -> list[str]:
+    return [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 7)))) + f" {k}" for k in range(count)]
+
+
+def key_shortest(items: int, options: int, cue: bool, pairs: bool = False) -> list[MCQRecord]:
+    """MATH-MC 2- and 3-option builds and contrast-set random pairs: the key is the shortest option (or not).
+    ``pairs``: two items per source question with the same options (the contrast pair), one fold side only."""
+    rng = np.random.default_rng(2)
+    out = []
+    for i in range(items):
+        choices = text_options(rng, options)
+        lengths = [len(c) for c in choices]
+        answer = int(np.argmin(lengths)) if cue else int(rng.integers(options))
+        out.append(record(i, choices, answer, source_index=i // 2 if pairs else i))
+    return out
+
+
+def both_pair(items: int, cue: bool) -> list[MCQRecord]:
+    """MMLU-Pro+ `--layout paper`: a "Both X and Y are correct" option; with the cue, the pair is right when it
+    sits just after one of its members, else its first-named member is; without it the gold is any option."""
+    rng = np.random.default_rng(3)
+    out = []
+    for i in range(items):
+        choices = [f"{w} {k}" for k, w in enumerate(rng.choice(WORDS, size=5, replace=False))]
+        x, y = (int(v) for v in rng.choice(5, size=2, replace=False))
+        pair = f"Both {choices[x]} and {choices[y]} are correct"
+        place = int(rng.integers(6))
+        choices.insert(place, pair)
+        members = [k + (k >= place) for k in (x, y)]
+        if cue:
+            answer = place if place - 1 in members else members[0]
+        else:
+            answer = int(rng.integers(6))
+        out.append(record(i, choices, answer))
+    return out
+
+
+def longest_of_ten(items: int, share: float) -> list[MCQRecord]:
+    """WiCkeD on MMLU-Pro: the key is the longest of 10 options in ``share`` of the items (18.4% of 11.1%)."""
+    rng = np.random.default_rng(4)
+    out = []
+    for i in range(items):
+        choices = text_options(rng, 10)
+        lengths = np.array([len(c) for c in choices])
+        longest = int(np.argmax(lengths))
+        if rng.random() < share and (lengths == lengths.max()).sum() == 1:
+            answer = longest
+        else:
+            answer = int(rng.choice([k for k in range(10) if k != longest]))
+        out.append(record(i, choices, answer))
+    return out
+
+
+@pytest.mark.parametrize("planted, quiet, words", [
+    (lambda: gsm_random(600, True), lambda: gsm_random(600, False), "nearer the options' mean"),
+    (lambda: key_shortest(500, 2, True), lambda: key_shortest(500, 2, False), "short"),
+    (lambda: key_shortest(500, 3, True), lambda: key_shortest(500, 3, False), "short"),
+    (lambda: key_shortest(600, 2, True, pairs=True), lambda: key_shortest(600, 2, False, pairs=True), "short"),
+    (lambda: both_pair(600, True), lambda: both_pair(600, False), "nam"),
+], ids=["closest_to_mean", "shortest_of_2", "shortest_of_3", "contrast_pairs_shorter", "both_just_before"])
+def test_the_adversary_flags_a_planted_shortcut_and_stays_quiet_without_it(planted, quiet, words):
+    found = assess(planted())
+    assert found.warns and found.low > found.chance + 0.05, found
+    assert any(words in feature for feature in found.features), found.features
+    calm = assess(quiet())
+    assert not calm.warns and calm.accuracy < calm.chance + 0.05 and calm.features == (), calm
+
+
+def test_a_ten_option_longest_option_cue_of_seven_points_warns_and_its_absence_does_not():
+    # WiCkeD on MMLU-Pro: the longest option answers 18.4% against 11.1%; the old flat 10-point margin let it pass.
+    planted = longest_of_ten(2500, 0.20)
+    rule = next(r for r in audit.audit(fake_build(planted)) if r.baseline == "longest_option")
+    assert rule.warns and 0.05 < rule.accuracy - rule.chance < 0.10
+    found = assess(planted)
+    assert found.warns and "the longest option" in found.features
+    calm = assess(longest_of_ten(2500, 0.10))
+    assert not calm.warns and calm.accuracy < 0.15
+
+
+def test_the_adversary_is_deterministic_and_samples_large_splits_by_content():
+    records = gsm_random(700, True)
+    first = adversary.evaluate(records, seed=5)
+    assert first == adversary.evaluate(list(records), seed=5)
+    small = adversary.sample(records, seed=5, limit=300)
+    assert len(small) == 300 and small == adversary.sample(records, seed=5, limit=300)
+    assert small != adversary.sample(records, seed=6, limit=300)
+    assert [r.id for r in small] == sorted((r.id for r in small), key=lambda i: int(i.split("/")[1]))
+
+
+def test_folds_keep_the_variants_of_one_source_question_together():
+    a, b = record(0, ["1", "2"], 0, source_index=7), record(1, ["3", "4"], 1, source_index=7)
+    c, d = record(2, ["x", "y"], 0), record(3, ["y", "x"], 1)  # one contrast pair: the same two options
+    e = record(4, ["p", "q"], 0)
+    groups = adversary.source_groups([a, b, c, d, e]).tolist()
+    assert groups[0] == groups[1] and groups[2] == groups[3] and len(set(groups)) == 3
+
+
+def test_leaking_variants_across_folds_would_inflate_it():
+    # 150 questions in 4 variants each, whose gold (the only mark) is random per question: grouped folds see
+    # nothing to learn; a model that saw the same question's variants on both sides would score far above chance.
+    rng = np.random.default_rng(6)
+    records = []
+    for q in range(150):
+        marks = [f"{w} {k}" for k, w in enumerate(rng.choice(WORDS, size=4, replace=False))]
+        answer = int(rng.integers(4))
+        records += [record(4 * q + v, marks, answer, source_index=q) for v in range(4)]
+    row = assess(records)
+    assert not row.warns and row.accuracy < row.chance + 0.05
+
+
+def test_an_inherent_cue_is_reported_as_such():
+    reason = "the design puts the key nearest the mean"
+    row = assess(gsm_random(400, True), inherent={"default/choices_only_model": reason})
+    assert not row.warns and row.significant and adversary.row_status(row) == f"inherent: {reason}"
+    assert adversary.warnings([row]) == []
+    sentence = audit.summary_sentence([], [row])
+    assert "beating chance by design" in sentence and "the choices-only model on default/test" in sentence
+
+
+def test_features_describe_options_against_their_item():
+    rows = adversary.option_features(["12", "15", "1,000", "14.5"])
+    column = {name: rows[:, i].tolist() for i, name in enumerate(adversary.FEATURES)}
+    # mean 260.4: 15 is nearest; median 14.75: 15 and 14.5 tie
+    assert column["closest_to_mean"] == [0, 1, 0, 0] and column["closest_to_median"] == [0, 1, 0, 1]
+    assert column["farthest_from_mean"] == [0, 0, 1, 0] and column["shortest"] == [1, 1, 0, 0]
+    assert column["integer"][3] < 0 < column["integer"][0] and column["last"] == [0, 0, 0, 1]
+    pair = adversary.option_features(["cats", "dogs", "Both cats and dogs are correct", "fish"])
+    named = {name: pair[:, i].tolist() for i, name in enumerate(adversary.FEATURES)}
+    assert named["names_others"] == [0, 0, 1, 0] and named["first_named"] == [1, 0, 0, 0]
+    assert named["named_by_next"] == [0, 1, 0, 0] and named["names_previous"] == [0, 0, 1, 0]
+    assert named["word_both"] == [0, 0, 1, 0] and named["space_alone"] == [0, 0, 1, 0]
+    assert adversary.number("$1,250.50") == 1250.5 and adversary.number("\\frac{3}{4}") == 0.75
+    assert adversary.number("x + 1 = 2") is None
+
+
+def test_through_a_real_builder_the_card_shows_the_adversary(tmp_path):
+    # MMLU-like rows whose key is the longest option: WiCkeD keeps the cue in every config, the adversary flags
+    # it, and the card shows the model's row; the same rows with a random key stay quiet.
+    rng = np.random.default_rng(7)
+    rows, calm_rows = [], []
+    for i in range(240):
+        choices = [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 4)))) + f" {k}" for k in range(3)]
+        key = f"{' '.join(rng.choice(WORDS, size=6))} {i}"
+        choices.insert(int(rng.integers(4)), key)
+        row = {"question": f"Question {i}?", "subject": "global_facts", "choices": choices}
+        rows.append({**row, "answer": choices.index(key)})
+        calm_rows.append({**row, "answer": int(rng.integers(4))})
+    result = wicked.build_dataset(rows, variants=1, sba_classifier="none")
+    models = {r.config: r for r in result.report.adversary}
+    assert set(models) == {"original", "variant_0"} and all(r.warns for r in models.values())
+    assert models["original"].accuracy > 0.9 and "choices-only model answers" in " ".join(result.report.warnings)
+    result.write(tmp_path / "release")
+    card = (tmp_path / "release" / "README.md").read_text()
+    assert "#### Choices-only model" in card and "warning(s)**: " in card and "the choices-only model on 2 config" in card
+    calm = wicked.build_dataset(calm_rows, variants=1, sba_classifier="none")
+    assert not any(r.warns for r in calm.report.adversary)
+    again = wicked.build_dataset(rows, variants=1, sba_classifier="none")  # the card is the same on a rebuild
+    assert again.report.adversary == result.report.adversary
+    assert again.report.to_markdown() == result.report.to_markdown()
