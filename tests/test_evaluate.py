@@ -153,3 +153,31 @@ def test_a_release_folder_is_evaluated_without_lm_evals_metadata_hint_per_task(t
     assert table["columns"][:7] == ["model", "original"] + [f"variant {k}" for k in range(5)]
     [row] = table["rows"]
     assert row[0] == "dummy" and all(value in (0.0, 0.5, 1.0) for value in row[1:7])  # 2 items per task
+
+
+def test_a_slope_chart_with_the_longest_names_keeps_every_text_inside_the_image():
+    """70 of 81 perturbation charts cut their texts at the image's edge: config names lost letters and the
+    title read "king by accuracy…". The longest task names a perturbations release has, and long model ids."""
+    from builders.perturbations.builder import BUILDER as perturbations
+    from builders.perturbations.configs import NAME, config_specs
+    from builders.perturbations.prompts import METHODS
+
+    benchmark = max((b.name for b in perturbations.benchmarks), key=len)
+    longest = max((f"{NAME}_{benchmark}_{s.name}_{m}" for s in config_specs(10) for m in METHODS), key=len)
+    models = ["meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo-with-a-long-suffix", "Qwen/Qwen2.5-0.5B", "dummy"]
+    gold = {f"q{i}": i % 4 for i in range(8)}
+    predictions = [{m: {q: (g if (i + k) % 3 else g + 1) for i, (q, g) in enumerate(gold.items())}
+                    for k, m in enumerate(models)} for _ in range(2)]
+    predictions[1][models[0]] = {q: g + 1 for q, g in gold.items()}
+    chart = ranking.rank_models(ranking.Side(f"{NAME}_{benchmark}_original_cloze", gold, predictions[0]),
+                                ranking.Side(longest, gold, predictions[1]))
+    figure = ranking.slope_figure(chart)
+    renderer = figure.canvas.get_renderer()
+    texts = [t for t in figure.findobj(lambda a: hasattr(a, "get_text") and a.get_visible()) if t.get_text()]
+    assert {longest, f"{NAME}_{benchmark}_original_cloze"} <= {t.get_text() for t in texts}
+    assert len(texts) == 2 * len(models) + 3  # labels on both sides, two headers, the title
+    inside = figure.bbox
+    for text in texts:
+        box = text.get_window_extent(renderer)
+        assert (box.x0 >= inside.x0 and box.x1 <= inside.x1 and box.y0 >= inside.y0 and box.y1 <= inside.y1), \
+            f"{text.get_text()!r} at {box} is not inside the figure {inside}"
