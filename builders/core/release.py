@@ -23,7 +23,7 @@ import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import jinja2
 import pyarrow as pa
@@ -105,14 +105,20 @@ def write_release(build: Build, report: ValidationReport, out_dir: Path, release
     release = release or ReleaseInfo()
     out_dir = Path(out_dir)
     check_output_folder(out_dir)
-    staging = out_dir.resolve().parent / f".{out_dir.name}.incoming-{uuid.uuid4().hex[:8]}"
-    try:
-        _write_files(build, report, staging, release)
-        _move_into_place(staging, out_dir.resolve())
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    write_folder_atomically(out_dir, lambda staging: _write_files(build, report, staging, release))
     logger.info("wrote release folder %s", out_dir)
     return out_dir
+
+
+def write_folder_atomically(out_dir: Path, fill: Callable[[Path], None]) -> None:
+    """``fill(staging)`` writes a whole folder (creating it) beside ``out_dir``, which then takes ``out_dir``'s
+    place in one atomic exchange: a failure or a kill at any moment leaves the old folder or the new one."""
+    staging = Path(out_dir).resolve().parent / f".{Path(out_dir).name}.incoming-{uuid.uuid4().hex[:8]}"
+    try:
+        fill(staging)
+        _move_into_place(staging, Path(out_dir).resolve())
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _write_files(build: Build, report: ValidationReport, folder: Path, release: ReleaseInfo) -> None:
