@@ -34,6 +34,8 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 import builders
 
+from . import inspect_tasks
+from .lm_eval_tasks import MANIFEST
 from .build import Build, TaskLocation
 from .errors import UserError, ValidationFailed
 from .record import record_features
@@ -133,6 +135,7 @@ def _write_files(build: Build, report: ValidationReport, folder: Path, release: 
     files = dict(build.extra_files)
     if build.lm_eval_tasks is not None:
         files.update(build.lm_eval_tasks(release.task_location))
+        files.update(inspect_tasks.task_files(files[MANIFEST], release.task_location))  # inspect_ai, beside lm_eval
     for relative, content in sorted(files.items()):
         path = folder / relative
         path.parent.mkdir(parents=True, exist_ok=True)
