@@ -401,7 +401,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--log-samples", action="store_true",
                         help="keep lm-eval's results and per-sample logs under OUTPUT/samples/MODEL/")
     parser.add_argument("--limit", type=share_or_count,
-                        help="evaluate only the first N items of each task, or a share of them when below 1.0")
+                        help="evaluate only the first N items of each lm-eval task (of each subject, where a config "
+                             "is a group of subjects), or a share of them when below 1.0")
     parser.add_argument("--num-fewshot", type=int, default=None, metavar="N",
                         help="override the tasks' demonstrations (default: the paper's, as each task file says)")
     parser.add_argument("--apply-chat-template", nargs="?", const=True, default=False, metavar="TEMPLATE",

