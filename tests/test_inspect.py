@@ -108,7 +108,10 @@ def test_a_published_release_runs_its_inspect_tasks_from_the_hub_at_its_tag(loca
                                      "--output", str(tmp_path / "release"), "--log-level", "WARNING"]) == 0
     tasks = (tmp_path / "release" / "inspect" / "tasks.py").read_text()
     assert "REPO = 'mcqforge/gsm-mc-inspect'\nREVISION = 'v1.0.0'\n" in tasks
-    # only the task folder, as a user downloads it: no Parquet file beside it
+    card = (tmp_path / "release" / "README.md").read_text()
+    assert (f'hf download {repo} --repo-type dataset --revision v1.0.0 --include "inspect/*" --local-dir gsm-mc-inspect\n'
+            "cd gsm-mc-inspect && inspect eval inspect/tasks.py --model MODEL\n") in card
+    # only the task folder, as the card's command downloads it: no Parquet file beside it
     snapshot_download(repo, repo_type="dataset", revision="v1.0.0", local_dir=tmp_path / "tasks-only",
                       allow_patterns=["inspect/*"])
     assert not list((tmp_path / "tasks-only").rglob("*.parquet"))
