@@ -340,7 +340,7 @@ def select_tasks(manifest: Mapping[str, Any], patterns: Sequence[str] | None) ->
     tasks = manifest["tasks"]
     chosen: list[Mapping[str, Any]] = []
     for pattern in patterns:
-        matched = [t for t in tasks if fnmatch.fnmatchcase(t["task"], pattern) or fnmatch.fnmatchcase(t["config"], pattern)]
+        matched = [t for t in tasks if any(fnmatch.fnmatchcase(t[key], pattern) for key in ("task", "config"))]
         if not matched:
             configs = ", ".join(dict.fromkeys(t["config"] for t in tasks))
             raise UserError(f"--tasks {pattern}: no task or config of this release matches; its configs: {configs}")

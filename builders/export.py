@@ -152,7 +152,8 @@ def _refuse_to_mix(output: Path, identity: Mapping[str, str]) -> None:
     try:
         existing = json.loads((output / EXPORT_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        raise UserError(f"--output {output} is not empty and is not an mcqforge export; choose another folder") from None
+        raise UserError(f"--output {output} is not empty and is not an mcqforge export; "
+                        "choose another folder") from None
     if {key: existing.get(key) for key in identity} != dict(identity):
         raise UserError(f"--output {output} holds the {existing.get('layout')} export of {existing.get('release')}; "
                         f"choose another folder for the {identity['layout']} export of {identity['release']}")

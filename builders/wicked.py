@@ -370,7 +370,8 @@ class TaskPlan:
         usable = fewshot in splits and fewshot != eval_split
         pool = Counter(_subject(r) for r in source.items[fewshot]) if usable else Counter()
         column = "subject" if any(r.subject for split in source.items.values() for r in split) else "category"
-        subjects = tuple((name, min(SHOTS, pool[name])) for name in sorted({_subject(r) for r in source.items[eval_split]}))
+        names = sorted({_subject(r) for r in source.items[eval_split]})
+        subjects = tuple((name, min(SHOTS, pool[name])) for name in names)
         return cls(source.benchmark.name, ("original", *[f"variant_{k}" for k in range(variants)]), eval_split,
                    fewshot if usable else None, SHOTS if usable else 0, column, subjects)
 
@@ -390,7 +391,8 @@ class TaskPlan:
         slugs: dict[str, str] = {}
         for subject, _ in self.subjects:
             slugs[subject] = lm_eval_tasks.slug(subject, slugs.values())
-        files = {f"{folder}/utils.py": (lm_eval_tasks.UTILS + lm_eval_tasks.value_filters(self.subject_column, slugs)).encode(),
+        utils = lm_eval_tasks.UTILS + lm_eval_tasks.value_filters(self.subject_column, slugs)
+        files = {f"{folder}/utils.py": utils.encode(),
                  f"{folder}/README.md": self.readme(location).encode()}
         manifest = []
         for config in self.configs:
@@ -402,12 +404,14 @@ class TaskPlan:
                     fewshot_split=self.fewshot_split if shots else None, num_fewshot=shots,
                     process_docs=f"utils.only_{slugs[subject]}")
                 comment = (f"WiCkeD {self.benchmark}, config {config!r}, subject {subject!r}: lm-eval's MMLU prompt, "
-                           f"{shots}-shot: the subject's first items of the config's {self.fewshot_split or 'none'} split.")
+                           f"{shots}-shot: the subject's first items of the config's "
+                           f"{self.fewshot_split or 'none'} split.")
                 files[f"{folder}/{member}.yaml"] = lm_eval_tasks.to_yaml(entry, comment)
                 members.append(member)
             files[f"{folder}/{self.task(config)}.yaml"] = lm_eval_tasks.to_yaml(
                 lm_eval_tasks.group(self.task(config), members, weight_by_size=True),
-                f"WiCkeD {self.benchmark}, config {config!r}: the accuracy over every item (subjects weighted by size).")
+                f"WiCkeD {self.benchmark}, config {config!r}: the accuracy over every item "
+                "(subjects weighted by size).")
             role = {"role": "original"} if config == "original" else {"role": "variant", "variant": int(config.split("_")[1])}
             manifest.append({"task": self.task(config), "config": config, "split": self.eval_split, **role})
         variants = [self.task(c) for c in self.configs if c != "original"]

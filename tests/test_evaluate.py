@@ -217,8 +217,10 @@ def test_the_eval_extra_installs_what_evaluate_and_the_task_files_need():
 
 
 def test_model_arguments_go_to_the_model_named_before_them():
-    spec = evaluate.parse_model("hf:some/folder", 8, "gguf_file=model.Q4.gguf,dtype=bfloat16,revision=v2,trust_remote_code=True")
-    assert spec == evaluate.ModelSpec("model.Q4", "hf", {"pretrained": "some/folder", "dtype": "bfloat16", "batch_size": 8,
+    spec = evaluate.parse_model("hf:some/folder", 8,
+                                "gguf_file=model.Q4.gguf,dtype=bfloat16,revision=v2,trust_remote_code=True")
+    assert spec == evaluate.ModelSpec("model.Q4", "hf", {"pretrained": "some/folder", "dtype": "bfloat16",
+                                                         "batch_size": 8,
                                                          "gguf_file": "model.Q4.gguf", "revision": "v2",
                                                          "trust_remote_code": True})
     for text, message in (("dtype", "expected KEY=VALUE"), ("=x", "expected KEY=VALUE")):
@@ -226,26 +228,28 @@ def test_model_arguments_go_to_the_model_named_before_them():
             evaluate.parse_model("hf:m", 8, text)
     with pytest.raises(UserError, match="--model dummy takes no --model-args"):
         evaluate.parse_model("dummy", 8, "dtype=float32")
-    for argv, message in ((["--model-args", "dtype=float16", "--model", "dummy"], "--model-args must follow the --model"),
+    for argv, message in ((["--model-args", "dtype=float16", "--model", "dummy"],
+                           "--model-args must follow the --model"),
                           (["--model", "hf:m", "--model-args", "a=1", "--model-args", "b=2"], "has two --model-args"),
                           (["--model", "dummy", "--limit", "1.5"], "expected a count (20) or a share below 1"),
                           (["--model", "dummy", "--limit", "0"], "expected a count (20) or a share below 1"),
                           (["--model", "dummy", "--log-samples"], "--log-samples writes under --output")):
         result = subprocess.run([sys.executable, "-m", "builders.evaluate", "release", *argv], capture_output=True,
                                 text=True, cwd=REPO)
-        assert result.returncode == 2 and len(result.stderr.splitlines()) == 1 and message in result.stderr, result.stderr
+        assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+        assert message in result.stderr
     assert evaluate.share_or_count("0.25") == 0.25 and evaluate.share_or_count("20") == 20
 
 
 def test_tasks_picks_tasks_or_configs_with_the_baselines_they_are_compared_with():
+    def task(config: str, scoring: str, baseline: str | None = None) -> dict:
+        role = {"role": "perturbed", "baseline": baseline} if baseline else {"role": "original"}
+        return {"task": f"p_{config}_{scoring}", "config": config, "scoring": scoring, **role}
+
     manifest = {"builder": "perturbations", "tasks": [
-        {"task": "p_original_symbol", "config": "original", "role": "original", "scoring": "symbol"},
-        {"task": "p_original_cloze", "config": "original", "role": "original", "scoring": "cloze"},
-        {"task": "p_original_zero_shot_symbol", "config": "original_zero_shot", "role": "original", "scoring": "symbol"},
-        {"task": "p_shuffle_symbol", "config": "shuffle", "role": "perturbed", "scoring": "symbol", "baseline": "original"},
-        {"task": "p_shuffle_cloze", "config": "shuffle", "role": "perturbed", "scoring": "cloze", "baseline": "original"},
-        {"task": "p_gold_at_A_symbol", "config": "gold_at_A", "role": "perturbed", "scoring": "symbol",
-         "baseline": "original_zero_shot"}]}
+        task("original", "symbol"), task("original", "cloze"), task("original_zero_shot", "symbol"),
+        task("shuffle", "symbol", "original"), task("shuffle", "cloze", "original"),
+        task("gold_at_A", "symbol", "original_zero_shot")]}
     names = lambda patterns: [t["task"] for t in evaluate.select_tasks(manifest, patterns)["tasks"]]  # noqa: E731
     assert names(["p_shuffle_symbol"]) == ["p_original_symbol", "p_shuffle_symbol"]
     assert names(["shuffle"]) == ["p_original_symbol", "p_original_cloze", "p_shuffle_symbol", "p_shuffle_cloze"]

@@ -176,7 +176,8 @@ def test_a_release_spec_without_a_repo_or_a_tag_is_one_line(tmp_path, capsys, sp
 # ---- writing: whole or not at all, never two releases in one folder ---------------------------------------------
 
 
-def test_a_failed_export_leaves_no_folder_and_keeps_an_earlier_export_whole(gsm_release, plus_release, tmp_path, capsys):
+def test_a_failed_export_leaves_no_folder_and_keeps_an_earlier_export_whole(gsm_release, plus_release, tmp_path,
+                                                                            capsys):
     """A failing layout left a folder holding a 0-byte JSONL (4 of 4 failing layouts tried)."""
     (tmp_path / "out").mkdir()
     out = tmp_path / "out" / "x"
@@ -213,7 +214,8 @@ def test_an_export_into_another_releases_export_is_refused(gsm_release, plus_rel
     assert export.main([str(gsm_release), "--layout", "mc-evaluation", "--output", str(out)]) == 0
     assert sorted(p.relative_to(out) for p in out.rglob("*.jsonl")) == files
     manifest = json.loads((out / export.EXPORT_FILE).read_text())
-    assert manifest == {"release": str(gsm_release.resolve()), "layout": "mc-evaluation", "files": [str(f) for f in files]}
+    assert manifest == {"release": str(gsm_release.resolve()), "layout": "mc-evaluation",
+                        "files": [str(f) for f in files]}
 
 
 def test_an_export_into_a_folder_that_is_not_an_export_is_refused(gsm_release, tmp_path, capsys):

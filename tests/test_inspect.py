@@ -69,7 +69,8 @@ def share_of_gold_a(release: Path, config: str, split: str) -> float:
 def test_every_builders_release_runs_its_inspect_tasks(releases, monkeypatch):
     from inspect_ai import eval as inspect_eval
 
-    assert sorted(SAMPLE_OPTIONS) == sorted(name for name in COMMANDS if name not in ("evaluate", "export", "metrics", "sba"))
+    not_builders = ("evaluate", "export", "metrics", "sba")
+    assert sorted(SAMPLE_OPTIONS) == sorted(name for name in COMMANDS if name not in not_builders)
     monkeypatch.chdir(releases)  # inspect takes task files by relative path
     logs = inspect_eval([f"{builder}/inspect/tasks.py" for builder in SAMPLE_OPTIONS], model=mock_model(), limit=LIMIT,
                         display="none", log_dir=str(releases / ".inspect-logs"))
@@ -109,7 +110,8 @@ def test_a_published_release_runs_its_inspect_tasks_from_the_hub_at_its_tag(loca
     tasks = (tmp_path / "release" / "inspect" / "tasks.py").read_text()
     assert "REPO = 'mcqforge/gsm-mc-inspect'\nREVISION = 'v1.0.0'\n" in tasks
     card = (tmp_path / "release" / "README.md").read_text()
-    assert (f'hf download {repo} --repo-type dataset --revision v1.0.0 --include "inspect/*" --local-dir gsm-mc-inspect\n'
+    assert (f'hf download {repo} --repo-type dataset --revision v1.0.0 --include "inspect/*" '
+            "--local-dir gsm-mc-inspect\n"
             "cd gsm-mc-inspect && inspect eval inspect/tasks.py --model MODEL\n") in card
     # only the task folder, as the card's command downloads it: no Parquet file beside it
     snapshot_download(repo, repo_type="dataset", revision="v1.0.0", local_dir=tmp_path / "tasks-only",

@@ -25,7 +25,7 @@ HELPER = "mcqforge_inspect"  # the module name of inspect_release.py inside a re
 
 
 def task_files(lm_eval_manifest: bytes, location: TaskLocation) -> dict[str, bytes]:
-    """``inspect/tasks.py``, ``inspect/mcqforge_inspect.py`` and ``inspect/README.md``, from ``lm_eval/manifest.json``."""
+    """``inspect/tasks.py``, ``inspect/mcqforge_inspect.py`` and ``inspect/README.md``, from the lm-eval manifest."""
     manifest = json.loads(lm_eval_manifest)
     configs = dict.fromkeys((task["config"], task["split"]) for task in manifest["tasks"])
     slugs: dict[tuple[str, str], str] = {}

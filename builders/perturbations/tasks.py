@@ -90,7 +90,8 @@ def task_files(specs: Sequence[ConfigSpec], source: LoadedSource, prefix: str,
             entries.append({"task": task, "config": spec.name, "split": split,
                             "role": "perturbed" if spec.baseline else "original", "family": spec.family,
                             "scoring": method, "metric": METRICS[method], "baseline": spec.baseline})
-    files[lm_eval_tasks.MANIFEST] = lm_eval_tasks.manifest(NAME, location, entries, demonstrations=IN_PROMPT_DEMONSTRATIONS)
+    files[lm_eval_tasks.MANIFEST] = lm_eval_tasks.manifest(NAME, location, entries,
+                                                           demonstrations=IN_PROMPT_DEMONSTRATIONS)
     return files
 
 
