@@ -141,16 +141,16 @@ def require_modules(modules: Sequence[str], what: str) -> None:
 
 
 def share_or_count(text: str) -> float | int:
-    """lm-eval's ``--limit``: a count of items per task, or below 1.0 a share of each task's items."""
+    """An argparse type, lm-eval's ``--limit``: a count of items per task, or below 1.0 a share of each task's."""
     try:
         value = float(text)
     except ValueError:
-        raise UserError(f"--limit {text!r}: expected a count (20) or a share below 1 (0.1)") from None
+        value = math.nan
     if 0 < value < 1:
         return value
     if value >= 1 and value.is_integer():
         return int(value)
-    raise UserError(f"--limit {text!r}: expected a count (20) or a share below 1 (0.1)")
+    raise argparse.ArgumentTypeError(f"must be a count of at least 1 or a share between 0 and 1, got {text}")
 
 
 # ---- the release ------------------------------------------------------------------------------------------

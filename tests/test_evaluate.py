@@ -231,8 +231,10 @@ def test_model_arguments_go_to_the_model_named_before_them():
     for argv, message in ((["--model-args", "dtype=float16", "--model", "dummy"],
                            "--model-args must follow the --model"),
                           (["--model", "hf:m", "--model-args", "a=1", "--model-args", "b=2"], "has two --model-args"),
-                          (["--model", "dummy", "--limit", "1.5"], "expected a count (20) or a share below 1"),
-                          (["--model", "dummy", "--limit", "0"], "expected a count (20) or a share below 1"),
+                          (["--model", "dummy", "--limit", "1.5"], "argument --limit: must be a count of at least 1 "
+                           "or a share between 0 and 1, got 1.5"),
+                          (["--model", "dummy", "--limit", "x"], "argument --limit: must be a count of at least 1 "
+                           "or a share between 0 and 1, got x"),
                           (["--model", "dummy", "--log-samples"], "--log-samples writes under --output")):
         result = subprocess.run([sys.executable, "-m", "builders.evaluate", "release", *argv], capture_output=True,
                                 text=True, cwd=REPO)
