@@ -1,11 +1,15 @@
 """Evaluate models on a release with the lm-eval tasks it carries, and write the table its paper reports.
 
     python -m builders.evaluate RELEASE --model hf:PATH --model openai:MODEL@URL --output results/
+    python -m builders.evaluate RELEASE --model hf:FOLDER --model-args gguf_file=MODEL.gguf --tasks original --limit 0.1
+
+Needs lm-eval (``pip install "mcqforge[eval]"``).
 
 ``RELEASE`` is a release folder or a published release, ``REPO@vX.Y.Z``. Models are Hugging Face model
 folders or Hub ids (``hf:PATH``), OpenAI-compatible completion endpoints such as a vLLM server
 (``openai:MODEL@http://host:8000/v1``: multiple-choice scoring needs log-probabilities, which vLLM's
-completions endpoint gives), or lm-eval's ``dummy`` model. lm-eval runs through its Python API on the tasks
+completions endpoint gives), or lm-eval's ``dummy`` model; ``--model-args`` after a ``--model`` gives it lm-eval's
+model arguments (``gguf_file=``, ``dtype=``, ``revision=``, ...). lm-eval runs through its Python API on the tasks
 listed in the release's ``lm_eval/manifest.json``; the builder's table then comes from the per-item
 predictions:
 
@@ -17,19 +21,22 @@ predictions:
 - contrast sets: accuracy with and without the question, and the gap.
 
 Each table is written as Markdown, CSV and JSON (``<output>/evaluation.{md,csv,json}``), with a chart where
-the paper has one.
+the paper has one; ``--log-samples`` keeps lm-eval's own results and per-sample logs under ``<output>/samples/``.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import fnmatch
 import importlib
+import importlib.util
 import io
 import json
 import os
 import logging
 import math
+import re
 import statistics
 import sys
 from dataclasses import dataclass, field
@@ -70,19 +77,80 @@ class ModelSpec:
     model_args: dict[str, Any]
 
 
-def parse_model(text: str, batch_size: int) -> ModelSpec:
-    """``hf:PATH``, ``openai:MODEL@URL`` or ``dummy``."""
+def parse_model(text: str, batch_size: int, extra_args: str | None = None) -> ModelSpec:
+    """``hf:PATH``, ``openai:MODEL@URL`` or ``dummy``, with lm-eval's ``KEY=VALUE,...`` model arguments on top of
+    the defaults (a GGUF file in a folder: ``hf:FOLDER`` with ``gguf_file=NAME.gguf``)."""
     kind, _, rest = text.partition(":")
     if text == "dummy":
-        return ModelSpec("dummy", "dummy", {})
-    if kind == "hf" and rest:
-        return ModelSpec(Path(rest).name if Path(rest).exists() else rest, "hf",
+        spec = ModelSpec("dummy", "dummy", {})
+    elif kind == "hf" and rest:
+        spec = ModelSpec(Path(rest).name if Path(rest).exists() else rest, "hf",
                          {"pretrained": rest, "dtype": "float32", "batch_size": batch_size})
-    if kind == "openai" and "@" in rest:
+    elif kind == "openai" and "@" in rest:
         model, _, url = rest.partition("@")
-        return ModelSpec(model, "local-completions", {"model": model, "base_url": url.rstrip("/") + "/completions",
+        spec = ModelSpec(model, "local-completions", {"model": model, "base_url": url.rstrip("/") + "/completions",
                                                       "tokenized_requests": False, "num_concurrent": 8})
-    raise UserError(f"--model {text!r}: expected hf:PATH, openai:MODEL@URL or dummy")
+    else:
+        raise UserError(f"--model {text!r}: expected hf:PATH, openai:MODEL@URL or dummy")
+    if not extra_args:
+        return spec
+    if spec.lm_eval_model == "dummy":
+        raise UserError("--model dummy takes no --model-args")
+    args = model_arguments(extra_args)
+    name = Path(str(args["gguf_file"])).stem if "gguf_file" in args else spec.name
+    if "gguf_file" in args:
+        require_modules(("gguf",), "--model-args gguf_file=")
+    return ModelSpec(name, spec.lm_eval_model, {**spec.model_args, **args})
+
+
+def model_arguments(text: str) -> dict[str, Any]:
+    """lm-eval's ``--model_args`` syntax, ``KEY=VALUE,...``, with its value types (numbers, booleans)."""
+    pairs = [part for part in text.split(",") if part]
+    if not pairs or any("=" not in part or not part.split("=", 1)[0].strip() for part in pairs):
+        raise UserError(f"--model-args {text!r}: expected KEY=VALUE[,KEY=VALUE...], as lm-eval's --model_args")
+    from lm_eval.utils import simple_parse_args_string
+
+    return simple_parse_args_string(text)
+
+
+class ModelAction(argparse.Action):
+    """``--model`` adds a model; ``--model-args`` gives the model named just before it its arguments."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        models = list(getattr(namespace, self.dest, None) or [])
+        if option_string == "--model":
+            models.append([value, None])
+        elif not models:
+            raise UserError("--model-args must follow the --model it is for")
+        elif models[-1][1] is not None:
+            raise UserError(f"--model {models[-1][0]} has two --model-args; give them as one KEY=VALUE,... list")
+        else:
+            models[-1] = [models[-1][0], value]
+        setattr(namespace, self.dest, models)
+
+
+EVAL_PACKAGES = {"lm_eval": "lm-eval", "gguf": "gguf"}  # module -> the package of the [eval] extra that installs it
+
+
+def require_modules(modules: Sequence[str], what: str) -> None:
+    """Refuse, before any work, to run without the libraries that only the ``[eval]`` extra installs."""
+    missing = [EVAL_PACKAGES[module] for module in modules if importlib.util.find_spec(module) is None]
+    if missing:
+        raise UserError(f"{what} needs {', '.join(missing)}, which mcqforge's [eval] extra installs: "
+                        'pip install "mcqforge[eval]"')
+
+
+def share_or_count(text: str) -> float | int:
+    """An argparse type, lm-eval's ``--limit``: a count of items per task, or below 1.0 a share of each task's."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if 0 < value < 1:
+        return value
+    if value >= 1 and value.is_integer():
+        return int(value)
+    raise argparse.ArgumentTypeError(f"must be a count of at least 1 or a share between 0 and 1, got {text}")
 
 
 # ---- the release ------------------------------------------------------------------------------------------
@@ -125,21 +193,59 @@ class TaskResult:
     docs: dict[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
-def evaluate_model(folder: Path, manifest: Mapping[str, Any], model: ModelSpec, limit: int | None,
-                   device: str | None) -> dict[str, TaskResult]:
+@dataclass(frozen=True)
+class RunSettings:
+    """How lm-eval runs every model: lm-eval's own options, under mcqforge's names."""
+
+    limit: float | int | None = None
+    device: str | None = None
+    num_fewshot: int | None = None
+    apply_chat_template: bool | str = False
+    fewshot_as_multiturn: bool = False
+    system_instruction: str | None = None
+    samples_folder: Path | None = None  # lm-eval's results and per-sample logs go here, one folder per model
+
+
+def evaluate_model(folder: Path, manifest: Mapping[str, Any], model: ModelSpec,
+                   settings: RunSettings) -> dict[str, TaskResult]:
     import lm_eval
     from lm_eval.tasks import TaskManager
 
     tasks = {task["task"]: task for task in manifest["tasks"]}
     _quiet_lm_eval()
+    tracker = _tracker(settings.samples_folder, model)
     try:
-        results = lm_eval.simple_evaluate(model=_lm(model), model_args=model.model_args, tasks=list(tasks),
-                                          task_manager=TaskManager(include_path=str(folder / TASKS_DIR)), limit=limit,
-                                          device=device or _default_device(), log_samples=True)
+        results = lm_eval.simple_evaluate(
+            model=_lm(model), model_args=model.model_args, tasks=list(tasks),
+            task_manager=TaskManager(include_path=str(folder / TASKS_DIR)), limit=settings.limit,
+            num_fewshot=settings.num_fewshot, device=settings.device or _default_device(), log_samples=True,
+            apply_chat_template=settings.apply_chat_template, fewshot_as_multiturn=settings.fewshot_as_multiturn,
+            system_instruction=settings.system_instruction, evaluation_tracker=tracker)
     except Exception as error:  # a model that cannot load or answer: one line, not lm-eval's traceback
         first = str(error).strip().splitlines()[0][:300] if str(error).strip() else ""
         raise UserError(f"lm-eval failed for model {model.name}: {type(error).__name__}: {first}") from None
+    if tracker is not None:
+        _save_samples(tracker, results, model)
     return {name: task_result(results, name, task.get("metric", "acc")) for name, task in tasks.items()}
+
+
+def _tracker(samples_folder: Path | None, model: ModelSpec):
+    """lm-eval's own tracker, which writes its results file and ``samples_<task>_<date>.jsonl`` in one folder per
+    model, as its CLI's ``--output_path --log_samples`` do."""
+    if samples_folder is None:
+        return None
+    from lm_eval.loggers import EvaluationTracker
+
+    return EvaluationTracker(output_path=str(samples_folder))
+
+
+def _save_samples(tracker, results: Mapping[str, Any], model: ModelSpec) -> None:
+    # the folder is named after the model as the tables name it, not after lm-eval's path of its weights
+    tracker.general_config_tracker.model_name_sanitized = re.sub(r"[^\w.-]+", "__", model.name)
+    samples = results["samples"]
+    tracker.save_results_aggregated(results={k: v for k, v in results.items() if k != "samples"}, samples=samples)
+    for task in results["configs"]:
+        tracker.save_results_samples(task_name=task, samples=samples[task])
 
 
 def _lm(model: ModelSpec):
@@ -226,10 +332,42 @@ def write_outputs(tables: Statistics, folder: Path) -> None:
 OPEN_ENDED_BUILDERS = ("gsm_mc", "math_mc", "python_io")  # their tables correlate with open-ended scores
 
 
+def select_tasks(manifest: Mapping[str, Any], patterns: Sequence[str] | None) -> dict[str, Any]:
+    """The manifest with the tasks ``--tasks`` names (task or config names, or shell-style patterns of them) and
+    the baselines the paper's table compares them with."""
+    if not patterns:
+        return dict(manifest)
+    tasks = manifest["tasks"]
+    chosen: list[Mapping[str, Any]] = []
+    for pattern in patterns:
+        matched = [t for t in tasks if any(fnmatch.fnmatchcase(t[key], pattern) for key in ("task", "config"))]
+        if not matched:
+            configs = ", ".join(dict.fromkeys(t["config"] for t in tasks))
+            raise UserError(f"--tasks {pattern}: no task or config of this release matches; its configs: {configs}")
+        chosen += matched
+    chosen += [base for task in chosen for base in _baselines(manifest, task)]
+    return {**manifest, "tasks": [t for t in tasks if any(t is c for c in chosen)]}
+
+
+def _baselines(manifest: Mapping[str, Any], task: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The ``original`` tasks a task is compared with: same scoring, and its ``baseline`` config where it names one."""
+    if task.get("role") in ("original", "set"):
+        return []
+    return [base for base in by_role(manifest, "original")
+            if base.get("scoring") == task.get("scoring") and base["config"] == task.get("baseline", base["config"])]
+
+
 def evaluate(options: argparse.Namespace) -> Statistics:
+    require_modules(("lm_eval",), "evaluate")
     if options.output:
         check_writable_folder(options.output)  # before the models run: a bad --output costs nothing
+    if options.log_samples and not options.output:
+        raise UserError("--log-samples writes under --output: give --output DIR")
+    models = [parse_model(text, options.batch_size, args) for text, args in options.model]
+    if len({m.name for m in models}) != len(models):
+        raise UserError("two --model arguments have the same name")
     folder, manifest = open_release(options.release)
+    manifest = select_tasks(manifest, options.tasks)
     table = paper_table(manifest.get("builder"))
     if options.open_ended_scores:
         from builders.from_predictions.tasks import read_scores
@@ -238,10 +376,10 @@ def evaluate(options: argparse.Namespace) -> Statistics:
             raise UserError(f"--open-ended-scores applies to {', '.join(OPEN_ENDED_BUILDERS)} releases, "
                             f"not {manifest.get('builder')}")
         read_scores(options.open_ended_scores)
-    models = [parse_model(text, options.batch_size) for text in options.model]
-    if len({m.name for m in models}) != len(models):
-        raise UserError("two --model arguments have the same name")
-    runs = {model.name: evaluate_model(folder, manifest, model, options.limit, options.device) for model in models}
+    settings = RunSettings(options.limit, options.device, options.num_fewshot, options.apply_chat_template,
+                           options.fewshot_as_multiturn, options.system_instruction,
+                           options.output / "samples" if options.log_samples else None)
+    runs = {model.name: evaluate_model(folder, manifest, model, settings) for model in models}
     tables = table(runs, manifest, options)
     if options.output:
         write_outputs(tables, options.output)
@@ -251,10 +389,27 @@ def evaluate(options: argparse.Namespace) -> Statistics:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = ArgumentParser(prog="python -m builders.evaluate", description=__doc__.split("\n\n")[0])
     parser.add_argument("release", help="a release folder, or REPO@vX.Y.Z on the Hub")
-    parser.add_argument("--model", action="append", required=True, metavar="MODEL",
+    parser.add_argument("--model", action=ModelAction, dest="model", required=True, metavar="MODEL",
                         help="hf:PATH, openai:MODEL@URL or dummy; repeat for several models")
+    parser.add_argument("--model-args", action=ModelAction, dest="model", metavar="KEY=VALUE,...",
+                        help="lm-eval's model arguments for the --model just before (gguf_file=, dtype=, revision=, "
+                             "trust_remote_code=, ...)")
+    parser.add_argument("--tasks", nargs="+", metavar="NAME",
+                        help="only these tasks or configs (shell patterns too), with the baselines they are compared "
+                             "with (default: every task of lm_eval/manifest.json)")
     parser.add_argument("--output", type=Path, help="write evaluation.md, .csv, .json (and charts) here")
-    parser.add_argument("--limit", type=positive_int, help="evaluate only the first N items of each task")
+    parser.add_argument("--log-samples", action="store_true",
+                        help="keep lm-eval's results and per-sample logs under OUTPUT/samples/MODEL/")
+    parser.add_argument("--limit", type=share_or_count,
+                        help="evaluate only the first N items of each lm-eval task (of each subject, where a config "
+                             "is a group of subjects), or a share of them when below 1.0")
+    parser.add_argument("--num-fewshot", type=int, default=None, metavar="N",
+                        help="override the tasks' demonstrations (default: the paper's, as each task file says)")
+    parser.add_argument("--apply-chat-template", nargs="?", const=True, default=False, metavar="TEMPLATE",
+                        help="render prompts with the model's chat template (or the named one), as lm-eval's flag")
+    parser.add_argument("--fewshot-as-multiturn", action="store_true",
+                        help="with --apply-chat-template: each demonstration as a user/assistant turn")
+    parser.add_argument("--system-instruction", default=None, help="a system instruction before every prompt")
     parser.add_argument("--batch-size", type=positive_int, default=8)
     parser.add_argument("--device", default=None, help="e.g. cpu or cuda:0")
     parser.add_argument("--open-ended-scores", type=Path, metavar="JSON",

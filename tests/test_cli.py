@@ -500,7 +500,7 @@ def test_evaluate_and_export_check_their_arguments_before_any_model_runs(tmp_pat
     a_file = tmp_path / "a_file"
     a_file.write_text("x")
     assert _last_error("builders.evaluate", str(release), "--model", "dummy", "--limit", "0")[1].endswith(
-        "argument --limit: must be at least 1, got 0")
+        "argument --limit: must be a count of at least 1 or a share between 0 and 1, got 0")
     assert _last_error("builders.evaluate", str(release), "--model", "dummy", "--output", str(a_file)) == (
         2, f"error: --output {a_file} is a file, not a folder")
     assert _last_error("builders.evaluate", str(release), "--model", "dummy", "--open-ended-scores", str(a_file)) == (

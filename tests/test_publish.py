@@ -19,7 +19,7 @@ from builders.python_io.builder import BUILDER as PYTHON_IO
 from builders.core.benchmarks import BENCHMARKS
 from builders.core.sources import SAMPLES_DIR, load_source
 from builders.core.release import read_changelog
-from fixtures import write_benchmark
+from fixtures import MMLU_TEST, write_benchmark
 
 REPO = Path(__file__).resolve().parents[1]
 BUILDERS = {"gsm_mc": GSM_MC, "python_io": PYTHON_IO}
@@ -45,13 +45,15 @@ def test_publish_tag_and_load_back(local_hub, tmp_path, capsys):
     assert [e.version for e in read_changelog(str(card))] == ["1.0.0"]
     assert card.data.license == "mit" and card.data.source_datasets == ["cais/mmlu"]
     paths = local_hub.paths_at("mcqforge/wicked-mmlu", "v1.0.0")
-    assert sorted(path for path in paths if not path.startswith("lm_eval/")) == sorted(
+    assert sorted(path for path in paths if not path.startswith(("lm_eval/", "inspect/"))) == sorted(
         [".gitattributes", "README.md", "build_config.yaml", "exclusions.jsonl", "validation_report.json"]
         + [f"{config}/{split}-00000-of-00001.parquet" for config in ["original"] + [f"variant_{k}" for k in range(5)]
            for split in ("test", "dev")]
     )
     # the published task folder is pinned to the repo and the tag
     assert {"lm_eval/manifest.json", "lm_eval/utils.py"} <= set(paths)
+    assert sorted(path for path in paths if path.startswith("inspect/")) == [
+        "inspect/README.md", "inspect/mcqforge_inspect.py", "inspect/tasks.py"]
     manifest = json.loads(local_hub.file_at("mcqforge/wicked-mmlu", "v1.0.0", "lm_eval/manifest.json"))
     assert (manifest["repo"], manifest["revision"]) == ("mcqforge/wicked-mmlu", "v1.0.0")
 
@@ -240,8 +242,10 @@ def test_the_cards_commands_fetch_task_files_that_lm_eval_can_load(local_hub, tm
     assert not any(path.is_symlink() for path in (work / include).iterdir())
     tasks = get_task_dict(["wicked_mmlu_original", "wicked_mmlu_variants"], TaskManager(include_path=str(work / include)))
     leaves = {name: task for name, task in _leaf_tasks(tasks)}
-    assert sorted(leaves) == ["wicked_mmlu_original"] + [f"wicked_mmlu_variant_{k}" for k in range(5)]
-    assert all(len(list(task.test_docs())) == 8 for task in leaves.values())
+    configs = ["original"] + [f"variant_{k}" for k in range(5)]
+    subjects = sorted({row["subject"] for row in MMLU_TEST})  # each config: a group of one task per subject
+    assert sorted(leaves) == sorted(f"wicked_mmlu_{c}_{s}" for c in configs for s in subjects)
+    assert [sum(len(list(leaves[f"wicked_mmlu_{c}_{s}"].test_docs())) for s in subjects) for c in configs] == [8] * 6
 
 
 def _leaf_tasks(tasks):

@@ -205,9 +205,12 @@ def test_card_mentions_nota_demonstrations_only_where_the_tasks_show_some(tmp_pa
     assert wicked.main(["--benchmark", name, "--source", str(folder), "--sba-classifier", "none", "--variants", "1",
                         "--output", str(tmp_path / "out")]) == 0
     card = " ".join((tmp_path / "out" / "README.md").read_text().split())
-    tasks = yaml.load((tmp_path / "out" / "lm_eval" / f"wicked_{name}_variant_0.yaml").read_text().replace("!function", ""),
-                      Loader=yaml.SafeLoader)
-    assert tasks["dataset_kwargs"]["shots"] == shots
+    folder = tmp_path / "out" / "lm_eval"
+    members = yaml.safe_load((folder / f"wicked_{name}_variant_0.yaml").read_text())["task"]
+    tasks = [yaml.load((folder / f"{member}.yaml").read_text(), Loader=_FunctionLoader) for member in members]
+    # the fixture's subjects have 0 to 3 demonstrations each: a subject shows those it has
+    assert {task.get("fewshot_split") for task in tasks} - {None} == ({"dev"} if shots else set())
+    assert (max(task["num_fewshot"] for task in tasks) > 0) == (shots == 5)
     assert ("few-shot prompts drawn from the dev split contain NOTA examples too" in card) == (shots == 5)
     assert ("its lm-eval tasks show no demonstrations" in card) == (shots == 0)
     assert "from the few-shot split" not in card
@@ -332,14 +335,20 @@ def expected_prompt(release: Path, config: str, index: int) -> str:
     return header + demos + block(data["test"][index])
 
 
-def test_task_folder_builds_the_five_shot_mmlu_prompt(tmp_path):
+def test_task_folder_builds_the_five_shot_mmlu_prompt_with_lm_evals_few_shot_machinery(tmp_path):
+    """The 5 demonstrations were baked into a `prompt` column, so lm-eval said "n-shot 0" and --num_fewshot did
+    nothing. lm-eval's own first_n sampler, per subject, builds the very prompt written out by expected_prompt."""
+    from lm_eval.tasks import TaskManager, get_task_dict
+
     release = tmp_path / "release"
     assert wicked.main(["--source", str(lm_eval_source(tmp_path)), "--sba-classifier", "none", "--variants", "2",
                         "--output", str(release)]) == 0
     folder = release / "lm_eval"
-    assert sorted(p.name for p in folder.iterdir()) == [
-        "README.md", "manifest.json", "utils.py", "wicked_mmlu_original.yaml", "wicked_mmlu_variant_0.yaml",
-        "wicked_mmlu_variant_1.yaml", "wicked_mmlu_variants.yaml"]
+    configs = ("original", "variant_0", "variant_1")
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        ["README.md", "manifest.json", "utils.py", "wicked_mmlu_variants.yaml",
+         *[f"wicked_mmlu_{c}.yaml" for c in configs],
+         *[f"wicked_mmlu_{c}_high_school_geography.yaml" for c in configs]])
     manifest = json.loads((folder / "manifest.json").read_text())
     assert [(t["task"], t["config"], t["role"]) for t in manifest["tasks"]] == [
         ("wicked_mmlu_original", "original", "original"), ("wicked_mmlu_variant_0", "variant_0", "variant"),
@@ -351,14 +360,16 @@ def test_task_folder_builds_the_five_shot_mmlu_prompt(tmp_path):
     assert group["task"] == ["wicked_mmlu_variant_0", "wicked_mmlu_variant_1"]
     assert group["aggregate_metric_list"] == [{"metric": "acc", "aggregation": "mean", "weight_by_size": False}]
 
-    spec = importlib.util.spec_from_file_location("release_utils", folder / "utils.py")
-    utils = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(utils)
-    for config in ("original", "variant_0", "variant_1"):
-        task = yaml.load((folder / f"wicked_mmlu_{config}.yaml").read_text(), Loader=_FunctionLoader)
-        assert task["num_fewshot"] == 0 and task["doc_to_text"] == "prompt" and task["test_split"] == "test"
-        data = utils.load_with_prompts(**task["dataset_kwargs"])
-        prompts = data["test"]["prompt"]
+    manager = TaskManager(include_path=str(folder))
+    for config in configs:
+        task = yaml.load((folder / f"wicked_mmlu_{config}_high_school_geography.yaml").read_text(),
+                         Loader=_FunctionLoader)
+        assert (task["num_fewshot"], task["fewshot_split"]) == (5, "dev")
+        assert task["fewshot_config"] == {"sampler": "first_n"}
+        [(_, built)] = get_task_dict([f"wicked_mmlu_{config}"], manager).items()
+        [subject_task] = built.values()
+        docs = list(subject_task.test_docs())
+        prompts = [subject_task.fewshot_context(doc, subject_task.config.num_fewshot) for doc in docs]
         assert len(prompts) == 6 and all(p.count("Answer:") == 6 for p in prompts)
         assert prompts == [expected_prompt(release, config, i) for i in range(6)]
         demos = prompts[0].rsplit("\n\n", 1)[0]
@@ -388,9 +399,12 @@ def test_lm_eval_runs_the_release_tasks(smollm2, tmp_path):
 
     logged = json.loads(next((tmp_path / "results").rglob("results_*.json")).read_text())["results"]
     tasks = ["wicked_mmlu_original", "wicked_mmlu_variant_0", "wicked_mmlu_variant_1"]
-    assert set(logged) == {*tasks, "wicked_mmlu_variants"}
+    assert set(logged) == {*tasks, *[f"{t}_high_school_geography" for t in tasks], "wicked_mmlu_variants"}
+    n_shot = json.loads(next((tmp_path / "results").rglob("results_*.json")).read_text())["n-shot"]
+    assert {task: n_shot[f"{task}_high_school_geography"] for task in tasks} == {task: 5 for task in tasks}
     for task in tasks:
-        samples = [json.loads(line) for line in next((tmp_path / "results").rglob(f"samples_{task}_*.jsonl")).open()]
+        samples = [json.loads(line) for line in
+                   next((tmp_path / "results").rglob(f"samples_{task}_high_school_geography_*.jsonl")).open()]
         assert len(samples) == 6
         config = task.removeprefix("wicked_mmlu_")
         for sample in samples:

@@ -152,14 +152,17 @@ def group(name: str, tasks: Sequence[str], metrics: Sequence[str] = ("acc",), we
 
 
 def manifest(builder: str, location: TaskLocation, tasks: Sequence[Mapping[str, Any]],
-             groups: Sequence[Mapping[str, Any]] = ()) -> bytes:
+             groups: Sequence[Mapping[str, Any]] = (), demonstrations: str | None = None) -> bytes:
     """``lm_eval/manifest.json``: what ``python -m builders.evaluate`` runs and how it reads the results.
 
     Each task is ``{"task": NAME, "config": CONFIG, "split": SPLIT, "role": ROLE, ...}``: the role says what
     the config is to the paper's table (WiCkeD: ``original`` / ``variant``; the prediction-based builders:
     ``set``; perturbations: ``original`` / ``perturbed``; ...), and builders add what their table needs
     (``variant``, ``set``, ``family``, ``scoring``...). Groups are ``{"group": NAME, "tasks": [...]}``.
+    ``demonstrations`` says why, where the tasks hold their demonstrations in the prompt instead of drawing
+    them with lm-eval's few-shot machinery (``fewshot_split``, ``fewshot_config``, ``num_fewshot``).
     """
     content = {"builder": builder, "repo": location.repo_id, "revision": location.revision,
-               "tasks": [dict(task) for task in tasks], "groups": [dict(group) for group in groups]}
+               "tasks": [dict(task) for task in tasks], "groups": [dict(group) for group in groups],
+               **({"demonstrations": demonstrations} if demonstrations else {})}
     return (json.dumps(content, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import jinja2
 import pyarrow as pa
@@ -44,6 +44,8 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 import builders
 
+from . import inspect_tasks
+from .lm_eval_tasks import MANIFEST
 from .build import Build, TaskLocation
 from .errors import UserError, ValidationFailed
 from .record import record_features
@@ -117,13 +119,7 @@ def write_release(build: Build, report: ValidationReport, out_dir: Path, release
     check_not_empty(build)
     with output_lock(out_dir):
         check_output_folder(out_dir)
-        staging = out_dir.resolve().parent / f".{out_dir.name}.incoming-{owner_tag()}-{uuid.uuid4().hex[:8]}"
-        try:
-            _write_files(build, report, staging, release)
-            _sync_tree(staging)
-            _move_into_place(staging, out_dir.resolve())
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+        write_folder_atomically(out_dir, lambda staging: _write_files(build, report, staging, release))
     logger.info("wrote release folder %s", out_dir)
     return out_dir
 
@@ -300,6 +296,19 @@ def _fsync(path: Path, flags: int) -> None:
         os.close(fd)
 
 
+def write_folder_atomically(out_dir: Path, fill: Callable[[Path], None]) -> None:
+    """``fill(staging)`` writes a whole folder (creating it) beside ``out_dir``; it is flushed to disk and then
+    takes ``out_dir``'s place in one atomic exchange: a failure, a kill or a power loss at any moment leaves the
+    old folder or the new one. The staging folder's name records its writer (:func:`owner_tag`)."""
+    staging = Path(out_dir).resolve().parent / f".{Path(out_dir).name}.incoming-{owner_tag()}-{uuid.uuid4().hex[:8]}"
+    try:
+        fill(staging)
+        _sync_tree(staging)
+        _move_into_place(staging, Path(out_dir).resolve())
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
 def _write_files(build: Build, report: ValidationReport, folder: Path, release: ReleaseInfo) -> None:
     folder.mkdir(parents=True)
     splits = list(build.records())
@@ -312,6 +321,7 @@ def _write_files(build: Build, report: ValidationReport, folder: Path, release: 
     files = dict(build.extra_files)
     if build.lm_eval_tasks is not None:
         files.update(build.lm_eval_tasks(release.task_location))
+        files.update(inspect_tasks.task_files(files[MANIFEST], release.task_location))  # inspect_ai, beside lm_eval
     for relative, content in sorted(files.items()):
         path = folder / relative
         path.parent.mkdir(parents=True, exist_ok=True)

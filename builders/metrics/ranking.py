@@ -304,10 +304,21 @@ def _recalls(score: ModelScore) -> dict[str, float]:
 
 
 def slope_chart(ranking: Ranking, path: Path) -> Path:
+    """The paper's Figure 1 (:func:`slope_figure`), written as a PNG."""
+    import matplotlib.pyplot as plt
+
+    fig = slope_figure(ranking)
+    path.parent.mkdir(parents=True, exist_ok=True)  # evaluate draws the charts before it writes its tables
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def slope_figure(ranking: Ranking):
     """The paper's Figure 1: each model's rank on the original (left) and the perturbed (right) config.
 
     Every model gets its own row on each side (tied models are ordered by name and their shared rank
-    is marked "="), so that no two labels overlap.
+    is marked "="), so that no two labels overlap. The figure grows to hold its longest texts.
     """
     import matplotlib
 
@@ -342,10 +353,27 @@ def slope_chart(ranking: Ranking, path: Path) -> Path:
     ax.set_title(f"Ranking by accuracy ({ranking.items} items): k_τ = {tau}; {len(ranking.moved)} of {n} models "
                  f"changed rank, largest move {ranking.largest_move}", fontsize=10, pad=26)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)  # evaluate draws the charts before it writes its tables
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    _grow_to_fit(fig)
+    return fig
+
+
+def _grow_to_fit(fig, pad: float = 0.1) -> None:
+    """Widen and heighten the figure by what its texts stick out (``pad`` inches to spare), keeping every axes
+    at its size and place in inches: labels placed in data coordinates, the title and the headers keep their
+    places beside the lines, and nothing is cut at the image's edge."""
+    fig.canvas.draw()  # the texts' extents exist only once drawn
+    width, height = fig.get_size_inches()
+    drawn = fig.get_tightbbox(fig.canvas.get_renderer())  # inches
+    grow_left, grow_right = max(0.0, pad - drawn.x0), max(0.0, drawn.x1 - width + pad)
+    grow_bottom, grow_top = max(0.0, pad - drawn.y0), max(0.0, drawn.y1 - height + pad)
+    if not any((grow_left, grow_right, grow_bottom, grow_top)):
+        return
+    new_width, new_height = width + grow_left + grow_right, height + grow_bottom + grow_top
+    boxes = [(ax, ax.get_position()) for ax in fig.axes]
+    fig.set_size_inches(new_width, new_height)
+    for ax, box in boxes:
+        ax.set_position([(box.x0 * width + grow_left) / new_width, (box.y0 * height + grow_bottom) / new_height,
+                         box.width * width / new_width, box.height * height / new_height])
 
 
 def _slots(rows: Sequence[RankingRow], rank: Callable[[RankingRow], int]) -> dict[str, int]:

@@ -169,6 +169,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         inherent_baselines=inherent_baselines(specs),
         card_context={"specs": specs, "shots": args.shots, "sampler": args.fewshot_sampler,
                       "task_prefix": task_prefix, "tasks_dir": "lm_eval", "swaps": args.swaps,
+                      "in_prompt_demonstrations": tasks.IN_PROMPT_DEMONSTRATIONS,
                       "symbol_sets": {n: (SYMBOL_SETS[n], SYMBOL_EXTENSIONS[n]) for n in SYMBOL_SETS},
                       "trivial_count": len(trivial_questions()),
                       "eval_split": tasks.eval_split(source), "fewshot_split": fewshot_split,

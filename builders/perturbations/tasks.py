@@ -21,6 +21,15 @@ from builders.perturbations import prompts
 from builders.perturbations.configs import NAME, ConfigSpec
 from builders.perturbations.transforms import trivial_questions
 
+# Why these tasks cannot use lm-eval's few-shot machinery (fewshot_split, fewshot_config, num_fewshot), as the
+# other builders' tasks do: shown in the manifest, the tasks' README and the card.
+IN_PROMPT_DEMONSTRATIONS = (
+    "The demonstrations are in each prompt, not drawn by lm-eval: they are what several configs perturb, and they "
+    "differ per item (another subject drawn per item in ood_fewshot, the item itself answered last in the in-context "
+    "configs, a shipped set of trivial questions, gold-swapped demonstrations before an unchanged item), which "
+    "lm-eval's samplers, the same first demonstrations for every item of a task, cannot give. So every task runs "
+    "zero-shot: lm-eval reports n-shot 0, and --num_fewshot must not be given.")
+
 # The metric each scoring method is read by: hybrid and cloze are length-normalised (the paper's setting).
 METRICS = {"symbol": "acc", "hybrid": "acc_norm", "cloze": "acc_norm"}
 
@@ -81,7 +90,8 @@ def task_files(specs: Sequence[ConfigSpec], source: LoadedSource, prefix: str,
             entries.append({"task": task, "config": spec.name, "split": split,
                             "role": "perturbed" if spec.baseline else "original", "family": spec.family,
                             "scoring": method, "metric": METRICS[method], "baseline": spec.baseline})
-    files[lm_eval_tasks.MANIFEST] = lm_eval_tasks.manifest(NAME, location, entries)
+    files[lm_eval_tasks.MANIFEST] = lm_eval_tasks.manifest(NAME, location, entries,
+                                                           demonstrations=IN_PROMPT_DEMONSTRATIONS)
     return files
 
 
@@ -95,8 +105,7 @@ def tasks_readme(specs: Sequence[ConfigSpec], prefix: str, location: TaskLocatio
 One folder per config, each with three tasks: `{prefix}_<config>_symbol` (options shown, the label is
 scored: `acc`), `{prefix}_<config>_hybrid` (options shown, each option's text is scored: `acc_norm` is
 the length-normalised score) and `{prefix}_<config>_cloze` (options hidden, each option's text is
-scored). The YAML files read the dataset from {where}. Every prompt already holds its demonstrations,
-so run zero-shot:
+scored). The YAML files read the dataset from {where}. {IN_PROMPT_DEMONSTRATIONS}
 
 ```
 lm_eval --model hf --model_args pretrained=MODEL --include_path lm_eval/{first} \\

@@ -1,0 +1,147 @@
+"""The inspect_ai tasks every release carries (``inspect/``), run with inspect itself on a sample release of every
+builder, and read from the Hub at the release tag once published.
+
+The model is inspect's built-in ``mockllm/model``, answering "ANSWER: A" to every question: each task's accuracy is
+then the share of its items whose gold is A, counted here from the release's Parquet files. (Its outputs carry
+their token usage, so that mockllm does not fetch tiktoken's vocabulary from the internet to count tokens.)
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from builders.__main__ import COMMANDS
+from builders.core.build import TaskLocation
+from builders.core.inspect_tasks import task_files
+
+inspect_ai = pytest.importorskip("inspect_ai")
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE_OPTIONS = {"wicked": ["--sba-classifier", "none", "--variants", "2"], "gsm_mc": ["--sets", "2"],
+                  "math_mc": ["--sets", "2"], "python_io": ["--sets", "2"], "mmlu_pro_plus": [], "contrast_sets": [],
+                  "perturbations": []}
+CACHED = ("mmlu_pro_plus", "contrast_sets")  # builders that take --cache-dir (kept out of ~/.cache)
+LIMIT = 2
+
+
+@pytest.fixture(scope="module")
+def releases(tmp_path_factory) -> Path:
+    """A sample release of every builder, side by side under one folder."""
+    root = tmp_path_factory.mktemp("releases")
+    for builder, options in SAMPLE_OPTIONS.items():
+        cache = ["--cache-dir", str(root / f".cache-{builder}")] if builder in CACHED else []
+        result = subprocess.run([sys.executable, "-m", "builders", builder, "--source", "sample", *options, *cache,
+                                 "--output", str(root / builder), "--log-level", "WARNING"],
+                                capture_output=True, text=True, cwd=REPO)
+        assert result.returncode == 0, result.stderr[-2000:]
+    return root
+
+
+def mock_model():
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+
+    answer = ModelOutput.from_content("mockllm/model", "ANSWER: A")
+    answer.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+    return get_model("mockllm/model", custom_outputs=itertools.repeat(answer))
+
+
+def expected_tasks(release: Path) -> dict[str, tuple[str, str]]:
+    """{inspect task: (config, split)}: one per config of the lm-eval manifest."""
+    manifest = json.loads((release / "lm_eval" / "manifest.json").read_text())
+    configs = dict.fromkeys((task["config"], task["split"]) for task in manifest["tasks"])
+    return {f"{manifest['builder']}_{config.lower()}": (config, split) for config, split in configs}
+
+
+def share_of_gold_a(release: Path, config: str, split: str) -> float:
+    rows = pq.read_table(sorted((release / config).glob(f"{split}-*.parquet"))).to_pylist()[:LIMIT]
+    golds = [row["answer_index"] if row.get("answer_index") is not None else row["answer"] for row in rows]
+    return sum(int(gold) == 0 for gold in golds) / len(golds)
+
+
+@pytest.mark.slow
+def test_every_builders_release_runs_its_inspect_tasks(releases, monkeypatch):
+    from inspect_ai import eval as inspect_eval
+
+    not_builders = ("evaluate", "export", "metrics", "sba")
+    assert sorted(SAMPLE_OPTIONS) == sorted(name for name in COMMANDS if name not in not_builders)
+    monkeypatch.chdir(releases)  # inspect takes task files by relative path
+    logs = inspect_eval([f"{builder}/inspect/tasks.py" for builder in SAMPLE_OPTIONS], model=mock_model(), limit=LIMIT,
+                        display="none", log_dir=str(releases / ".inspect-logs"))
+    expected = {task: (builder, *where) for builder in SAMPLE_OPTIONS
+                for task, where in expected_tasks(releases / builder).items()}
+    assert sorted(log.eval.task for log in logs) == sorted(expected)
+    assert len(logs) == 3 + 3 * 2 + 2 + 2 + 29  # WiCkeD, the sets builders, MMLU-Pro+, contrast sets, perturbations
+    for log in logs:
+        builder, config, split = expected[log.eval.task]
+        assert log.status == "success", (log.eval.task, log.error)
+        assert log.results.total_samples == LIMIT
+        accuracy = log.results.scores[0].metrics["accuracy"].value
+        assert accuracy == share_of_gold_a(releases / builder, config, split), log.eval.task
+
+
+def test_inspect_lists_one_task_per_config_from_the_command_line(releases):
+    """`inspect list tasks` finds the tasks as `inspect eval` does: @task functions, written out by name."""
+    release = releases / "wicked"
+    result = subprocess.run(["inspect", "list", "tasks", "inspect/tasks.py"], capture_output=True, text=True,
+                            cwd=release)
+    assert result.returncode == 0, result.stderr
+    assert sorted(result.stdout.split()) == sorted(f"inspect/tasks.py@{task}" for task in expected_tasks(release))
+
+
+@pytest.mark.slow
+def test_a_published_release_runs_its_inspect_tasks_from_the_hub_at_its_tag(local_hub, tmp_path, monkeypatch):
+    """Outside the release folder, the tasks read the published repo at the release tag, as lm_eval/ does."""
+    from huggingface_hub import snapshot_download
+    from inspect_ai import eval as inspect_eval
+
+    from builders.core import cli
+    from builders.gsm_mc import builder as gsm_mc
+
+    repo = "mcqforge/gsm-mc-inspect"
+    assert cli.main(gsm_mc.BUILDER, ["--source", "sample", "--sets", "2", "--push", repo, "--version", "1.0.0",
+                                     "--output", str(tmp_path / "release"), "--log-level", "WARNING"]) == 0
+    tasks = (tmp_path / "release" / "inspect" / "tasks.py").read_text()
+    assert "REPO = 'mcqforge/gsm-mc-inspect'\nREVISION = 'v1.0.0'\n" in tasks
+    card = (tmp_path / "release" / "README.md").read_text()
+    assert (f'hf download {repo} --repo-type dataset --revision v1.0.0 --include "inspect/*" '
+            "--local-dir gsm-mc-inspect\n"
+            "cd gsm-mc-inspect && inspect eval inspect/tasks.py --model MODEL\n") in card
+    # only the task folder, as the card's command downloads it: no Parquet file beside it
+    snapshot_download(repo, repo_type="dataset", revision="v1.0.0", local_dir=tmp_path / "tasks-only",
+                      allow_patterns=["inspect/*"])
+    assert not list((tmp_path / "tasks-only").rglob("*.parquet"))
+    monkeypatch.chdir(tmp_path / "tasks-only")
+    [log] = inspect_eval("inspect/tasks.py@gsm_mc_set_1", model=mock_model(), limit=LIMIT, display="none",
+                         log_dir=str(tmp_path / "logs"))
+    assert log.status == "success" and log.results.total_samples == LIMIT
+    assert log.results.scores[0].metrics["accuracy"].value == share_of_gold_a(tmp_path / "release", "set_1", "test")
+
+
+def test_the_task_file_names_every_config_and_is_pinned_like_the_lm_eval_tasks():
+    manifest = {"builder": "perturbations", "tasks": [
+        {"task": "p_original_symbol", "config": "original", "split": "test"},
+        {"task": "p_original_cloze", "config": "original", "split": "test"},
+        {"task": "p_gold_at_A_symbol", "config": "gold_at_A", "split": "test"}]}
+    files = task_files(json.dumps(manifest).encode(), TaskLocation("org/perturbed", "v2.0.0"))
+    assert sorted(files) == ["inspect/README.md", "inspect/mcqforge_inspect.py", "inspect/tasks.py"]
+    assert files["inspect/mcqforge_inspect.py"] == (REPO / "builders" / "core" / "inspect_release.py").read_bytes()
+    tasks = files["inspect/tasks.py"].decode()
+    assert "REPO = 'org/perturbed'\nREVISION = 'v2.0.0'\n" in tasks
+    assert tasks.count("@task\n") == 2
+    assert "def perturbations_original() -> Task:\n" in tasks and "def perturbations_gold_at_a() -> Task:\n" in tasks
+    assert "return release_task(HERE, 'gold_at_A', 'test', REPO, REVISION)" in tasks
+    compile(tasks, "tasks.py", "exec")
+    readme = files["inspect/README.md"].decode()
+    assert "inspect eval inspect/tasks.py@perturbations_original --model MODEL --limit 100" in readme
+
+
+def test_the_readme_shows_the_inspect_command():
+    readme = (REPO / "README.md").read_text()
+    assert "inspect eval inspect/tasks.py --model" in readme
