@@ -148,7 +148,7 @@ def test_a_build_that_excludes_every_item_writes_and_pushes_nothing(local_hub, t
                                    for i, n in enumerate(range(1, 13))))
     repo = "mcqforge/empty"
     common = ["--source", str(source), "--predictions", str(predictions), "--push", repo, "--version", "1.0.0",
-              "--log-level", "WARNING"]
+              "--log-level", "WARNING", "--max-excluded", "1"]  # let every row go: the empty release must stop it
     for where in (["--output", str(tmp_path / "out")], []):  # written and pushed, or pushed only
         status = gsm_mc.main([*common, *where])
         error = capsys.readouterr().err
@@ -199,6 +199,7 @@ def test_generated_predictions_that_all_fail_stop_the_build_and_the_share_is_an_
     assert not (tmp_path / "a").exists()
     # 2 of 10 is within a stated share of 0.2: the build goes on (and stops later: one model's answers give
     # no pool of distractors, so nothing is left to publish)
-    assert math_mc.main([*common, "--max-llm-failures", "0.2", "--output", str(tmp_path / "b")]) == 2
+    assert math_mc.main([*common, "--max-llm-failures", "0.2", "--max-excluded", "1", "--output",
+                         str(tmp_path / "b")]) == 2
     line = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
     assert len(line) == 1 and line[0].startswith("error: nothing to publish: ")
