@@ -22,6 +22,7 @@ from typing import Any, Callable, NoReturn, Sequence
 
 from .build import Build, Builder
 from .errors import UserError, raised_by_an_interrupt
+from .models import check_model
 from .publish import check_repo_id, prepare_release, publish_folder, version_tag
 from .release import ReleaseInfo, check_output_folder, load_build_config, write_release
 from .sources import DEFAULT_MAX_EXCLUDED, LoadedSource, Selection, content_revision, load_source
@@ -371,6 +372,8 @@ def check_options(builder: Builder, args: argparse.Namespace) -> None:
     if args.version is not None:
         version_tag(args.version)
     builder.check_arguments(args)
+    for model in builder.models(args):
+        check_model(model)
     if builder.llm_models(args):
         from .llm import LLMSettings, check_endpoint
 

@@ -55,6 +55,7 @@ import httpx
 import openai
 from tqdm import tqdm
 
+from .cache import DEFAULT_ROOT, cache_folder
 from .errors import UserError
 
 logger = logging.getLogger(__name__)
@@ -74,7 +75,7 @@ OPENAI_API_URL = "https://api.openai.com/v1"
 
 # The defaults of the endpoint options (add_llm_arguments), of LLMSettings and of LLMClient.
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
-DEFAULT_CACHE_DIR = "~/.cache/mcqforge"
+DEFAULT_CACHE_DIR = DEFAULT_ROOT
 DEFAULT_CONCURRENCY = 8
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MAX_RETRIES = 6
@@ -133,7 +134,7 @@ class LLMSettings:
 
     base_url: str | None = None
     api_key_env: str | None = DEFAULT_API_KEY_ENV
-    cache_dir: Path | None = Path(DEFAULT_CACHE_DIR).expanduser()
+    cache_dir: Path | None = field(default_factory=lambda: cache_folder(DEFAULT_CACHE_DIR))
     concurrency: int = DEFAULT_CONCURRENCY
     timeout: float = DEFAULT_TIMEOUT_S
     max_retries: int = DEFAULT_MAX_RETRIES
@@ -146,7 +147,7 @@ class LLMSettings:
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> LLMSettings:
         """The settings :func:`add_llm_arguments` parsed ('none' turns the key variable or the cache off)."""
-        cache_dir = None if str(args.cache_dir).lower() == "none" else Path(args.cache_dir).expanduser()
+        cache_dir = cache_folder(args.cache_dir)
         return cls(
             base_url=args.base_url or None,
             api_key_env=None if str(args.api_key_env).lower() == "none" else args.api_key_env,

@@ -86,10 +86,18 @@ def check_hub_reachable(api: HfApi) -> None:
         raise ReleaseError(f"the Hub at {api.endpoint} answered HTTP {response.status_code} to a token check")
 
 
+def check_online() -> None:
+    """``HF_HUB_OFFLINE`` (which offline clusters set) makes every Hub call raise: say so before any work."""
+    if constants.HF_HUB_OFFLINE:
+        raise ReleaseError("HF_HUB_OFFLINE is set: --push needs the Hub; unset HF_HUB_OFFLINE (or point HF_ENDPOINT "
+                           "at a Hub you can reach), or build with --output only")
+
+
 def prepare_release(repo_id: str, version: str, repo_type: str = "dataset") -> ReleaseInfo:
     """Every check that can refuse a release, before any work; and the previous release's changelog."""
     tag = version_tag(version)
     check_repo_id(repo_id)
+    check_online()
     api = _api()
     check_hub_reachable(api)
     try:
@@ -114,11 +122,16 @@ def _previous_changelog(api: HfApi, repo_id: str, repo_type: str) -> list[Change
 
 
 def publish_folder(folder: Path, release: ReleaseInfo, private: bool = False, repo_type: str = "dataset") -> Published:
-    """Upload ``folder`` as one commit (deleting files of earlier releases that it no longer has), then tag it."""
+    """Upload ``folder`` as one commit (deleting files of earlier releases that it no longer has), then tag it.
+
+    Any failure (an HTTP error, or one of the Xet storage client, which raises its own errors) is one line that
+    says what the repo holds now: the tag comes last, so the same command run again completes the release."""
     assert release.repo_id and release.version
     tag = version_tag(release.version)
     api = _api()
+    existed, revision = True, None  # until known: a failure before create_repo leaves the Hub as it was
     try:
+        existed = api.repo_exists(release.repo_id, repo_type=repo_type)
         api.create_repo(release.repo_id, repo_type=repo_type, private=private, exist_ok=True)
         commit = api.upload_folder(
             repo_id=release.repo_id, repo_type=repo_type, folder_path=str(folder),
@@ -127,12 +140,26 @@ def publish_folder(folder: Path, release: ReleaseInfo, private: bool = False, re
         revision = commit.oid or api.repo_info(release.repo_id, repo_type=repo_type).sha
         api.create_tag(release.repo_id, tag=tag, revision=revision, repo_type=repo_type,
                        tag_message=f"mcqforge release {tag}")
-    except (HfHubHTTPError, httpx2.HTTPError) as error:
-        raise ReleaseError(f"publishing {release.repo_id} {tag} failed, no tag was created: {_one_line(error)}") from None
+    except Exception as error:  # noqa: BLE001  every failure of the upload is one line (KeyboardInterrupt passes)
+        logger.debug("publishing failed", exc_info=True)
+        raise ReleaseError(_failure_line(release.repo_id, tag, error, existed, revision)) from None
     prefix = "datasets/" if repo_type == "dataset" else ""
     url = f"{api.endpoint}/{prefix}{release.repo_id}"
     logger.info("published %s at %s, tag %s (commit %s)", release.repo_id, url, tag, revision)
     return Published(url, tag, revision)
+
+
+def _failure_line(repo_id: str, tag: str, error: Exception, existed: bool, revision: str | None) -> str:
+    """What failed, what the repo holds now, and how to complete the release."""
+    if revision is not None:
+        left = f"the release is on main as commit {revision[:12]} without its tag"
+    elif existed:
+        left = "nothing was committed: the repo holds what it held before"
+    else:
+        left = "nothing was committed: the repo was created and is empty"
+    hint = " (a Hub without Xet storage needs HF_HUB_DISABLE_XET=1)" if "xet" in str(error).lower() else ""
+    return (f"publishing {repo_id} {tag} failed ({type(error).__name__}: {_one_line(error)}){hint}; {left}; "
+            f"no tag was created: run the same command again to complete the release")
 
 
 def _one_line(error: Exception) -> str:
