@@ -280,9 +280,9 @@ def render_card(build: Build, report: ValidationReport, release: ReleaseInfo,
         e for e in release.changelog if e.version != release.version
     ]
     card_data = DatasetCardData(
-        license=benchmark.license,
+        **card_license(build),
         language=["en"],
-        source_datasets=list(dict.fromkeys(p.dataset for p in build.source.provenance)),
+        source_datasets=list(dict.fromkeys(p.dataset for p in build.source.provenance if p.spec != "sample")) or None,
         task_categories=TASK_CATEGORIES,
         task_ids=TASK_IDS,
         tags=["mcqforge", build.builder, benchmark.name],
@@ -318,6 +318,20 @@ def render_card(build: Build, report: ValidationReport, release: ReleaseInfo,
     }
     context["method_section"] = _render_fragment(build.card_template or f"{build.builder}.md", context)
     return DatasetCard.from_template(card_data, template_path=str(CARDS_DIR / "dataset.md"), **context)
+
+
+# The embedded samples were written for mcqforge and are released with it (builders/data/samples/README.md).
+SAMPLE_LICENSE = "apache-2.0"
+
+
+def card_license(build: Build) -> dict[str, str]:
+    """The card's license fields: the source benchmark's, or mcqforge's for a build from its own samples; with
+    ``license: other`` the Hub needs ``license_name`` (and a link)."""
+    if all(p.spec == "sample" for p in build.source.provenance):
+        return {"license": SAMPLE_LICENSE}
+    benchmark = build.source.benchmark
+    named = {"license_name": benchmark.license_name, "license_link": benchmark.license_link}
+    return {"license": benchmark.license, **{k: v for k, v in named.items() if v and benchmark.license == "other"}}
 
 
 def _render_fragment(name: str, context: dict[str, Any]) -> str:

@@ -344,6 +344,8 @@ class Benchmark:
     fewshot_split: str | None = None
     subject_field: str | None = None  # the row field that --subjects selects on
     parts: tuple["Benchmark", ...] = ()
+    license_name: str | None = None  # with license "other": the Hub's license_name and license_link
+    license_link: str | None = None
 
     @property
     def default_spec(self) -> str:
