@@ -50,3 +50,27 @@ def test_a_card_with_license_other_names_it(tmp_path):
     data = card(tmp_path / "out").data
     assert (data.license, data.license_name, data.license_link) == (
         "other", "unifiedqa-source-licenses", "https://github.com/allenai/unifiedqa")
+
+
+def test_a_rebuild_from_a_build_config_refuses_another_source(tmp_path, capsys):
+    """`--config build_config.yaml --source OTHER` rebuilt from another source without a word, although the
+    recorded content hash differed."""
+    first = write_benchmark("mmlu", tmp_path / "a")
+    other = write_benchmark("mmlu", tmp_path / "b")
+    (other / "test.jsonl").write_text((other / "test.jsonl").read_text().replace("?", " ?", 1))
+    base = ["--sba-classifier", "none", "--log-level", "WARNING"]
+    assert wicked.main(["--source", str(first), "--output", str(tmp_path / "release"), *base]) == 0
+    config = str(tmp_path / "release" / "build_config.yaml")
+    capsys.readouterr()
+    assert wicked.main(["--config", config, "--source", str(other), "--output", str(tmp_path / "again")]) == 2
+    recorded = yaml.safe_load(Path(config).read_text())["source"]["spec"]
+    assert capsys.readouterr().err == (
+        f"error: {config} was built from local copy 'mmlu' ({recorded['content']}); --source {other} is another "
+        "source. Rebuild from the recorded source, or build from the new one without --config (passing its "
+        "options)\n")
+    assert wicked.main(["--config", config, "--source", "sample", "--output", str(tmp_path / "again")]) == 2
+    assert not (tmp_path / "again").exists()
+    # the recorded source, given again, rebuilds the same release
+    assert wicked.main(["--config", config, "--source", str(first), "--output", str(tmp_path / "again")]) == 0
+    assert (tmp_path / "again" / "variant_0" / "test-00000-of-00001.parquet").read_bytes() == \
+        (tmp_path / "release" / "variant_0" / "test-00000-of-00001.parquet").read_bytes()

@@ -163,7 +163,29 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> a
                     and getattr(given, action.dest) not in (None, []):
                 setattr(args, action.dest, getattr(given, action.dest))
         _require_local_files_again(args, parser, local)
+        _require_the_recorded_source(args.config, given.source)
     return args
+
+
+def _require_the_recorded_source(path: Path, given: str | None) -> None:
+    """A rebuild reads the source the release was built from: ``--source`` with ``--config`` must name it again
+    (the same Hub spec, ``sample``, or a local copy with the recorded content hash); another source would give
+    another dataset under the old release's configuration without a word."""
+    source = load_build_config(path).get("source") or {}
+    recorded = source.get("spec")
+    if given is None or recorded is None or source.get("parts"):  # a source of parts records each part
+        return
+    if isinstance(recorded, dict):
+        local = _local_path(given)
+        if local is not None and content_revision(local) == recorded.get("content"):
+            return
+        described = f"local copy {recorded.get('local')!r} ({recorded.get('content')})"
+    elif str(given) == str(recorded):
+        return
+    else:
+        described = repr(recorded)
+    raise UserError(f"{path} was built from {described}; --source {given} is another source. Rebuild from the "
+                    "recorded source, or build from the new one without --config (passing its options)")
 
 
 def config_defaults(parser: argparse.ArgumentParser, path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
