@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from builders.core.cli import ArgumentParser, check_writable_folder, exit_code, positive_int
-from builders.core.errors import UserError
+from builders.core.errors import UserError, tag_hint
 from builders.core.lm_eval_tasks import MANIFEST, TASKS_DIR
 from builders.core.predictions import choice_prediction
 from builders.core.tables import Statistics
@@ -103,7 +103,8 @@ def open_release(spec: str) -> tuple[Path, dict[str, Any]]:
             folder = Path(snapshot_download(repo, repo_type="dataset", revision=tag, local_dir=_release_cache(repo, tag),
                                             allow_patterns=[f"{TASKS_DIR}/*", f"{TASKS_DIR}/**/*", "build_config.yaml"]))
         except Exception as error:  # huggingface_hub raises many types; the user needs one line
-            raise UserError(f"cannot fetch {spec} from the Hub ({type(error).__name__})") from None
+            hint = tag_hint(tag) if type(error).__name__ == "RevisionNotFoundError" else ""
+            raise UserError(f"cannot fetch {spec} from the Hub ({type(error).__name__}){hint}") from None
     path = folder / MANIFEST
     if not path.is_file():
         raise UserError(f"{spec} has no {MANIFEST}: it was not built with lm-eval tasks")
@@ -237,15 +238,26 @@ def evaluate(options: argparse.Namespace) -> Statistics:
         if manifest.get("builder") not in OPEN_ENDED_BUILDERS:
             raise UserError(f"--open-ended-scores applies to {', '.join(OPEN_ENDED_BUILDERS)} releases, "
                             f"not {manifest.get('builder')}")
-        read_scores(options.open_ended_scores)
+        scores = read_scores(options.open_ended_scores)
     models = [parse_model(text, options.batch_size) for text in options.model]
     if len({m.name for m in models}) != len(models):
         raise UserError("two --model arguments have the same name")
+    if options.open_ended_scores:
+        _require_scores_of_these_models(options.open_ended_scores, scores, [m.name for m in models])
     runs = {model.name: evaluate_model(folder, manifest, model, options.limit, options.device) for model in models}
     tables = table(runs, manifest, options)
     if options.output:
         write_outputs(tables, options.output)
     return tables
+
+
+def _require_scores_of_these_models(path: Path, scores: Mapping[str, float], names: Sequence[str]) -> None:
+    """A key that names none of the evaluated models was silently left out of the correlation ("0 models have
+    both scores")."""
+    unmatched = sorted(set(scores) - set(names))
+    if unmatched:
+        raise UserError(f"--open-ended-scores {path}: {unmatched} name no evaluated model; its keys must be the "
+                        f"models' names: {sorted(names)}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

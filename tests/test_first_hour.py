@@ -74,3 +74,35 @@ def test_a_rebuild_from_a_build_config_refuses_another_source(tmp_path, capsys):
     assert wicked.main(["--config", config, "--source", str(first), "--output", str(tmp_path / "again")]) == 0
     assert (tmp_path / "again" / "variant_0" / "test-00000-of-00001.parquet").read_bytes() == \
         (tmp_path / "release" / "variant_0" / "test-00000-of-00001.parquet").read_bytes()
+
+
+def test_a_version_without_its_v_suggests_the_tag(local_hub, tmp_path, capsys):
+    """`REPO@1.0.0` failed with RevisionNotFoundError; releases are tagged v1.0.0."""
+    from builders import evaluate
+
+    repo = "mcqforge/wicked-tag-hint"
+    assert wicked.main(["--source", "sample", "--sba-classifier", "none", "--push", repo, "--version", "1.0.0",
+                        "--log-level", "WARNING"]) == 0
+    capsys.readouterr()
+    assert evaluate.main([f"{repo}@1.0.0", "--model", "dummy"]) == 2
+    assert capsys.readouterr().err == (f"error: cannot fetch {repo}@1.0.0 from the Hub (RevisionNotFoundError); "
+                                       "did you mean @v1.0.0? (releases are tagged vX.Y.Z)\n")
+    assert wicked.main(["--source", f"{repo}@1.0.0", "--sba-classifier", "none", "--output",
+                        str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == (f"error: {repo} has no revision '1.0.0'; did you mean @v1.0.0? (releases are "
+                                       "tagged vX.Y.Z)\n")
+
+
+def test_open_ended_scores_that_name_no_evaluated_model_are_refused(tmp_path, capsys):
+    """Keys of --open-ended-scores that matched no model were ignored ("0 models have both scores")."""
+    from builders import evaluate
+    from builders.gsm_mc.builder import BUILDER as GSM_MC
+
+    assert cli.main(GSM_MC, ["--source", "sample", "--output", str(tmp_path / "release"), "--log-level",
+                             "WARNING"]) == 0
+    scores = tmp_path / "scores.json"
+    scores.write_text('{"dummy": 0.4, "llama-3-8b": 0.5, "gpt-4o": 0.9}')
+    capsys.readouterr()
+    assert evaluate.main([str(tmp_path / "release"), "--model", "dummy", "--open-ended-scores", str(scores)]) == 2
+    assert capsys.readouterr().err == (f"error: --open-ended-scores {scores}: ['gpt-4o', 'llama-3-8b'] name no "
+                                       "evaluated model; its keys must be the models' names: ['dummy']\n")

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from tqdm.auto import tqdm
 
-from .errors import MalformedRow, SourceError
+from .errors import MalformedRow, SourceError, tag_hint
 from .record import MCQRecord, normalize_text
 from .steps import Exclude, ExclusionLog
 
@@ -268,6 +268,8 @@ def read_hub(spec: SourceSpec, default_config: str | None, splits: tuple[str, ..
     except SourceError:
         raise
     except Exception as error:  # datasets/hub raise many types; the user needs one line.
+        if type(error).__name__ == "RevisionNotFoundError":
+            raise SourceError(f"{spec.hub_id} has no revision {spec.revision!r}{tag_hint(spec.revision)}") from None
         raise SourceError(
             f"cannot load {spec.text} from the Hub ({type(error).__name__}: {_first_line(error)}). "
             "If the Hub is unreachable, pass --source PATH to a local copy in the same columns."
