@@ -106,3 +106,18 @@ def test_open_ended_scores_that_name_no_evaluated_model_are_refused(tmp_path, ca
     assert evaluate.main([str(tmp_path / "release"), "--model", "dummy", "--open-ended-scores", str(scores)]) == 2
     assert capsys.readouterr().err == (f"error: --open-ended-scores {scores}: ['gpt-4o', 'llama-3-8b'] name no "
                                        "evaluated model; its keys must be the models' names: ['dummy']\n")
+
+
+def test_limit_counts_per_subject_when_subjects_are_named(tmp_path):
+    """`--subjects anatomy virology --limit 20` gave 20 anatomy items and 0 virology, while the card listed both."""
+    out = tmp_path / "out"
+    assert wicked.main(["--source", "sample", "--sba-classifier", "none", "--subjects", "astronomy", "nutrition",
+                        "--limit", "2", "--output", str(out), "--log-level", "WARNING"]) == 0
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(out / "original" / "test-00000-of-00001.parquet").to_pylist()
+    assert sorted((r["subject"], r["id"]) for r in rows) == [
+        ("astronomy", "mmlu/test/0"), ("astronomy", "mmlu/test/1"), ("nutrition", "mmlu/test/25"),
+        ("nutrition", "mmlu/test/26")]  # the sample holds 5 rows of each subject, sorted by subject
+    assert "| subset | subjects astronomy, nutrition first 2 rows per subject and evaluation split |" in \
+        (out / "README.md").read_text()

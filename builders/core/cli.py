@@ -130,7 +130,7 @@ def builder_parser(builder: Builder) -> argparse.ArgumentParser:
     common.add_argument("--splits", nargs="+", metavar="SPLIT", help="build only these splits of the source")
     common.add_argument("--subjects", nargs="+", metavar="SUBJECT",
                         help="build only these subjects (MMLU subjects, MMLU-Pro categories, MATH types, sub-configs)")
-    common.add_argument("--limit", type=positive_int, metavar="N", help="build only the first N rows of each evaluation split")
+    common.add_argument("--limit", type=positive_int, metavar="N", help="build only the first N rows of each evaluation split (of each subject, with --subjects)")
     common.add_argument("--output", metavar="DIR", type=Path, help="write the release folder here")
     common.add_argument("--push", metavar="REPO_ID", help="validate, publish to this Hub dataset repo and tag the version")
     common.add_argument("--version", metavar="X.Y.Z", help="release version, required with --push; tagged vX.Y.Z")

@@ -369,7 +369,8 @@ class Provenance:
 
 @dataclass(frozen=True)
 class Selection:
-    """A subset of the source: ``--splits``, ``--subjects`` and ``--limit`` (rows per evaluation split)."""
+    """A subset of the source: ``--splits``, ``--subjects`` and ``--limit`` (rows per evaluation split, and per
+    subject when subjects are named)."""
 
     subjects: tuple[str, ...] = ()
     limit: int | None = None
@@ -523,15 +524,20 @@ def _part_specs(benchmark: Benchmark, source: str | None) -> dict[str, str]:
 def _selected(rows: list[dict[str, Any]], subconfig: str, split: str, benchmark: Benchmark, selection: Selection,
               taken: Counter) -> Iterator[tuple[int, dict[str, Any]]]:
     """(row index, row) of the rows ``--subjects`` and ``--limit`` keep, indices as in the whole source, so
-    that an item keeps its id in any subset. ``--limit`` never cuts the few-shot split."""
+    that an item keeps its id in any subset. ``--limit`` never cuts the few-shot split, and with ``--subjects``
+    it counts per subject (the first N rows of one subject must not crowd out every other)."""
     wanted = set(selection.subjects)
     for index, row in enumerate(rows):
-        if wanted and subconfig not in wanted and _subject(row, benchmark) not in wanted:
+        subject = subconfig if subconfig in wanted else _subject(row, benchmark)
+        if wanted and subject not in wanted:
             continue
         if selection.limit is not None and split != benchmark.fewshot_split:
-            if taken[split] >= selection.limit:
+            key = (split, subject) if wanted else (split, None)
+            if taken[key] >= selection.limit:
+                if wanted:
+                    continue
                 return
-            taken[split] += 1
+            taken[key] += 1
         yield index, row
 
 
