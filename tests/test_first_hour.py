@@ -121,3 +121,24 @@ def test_limit_counts_per_subject_when_subjects_are_named(tmp_path):
         ("nutrition", "mmlu/test/26")]  # the sample holds 5 rows of each subject, sorted by subject
     assert "| subset | subjects astronomy, nutrition first 2 rows per subject and evaluation split |" in \
         (out / "README.md").read_text()
+
+
+def test_another_builder_replaces_a_release_folder_only_with_force(tmp_path, capsys):
+    """A build of another builder silently replaced an existing release folder."""
+    from builders.gsm_mc.builder import BUILDER as GSM_MC
+
+    out = tmp_path / "release"
+    assert wicked.main(["--source", "sample", "--sba-classifier", "none", "--output", str(out),
+                        "--log-level", "WARNING"]) == 0
+    before = (out / "build_config.yaml").read_bytes()
+    capsys.readouterr()
+    assert cli.main(GSM_MC, ["--source", "sample", "--output", str(out)]) == 2
+    assert capsys.readouterr().err == (f"error: --output {out} holds a wicked release; a gsm_mc build would replace "
+                                       "it: choose another folder, or pass --force\n")
+    assert (out / "build_config.yaml").read_bytes() == before
+    # the same builder rebuilds in place; --force lets another builder replace the folder, and is not recorded
+    assert wicked.main(["--source", "sample", "--sba-classifier", "none", "--output", str(out), "--seed", "1",
+                        "--log-level", "WARNING"]) == 0
+    assert cli.main(GSM_MC, ["--source", "sample", "--output", str(out), "--force", "--log-level", "WARNING"]) == 0
+    recorded = yaml.safe_load((out / "build_config.yaml").read_text())
+    assert recorded["builder"] == "gsm_mc" and "force" not in recorded["params"]

@@ -24,13 +24,14 @@ from .build import Build, Builder
 from .errors import UserError, raised_by_an_interrupt
 from .models import check_model
 from .publish import check_repo_id, prepare_release, publish_folder, version_tag
-from .release import ReleaseInfo, check_output_folder, load_build_config, write_release
+from .release import BUILD_CONFIG_FILE, ReleaseInfo, check_output_folder, load_build_config, write_release
 from .sources import DEFAULT_MAX_EXCLUDED, LoadedSource, Selection, content_revision, load_source
 from .validate import ValidationReport, validate
 
 logger = logging.getLogger(__name__)
 # Options about where a build goes, not what it holds: never recorded (with the runtime groups' options).
-DELIVERY_OPTIONS = {"output", "push", "version", "private", "config", "log_level", "benchmark", "source", "preview"}
+DELIVERY_OPTIONS = {"output", "push", "version", "private", "config", "log_level", "benchmark", "source", "preview",
+                    "force"}
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -132,6 +133,8 @@ def builder_parser(builder: Builder) -> argparse.ArgumentParser:
                         help="build only these subjects (MMLU subjects, MMLU-Pro categories, MATH types, sub-configs)")
     common.add_argument("--limit", type=positive_int, metavar="N", help="build only the first N rows of each evaluation split (of each subject, with --subjects)")
     common.add_argument("--output", metavar="DIR", type=Path, help="write the release folder here")
+    common.add_argument("--force", action="store_true",
+                        help="let --output replace a release folder that another builder wrote")
     common.add_argument("--push", metavar="REPO_ID", help="validate, publish to this Hub dataset repo and tag the version")
     common.add_argument("--version", metavar="X.Y.Z", help="release version, required with --push; tagged vX.Y.Z")
     common.add_argument("--private", action="store_true", help="create the Hub repo as private")
@@ -368,12 +371,25 @@ def preflight(builder: Builder, args: argparse.Namespace) -> ReleaseInfo:
     if args.output:
         check_output_folder(args.output)
         check_source_and_output(args.source, args.output)
+        check_same_builder(args.output, builder.name, args.force)
     if args.push:
         if not args.version:
             raise UserError("--push needs --version X.Y.Z")
         check_repo_id(args.push)
         release = prepare_release(args.push, args.version)
     return release
+
+
+def check_same_builder(output: Path, builder: str, force: bool) -> None:
+    """A release folder of another builder (another dataset) is replaced only with --force; a rebuild of the same
+    builder's release replaces it as always."""
+    recorded = Path(output).expanduser() / BUILD_CONFIG_FILE
+    if force or not recorded.is_file():
+        return
+    written_by = load_build_config(recorded).get("builder")
+    if written_by != builder:
+        raise UserError(f"--output {output} holds a {written_by} release; a {builder} build would replace it: "
+                        "choose another folder, or pass --force")
 
 
 def check_source_and_output(source: Any, output: Path) -> None:
