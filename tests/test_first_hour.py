@@ -142,3 +142,23 @@ def test_another_builder_replaces_a_release_folder_only_with_force(tmp_path, cap
     assert cli.main(GSM_MC, ["--source", "sample", "--output", str(out), "--force", "--log-level", "WARNING"]) == 0
     recorded = yaml.safe_load((out / "build_config.yaml").read_text())
     assert recorded["builder"] == "gsm_mc" and "force" not in recorded["params"]
+
+
+def test_changelog_entries_are_readable_and_take_a_message(local_hub, tmp_path):
+    """Changelog entries were Python-repr dumps of every parameter ("wicked from cais/mmlu @ sha256:... (limit=None,
+    max_excluded=0.5, ...)")."""
+    from builders.core.release import read_changelog
+    from builders.core.sources import content_revision
+
+    repo = "mcqforge/wicked-changelog"
+    base = ["--source", "sample", "--sba-classifier", "none", "--push", repo, "--log-level", "WARNING"]
+    assert wicked.main([*base, "--version", "1.0.0", "--message", "First release:\n the paper's setup."]) == 0
+    assert wicked.main([*base, "--version", "1.1.0", "--seed", "3"]) == 0
+    text = local_hub.file_at(repo, "v1.1.0", "README.md").decode()
+    revision = content_revision(SAMPLES_DIR / "mmlu").removeprefix("sha256:")[:12]
+    assert [(e.version, e.summary) for e in read_changelog(text)] == [
+        ("1.1.0", f"Built with wicked from mcqforge's sample (revision {revision}), seed 3."),
+        ("1.0.0", f"First release: the paper's setup. Built with wicked from mcqforge's sample (revision "
+                  f"{revision}), seed 0."),
+    ]
+    assert "message" not in yaml.safe_load(local_hub.file_at(repo, "v1.1.0", "build_config.yaml"))["params"]

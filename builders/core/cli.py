@@ -31,7 +31,7 @@ from .validate import ValidationReport, validate
 logger = logging.getLogger(__name__)
 # Options about where a build goes, not what it holds: never recorded (with the runtime groups' options).
 DELIVERY_OPTIONS = {"output", "push", "version", "private", "config", "log_level", "benchmark", "source", "preview",
-                    "force"}
+                    "force", "message"}
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -138,6 +138,7 @@ def builder_parser(builder: Builder) -> argparse.ArgumentParser:
     common.add_argument("--push", metavar="REPO_ID", help="validate, publish to this Hub dataset repo and tag the version")
     common.add_argument("--version", metavar="X.Y.Z", help="release version, required with --push; tagged vX.Y.Z")
     common.add_argument("--private", action="store_true", help="create the Hub repo as private")
+    common.add_argument("--message", metavar="TEXT", help="what changed in this release, for the card's changelog")
     common.add_argument("--config", metavar="FILE", type=Path,
                         help="build_config.yaml of an earlier release: its options become the defaults")
     common.add_argument("--preview", type=positive_int, metavar="K",
@@ -377,6 +378,7 @@ def preflight(builder: Builder, args: argparse.Namespace) -> ReleaseInfo:
             raise UserError("--push needs --version X.Y.Z")
         check_repo_id(args.push)
         release = prepare_release(args.push, args.version)
+    release.message = args.message
     return release
 
 

@@ -65,6 +65,7 @@ class ReleaseInfo:
     repo_id: str | None = None
     version: str | None = None
     changelog: list[ChangelogEntry] = field(default_factory=list)
+    message: str | None = None  # --message: what changed, in the changelog entry of this release
 
     @property
     def tag(self) -> str | None:
@@ -276,7 +277,7 @@ def render_card(build: Build, report: ValidationReport, release: ReleaseInfo,
                 sizes: dict[tuple[str, str], int]) -> DatasetCard:
     benchmark = build.source.benchmark
     largest = max((len(records) for _, _, records in build.records()), default=0)
-    changelog = [ChangelogEntry(release.version or "unreleased", _change_summary(build))] + [
+    changelog = [ChangelogEntry(release.version or "unreleased", _change_summary(build, release.message))] + [
         e for e in release.changelog if e.version != release.version
     ]
     card_data = DatasetCardData(
@@ -339,9 +340,15 @@ def _render_fragment(name: str, context: dict[str, Any]) -> str:
     return jinja2.Template(path.read_text(encoding="utf-8"), undefined=jinja2.StrictUndefined).render(**context).strip()
 
 
-def _change_summary(build: Build) -> str:
-    params = ", ".join(f"{k}={v}" for k, v in sorted(build.params.items()))
-    return f"{build.builder} from {build.source.dataset} @ {build.source.revision[:19]} ({params})"
+def _change_summary(build: Build, message: str | None = None) -> str:
+    """One readable line: the user's --message, then what was built from what (every option is in the build
+    configuration below it, not repeated here)."""
+    first = build.source.provenance[0]
+    source = "mcqforge's sample" if first.spec == "sample" else build.source.dataset
+    built = f"{build.builder} from {source} (revision {first.revision.removeprefix('sha256:')[:12]}), seed " \
+            f"{build.params.get('seed', 0)}"
+    message = " ".join((message or "").split()).rstrip(".")  # one line in the card's YAML and list
+    return f"{message}. Built with {built}." if message else f"Built with {built}."
 
 
 def load_build_config(path: Path) -> dict[str, Any]:
