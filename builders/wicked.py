@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-from datasets import Value
+from builders.core.record import Value
 
 from builders.core import api, cli, llm, lm_eval_tasks
 from builders.core.benchmarks import BENCHMARKS

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 import numpy as np
-from datasets import Value
+from builders.core.record import Value
 
 from builders.core import api, cli
 from builders.core.benchmarks import BENCHMARKS

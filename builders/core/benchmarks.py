@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from datasets import Value
+from .record import Value
 
 from .errors import MalformedRow
 from .record import LETTERS, MCQRecord, content_key, list_of

@@ -23,6 +23,7 @@ from typing import Any, Callable, NoReturn, Sequence
 from .build import Build, Builder
 from .errors import UserError, raised_by_an_interrupt
 from .models import check_model
+from . import progress
 from .publish import check_repo_id, prepare_release, publish_folder, version_tag
 from .release import BUILD_CONFIG_FILE, ReleaseInfo, check_output_folder, load_build_config, write_release
 from .sources import DEFAULT_MAX_EXCLUDED, LoadedSource, Selection, content_revision, load_source
@@ -31,7 +32,7 @@ from .validate import ValidationReport, validate
 logger = logging.getLogger(__name__)
 # Options about where a build goes, not what it holds: never recorded (with the runtime groups' options).
 DELIVERY_OPTIONS = {"output", "push", "version", "private", "config", "log_level", "benchmark", "source", "preview",
-                    "force", "message"}
+                    "force", "message", "no_progress"}
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -145,6 +146,8 @@ def builder_parser(builder: Builder) -> argparse.ArgumentParser:
                         help="print K transformed items and write nothing (built from the first K items where the "
                              "builder allows, so that a preview costs few LLM calls)")
     common.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    common.add_argument("--no-progress", action="store_true",
+                        help="no progress bars (they show only when stderr is a terminal)")
     builder.add_arguments(parser)
     parser.builder_name = builder.name  # type: ignore[attr-defined]  (--config checks the file is this builder's)
     return parser
@@ -329,6 +332,7 @@ def main(builder: Builder, argv: Sequence[str] | None = None) -> int:
     def run() -> None:
         args = parse_args(parser, argv)
         logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        progress.configure(False if args.no_progress else None)
         release = preflight(builder, args)
         source = load(builder, args)
         build, report = build_and_validate(builder, parser, args, source)

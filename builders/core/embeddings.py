@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from builders.core.cache import cache_folder
 from builders.core.errors import UserError
 from builders.core.models import ModelToLoad
+from builders.core.progress import bar
 from builders.core.record import text_hash
 from builders.core.sources import content_revision
 
@@ -195,7 +195,7 @@ def _encode(texts: list[str], embedder: Embedder, encoding: Encoding) -> np.ndar
     torch.set_num_threads(encoding.threads)
     try:
         with _autocast(model.device.type, embedder.dtype):
-            for batch in tqdm(token_batches(lengths[order], encoding), desc="embed", leave=False,
+            for batch in bar(token_batches(lengths[order], encoding), desc="embed", leave=False,
                               disable=not logger.isEnabledFor(logging.INFO)):
                 parts.append(model.encode([texts[i] for i in order[batch]], batch_size=batch.stop - batch.start,
                                           normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False))

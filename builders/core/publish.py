@@ -14,14 +14,16 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx2  # huggingface_hub's HTTP client: its transport errors are httpx2's
-from huggingface_hub import HfApi, constants, get_session, get_token
-from huggingface_hub.errors import (EntryNotFoundError, HfHubHTTPError, HFValidationError, RepositoryNotFoundError,
-                                    RevisionNotFoundError)
-from huggingface_hub.utils import validate_repo_id
+from typing import TYPE_CHECKING
 
 from .errors import ReleaseError
 from .release import ChangelogEntry, ReleaseInfo, read_changelog
+
+if TYPE_CHECKING:
+    from huggingface_hub import HfApi
+
+# huggingface_hub (and httpx2, its HTTP client, whose transport errors it raises) are imported by the functions
+# that call the Hub: a command line parses, and a bad flag is refused, before those 0.5 s are spent.
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +59,9 @@ def version_tag(version: str | None) -> str:
 
 
 def check_repo_id(repo_id: str) -> None:
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
     if repo_id.count("/") != 1:
         raise ReleaseError(f"--push {repo_id!r}: a Hub repo id is NAMESPACE/NAME")
     try:
@@ -66,6 +71,8 @@ def check_repo_id(repo_id: str) -> None:
 
 
 def _api() -> HfApi:
+    from huggingface_hub import HfApi, get_token
+
     if not get_token():
         raise ReleaseError("no Hub token: set HF_TOKEN or run `hf auth login` before --push")
     return HfApi()
@@ -73,6 +80,9 @@ def _api() -> HfApi:
 
 def check_hub_reachable(api: HfApi) -> None:
     """One authenticated request with a short timeout: is the Hub there, and does it take the token?"""
+    import httpx2
+    from huggingface_hub import constants, get_session, get_token
+
     url = f"{api.endpoint or constants.ENDPOINT}/api/whoami-v2"
     try:
         response = get_session().get(url, headers={"authorization": f"Bearer {get_token()}"}, timeout=HUB_TIMEOUT)
@@ -88,6 +98,8 @@ def check_hub_reachable(api: HfApi) -> None:
 
 def check_online() -> None:
     """``HF_HUB_OFFLINE`` (which offline clusters set) makes every Hub call raise: say so before any work."""
+    from huggingface_hub import constants
+
     if constants.HF_HUB_OFFLINE:
         raise ReleaseError("HF_HUB_OFFLINE is set: --push needs the Hub; unset HF_HUB_OFFLINE (or point HF_ENDPOINT "
                            "at a Hub you can reach), or build with --output only")
@@ -95,6 +107,9 @@ def check_online() -> None:
 
 def prepare_release(repo_id: str, version: str, repo_type: str = "dataset") -> ReleaseInfo:
     """Every check that can refuse a release, before any work; and the previous release's changelog."""
+    import httpx2
+    from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
+
     tag = version_tag(version)
     check_repo_id(repo_id)
     check_online()
@@ -112,6 +127,10 @@ def prepare_release(repo_id: str, version: str, repo_type: str = "dataset") -> R
 
 
 def _previous_changelog(api: HfApi, repo_id: str, repo_type: str) -> list[ChangelogEntry]:
+    import httpx2
+    from huggingface_hub.errors import (EntryNotFoundError, HfHubHTTPError, RepositoryNotFoundError,
+                                        RevisionNotFoundError)
+
     try:
         path = api.hf_hub_download(repo_id, "README.md", repo_type=repo_type, revision="main")
     except (EntryNotFoundError, RevisionNotFoundError, RepositoryNotFoundError):

@@ -25,17 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jinja2
-import pyarrow as pa
-import pyarrow.parquet as pq
-from tqdm.auto import tqdm
 import yaml
-from huggingface_hub import DatasetCard, DatasetCardData
 
 import builders
 
 from .build import Build, TaskLocation
 from .errors import UserError, ValidationFailed
+from .progress import bar
 from .record import record_features
 from .validate import ValidationReport
 
@@ -120,7 +116,7 @@ def _write_files(build: Build, report: ValidationReport, folder: Path, release: 
     folder.mkdir(parents=True)
     splits = list(build.records())
     sizes = {}  # (config, split) -> Arrow bytes, for the card's dataset_info
-    for config, split, records in tqdm(splits, desc="write", unit="split", leave=False, disable=len(splits) < 4):
+    for config, split, records in bar(splits, desc="write", unit="split", leave=False, disable=len(splits) < 4):
         sizes[config, split] = write_parquet(records, build.metadata_features.get(config, {}),
                                              folder / parquet_path(config, split), build.extra_columns.get(config))
     (folder / REPORT_FILE).write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True, default=str) + "\n")
@@ -201,6 +197,9 @@ def write_parquet(records, metadata_features, path: Path, column_features=None) 
     schema = features.arrow_schema.with_metadata(
         {"huggingface": json.dumps({"info": {"features": features.to_dict()}})}
     )
+    import pyarrow as pa  # here, not at the top: a command line parses before any heavy library loads
+    import pyarrow.parquet as pq
+
     table = pa.Table.from_pylist(rows, schema=schema)
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path, compression="zstd")
@@ -274,7 +273,9 @@ def dataset_info(build: Build, sizes: dict[tuple[str, str], int]) -> list[dict[s
 
 
 def render_card(build: Build, report: ValidationReport, release: ReleaseInfo,
-                sizes: dict[tuple[str, str], int]) -> DatasetCard:
+                sizes: dict[tuple[str, str], int]) -> "DatasetCard":
+    from huggingface_hub import DatasetCard, DatasetCardData
+
     benchmark = build.source.benchmark
     largest = max((len(records) for _, _, records in build.records()), default=0)
     changelog = [ChangelogEntry(release.version or "unreleased", _change_summary(build, release.message))] + [
@@ -336,6 +337,8 @@ def card_license(build: Build) -> dict[str, str]:
 
 
 def _render_fragment(name: str, context: dict[str, Any]) -> str:
+    import jinja2
+
     path = CARDS_DIR / name
     return jinja2.Template(path.read_text(encoding="utf-8"), undefined=jinja2.StrictUndefined).render(**context).strip()
 

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from tqdm.auto import tqdm
 
 from .errors import MalformedRow, SourceError, tag_hint
+from .progress import bar
 from .record import MCQRecord, normalize_text
 from .steps import Exclude, ExclusionLog
 
@@ -554,7 +554,7 @@ def _convert_rows(loaded: LoadedSource, raw: RawSource, seed: int, strict: bool,
         loaded.rows_in.setdefault(split, 0)
         config = subconfig or benchmark.config or "default"
         selected = _selected(rows, subconfig, split, benchmark, loaded.selection, taken)
-        for index, row in tqdm(selected, desc=f"read {benchmark.name}/{subconfig or split}", leave=False):
+        for index, row in bar(selected, desc=f"read {benchmark.name}/{subconfig or split}", leave=False):
             loaded.rows_in[split] += 1
             ctx = RowContext(benchmark.name, loaded.dataset, config, split, index, seed, options, subconfig,
                              first[split] + index)

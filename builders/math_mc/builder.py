@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Sequence
 
-from datasets import Value
+from builders.core.record import Value
 
 from builders.core import api, cli
 from builders.core.build import Baseline, Build, Builder

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from datasets import Value
+from builders.core.record import Value
 
 from builders.core import api, cli
 from builders.core.embeddings import embedder_to_load
