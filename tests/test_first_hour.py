@@ -183,3 +183,65 @@ def test_a_bad_flag_and_help_load_no_heavy_library(command):
         assert result.returncode == (0 if flag == "--help" else 2), result.stderr[-2000:]
         imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
         assert sorted(name for name in imported if name.split(".")[0] in HEAVY or name in HEAVY) == []
+
+
+def test_help_shows_every_default_the_seed_included():
+    """`--help` hid every default equal to 0 (`0 in (None, False, ...)` is true): --seed among them."""
+    import importlib
+
+    result = subprocess.run([sys.executable, "-m", "builders.wicked", "--help"], capture_output=True, text=True,
+                            cwd=REPO, env={"COLUMNS": "400", "PATH": "/usr/bin:/bin"}, timeout=120)
+    [seed] = [line for line in result.stdout.splitlines() if line.strip().startswith("--seed")]
+    assert seed.split()[-2:] == ["(default:", "0)"]
+    for module in ("builders.wicked", "builders.gsm_mc.builder", "builders.python_io.builder",
+                   "builders.mmlu_pro_plus.builder", "builders.contrast_sets.builder",
+                   "builders.perturbations.builder"):
+        parser = cli.builder_parser(importlib.import_module(module).BUILDER)
+        formatter = parser._get_formatter()
+        with_a_default = [action for action in parser._actions if action.option_strings and not (
+            action.default is None or action.default is False or action.default in ([], "==SUPPRESS=="))]
+        hidden = [action.option_strings[0] for action in with_a_default
+                  if "default" not in formatter._get_help_string(action)]
+        assert hidden == [], module
+
+
+def _stderr_of(command: list[str], terminal: bool) -> str:
+    """The command's stderr, written to a pseudo-terminal or to a pipe (a log file)."""
+    import os
+
+    if not terminal:
+        return subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=300).stderr
+    import fcntl
+    import struct
+    import termios
+
+    controller, terminal_end = os.openpty()
+    fcntl.ioctl(terminal_end, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))  # a new one is 0 wide
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=terminal_end, cwd=REPO)
+    os.close(terminal_end)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(controller, 65536)
+        except OSError:  # EIO: the command closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(controller)
+    assert process.wait(timeout=300) == 0
+    return b"".join(chunks).decode(errors="replace")
+
+
+def test_progress_bars_show_on_a_terminal_only_and_no_progress_turns_them_off(tmp_path):
+    """With stderr going to a file, the bars wrote `read mmlu/test: 0it` joined by `\\r` into the log lines."""
+    def build(out: str, *extra: str) -> list[str]:
+        return [sys.executable, "-m", "builders.wicked", "--source", "sample", "--sba-classifier", "none",
+                "--output", str(tmp_path / out), *extra]
+
+    logged = _stderr_of(build("a"), terminal=False)
+    assert "\r" not in logged and "read mmlu" not in logged and "loaded mmlu" in logged
+    shown = _stderr_of(build("b"), terminal=True)
+    assert "read mmlu/test" in shown and "\r" in shown
+    quiet = _stderr_of(build("c", "--no-progress"), terminal=True)
+    assert "read mmlu" not in quiet and "loaded mmlu" in quiet

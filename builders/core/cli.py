@@ -39,7 +39,10 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows a default once, and only when there is one worth showing."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
-        if action.default in (None, False, argparse.SUPPRESS, []) or "%(default)" in (action.help or ""):
+        # by identity: 0 == False, so `in (None, False, ...)` hid every default of 0 (--seed among them)
+        nothing = action.default is None or action.default is False or action.default is argparse.SUPPRESS \
+            or action.default == []
+        if nothing or "%(default)" in (action.help or ""):
             return action.help or ""
         return super()._get_help_string(action)
 
