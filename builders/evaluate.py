@@ -54,10 +54,59 @@ class _NoMetadataHint(logging.Filter):
         return "Custom kwargs can be passed to `--metadata`" not in record.getMessage()
 
 
+class _NoChatTemplateHint(logging.Filter):
+    """lm-eval warns that a model whose name says "instruct" or "chat" "appears to be an instruct or chat variant
+    but chat template is not applied": noise for a model whose tokenizer has no chat template to apply."""
+
+    def __init__(self, models_without_template: set[str]) -> None:
+        super().__init__()
+        self.models = models_without_template
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return "chat template is not applied" not in message or not any(m in message for m in self.models)
+
+
+_WITHOUT_CHAT_TEMPLATE: set[str] = set()  # pretrained= values whose tokenizer has none
+
+
 def _quiet_lm_eval() -> None:
+    import lm_eval.evaluator
+
     task_logger = logging.getLogger("lm_eval.api.task")
     if not any(isinstance(f, _NoMetadataHint) for f in task_logger.filters):
         task_logger.addFilter(_NoMetadataHint())
+    evaluator_logger = logging.getLogger("lm_eval.evaluator")
+    if not any(isinstance(f, _NoChatTemplateHint) for f in evaluator_logger.filters):
+        evaluator_logger.addFilter(_NoChatTemplateHint(_WITHOUT_CHAT_TEMPLATE))
+    # lm-eval records `git describe` of the working folder, and git says "fatal: not a git repository" on the
+    # terminal wherever that is not a checkout: the same hash, without git's complaint
+    lm_eval.evaluator.get_git_commit_hash = _git_commit_quietly
+
+
+def _git_commit_quietly() -> str | None:
+    """lm-eval's get_git_commit_hash, with git's stderr dropped."""
+    import subprocess
+
+    from lm_eval.loggers.utils import get_commit_from_path
+
+    try:
+        return subprocess.check_output(["git", "describe", "--always"], stderr=subprocess.DEVNULL).strip().decode()
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return get_commit_from_path(os.getcwd())
+
+
+def _has_no_chat_template(pretrained: str) -> bool:
+    """A local model folder whose tokenizer defines no chat template (nothing for lm-eval to apply)."""
+    folder = Path(pretrained)
+    if not folder.is_dir():
+        return False
+    config = folder / "tokenizer_config.json"
+    try:
+        declared = "chat_template" in json.loads(config.read_text(encoding="utf-8")) if config.is_file() else False
+    except (OSError, ValueError):
+        return False
+    return not declared and not any(folder.glob("chat_template.*"))
 
 
 # ---- models -----------------------------------------------------------------------------------------------
@@ -133,6 +182,9 @@ def evaluate_model(folder: Path, manifest: Mapping[str, Any], model: ModelSpec, 
 
     tasks = {task["task"]: task for task in manifest["tasks"]}
     _quiet_lm_eval()
+    pretrained = str(model.model_args.get("pretrained", ""))
+    if pretrained and _has_no_chat_template(pretrained):
+        _WITHOUT_CHAT_TEMPLATE.add(pretrained)
     try:
         results = lm_eval.simple_evaluate(model=_lm(model), model_args=model.model_args, tasks=list(tasks),
                                           task_manager=TaskManager(include_path=str(folder / TASKS_DIR)), limit=limit,

@@ -245,3 +245,24 @@ def test_progress_bars_show_on_a_terminal_only_and_no_progress_turns_them_off(tm
     assert "read mmlu/test" in shown and "\r" in shown
     quiet = _stderr_of(build("c", "--no-progress"), terminal=True)
     assert "read mmlu" not in quiet and "loaded mmlu" in quiet
+
+
+def test_lm_eval_says_nothing_about_git_or_a_chat_template_the_model_does_not_have(tmp_path):
+    """Outside a git checkout lm-eval's `git describe` printed "fatal: not a git repository", and a model named
+    "...-Instruct" whose tokenizer has no chat template got "chat template is not applied": noise, both."""
+    release, model = tmp_path / "release", tmp_path / "Tiny-Instruct"
+    assert wicked.main(["--source", "sample", "--sba-classifier", "none", "--variants", "1", "--output", str(release),
+                        "--log-level", "WARNING"]) == 0
+    model.mkdir()
+    (model / "tokenizer_config.json").write_text("{}")
+    script = ("import json, sys; from pathlib import Path; from builders import evaluate\n"
+              "folder = Path(sys.argv[1]); manifest = json.loads((folder / 'lm_eval/manifest.json').read_text())\n"
+              "spec = evaluate.ModelSpec('tiny', 'dummy', {'pretrained': sys.argv[2]})\n"
+              "print(sorted(evaluate.evaluate_model(folder, manifest, spec, 2, 'cpu')))\n")
+    import os
+
+    result = subprocess.run([sys.executable, "-c", script, str(release), str(model)], capture_output=True, text=True,
+                            cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "['wicked_mmlu_original', 'wicked_mmlu_variant_0']"
+    assert "not a git repository" not in result.stderr and "chat template" not in result.stderr
