@@ -250,7 +250,7 @@ def test_the_summary_says_rows_reasons_audit_and_where(tmp_path, capsys):
     assert wicked.main(["--source", str(folder), "--sba-classifier", "none", "--variants", "1",
                         "--output", str(tmp_path / "o")]) == 0
     printed = capsys.readouterr().out
-    assert "| variant_0 | test | 9 | 8 | 1 |" in printed
+    assert "| original, variant_0 | test | 9 | 8 | 1 |" in printed  # configs with the same counts share a row
     assert "top exclusion reasons: malformed_row (1)" in printed
     assert "shortcut audit: 0 warning(s)" in printed and f"wrote {tmp_path / 'o'}" in printed
 

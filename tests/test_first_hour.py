@@ -266,3 +266,23 @@ def test_lm_eval_says_nothing_about_git_or_a_chat_template_the_model_does_not_ha
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "['wicked_mmlu_original', 'wicked_mmlu_variant_0']"
     assert "not a git repository" not in result.stderr and "chat template" not in result.stderr
+
+
+def test_the_summary_of_a_perturbations_build_groups_configs_that_behave_alike(tmp_path, capsys):
+    """The summary of a perturbations build listed 58 rows (29 configs x 2 splits) of the same numbers."""
+    from builders.perturbations.builder import BUILDER as PERTURBATIONS
+
+    source = write_benchmark("mmlu", tmp_path)
+    import json
+
+    rows = (source / "test.jsonl").read_text().splitlines()
+    malformed = {**json.loads(rows[0]), "answer": 9}  # excluded with its reason, in every config
+    (source / "test.jsonl").write_text("\n".join(rows + [json.dumps(malformed)]) + "\n")
+    assert cli.main(PERTURBATIONS, ["--source", str(source), "--output", str(tmp_path / "out"),
+                                    "--log-level", "WARNING"]) == 0
+    table = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    assert table == ["| config | split | rows in | rows out | excluded |",
+                     "| all 29 configs | test | 9 | 8 | 1 |",
+                     "| all 29 configs | dev | 3 | 3 | 0 |"]
+    report = (tmp_path / "out" / "validation_report.json").read_text()
+    assert report.count('"excluded": 1') == 29  # the report keeps every config

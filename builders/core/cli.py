@@ -26,6 +26,7 @@ from .models import check_model
 from . import progress
 from .publish import check_repo_id, prepare_release, publish_folder, version_tag
 from .release import BUILD_CONFIG_FILE, ReleaseInfo, check_output_folder, load_build_config, write_release
+from .tables import Table
 from .sources import DEFAULT_MAX_EXCLUDED, LoadedSource, Selection, content_revision, load_source
 from .validate import ValidationReport, validate
 
@@ -493,7 +494,7 @@ def _require_writable_parent(folder: Path, flag: str, shown: Path | None = None)
 def print_summary(build: Build, report: ValidationReport, where: Sequence[str], out=None) -> None:
     out = out or sys.stdout
     print(f"\n{build.title}: {len(build.configs)} configs from {build.source.source_description}", file=out)
-    print(report.rows_table().to_markdown(), file=out)
+    print(rows_summary(report).to_markdown(), file=out)
     reasons: dict[str, int] = {}
     for split_reasons in report.exclusion_reasons.values():
         for reason, count in split_reasons.items():
@@ -506,6 +507,25 @@ def print_summary(build: Build, report: ValidationReport, where: Sequence[str], 
         print(f"  WARNING {warning}", file=out)
     for line in where:
         print(line, file=out)
+
+
+def rows_summary(report: ValidationReport) -> Table:
+    """Rows in, out and excluded per split, one row per group of configs whose counts are the same (a
+    perturbations build listed 58 rows of the same three numbers); the card and the report keep every config."""
+    groups: dict[tuple, list[str]] = {}
+    for config, splits in report.counts.items():
+        key = tuple((split, n["in"], n["out"], n["excluded"]) for split, n in splits.items())
+        groups.setdefault(key, []).append(config)
+    rows = [(_configs_label(configs, len(report.counts)), *counts) for key, configs in groups.items() for counts in key]
+    return Table("Rows per config", ("config", "split", "rows in", "rows out", "excluded"), rows)
+
+
+def _configs_label(configs: list[str], total: int) -> str:
+    if len(configs) <= 3:
+        return ", ".join(configs)
+    if len(configs) == total:
+        return f"all {total} configs"
+    return f"{len(configs)} configs ({configs[0]}, {configs[1]}, ..., {configs[-1]})"
 
 
 def print_preview(build: Build, count: int, out=None) -> None:
