@@ -67,6 +67,14 @@ def local_hub() -> Iterator[LocalHub]:
         yield hub
 
 
+def pytest_collection_modifyitems(items) -> None:
+    """A test that loads SmolLM2 (the real lm-eval runs) is slow whether or not it says so: `-m "not slow"`
+    leaves it out."""
+    for item in items:
+        if "smollm2" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
 # ---- SmolLM2-135M for the real lm-eval runs -------------------------------------------------------------
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -286,3 +286,21 @@ def test_the_summary_of_a_perturbations_build_groups_configs_that_behave_alike(t
                      "| all 29 configs | dev | 3 | 3 | 0 |"]
     report = (tmp_path / "out" / "validation_report.json").read_text()
     assert report.count('"excluded": 1') == 29  # the report keeps every config
+
+
+def test_the_suite_caches_in_a_temporary_folder_and_marks_model_runs_slow(pytestconfig):
+    """The tests left 565 MB in ~/.cache/mcqforge (SmolLM2 dequantised, LLM replies, embeddings)."""
+    import os
+
+    from builders.core.cache import cache_root
+
+    home_cache = Path.home() / ".cache" / "mcqforge"
+    assert cache_root() == Path(os.environ["MCQFORGE_CACHE"]) and cache_root() != home_cache
+    assert not [name for name in os.environ if name.startswith("HF_") and name not in (
+        "HF_ENDPOINT", "HF_HUB_DISABLE_XET", "HF_HOME", "HF_DATASETS_CACHE", "HF_HUB_DISABLE_TELEMETRY",
+        "HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS", "HF_UPDATE_DOWNLOAD_COUNTS", "HF_TOKEN")]
+    collected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                                "-m", "not slow", "tests/test_wicked.py", "tests/test_evaluate.py"],
+                               capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert "smollm2" not in collected.stdout and "test_lm_eval_runs_the_release_tasks" not in collected.stdout
+    assert "test_help_documents_every_option" in collected.stdout
