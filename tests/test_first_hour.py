@@ -304,3 +304,13 @@ def test_the_suite_caches_in_a_temporary_folder_and_marks_model_runs_slow(pytest
                                capture_output=True, text=True, cwd=REPO, timeout=300)
     assert "smollm2" not in collected.stdout and "test_lm_eval_runs_the_release_tasks" not in collected.stdout
     assert "test_help_documents_every_option" in collected.stdout
+
+
+def test_an_embedder_that_cannot_be_loaded_is_refused_before_the_source_is_read(local_hub, tmp_path, capsys):
+    assert cli.main(contrast_sets.BUILDER, ["--source", "sample", "--embedder", "someone/no-such-embedder",
+                                            "--threshold", "0.9", "--output", str(tmp_path / "out")]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == ("error: cannot load embedder 'someone/no-such-embedder': the Hub has no such model; pass "
+                            "--embedder PATH to a local sentence-transformers folder, or leave --embedder out for the "
+                            "packaged all-MiniLM-L6-v2\n")
+    assert not (tmp_path / "out").exists()
