@@ -20,14 +20,14 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
+from . import progress
 from .build import Build, Builder
 from .errors import UserError, raised_by_an_interrupt
 from .models import check_model
-from . import progress
 from .publish import check_repo_id, prepare_release, publish_folder, version_tag
 from .release import BUILD_CONFIG_FILE, ReleaseInfo, check_output_folder, load_build_config, write_release
-from .tables import Table
 from .sources import DEFAULT_MAX_EXCLUDED, LoadedSource, Selection, content_revision, load_source
+from .tables import Table
 from .validate import ValidationReport, validate
 
 logger = logging.getLogger(__name__)
@@ -136,7 +136,8 @@ def builder_parser(builder: Builder) -> argparse.ArgumentParser:
     common.add_argument("--splits", nargs="+", metavar="SPLIT", help="build only these splits of the source")
     common.add_argument("--subjects", nargs="+", metavar="SUBJECT",
                         help="build only these subjects (MMLU subjects, MMLU-Pro categories, MATH types, sub-configs)")
-    common.add_argument("--limit", type=positive_int, metavar="N", help="build only the first N rows of each evaluation split (of each subject, with --subjects)")
+    common.add_argument("--limit", type=positive_int, metavar="N",
+                        help="build only the first N rows of each evaluation split (of each subject, with --subjects)")
     common.add_argument("--output", metavar="DIR", type=Path, help="write the release folder here")
     common.add_argument("--force", action="store_true",
                         help="let --output replace a release folder that another builder wrote")

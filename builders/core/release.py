@@ -23,7 +23,7 @@ import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -34,6 +34,9 @@ from .errors import UserError, ValidationFailed
 from .progress import bar
 from .record import record_features
 from .validate import ValidationReport
+
+if TYPE_CHECKING:
+    from huggingface_hub import DatasetCard
 
 logger = logging.getLogger(__name__)
 
@@ -273,7 +276,7 @@ def dataset_info(build: Build, sizes: dict[tuple[str, str], int]) -> list[dict[s
 
 
 def render_card(build: Build, report: ValidationReport, release: ReleaseInfo,
-                sizes: dict[tuple[str, str], int]) -> "DatasetCard":
+                sizes: dict[tuple[str, str], int]) -> DatasetCard:
     from huggingface_hub import DatasetCard, DatasetCardData
 
     benchmark = build.source.benchmark
