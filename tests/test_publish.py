@@ -103,7 +103,7 @@ def test_a_failed_upload_leaves_no_tag_and_a_rerun_completes(local_hub, tmp_path
     local_hub.fail_next("commit", status=500)
     assert push(folder, repo, "2.0.0") == 2
     assert "no tag was created" in capsys.readouterr().err
-    assert local_hub.tags(repo) == []
+    assert not local_hub.has_repo(repo)  # the repo the run created, empty, was deleted again
     assert push(folder, repo, "2.0.0") == 0
     assert local_hub.tags(repo) == ["v2.0.0"]
 
@@ -289,7 +289,7 @@ def test_hf_hub_offline_refuses_a_push_in_one_line_before_any_work(local_hub):
 
 def test_an_upload_error_that_is_not_an_http_error_is_one_line_and_says_how_to_complete(local_hub):
     """The real Hub uploads through Xet by default, and the Xet client raises its own errors (a ConnectionError
-    for "xet-write-token 404"): that was a traceback with status 1 that left an empty repo and said nothing. The
+    for "xet-write-token 404"): that was a traceback with status 1 that left an empty repo behind. The
     local Hub has no Xet storage, so a client not told HF_HUB_DISABLE_XET=1 fails exactly so."""
     repo = "mcqforge/xet-failure"
     env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_XET"}
@@ -299,9 +299,9 @@ def test_an_upload_error_that_is_not_an_http_error_is_one_line_and_says_how_to_c
     [line] = [line for line in failed.stderr.splitlines() if line.startswith("error:")]
     assert line.startswith(f"error: publishing {repo} v1.0.0 failed (")
     assert line.endswith("(a Hub without Xet storage needs HF_HUB_DISABLE_XET=1); nothing was committed: the repo "
-                         "was created and is empty; no tag was created: run the same command again to complete "
-                         "the release")
-    assert local_hub.paths_at(repo, "main") == [".gitattributes"] and local_hub.tags(repo) == []
+                         "this run created was deleted again; no tag was created: run the same command again to "
+                         "complete the release")
+    assert not local_hub.has_repo(repo)  # the Hub is as it was: no empty repo left behind
     # the same command, with the client told to upload through LFS, completes the release
     completed = subprocess.run(_push_command(repo), capture_output=True, text=True, cwd=REPO, timeout=300)
     assert completed.returncode == 0, completed.stderr[-2000:]

@@ -161,19 +161,34 @@ def publish_folder(folder: Path, release: ReleaseInfo, private: bool = False, re
                        tag_message=f"mcqforge release {tag}")
     except Exception as error:  # noqa: BLE001  every failure of the upload is one line (KeyboardInterrupt passes)
         logger.debug("publishing failed", exc_info=True)
-        raise ReleaseError(_failure_line(release.repo_id, tag, error, existed, revision)) from None
+        removed = not existed and revision is None and _remove_empty_repo(api, release.repo_id, repo_type)
+        raise ReleaseError(_failure_line(release.repo_id, tag, error, existed, revision, removed)) from None
     prefix = "datasets/" if repo_type == "dataset" else ""
     url = f"{api.endpoint}/{prefix}{release.repo_id}"
     logger.info("published %s at %s, tag %s (commit %s)", release.repo_id, url, tag, revision)
     return Published(url, tag, revision)
 
 
-def _failure_line(repo_id: str, tag: str, error: Exception, existed: bool, revision: str | None) -> str:
+def _remove_empty_repo(api: HfApi, repo_id: str, repo_type: str) -> bool:
+    """Delete the repo this run created when nothing could be committed to it, so that the Hub is left as it
+    was; False where that fails too (the failure line then says the repo is there, empty)."""
+    try:
+        api.delete_repo(repo_id, repo_type=repo_type, missing_ok=True)
+    except Exception:  # noqa: BLE001  the upload's own failure is the one to report
+        logger.debug("could not delete the empty repo %s", repo_id, exc_info=True)
+        return False
+    return True
+
+
+def _failure_line(repo_id: str, tag: str, error: Exception, existed: bool, revision: str | None,
+                  removed: bool) -> str:
     """What failed, what the repo holds now, and how to complete the release."""
     if revision is not None:
         left = f"the release is on main as commit {revision[:12]} without its tag"
     elif existed:
         left = "nothing was committed: the repo holds what it held before"
+    elif removed:
+        left = "nothing was committed: the repo this run created was deleted again"
     else:
         left = "nothing was committed: the repo was created and is empty"
     hint = " (a Hub without Xet storage needs HF_HUB_DISABLE_XET=1)" if "xet" in str(error).lower() else ""
