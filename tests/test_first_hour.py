@@ -39,6 +39,8 @@ def test_a_card_built_from_the_sample_claims_no_benchmark_license_or_source(tmp_
     assert (built.data.license, built.data.source_datasets) == ("apache-2.0", None)
     assert "mcqforge's own sample in the `cais/mmlu` layout (written for mcqforge, Apache-2.0: not the " \
            "benchmark's data)" in built.text
+    assert "> Built from mcqforge's own small sample in the layout of `cais/mmlu`,\n> not from the benchmark" in built.text
+    assert "Built from mcqforge's own small sample" not in card(copy).text
     assert (card(copy).data.license, card(copy).data.source_datasets) == ("mit", ["cais/mmlu"])
 
 
