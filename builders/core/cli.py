@@ -517,7 +517,8 @@ def rows_summary(report: ValidationReport) -> Table:
     for config, splits in report.counts.items():
         key = tuple((split, n["in"], n["out"], n["excluded"]) for split, n in splits.items())
         groups.setdefault(key, []).append(config)
-    rows = [(_configs_label(configs, len(report.counts)), *counts) for key, configs in groups.items() for counts in key]
+    rows = tuple((_configs_label(configs, len(report.counts)), *counts) for key, configs in groups.items()
+                 for counts in key)
     return Table("Rows per config", ("config", "split", "rows in", "rows out", "excluded"), rows)
 
 

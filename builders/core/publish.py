@@ -163,6 +163,7 @@ def publish_folder(folder: Path, release: ReleaseInfo, private: bool = False, re
         logger.debug("publishing failed", exc_info=True)
         removed = not existed and revision is None and _remove_empty_repo(api, release.repo_id, repo_type)
         raise ReleaseError(_failure_line(release.repo_id, tag, error, existed, revision, removed)) from None
+    assert revision is not None  # set before the tag, which succeeded
     prefix = "datasets/" if repo_type == "dataset" else ""
     url = f"{api.endpoint}/{prefix}{release.repo_id}"
     logger.info("published %s at %s, tag %s (commit %s)", release.repo_id, url, tag, revision)

@@ -330,7 +330,7 @@ def render_card(build: Build, report: ValidationReport, release: ReleaseInfo,
 SAMPLE_LICENSE = "apache-2.0"
 
 
-def card_license(build: Build) -> dict[str, str]:
+def card_license(build: Build) -> dict[str, Any]:
     """The card's license fields: the source benchmark's, or mcqforge's for a build from its own samples; with
     ``license: other`` the Hub needs ``license_name`` (and a link)."""
     if all(p.spec == "sample" for p in build.source.provenance):
