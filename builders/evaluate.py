@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from builders.core.cli import ArgumentParser, check_writable_folder, exit_code, positive_int
-from builders.core.errors import UserError
+from builders.core.errors import UserError, tag_hint
 from builders.core.lm_eval_tasks import MANIFEST, TASKS_DIR
 from builders.core.predictions import choice_prediction
 from builders.core.tables import Statistics
@@ -61,10 +61,59 @@ class _NoMetadataHint(logging.Filter):
         return "Custom kwargs can be passed to `--metadata`" not in record.getMessage()
 
 
+class _NoChatTemplateHint(logging.Filter):
+    """lm-eval warns that a model whose name says "instruct" or "chat" "appears to be an instruct or chat variant
+    but chat template is not applied": noise for a model whose tokenizer has no chat template to apply."""
+
+    def __init__(self, models_without_template: set[str]) -> None:
+        super().__init__()
+        self.models = models_without_template
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return "chat template is not applied" not in message or not any(m in message for m in self.models)
+
+
+_WITHOUT_CHAT_TEMPLATE: set[str] = set()  # pretrained= values whose tokenizer has none
+
+
 def _quiet_lm_eval() -> None:
+    import lm_eval.evaluator
+
     task_logger = logging.getLogger("lm_eval.api.task")
     if not any(isinstance(f, _NoMetadataHint) for f in task_logger.filters):
         task_logger.addFilter(_NoMetadataHint())
+    evaluator_logger = logging.getLogger("lm_eval.evaluator")
+    if not any(isinstance(f, _NoChatTemplateHint) for f in evaluator_logger.filters):
+        evaluator_logger.addFilter(_NoChatTemplateHint(_WITHOUT_CHAT_TEMPLATE))
+    # lm-eval records `git describe` of the working folder, and git says "fatal: not a git repository" on the
+    # terminal wherever that is not a checkout: the same hash, without git's complaint
+    lm_eval.evaluator.get_git_commit_hash = _git_commit_quietly
+
+
+def _git_commit_quietly() -> str | None:
+    """lm-eval's get_git_commit_hash, with git's stderr dropped."""
+    import subprocess
+
+    from lm_eval.loggers.utils import get_commit_from_path
+
+    try:
+        return subprocess.check_output(["git", "describe", "--always"], stderr=subprocess.DEVNULL).strip().decode()
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return get_commit_from_path(os.getcwd())
+
+
+def _has_no_chat_template(pretrained: str) -> bool:
+    """A local model folder whose tokenizer defines no chat template (nothing for lm-eval to apply)."""
+    folder = Path(pretrained)
+    if not folder.is_dir():
+        return False
+    config = folder / "tokenizer_config.json"
+    try:
+        declared = "chat_template" in json.loads(config.read_text(encoding="utf-8")) if config.is_file() else False
+    except (OSError, ValueError):
+        return False
+    return not declared and not any(folder.glob("chat_template.*"))
 
 
 # ---- models -----------------------------------------------------------------------------------------------
@@ -171,7 +220,8 @@ def open_release(spec: str) -> tuple[Path, dict[str, Any]]:
             folder = Path(snapshot_download(repo, repo_type="dataset", revision=tag, local_dir=_release_cache(repo, tag),
                                             allow_patterns=[f"{TASKS_DIR}/*", f"{TASKS_DIR}/**/*", "build_config.yaml"]))
         except Exception as error:  # huggingface_hub raises many types; the user needs one line
-            raise UserError(f"cannot fetch {spec} from the Hub ({type(error).__name__})") from None
+            hint = tag_hint(tag) if type(error).__name__ == "RevisionNotFoundError" else ""
+            raise UserError(f"cannot fetch {spec} from the Hub ({type(error).__name__}){hint}") from None
     path = folder / MANIFEST
     if not path.is_file():
         raise UserError(f"{spec} has no {MANIFEST}: it was not built with lm-eval tasks")
@@ -214,6 +264,9 @@ def evaluate_model(folder: Path, manifest: Mapping[str, Any], model: ModelSpec,
     tasks = {task["task"]: task for task in manifest["tasks"]}
     _quiet_lm_eval()
     tracker = _tracker(settings.samples_folder, model)
+    pretrained = str(model.model_args.get("pretrained", ""))
+    if pretrained and _has_no_chat_template(pretrained):
+        _WITHOUT_CHAT_TEMPLATE.add(pretrained)
     try:
         results = lm_eval.simple_evaluate(
             model=_lm(model), model_args=model.model_args, tasks=list(tasks),
@@ -375,7 +428,8 @@ def evaluate(options: argparse.Namespace) -> Statistics:
         if manifest.get("builder") not in OPEN_ENDED_BUILDERS:
             raise UserError(f"--open-ended-scores applies to {', '.join(OPEN_ENDED_BUILDERS)} releases, "
                             f"not {manifest.get('builder')}")
-        read_scores(options.open_ended_scores)
+        scores = read_scores(options.open_ended_scores)
+        _require_scores_of_these_models(options.open_ended_scores, scores, [m.name for m in models])
     settings = RunSettings(options.limit, options.device, options.num_fewshot, options.apply_chat_template,
                            options.fewshot_as_multiturn, options.system_instruction,
                            options.output / "samples" if options.log_samples else None)
@@ -384,6 +438,15 @@ def evaluate(options: argparse.Namespace) -> Statistics:
     if options.output:
         write_outputs(tables, options.output)
     return tables
+
+
+def _require_scores_of_these_models(path: Path, scores: Mapping[str, float], names: Sequence[str]) -> None:
+    """A key that names none of the evaluated models was silently left out of the correlation ("0 models have
+    both scores")."""
+    unmatched = sorted(set(scores) - set(names))
+    if unmatched:
+        raise UserError(f"--open-ended-scores {path}: {unmatched} name no evaluated model; its keys must be the "
+                        f"models' names: {sorted(names)}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

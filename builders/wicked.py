@@ -26,12 +26,13 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-from datasets import Value
+from builders.core.record import Value
 
 from builders.core import api, cli, llm, lm_eval_tasks
 from builders.core.benchmarks import BENCHMARKS
 from builders.core.build import Build, Builder, Check, TaskLocation
 from builders.core.errors import UserError
+from builders.core.models import ModelToLoad
 from builders.core.options import NOTA_TEXT, none_like_option, position_dependent_reason
 from builders.core.record import MCQRecord
 from builders.core.rng import item_rng
@@ -113,6 +114,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     runtime.add_argument("--sba-batch-size", type=cli.positive_int, default=BATCH_SIZE,
                          help="sequences per classifier forward pass (scores do not depend on it)")
     llm.add_llm_arguments(cli.runtime_group(parser, "SBA judge endpoint"))
+
+
+def models_to_load(args: argparse.Namespace) -> list[ModelToLoad]:
+    if args.sba_judge or args.sba_classifier.lower() == "none":
+        return []
+    return [ModelToLoad(args.sba_classifier, "SBA classifier",
+                        "name a local model folder (the output of `python -m classifiers.sba train`), or pass "
+                        "--sba-classifier none to alter every item")]
 
 
 def check_arguments(args: argparse.Namespace) -> None:
@@ -596,6 +605,7 @@ def evaluation_table(runs: Runs, manifest: Mapping[str, Any], options: argparse.
 
 BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [BENCHMARKS[name] for name in BENCHMARK_NAMES], add_arguments,
                   build, check_arguments, llm_models=lambda args: [args.sba_judge] if args.sba_judge else [],
+                  models=models_to_load,
                   evaluation_table=evaluation_table)
 
 

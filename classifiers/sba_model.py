@@ -206,13 +206,13 @@ class SBAClassifier:
     def sequence_scores(self, encoded: Encoded, batch_size: int = BATCH_SIZE) -> np.ndarray:
         """P(positive) of every sequence: of the item (sequence model) or of one remaining option (cross-encoder)."""
         import torch
-        from tqdm.auto import tqdm
+        from builders.core.progress import bar
 
         result = np.empty(len(encoded.input_ids), dtype=np.float32)
         torch.set_num_threads(max(1, os.cpu_count() or 1))
         with_types = getattr(self.model.config, "type_vocab_size", 0) > 1
         with torch.inference_mode():
-            for batch in tqdm(length_batches(encoded.input_ids, batch_size), desc="SBA classifier", leave=False):
+            for batch in bar(length_batches(encoded.input_ids, batch_size), desc="SBA classifier", leave=False):
                 inputs = {"input_ids": torch.tensor([encoded.input_ids[i] for i in batch])}
                 if with_types:
                     inputs["token_type_ids"] = torch.tensor([encoded.token_type_ids[i] for i in batch])

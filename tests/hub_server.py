@@ -4,7 +4,8 @@
 `datasets` calls use, and no others (an unknown route is a 404 naming it):
 
 - whoami-v2, auth-check, validate-yaml: the token preflight and the README check of uploads;
-- repos/create, repo info, refs, tag: create_repo, repo_info/dataset_info/model_info, list_repo_refs, create_tag;
+- repos/create, repos/delete, repo info, refs, tag: create_repo, delete_repo, repo_info/dataset_info/model_info,
+  list_repo_refs, create_tag;
 - preupload, the git-LFS batch API (basic PUT upload + verify), NDJSON commit: upload_folder/upload_file;
 - tree listing and `resolve` (GET/HEAD): load_dataset, hf_hub_download and snapshot_download.
 
@@ -256,7 +257,7 @@ class _HubRequestHandler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self._serve()
 
-    do_HEAD = do_POST = do_PUT = do_GET
+    do_HEAD = do_POST = do_PUT = do_DELETE = do_GET
 
     def _serve(self) -> None:
         split = urlsplit(self.path)
@@ -351,6 +352,10 @@ class LocalHub:
         with self._lock:
             self._failures.setdefault(route_kind, deque()).extend([status] * times)
 
+    def has_repo(self, repo_id: str, repo_type: str = "dataset") -> bool:
+        with self._lock:
+            return (repo_type, repo_id) in self._repos
+
     def tags(self, repo_id: str, repo_type: str = "dataset") -> list[str]:
         with self._lock:
             return sorted(self._existing_repo(repo_type, repo_id).tags)
@@ -394,6 +399,7 @@ class LocalHub:
             ("GET", "/api/whoami-v2", "whoami", self._whoami),
             ("POST", "/api/validate-yaml", "validate_yaml", self._validate_yaml),
             ("POST", "/api/repos/create", "create_repo", self._create_repo),
+            ("DELETE", "/api/repos/delete", "delete_repo", self._delete_repo),
             ("GET", _API_REPO, "repo_info", self._repo_info),
             ("GET", _API_REPO + "/revision/" + _REV, "repo_info", self._repo_info),
             ("GET", _API_REPO + r"/auth-check(?P<write>/write)?", "auth_check", self._auth_check),
@@ -523,6 +529,14 @@ class LocalHub:
         repo.branches[DEFAULT_BRANCH] = initial.oid
         self._repos[(repo_type, repo_id)] = repo
         return json_response({"url": url, "name": repo_id})
+
+    def _delete_repo(self, request: Request, params: dict[str, str]) -> Response:
+        self._require_token(request)
+        body = request.json()
+        repo_id = f"{body.get('organization') or self.username}/{body['name']}"
+        if self._repos.pop((body.get("type") or "model", repo_id), None) is None:
+            raise HubError(404, "Repository not found", error_code="RepoNotFound")
+        return Response(200)
 
     def _repo_info(self, request: Request, params: dict[str, str]) -> Response:
         repo = self._readable_repo(request, params)

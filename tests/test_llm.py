@@ -481,6 +481,7 @@ def llm_parser() -> argparse.ArgumentParser:
 
 def test_endpoint_options_defaults_and_settings(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("MCQFORGE_CACHE")  # the tests' temporary cache (conftest); checked below
     parser = llm_parser()
     args = parser.parse_args([])
 
@@ -504,6 +505,12 @@ def test_endpoint_options_defaults_and_settings(monkeypatch, tmp_path):
 
     cached = LLMSettings.from_args(parser.parse_args(["--cache-dir", str(tmp_path / "c"), "--api-key-env", "none"]))
     assert cached.client("m").cache.root == tmp_path / "c" / "llm"  # each use of the root has its own folder
+    # $MCQFORGE_CACHE moves the default root (the tests left 565 MB in ~/.cache/mcqforge), not a folder given
+    monkeypatch.setenv("MCQFORGE_CACHE", str(tmp_path / "moved"))
+    assert LLMSettings.from_args(parser.parse_args([])).cache_dir == tmp_path / "moved"
+    assert LLMSettings().cache_dir == tmp_path / "moved"
+    assert cached == LLMSettings.from_args(parser.parse_args(["--cache-dir", str(tmp_path / "c"), "--api-key-env",
+                                                              "none"]))
 
 
 def test_endpoint_options_help_shows_each_default_once():

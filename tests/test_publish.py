@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -104,7 +105,7 @@ def test_a_failed_upload_leaves_no_tag_and_a_rerun_completes(local_hub, tmp_path
     local_hub.fail_next("commit", status=500)
     assert push(folder, repo, "2.0.0") == 2
     assert "no tag was created" in capsys.readouterr().err
-    assert local_hub.tags(repo) == []
+    assert not local_hub.has_repo(repo)  # the repo the run created, empty, was deleted again
     assert push(folder, repo, "2.0.0") == 0
     assert local_hub.tags(repo) == ["v2.0.0"]
 
@@ -270,3 +271,55 @@ def test_predictions_given_with_a_config_replace_the_recorded_ones(tmp_path):
     assert recorded["local"] == "mine.jsonl"
     assert (again / "set_0" / "test-00000-of-00001.parquet").read_bytes() == \
         (first / "set_0" / "test-00000-of-00001.parquet").read_bytes()  # the same predictions, the same sets
+
+
+def _push_command(repo: str, version: str = "1.0.0") -> list[str]:
+    return [sys.executable, "-m", "builders", "wicked", "--source", "sample", "--sba-classifier", "none",
+            "--push", repo, "--version", version, "--log-level", "WARNING"]
+
+
+def test_hf_hub_offline_refuses_a_push_in_one_line_before_any_work(local_hub):
+    """HF_HUB_OFFLINE=1, which offline clusters export, turned --push into a 45-line OfflineModeIsEnabled
+    traceback with status 1."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(_push_command("mcqforge/offline"), capture_output=True, text=True, cwd=REPO, env=env,
+                            timeout=300)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.splitlines() == [
+        "error: HF_HUB_OFFLINE is set: --push needs the Hub; unset HF_HUB_OFFLINE (or point HF_ENDPOINT at a Hub "
+        "you can reach), or build with --output only"]
+    assert not any(r.kind == "create_repo" and "offline" in r.path for r in local_hub.requests)
+
+
+def test_an_upload_error_that_is_not_an_http_error_is_one_line_and_says_how_to_complete(local_hub):
+    """The real Hub uploads through Xet by default, and the Xet client raises its own errors (a ConnectionError
+    for "xet-write-token 404"): that was a traceback with status 1 that left an empty repo behind. The
+    local Hub has no Xet storage, so a client not told HF_HUB_DISABLE_XET=1 fails exactly so."""
+    repo = "mcqforge/xet-failure"
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_XET"}
+    failed = subprocess.run(_push_command(repo), capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
+    assert (failed.returncode, failed.stdout) == (2, "")
+    assert "Traceback" not in failed.stderr
+    [line] = [line for line in failed.stderr.splitlines() if line.startswith("error:")]
+    assert line.startswith(f"error: publishing {repo} v1.0.0 failed (")
+    assert line.endswith("(a Hub without Xet storage needs HF_HUB_DISABLE_XET=1); nothing was committed: the repo "
+                         "this run created was deleted again; no tag was created: run the same command again to "
+                         "complete the release")
+    assert not local_hub.has_repo(repo)  # the Hub is as it was: no empty repo left behind
+    # the same command, with the client told to upload through LFS, completes the release
+    completed = subprocess.run(_push_command(repo), capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert local_hub.tags(repo) == ["v1.0.0"] and "README.md" in local_hub.paths_at(repo, "v1.0.0")
+
+
+def test_an_upload_that_fails_into_an_existing_repo_leaves_it_as_it_was(local_hub, tmp_path):
+    repo = "mcqforge/xet-failure-existing"
+    assert push(write_benchmark("mmlu", tmp_path), repo, "1.0.0") == 0
+    before = local_hub.commits(repo)
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_XET"}
+    failed = subprocess.run(_push_command(repo, "1.1.0"), capture_output=True, text=True, cwd=REPO, env=env,
+                            timeout=300)
+    assert failed.returncode == 2 and "Traceback" not in failed.stderr
+    assert len([line for line in failed.stderr.splitlines() if line.startswith("error:")]) == 1
+    assert "nothing was committed: the repo holds what it held before" in failed.stderr
+    assert local_hub.commits(repo) == before and local_hub.tags(repo) == ["v1.0.0"]

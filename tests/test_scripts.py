@@ -97,3 +97,27 @@ def test_a_train_s_options_become_the_words_a_build_config_s_would():
     assert argv == ["--no-cross-source", "--cross-split", "--threshold=0.8"]
     args = cli.parse_args(parser, argv + ["--output", "out"])
     assert (args.cross_source, args.cross_split, args.threshold) == (False, True, 0.8)
+
+
+def test_the_local_hub_script_serves_a_push_from_the_command_line(tmp_path):
+    """The README's way to try publishing offline: start the local Hub, export the variables it prints, push."""
+    import os
+    import signal
+
+    server = subprocess.Popen([sys.executable, str(REPO / "scripts" / "local_hub.py"), "--port", "0", "--token",
+                               "hf_script"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout.readline().startswith("local Hub at http://127.0.0.1:")
+        exported = server.stdout.readline().split()
+        assert exported[0] == "export"
+        variables = dict(word.split("=", 1) for word in exported[1:])
+        assert set(variables) == {"HF_ENDPOINT", "HF_TOKEN", "HF_HUB_DISABLE_XET"}
+        env = {**os.environ, **variables, "HF_HOME": str(tmp_path / "hf")}
+        command = [sys.executable, "-m", "builders.wicked", "--source", "sample", "--sba-classifier", "none",
+                   "--push", "you/wicked-sample", "--version", "1.0.0", "--log-level", "WARNING"]
+        pushed = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
+        assert pushed.returncode == 0, pushed.stderr[-2000:]
+        assert f"published {variables['HF_ENDPOINT']}/datasets/you/wicked-sample tag v1.0.0" in pushed.stdout
+    finally:
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=30) == 0

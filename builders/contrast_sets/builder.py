@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 import numpy as np
-from datasets import Value
+from builders.core.record import Value
 
 from builders.core import api, cli
 from builders.core.benchmarks import BENCHMARKS
 from builders.core.build import Build, Builder, Check
-from builders.core.embeddings import (Embedder, EmbeddingCache, EmbeddingStats, Encoding, embed_texts,
+from builders.core.embeddings import (Embedder, EmbeddingCache, EmbeddingStats, Encoding, embed_texts, embedder_to_load,
                                       resolve_embedder)
 from builders.core.errors import UserError
 from builders.core.options import position_dependent_reason
@@ -607,7 +607,8 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [BENCHMARKS[DEFAULT_BENCHMARK]] +
                   [BENCHMARKS[n] for n in BENCHMARK_NAMES if n != DEFAULT_BENCHMARK], add_arguments, build,
-                  check_arguments, preview_subset=False, evaluation_table=evaluation_table)
+                  check_arguments, preview_subset=False, evaluation_table=evaluation_table,
+                  models=lambda args: embedder_to_load(args.embedder))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

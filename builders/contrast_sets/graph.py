@@ -18,10 +18,7 @@ import logging
 from dataclasses import dataclass
 from typing import Sequence
 
-import networkx as nx
 import numpy as np
-from scipy import sparse
-from scipy.sparse import csgraph
 
 from builders.core.record import MCQRecord, normalize_text
 
@@ -158,12 +155,16 @@ def candidate_pairs(pool: CandidatePool, embeddings: np.ndarray, cutoff: float) 
     golds = _incidence(np.arange(n), gold_columns, (n, len(gold_texts)))
     distractors = _incidence(np.nonzero(valid)[0], distractor_columns, (n, len(distractor_texts)))
     gold_near = (golds @ hits @ distractors.T).tocsr()  # [i, j] > 0: a_i is close to a distractor of j
+    from scipy import sparse  # scipy and networkx load when pairs are mined, not to parse a command line
+
     mutual = sparse.triu(gold_near.multiply(gold_near.T), k=1).tocoo()
     order = np.lexsort((mutual.col, mutual.row))
     return mutual.row[order].astype(np.int64), mutual.col[order].astype(np.int64)
 
 
-def _incidence(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]) -> sparse.csr_matrix:
+def _incidence(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]):  # a scipy.sparse.csr_matrix
+    from scipy import sparse
+
     return sparse.csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=shape)
 
 
@@ -243,6 +244,9 @@ def maximum_matching(num_vertices: int, first: np.ndarray, second: np.ndarray, w
     if num_vertices == 0:
         empty = np.empty(0, dtype=np.int64)
         return Matching(empty, empty, empty)
+    from scipy import sparse
+    from scipy.sparse import csgraph
+
     graph = sparse.coo_matrix((np.ones(len(first)), (first, second)), shape=(num_vertices, num_vertices))
     _, component = csgraph.connected_components(graph, directed=False)
     edge_component = component[first]
@@ -257,6 +261,8 @@ def maximum_matching(num_vertices: int, first: np.ndarray, second: np.ndarray, w
 
 
 def _match_component(group: np.ndarray, first: np.ndarray, second: np.ndarray, weights: np.ndarray) -> list[int]:
+    import networkx as nx
+
     graph = nx.Graph()
     for edge in group:
         graph.add_edge(int(first[edge]), int(second[edge]), weight=int(weights[edge]), edge=int(edge))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from datasets import Value
+from .record import Value
 
 from .errors import MalformedRow
 from .record import LETTERS, MCQRecord, content_key, list_of
@@ -259,6 +259,8 @@ BENCHMARKS: dict[str, Benchmark] = {
                   {"labels": list_of(Value("string"))}, fewshot_split="train"),
         Benchmark("unifiedqa", "allenai/unifiedqa", None, ("train", "validation", "test"), unifiedqa_record,
                   "other", BIBTEX["unifiedqa"], "UnifiedQA multiple-choice sources",
-                  subconfigs=("arc", "cqa", "obqa", "piqa", "qasc", "siqa")),
+                  subconfigs=("arc", "cqa", "obqa", "piqa", "qasc", "siqa"),
+                  # a union of datasets: each part keeps its own dataset's license
+                  license_name="unifiedqa-source-licenses", license_link="https://github.com/allenai/unifiedqa"),
     ]
 }

@@ -93,7 +93,8 @@ class Builder:
 
     ``benchmarks``: the sources it reads (the first is the default). ``check_arguments`` finds bad options
     before any source is loaded or any paid call is made. ``llm_models`` names the models a build will call
-    (their endpoint is checked before loading). ``preview_subset``: whether ``--preview K`` may build from
+    (their endpoint is checked before loading); ``models`` the models it loads here (a classifier, an embedder:
+    checked too). ``preview_subset``: whether ``--preview K`` may build from
     the first K items only (False for builders that need the whole source, such as contrast-set mining).
     """
 
@@ -104,6 +105,7 @@ class Builder:
     build: Callable[[LoadedSource, argparse.Namespace], Build]
     check_arguments: Callable[[argparse.Namespace], None] = lambda args: None
     llm_models: Callable[[argparse.Namespace], list[str]] = lambda args: []
+    models: Callable[[argparse.Namespace], list[Any]] = lambda args: []  # [core.models.ModelToLoad]
     preview_subset: bool = True
     epilog: str = ""  # shown at the end of --help (other commands of the builder)
     # the table its paper reports, from lm-eval runs on the release's tasks (``python -m builders evaluate``):

@@ -23,25 +23,31 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
+from . import progress
 from .build import Build, Builder
 from .errors import UserError, raised_by_an_interrupt
+from .models import check_model
 from .publish import check_repo_id, prepare_release, publish_folder, version_tag
 from .redact import scrub_log_handlers, scrub_text
-from .release import ReleaseInfo, check_output_folder, load_build_config, output_lock, write_release
+from .release import BUILD_CONFIG_FILE, ReleaseInfo, check_output_folder, load_build_config, output_lock, write_release
 from .sources import DEFAULT_MAX_EXCLUDED, LoadedSource, Selection, content_revision, load_source
+from .tables import Table
 from .validate import ValidationReport, validate
 
 logger = logging.getLogger(__name__)
 # Options about where a build goes, not what it holds: never recorded (with the runtime groups' options).
 DELIVERY_OPTIONS = {"output", "push", "version", "private", "config", "log_level", "benchmark", "source", "preview",
-                    "wait_for_output"}
+                    "wait_for_output", "force", "message", "no_progress"}
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows a default once, and only when there is one worth showing."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
-        if action.default in (None, False, argparse.SUPPRESS, []) or "%(default)" in (action.help or ""):
+        # by identity: 0 == False, so `in (None, False, ...)` hid every default of 0 (--seed among them)
+        nothing = action.default is None or action.default is False or action.default is argparse.SUPPRESS \
+            or action.default == []
+        if nothing or "%(default)" in (action.help or ""):
             return action.help or ""
         return super()._get_help_string(action)
 
@@ -138,19 +144,25 @@ def builder_parser(builder: Builder) -> argparse.ArgumentParser:
     common.add_argument("--splits", nargs="+", metavar="SPLIT", help="build only these splits of the source")
     common.add_argument("--subjects", nargs="+", metavar="SUBJECT",
                         help="build only these subjects (MMLU subjects, MMLU-Pro categories, MATH types, sub-configs)")
-    common.add_argument("--limit", type=positive_int, metavar="N", help="build only the first N rows of each evaluation split")
+    common.add_argument("--limit", type=positive_int, metavar="N",
+                        help="build only the first N rows of each evaluation split (of each subject, with --subjects)")
     common.add_argument("--output", metavar="DIR", type=Path, help="write the release folder here")
     common.add_argument("--wait-for-output", action="store_true",
                         help="when another build is writing --output, wait for it instead of stopping")
+    common.add_argument("--force", action="store_true",
+                        help="let --output replace a release folder that another builder wrote")
     common.add_argument("--push", metavar="REPO_ID", help="validate, publish to this Hub dataset repo and tag the version")
     common.add_argument("--version", metavar="X.Y.Z", help="release version, required with --push; tagged vX.Y.Z")
     common.add_argument("--private", action="store_true", help="create the Hub repo as private")
+    common.add_argument("--message", metavar="TEXT", help="what changed in this release, for the card's changelog")
     common.add_argument("--config", metavar="FILE", type=Path,
                         help="build_config.yaml of an earlier release: its options become the defaults")
     common.add_argument("--preview", type=positive_int, metavar="K",
                         help="print K transformed items and write nothing (built from the first K items where the "
                              "builder allows, so that a preview costs few LLM calls)")
     common.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    common.add_argument("--no-progress", action="store_true",
+                        help="no progress bars (they show only when stderr is a terminal)")
     builder.add_arguments(parser)
     parser.builder_name = builder.name  # type: ignore[attr-defined]  (--config checks the file is this builder's)
     return parser
@@ -173,7 +185,29 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> a
                     and getattr(given, action.dest) not in (None, []):
                 setattr(args, action.dest, getattr(given, action.dest))
         _require_local_files_again(args, parser, local)
+        _require_the_recorded_source(args.config, given.source)
     return args
+
+
+def _require_the_recorded_source(path: Path, given: str | None) -> None:
+    """A rebuild reads the source the release was built from: ``--source`` with ``--config`` must name it again
+    (the same Hub spec, ``sample``, or a local copy with the recorded content hash); another source would give
+    another dataset under the old release's configuration without a word."""
+    source = load_build_config(path).get("source") or {}
+    recorded = source.get("spec")
+    if given is None or recorded is None or source.get("parts"):  # a source of parts records each part
+        return
+    if isinstance(recorded, dict):
+        local = _local_path(given)
+        if local is not None and content_revision(local) == recorded.get("content"):
+            return
+        described = f"local copy {recorded.get('local')!r} ({recorded.get('content')})"
+    elif str(given) == str(recorded):
+        return
+    else:
+        described = repr(recorded)
+    raise UserError(f"{path} was built from {described}; --source {given} is another source. Rebuild from the "
+                    "recorded source, or build from the new one without --config (passing its options)")
 
 
 def config_defaults(parser: argparse.ArgumentParser, path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -314,6 +348,7 @@ def main(builder: Builder, argv: Sequence[str] | None = None) -> int:
         args = parse_args(parser, argv)
         logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         scrub_log_handlers()
+        progress.configure(False if args.no_progress else None)
         with writer_lock(args):
             release = preflight(builder, args)
             source = load(builder, args)
@@ -382,12 +417,26 @@ def preflight(builder: Builder, args: argparse.Namespace) -> ReleaseInfo:
     if args.output:
         check_output_folder(args.output)
         check_source_and_output(args.source, args.output)
+        check_same_builder(args.output, builder.name, args.force)
     if args.push:
         if not args.version:
             raise UserError("--push needs --version X.Y.Z")
         check_repo_id(args.push)
         release = prepare_release(args.push, args.version)
+    release.message = args.message
     return release
+
+
+def check_same_builder(output: Path, builder: str, force: bool) -> None:
+    """A release folder of another builder (another dataset) is replaced only with --force; a rebuild of the same
+    builder's release replaces it as always."""
+    recorded = Path(output).expanduser() / BUILD_CONFIG_FILE
+    if force or not recorded.is_file():
+        return
+    written_by = load_build_config(recorded).get("builder")
+    if written_by != builder:
+        raise UserError(f"--output {output} holds a {written_by} release; a {builder} build would replace it: "
+                        "choose another folder, or pass --force")
 
 
 def check_source_and_output(source: Any, output: Path) -> None:
@@ -408,6 +457,8 @@ def check_options(builder: Builder, args: argparse.Namespace) -> None:
     if args.version is not None:
         version_tag(args.version)
     builder.check_arguments(args)
+    for model in builder.models(args):
+        check_model(model)
     if builder.llm_models(args):
         from .llm import LLMSettings, check_endpoint
 
@@ -480,7 +531,7 @@ def _require_writable_parent(folder: Path, flag: str, shown: Path | None = None)
 def print_summary(build: Build, report: ValidationReport, where: Sequence[str], out=None) -> None:
     out = out or sys.stdout
     print(f"\n{build.title}: {len(build.configs)} configs from {build.source.source_description}", file=out)
-    print(report.rows_table().to_markdown(), file=out)
+    print(rows_summary(report).to_markdown(), file=out)
     reasons: dict[str, int] = {}
     for split_reasons in report.exclusion_reasons.values():
         for reason, count in split_reasons.items():
@@ -493,6 +544,26 @@ def print_summary(build: Build, report: ValidationReport, where: Sequence[str], 
         print(f"  WARNING {warning}", file=out)
     for line in where:
         print(line, file=out)
+
+
+def rows_summary(report: ValidationReport) -> Table:
+    """Rows in, out and excluded per split, one row per group of configs whose counts are the same (a
+    perturbations build listed 58 rows of the same three numbers); the card and the report keep every config."""
+    groups: dict[tuple, list[str]] = {}
+    for config, splits in report.counts.items():
+        key = tuple((split, n["in"], n["out"], n["excluded"]) for split, n in splits.items())
+        groups.setdefault(key, []).append(config)
+    rows = tuple((_configs_label(configs, len(report.counts)), *counts) for key, configs in groups.items()
+                 for counts in key)
+    return Table("Rows per config", ("config", "split", "rows in", "rows out", "excluded"), rows)
+
+
+def _configs_label(configs: list[str], total: int) -> str:
+    if len(configs) <= 3:
+        return ", ".join(configs)
+    if len(configs) == total:
+        return f"all {total} configs"
+    return f"{len(configs)} configs ({configs[0]}, {configs[1]}, ..., {configs[-1]})"
 
 
 def print_preview(build: Build, count: int, out=None) -> None:

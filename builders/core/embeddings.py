@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
 
+from builders.core.cache import cache_folder
 from builders.core.errors import UserError
+from builders.core.models import ModelToLoad
+from builders.core.progress import bar
 from builders.core.record import text_hash
 from builders.core.sources import content_revision
 
@@ -52,6 +54,13 @@ def resolve_embedder(spec: str | None, dtype: str = "float32") -> Embedder:
     return _hub_embedder(spec, dtype)
 
 
+def embedder_to_load(spec: str | None) -> list[ModelToLoad]:
+    """``--embedder``, for the checks before any source is read (the packaged default is always there)."""
+    return [] if spec is None else [ModelToLoad(spec, "embedder", "pass --embedder PATH to a local sentence-"
+                                                "transformers folder, or leave --embedder out for the packaged "
+                                                "all-MiniLM-L6-v2")]
+
+
 def _hub_embedder(model_id: str, dtype: str) -> Embedder:
     from huggingface_hub import snapshot_download
 
@@ -75,10 +84,11 @@ class EmbeddingCache:
 
     def __init__(self, root: str | Path | None, embedder: Embedder):
         self.folder: Path | None = None
-        if root is not None and str(root).lower() != "none":
+        root = cache_folder(root)
+        if root is not None:
             identity = f"{embedder.id}\x1f{embedder.revision}\x1f{embedder.dtype}\x1fnormalized"
             key = hashlib.sha256(identity.encode()).hexdigest()[:24]
-            self.folder = Path(root).expanduser() / key
+            self.folder = root / key
 
     def shards(self) -> list[Path]:
         if self.folder is None or not self.folder.is_dir():
@@ -185,7 +195,7 @@ def _encode(texts: list[str], embedder: Embedder, encoding: Encoding) -> np.ndar
     torch.set_num_threads(encoding.threads)
     try:
         with _autocast(model.device.type, embedder.dtype):
-            for batch in tqdm(token_batches(lengths[order], encoding), desc="embed", leave=False,
+            for batch in bar(token_batches(lengths[order], encoding), desc="embed", leave=False,
                               disable=not logger.isEnabledFor(logging.INFO)):
                 parts.append(model.encode([texts[i] for i in order[batch]], batch_size=batch.stop - batch.start,
                                           normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False))

@@ -1,6 +1,7 @@
 """Errors a user can act on. The CLI prints their message on one line, without a traceback."""
 
 import os
+import re
 import sys
 
 
@@ -26,6 +27,13 @@ class ValidationFailed(UserError):
 
 class ReleaseError(UserError):
     """Publishing refused or failed (existing tag, bad version, missing token...)."""
+
+
+def tag_hint(revision: str | None) -> str:
+    """For a revision the Hub does not have: mcqforge tags a release vX.Y.Z, so ``@1.0.0`` meant ``@v1.0.0``."""
+    if revision and re.fullmatch(r"\d+\.\d+\.\d+", revision):
+        return f"; did you mean @v{revision}? (releases are tagged vX.Y.Z)"
+    return ""
 
 
 def raised_by_an_interrupt(error: BaseException) -> bool:

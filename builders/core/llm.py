@@ -49,15 +49,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Generic, Iterator, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, Mapping, Sequence, TypeVar
 
-import httpcore
-import httpx
-import openai
-from tqdm import tqdm
 
+if TYPE_CHECKING:
+    import httpcore
+    import httpx
+
+from .cache import DEFAULT_ROOT, cache_folder
 from .errors import UserError
 from .redact import scrub_text, scrub_url
+from .progress import bar as progress_bar
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +78,7 @@ OPENAI_API_URL = "https://api.openai.com/v1"
 
 # The defaults of the endpoint options (add_llm_arguments), of LLMSettings and of LLMClient.
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
-DEFAULT_CACHE_DIR = "~/.cache/mcqforge"
+DEFAULT_CACHE_DIR = DEFAULT_ROOT
 DEFAULT_CONCURRENCY = 8
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MAX_RETRIES = 6
@@ -144,7 +146,7 @@ class LLMSettings:
 
     base_url: str | None = None
     api_key_env: str | None = DEFAULT_API_KEY_ENV
-    cache_dir: Path | None = Path(DEFAULT_CACHE_DIR).expanduser()
+    cache_dir: Path | None = field(default_factory=lambda: cache_folder(DEFAULT_CACHE_DIR))
     concurrency: int = DEFAULT_CONCURRENCY
     timeout: float = DEFAULT_TIMEOUT_S
     max_retries: int = DEFAULT_MAX_RETRIES
@@ -158,7 +160,7 @@ class LLMSettings:
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> LLMSettings:
         """The settings :func:`add_llm_arguments` parsed ('none' turns the key variable or the cache off)."""
-        cache_dir = None if str(args.cache_dir).lower() == "none" else Path(args.cache_dir).expanduser()
+        cache_dir = cache_folder(args.cache_dir)
         return cls(
             base_url=args.base_url or None,
             api_key_env=None if str(args.api_key_env).lower() == "none" else args.api_key_env,
@@ -200,6 +202,8 @@ def check_endpoint(settings: LLMSettings) -> None:
     ``/models`` (404) is sent ``POST /chat/completions`` with an empty body instead, which every
     OpenAI-compatible API refuses with a JSON error, without running a model.
     """
+    import httpx
+
     url = settings.url
     headers = {"Authorization": f"Bearer {_read_api_key(settings.api_key_env)}"}
     where = f"the LLM endpoint {scrub_url(url)}"
@@ -248,6 +252,8 @@ def _json_object(response: httpx.Response) -> dict[str, Any] | None:
 
 
 def _connection_reason(exc: Exception) -> str:
+    import httpx
+
     if isinstance(exc, httpx.TimeoutException):
         return f"no answer within {CHECK_TIMEOUT_S:g}s"
     return _one_line(scrub_text(str(exc))) or type(exc).__name__
@@ -490,6 +496,8 @@ class LLMClient:
         self._failure_details: dict[str, str] = {}  # the first detail of each error code
         self._too_many_failures: str | None = None  # set once max_failures is passed: send nothing more
         self.cache = ReplyCache(Path(cache_dir)) if cache_dir is not None else None
+        import openai  # 0.4 s: only once a model is called, never to parse a command line
+
         # The key lives only inside the openai client: never as an attribute of ours.
         self._openai = openai.OpenAI(
             base_url=self.url, api_key=_read_api_key(api_key_env), max_retries=0, timeout=_timeouts(timeout),
@@ -560,7 +568,7 @@ class LLMClient:
             self._planned = self._requests + len(requests)
         pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests)), thread_name_prefix="llm")
         try:
-            with tqdm(total=len(requests), desc=desc or self.model, unit="req") as bar:
+            with progress_bar(total=len(requests), desc=desc or self.model, unit="req") as bar:
                 futures: dict[Future[ChatResult[T]], int] = {
                     pool.submit(self.complete, request, parse, parse_retries): index
                     for index, request in enumerate(requests)
@@ -709,6 +717,9 @@ class LLMClient:
 
     def _call_once(self, request: ChatRequest, attempt: int) -> tuple[_Reply | _Failure, bool, float | None]:
         """One HTTP call: (outcome, whether a failure is worth retrying, server's Retry-After)."""
+        import httpx
+        import openai
+
         try:
             with _deadline(self.timeout):
                 # The raw answer: the SDK would crash on a 200 whose body is not a chat completion.
@@ -770,7 +781,7 @@ class LLMClient:
             delay = max(delay, min(retry_after, MAX_RETRY_AFTER_S))
         return delay
 
-    def _status_detail(self, exc: openai.APIStatusError) -> str:
+    def _status_detail(self, exc: Any) -> str:  # an openai.APIStatusError
         if exc.status_code in (401, 403):
             # Some providers echo (part of) the key in auth errors: say nothing of theirs.
             source = f"${self.api_key_env}" if self.api_key_env else "the placeholder key (api_key_env=None)"
@@ -823,50 +834,63 @@ def _time_left(timeout: float | None, expired: type[Exception]) -> float | None:
     return left if timeout is None else min(timeout, left)
 
 
-class _DeadlineStream(httpcore.NetworkStream):
+# httpx and httpcore (0.2 s with trio installed) are imported by the functions that make requests, so that a
+# command line parses before they load; the wrappers below are duck-typed httpcore streams and backends (the
+# pool calls their methods and never checks their classes).
+
+
+class _DeadlineStream:  # an httpcore.NetworkStream
     def __init__(self, stream: httpcore.NetworkStream) -> None:
         self._stream = stream
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._stream.read(max_bytes, _time_left(timeout, httpcore.ReadTimeout))
+        return self._stream.read(max_bytes, _time_left(timeout, _httpcore().ReadTimeout))
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._stream.write(buffer, _time_left(timeout, httpcore.WriteTimeout))
+        self._stream.write(buffer, _time_left(timeout, _httpcore().WriteTimeout))
 
     def close(self) -> None:
         self._stream.close()
 
     def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
                   timeout: float | None = None) -> httpcore.NetworkStream:
-        tls = self._stream.start_tls(ssl_context, server_hostname, _time_left(timeout, httpcore.ConnectTimeout))
+        tls = self._stream.start_tls(ssl_context, server_hostname, _time_left(timeout, _httpcore().ConnectTimeout))
         return _DeadlineStream(tls)
 
     def get_extra_info(self, info: str) -> Any:
         return self._stream.get_extra_info(info)
 
 
-class _DeadlineBackend(httpcore.NetworkBackend):
+class _DeadlineBackend:  # an httpcore.NetworkBackend
     def __init__(self, backend: httpcore.NetworkBackend) -> None:
         self._backend = backend
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                     socket_options: Any = None) -> httpcore.NetworkStream:
-        stream = self._backend.connect_tcp(host, port, _time_left(timeout, httpcore.ConnectTimeout),
+        stream = self._backend.connect_tcp(host, port, _time_left(timeout, _httpcore().ConnectTimeout),
                                            local_address, socket_options)
         return _DeadlineStream(stream)
 
     def connect_unix_socket(self, path: str, timeout: float | None = None,
                             socket_options: Any = None) -> httpcore.NetworkStream:
-        stream = self._backend.connect_unix_socket(path, _time_left(timeout, httpcore.ConnectTimeout), socket_options)
+        stream = self._backend.connect_unix_socket(path, _time_left(timeout, _httpcore().ConnectTimeout), socket_options)
         return _DeadlineStream(stream)
 
     def sleep(self, seconds: float) -> None:
         self._backend.sleep(seconds)
 
 
+def _httpcore():
+    import httpcore
+
+    return httpcore
+
+
 def _http_client(url: str, timeout: float, connections: int) -> httpx.Client:
     """An httpx client for ``url`` whose sockets keep to the calling thread's deadline, through the
     proxy the environment names for it (as httpx would pick it)."""
+    import httpx
+
     transport = httpx.HTTPTransport(proxy=_environment_proxy(url),
                                     limits=httpx.Limits(max_connections=connections,
                                                         max_keepalive_connections=connections))
@@ -877,6 +901,8 @@ def _http_client(url: str, timeout: float, connections: int) -> httpx.Client:
 
 
 def _timeouts(timeout: float) -> httpx.Timeout:
+    import httpx
+
     return httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT_S))
 
 

@@ -13,12 +13,6 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-import datasets
-from datasets import Features, Value
-
-# Hub datasets readers know ``List`` from datasets 4; older ones only ``Sequence``.
-_List = getattr(datasets, "List", datasets.Sequence)
-
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
@@ -73,10 +67,41 @@ class MCQRecord:
         return row
 
 
+# The features of a release's columns, described without importing ``datasets`` (0.6 s, which every command paid
+# before its arguments were even parsed); record_features makes them ``datasets`` features when a schema is built.
+
+
+@dataclass(frozen=True)
+class Value:
+    """``datasets.Value(dtype)``, made when a schema is built."""
+
+    dtype: str
+
+
+@dataclass(frozen=True)
+class ListOf:
+    """A list of ``feature`` (``datasets.List``, or ``Sequence`` for readers older than datasets 4)."""
+
+    feature: Any
+
+
+def as_datasets_feature(feature: Any) -> Any:
+    """A feature description as ``datasets`` features (a ``datasets`` feature is kept as it is)."""
+    import datasets
+
+    if isinstance(feature, Value):
+        return datasets.Value(feature.dtype)
+    if isinstance(feature, ListOf):
+        return getattr(datasets, "List", datasets.Sequence)(as_datasets_feature(feature.feature))
+    if isinstance(feature, Mapping):
+        return {name: as_datasets_feature(value) for name, value in feature.items()}
+    return feature
+
+
 BASE_FEATURES: dict[str, Any] = {
     "id": Value("string"),
     "question": Value("string"),
-    "choices": _List(Value("string")),
+    "choices": ListOf(Value("string")),
     "answer": Value("int32"),
     "source": Value("string"),
     "source_config": Value("string"),
@@ -88,17 +113,20 @@ BASE_FEATURES: dict[str, Any] = {
 BASE_COLUMNS = tuple(BASE_FEATURES)
 
 
-def record_features(metadata: Mapping[str, Any], columns: Mapping[str, Any] | None = None) -> Features:
-    """Explicit Arrow schema: the base columns, a builder's extra ``columns``, then a typed ``metadata`` struct."""
+def record_features(metadata: Mapping[str, Any], columns: Mapping[str, Any] | None = None):
+    """Explicit Arrow schema (``datasets.Features``): the base columns, a builder's extra ``columns``, then a typed
+    ``metadata`` struct."""
+    from datasets import Features
+
     features = dict(BASE_FEATURES)
     features.update(columns or {})
     if metadata:
         features["metadata"] = dict(metadata)
-    return Features(features)
+    return Features(as_datasets_feature(features))
 
 
-def list_of(feature: Any) -> Any:
-    return _List(feature)
+def list_of(feature: Any) -> ListOf:
+    return ListOf(feature)
 
 
 def normalize_text(text: str) -> str:

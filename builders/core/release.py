@@ -33,14 +33,9 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-import jinja2
-import pyarrow as pa
-import pyarrow.parquet as pq
-from tqdm.auto import tqdm
 import yaml
-from huggingface_hub import DatasetCard, DatasetCardData
 
 import builders
 
@@ -48,8 +43,12 @@ from . import inspect_tasks
 from .lm_eval_tasks import MANIFEST
 from .build import Build, TaskLocation
 from .errors import UserError, ValidationFailed
+from .progress import bar
 from .record import record_features
 from .validate import ValidationReport
+
+if TYPE_CHECKING:
+    from huggingface_hub import DatasetCard
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +76,7 @@ class ReleaseInfo:
     repo_id: str | None = None
     version: str | None = None
     changelog: list[ChangelogEntry] = field(default_factory=list)
+    message: str | None = None  # --message: what changed, in the changelog entry of this release
 
     @property
     def tag(self) -> str | None:
@@ -313,7 +313,7 @@ def _write_files(build: Build, report: ValidationReport, folder: Path, release: 
     folder.mkdir(parents=True)
     splits = list(build.records())
     sizes = {}  # (config, split) -> Arrow bytes, for the card's dataset_info
-    for config, split, records in tqdm(splits, desc="write", unit="split", leave=False, disable=len(splits) < 4):
+    for config, split, records in bar(splits, desc="write", unit="split", leave=False, disable=len(splits) < 4):
         sizes[config, split] = write_parquet(records, build.metadata_features.get(config, {}),
                                              folder / parquet_path(config, split), build.extra_columns.get(config))
     (folder / REPORT_FILE).write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True, default=str) + "\n")
@@ -397,6 +397,9 @@ def write_parquet(records, metadata_features, path: Path, column_features=None) 
     schema = features.arrow_schema.with_metadata(
         {"huggingface": json.dumps({"info": {"features": features.to_dict()}})}
     )
+    import pyarrow as pa  # here, not at the top: a command line parses before any heavy library loads
+    import pyarrow.parquet as pq
+
     table = pa.Table.from_pylist(rows, schema=schema)
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path, compression="zstd")
@@ -474,15 +477,17 @@ def dataset_info(build: Build, sizes: dict[tuple[str, str], int]) -> list[dict[s
 
 def render_card(build: Build, report: ValidationReport, release: ReleaseInfo,
                 sizes: dict[tuple[str, str], int]) -> DatasetCard:
+    from huggingface_hub import DatasetCard, DatasetCardData
+
     benchmark = build.source.benchmark
     largest = max((len(records) for _, _, records in build.records()), default=0)
-    changelog = [ChangelogEntry(release.version or "unreleased", _change_summary(build))] + [
+    changelog = [ChangelogEntry(release.version or "unreleased", _change_summary(build, release.message))] + [
         e for e in release.changelog if e.version != release.version
     ]
     card_data = DatasetCardData(
-        license=benchmark.license,
+        **card_license(build),
         language=["en"],
-        source_datasets=list(dict.fromkeys(p.dataset for p in build.source.provenance)),
+        source_datasets=list(dict.fromkeys(p.dataset for p in build.source.provenance if p.spec != "sample")) or None,
         task_categories=TASK_CATEGORIES,
         task_ids=TASK_IDS,
         tags=["mcqforge", build.builder, benchmark.name],
@@ -506,6 +511,7 @@ def render_card(build: Build, report: ValidationReport, release: ReleaseInfo,
         "mcqforge_version": builders.__version__,
         "git_commit": git_commit(),
         "provenance": build.source.provenance,
+        "from_sample": all(p.spec == "sample" for p in build.source.provenance),
         "selection": build.source.selection,
         "build_config_yaml": build_config_text(build).strip(),
         "report": report,
@@ -520,14 +526,36 @@ def render_card(build: Build, report: ValidationReport, release: ReleaseInfo,
     return DatasetCard.from_template(card_data, template_path=str(CARDS_DIR / "dataset.md"), **context)
 
 
+# The embedded samples were written for mcqforge and are released with it (builders/data/samples/README.md).
+SAMPLE_LICENSE = "apache-2.0"
+
+
+def card_license(build: Build) -> dict[str, Any]:
+    """The card's license fields: the source benchmark's, or mcqforge's for a build from its own samples; with
+    ``license: other`` the Hub needs ``license_name`` (and a link)."""
+    if all(p.spec == "sample" for p in build.source.provenance):
+        return {"license": SAMPLE_LICENSE}
+    benchmark = build.source.benchmark
+    named = {"license_name": benchmark.license_name, "license_link": benchmark.license_link}
+    return {"license": benchmark.license, **{k: v for k, v in named.items() if v and benchmark.license == "other"}}
+
+
 def _render_fragment(name: str, context: dict[str, Any]) -> str:
+    import jinja2
+
     path = CARDS_DIR / name
     return jinja2.Template(path.read_text(encoding="utf-8"), undefined=jinja2.StrictUndefined).render(**context).strip()
 
 
-def _change_summary(build: Build) -> str:
-    params = ", ".join(f"{k}={v}" for k, v in sorted(build.params.items()))
-    return f"{build.builder} from {build.source.dataset} @ {build.source.revision[:19]} ({params})"
+def _change_summary(build: Build, message: str | None = None) -> str:
+    """One readable line: the user's --message, then what was built from what (every option is in the build
+    configuration below it, not repeated here)."""
+    first = build.source.provenance[0]
+    source = "mcqforge's sample" if first.spec == "sample" else build.source.dataset
+    built = f"{build.builder} from {source} (revision {first.revision.removeprefix('sha256:')[:12]}), seed " \
+            f"{build.params.get('seed', 0)}"
+    message = " ".join((message or "").split()).rstrip(".")  # one line in the card's YAML and list
+    return f"{message}. Built with {built}." if message else f"Built with {built}."
 
 
 def load_build_config(path: Path) -> dict[str, Any]:

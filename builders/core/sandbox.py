@@ -993,12 +993,13 @@ def _with_progress(
 ) -> Iterable[Future[RunResult]]:
     if not enabled:
         return futures
+    from builders.core.progress import bar
+
     try:
-        from tqdm.auto import tqdm
+        return bar(futures, total=total, desc="sandbox", unit="run")
     except ImportError:
         logger.info("tqdm is not installed; running %d programs without a progress bar", total)
         return futures
-    return tqdm(futures, total=total, desc="sandbox", unit="run")
 
 
 # ---- untrusted units, one forked process each, results on private pipes -----------------------------------

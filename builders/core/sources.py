@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from tqdm.auto import tqdm
 
-from .errors import MalformedRow, SourceError
+from .errors import MalformedRow, SourceError, tag_hint
+from .progress import bar
 from .record import MCQRecord, normalize_text
 from .steps import Exclude, ExclusionLog
 
@@ -268,6 +268,8 @@ def read_hub(spec: SourceSpec, default_config: str | None, splits: tuple[str, ..
     except SourceError:
         raise
     except Exception as error:  # datasets/hub raise many types; the user needs one line.
+        if type(error).__name__ == "RevisionNotFoundError":
+            raise SourceError(f"{spec.hub_id} has no revision {spec.revision!r}{tag_hint(spec.revision)}") from None
         raise SourceError(
             f"cannot load {spec.text} from the Hub ({type(error).__name__}: {_first_line(error)}). "
             "If the Hub is unreachable, pass --source PATH to a local copy in the same columns."
@@ -344,6 +346,8 @@ class Benchmark:
     fewshot_split: str | None = None
     subject_field: str | None = None  # the row field that --subjects selects on
     parts: tuple["Benchmark", ...] = ()
+    license_name: str | None = None  # with license "other": the Hub's license_name and license_link
+    license_link: str | None = None
 
     @property
     def default_spec(self) -> str:
@@ -365,7 +369,8 @@ class Provenance:
 
 @dataclass(frozen=True)
 class Selection:
-    """A subset of the source: ``--splits``, ``--subjects`` and ``--limit`` (rows per evaluation split)."""
+    """A subset of the source: ``--splits``, ``--subjects`` and ``--limit`` (rows per evaluation split, and per
+    subject when subjects are named)."""
 
     subjects: tuple[str, ...] = ()
     limit: int | None = None
@@ -519,15 +524,20 @@ def _part_specs(benchmark: Benchmark, source: str | None) -> dict[str, str]:
 def _selected(rows: list[dict[str, Any]], subconfig: str, split: str, benchmark: Benchmark, selection: Selection,
               taken: Counter) -> Iterator[tuple[int, dict[str, Any]]]:
     """(row index, row) of the rows ``--subjects`` and ``--limit`` keep, indices as in the whole source, so
-    that an item keeps its id in any subset. ``--limit`` never cuts the few-shot split."""
+    that an item keeps its id in any subset. ``--limit`` never cuts the few-shot split, and with ``--subjects``
+    it counts per subject (the first N rows of one subject must not crowd out every other)."""
     wanted = set(selection.subjects)
     for index, row in enumerate(rows):
-        if wanted and subconfig not in wanted and _subject(row, benchmark) not in wanted:
+        subject = subconfig if subconfig in wanted else _subject(row, benchmark)
+        if wanted and subject not in wanted:
             continue
         if selection.limit is not None and split != benchmark.fewshot_split:
-            if taken[split] >= selection.limit:
+            key = (split, subject) if wanted else (split, None)
+            if taken[key] >= selection.limit:
+                if wanted:
+                    continue
                 return
-            taken[split] += 1
+            taken[key] += 1
         yield index, row
 
 
@@ -544,7 +554,7 @@ def _convert_rows(loaded: LoadedSource, raw: RawSource, seed: int, strict: bool,
         loaded.rows_in.setdefault(split, 0)
         config = subconfig or benchmark.config or "default"
         selected = _selected(rows, subconfig, split, benchmark, loaded.selection, taken)
-        for index, row in tqdm(selected, desc=f"read {benchmark.name}/{subconfig or split}", leave=False):
+        for index, row in bar(selected, desc=f"read {benchmark.name}/{subconfig or split}", leave=False):
             loaded.rows_in[split] += 1
             ctx = RowContext(benchmark.name, loaded.dataset, config, split, index, seed, options, subconfig,
                              first[split] + index)

@@ -28,7 +28,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from tqdm.auto import tqdm
+from builders.core.progress import bar as progress_bar
+
 
 logger = logging.getLogger(__name__)
 
@@ -158,10 +159,10 @@ class HardTimeoutPool:
     def map(self, payloads: Sequence[Any], timeouts: Sequence[float] | None = None,
             progress: str | None = None) -> list[Outcome]:
         """Run every payload; outcomes come back in payload order. ``progress`` names a progress bar."""
-        with self._lock, tqdm(total=len(payloads), desc=progress, disable=progress is None, leave=False) as bar:
+        with self._lock, progress_bar(total=len(payloads), desc=progress, disable=progress is None, leave=False) as bar:
             return self._map(payloads, timeouts, bar)
 
-    def _map(self, payloads: Sequence[Any], timeouts: Sequence[float] | None, bar: tqdm) -> list[Outcome]:
+    def _map(self, payloads: Sequence[Any], timeouts: Sequence[float] | None, bar: Any) -> list[Outcome]:
         outcomes: list[Outcome | None] = [None] * len(payloads)
         pending = deque(range(len(payloads)))
         while len(self._workers) < min(self.size, max(1, len(payloads))):

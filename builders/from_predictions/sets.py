@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
-from datasets import Value
+from builders.core.record import Value
 
 from builders.core.build import Build, Check, Configs
 from builders.core.record import LETTERS, MCQRecord, OpenItem, list_of

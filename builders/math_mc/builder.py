@@ -29,7 +29,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Sequence
 
-from datasets import Value
+from builders.core.record import Value
 
 from builders.core import api, cli
 from builders.core.audit import only_two_options

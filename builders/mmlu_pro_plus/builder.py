@@ -43,9 +43,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from datasets import Value
+from builders.core.record import Value
 
 from builders.core import api, cli
+from builders.core.embeddings import embedder_to_load
 from builders.core.benchmarks import BENCHMARKS
 from builders.core.benchmarks import mmlu_pro_record
 from builders.core.build import Build, Builder, Check
@@ -585,6 +586,7 @@ MMLU_PRO = dataclasses.replace(BENCHMARKS["mmlu_pro"], to_item=_mmlu_pro_with_co
 
 BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [MMLU_PRO], add_arguments, build, check_arguments,
                   llm_models=lambda args: [args.llm_model] if args.llm_model else [],
+                  models=lambda args: embedder_to_load(args.embedder),
                   epilog="other commands: export-audit, import-audit, metrics (each with --help)",
                   evaluation_table=evaluation_table)
 

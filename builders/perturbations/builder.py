@@ -34,7 +34,7 @@ import re
 from collections import Counter
 from typing import Mapping, Sequence
 
-from datasets import Value
+from builders.core.record import Value
 
 from builders.core import api, cli
 from builders.core.benchmarks import BENCHMARKS

@@ -30,7 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from datasets import Value
+from builders.core.record import Value
 
 from builders.core import api, cli
 from builders.core.build import Build, Builder

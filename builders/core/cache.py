@@ -1,0 +1,27 @@
+"""Where mcqforge's on-disk caches live (LLM replies, embeddings, models fetched for a build).
+
+Every default cache folder is under ``~/.cache/mcqforge``; ``$MCQFORGE_CACHE`` moves that root (the tests point it
+at a temporary folder, so that they leave nothing in the user's home). A folder given explicitly is used as is.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+DEFAULT_ROOT = "~/.cache/mcqforge"
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("MCQFORGE_CACHE") or DEFAULT_ROOT).expanduser()
+
+
+def cache_folder(text: str | Path | None) -> Path | None:
+    """A --cache-dir value as a folder: 'none' (or None) is no cache; a default under ``~/.cache/mcqforge``
+    follows ``$MCQFORGE_CACHE``."""
+    if text is None or str(text).lower() == "none":
+        return None
+    text = str(text)
+    if text == DEFAULT_ROOT or text.startswith(DEFAULT_ROOT + "/"):
+        return cache_root() / text[len(DEFAULT_ROOT):].lstrip("/")
+    return Path(text).expanduser()

@@ -1,0 +1,316 @@
+"""What a new user meets in the first hour (issue 24): honest card metadata, options that do what they say,
+a quick and quiet command line."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from huggingface_hub import DatasetCard
+
+from builders import wicked
+from builders.contrast_sets import builder as contrast_sets
+from builders.core import cli
+from builders.core.sources import SAMPLES_DIR
+from fixtures import write_benchmark
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def card(folder: Path) -> DatasetCard:
+    return DatasetCard((folder / "README.md").read_text(encoding="utf-8"))
+
+
+# ---- honest metadata -------------------------------------------------------------------------------------
+
+
+def test_a_card_built_from_the_sample_claims_no_benchmark_license_or_source(tmp_path):
+    """A card built from `--source sample` said `license: mit` and `source_datasets: [cais/mmlu]`, although the
+    samples were written for mcqforge; a card built from a copy of the benchmark still says both."""
+    sample, copy = tmp_path / "sample", tmp_path / "copy"
+    assert wicked.main(["--source", "sample", "--sba-classifier", "none", "--output", str(sample)]) == 0
+    assert wicked.main(["--source", str(write_benchmark("mmlu", tmp_path)), "--sba-classifier", "none",
+                        "--output", str(copy)]) == 0
+    built = card(sample)
+    assert (built.data.license, built.data.source_datasets) == ("apache-2.0", None)
+    assert "mcqforge's own sample in the `cais/mmlu` layout (written for mcqforge, Apache-2.0: not the " \
+           "benchmark's data)" in built.text
+    assert "> Built from mcqforge's own small sample in the layout of `cais/mmlu`,\n> not from the benchmark" in built.text
+    assert "Built from mcqforge's own small sample" not in card(copy).text
+    assert (card(copy).data.license, card(copy).data.source_datasets) == ("mit", ["cais/mmlu"])
+
+
+def test_a_card_with_license_other_names_it(tmp_path):
+    """The contrast-sets card said `license: other` with no `license_name`, which the Hub asks for."""
+    source = shutil.copytree(SAMPLES_DIR / "unifiedqa", tmp_path / "unifiedqa")
+    assert cli.main(contrast_sets.BUILDER, ["--source", str(source), "--output", str(tmp_path / "out"),
+                                            "--log-level", "WARNING"]) == 0
+    data = card(tmp_path / "out").data
+    assert (data.license, data.license_name, data.license_link) == (
+        "other", "unifiedqa-source-licenses", "https://github.com/allenai/unifiedqa")
+
+
+def test_a_rebuild_from_a_build_config_refuses_another_source(tmp_path, capsys):
+    """`--config build_config.yaml --source OTHER` rebuilt from another source without a word, although the
+    recorded content hash differed."""
+    first = write_benchmark("mmlu", tmp_path / "a")
+    other = write_benchmark("mmlu", tmp_path / "b")
+    (other / "test.jsonl").write_text((other / "test.jsonl").read_text().replace("?", " ?", 1))
+    base = ["--sba-classifier", "none", "--log-level", "WARNING"]
+    assert wicked.main(["--source", str(first), "--output", str(tmp_path / "release"), *base]) == 0
+    config = str(tmp_path / "release" / "build_config.yaml")
+    capsys.readouterr()
+    assert wicked.main(["--config", config, "--source", str(other), "--output", str(tmp_path / "again")]) == 2
+    recorded = yaml.safe_load(Path(config).read_text())["source"]["spec"]
+    assert capsys.readouterr().err == (
+        f"error: {config} was built from local copy 'mmlu' ({recorded['content']}); --source {other} is another "
+        "source. Rebuild from the recorded source, or build from the new one without --config (passing its "
+        "options)\n")
+    assert wicked.main(["--config", config, "--source", "sample", "--output", str(tmp_path / "again")]) == 2
+    assert not (tmp_path / "again").exists()
+    # the recorded source, given again, rebuilds the same release
+    assert wicked.main(["--config", config, "--source", str(first), "--output", str(tmp_path / "again")]) == 0
+    assert (tmp_path / "again" / "variant_0" / "test-00000-of-00001.parquet").read_bytes() == \
+        (tmp_path / "release" / "variant_0" / "test-00000-of-00001.parquet").read_bytes()
+
+
+def test_a_version_without_its_v_suggests_the_tag(local_hub, tmp_path, capsys):
+    """`REPO@1.0.0` failed with RevisionNotFoundError; releases are tagged v1.0.0."""
+    from builders import evaluate
+
+    repo = "mcqforge/wicked-tag-hint"
+    assert wicked.main(["--source", "sample", "--sba-classifier", "none", "--push", repo, "--version", "1.0.0",
+                        "--log-level", "WARNING"]) == 0
+    capsys.readouterr()
+    assert evaluate.main([f"{repo}@1.0.0", "--model", "dummy"]) == 2
+    assert capsys.readouterr().err == (f"error: cannot fetch {repo}@1.0.0 from the Hub (RevisionNotFoundError); "
+                                       "did you mean @v1.0.0? (releases are tagged vX.Y.Z)\n")
+    assert wicked.main(["--source", f"{repo}@1.0.0", "--sba-classifier", "none", "--output",
+                        str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == (f"error: {repo} has no revision '1.0.0'; did you mean @v1.0.0? (releases are "
+                                       "tagged vX.Y.Z)\n")
+
+
+def test_open_ended_scores_that_name_no_evaluated_model_are_refused(tmp_path, capsys):
+    """Keys of --open-ended-scores that matched no model were ignored ("0 models have both scores")."""
+    from builders import evaluate
+    from builders.gsm_mc.builder import BUILDER as GSM_MC
+
+    assert cli.main(GSM_MC, ["--source", "sample", "--output", str(tmp_path / "release"), "--log-level",
+                             "WARNING"]) == 0
+    scores = tmp_path / "scores.json"
+    scores.write_text('{"dummy": 0.4, "llama-3-8b": 0.5, "gpt-4o": 0.9}')
+    capsys.readouterr()
+    assert evaluate.main([str(tmp_path / "release"), "--model", "dummy", "--open-ended-scores", str(scores)]) == 2
+    assert capsys.readouterr().err == (f"error: --open-ended-scores {scores}: ['gpt-4o', 'llama-3-8b'] name no "
+                                       "evaluated model; its keys must be the models' names: ['dummy']\n")
+
+
+def test_limit_counts_per_subject_when_subjects_are_named(tmp_path):
+    """`--subjects anatomy virology --limit 20` gave 20 anatomy items and 0 virology, while the card listed both."""
+    out = tmp_path / "out"
+    assert wicked.main(["--source", "sample", "--sba-classifier", "none", "--subjects", "astronomy", "nutrition",
+                        "--limit", "2", "--output", str(out), "--log-level", "WARNING"]) == 0
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(out / "original" / "test-00000-of-00001.parquet").to_pylist()
+    assert sorted((r["subject"], r["id"]) for r in rows) == [
+        ("astronomy", "mmlu/test/0"), ("astronomy", "mmlu/test/1"), ("nutrition", "mmlu/test/25"),
+        ("nutrition", "mmlu/test/26")]  # the sample holds 5 rows of each subject, sorted by subject
+    assert "| subset | subjects astronomy, nutrition first 2 rows per subject and evaluation split |" in \
+        (out / "README.md").read_text()
+
+
+def test_another_builder_replaces_a_release_folder_only_with_force(tmp_path, capsys):
+    """A build of another builder silently replaced an existing release folder."""
+    from builders.gsm_mc.builder import BUILDER as GSM_MC
+
+    out = tmp_path / "release"
+    assert wicked.main(["--source", "sample", "--sba-classifier", "none", "--output", str(out),
+                        "--log-level", "WARNING"]) == 0
+    before = (out / "build_config.yaml").read_bytes()
+    capsys.readouterr()
+    assert cli.main(GSM_MC, ["--source", "sample", "--output", str(out)]) == 2
+    assert capsys.readouterr().err == (f"error: --output {out} holds a wicked release; a gsm_mc build would replace "
+                                       "it: choose another folder, or pass --force\n")
+    assert (out / "build_config.yaml").read_bytes() == before
+    # the same builder rebuilds in place; --force lets another builder replace the folder, and is not recorded
+    assert wicked.main(["--source", "sample", "--sba-classifier", "none", "--output", str(out), "--seed", "1",
+                        "--log-level", "WARNING"]) == 0
+    assert cli.main(GSM_MC, ["--source", "sample", "--output", str(out), "--force", "--log-level", "WARNING"]) == 0
+    recorded = yaml.safe_load((out / "build_config.yaml").read_text())
+    assert recorded["builder"] == "gsm_mc" and "force" not in recorded["params"]
+
+
+def test_changelog_entries_are_readable_and_take_a_message(local_hub, tmp_path):
+    """Changelog entries were Python-repr dumps of every parameter ("wicked from cais/mmlu @ sha256:... (limit=None,
+    max_excluded=0.5, ...)")."""
+    from builders.core.release import read_changelog
+    from builders.core.sources import content_revision
+
+    repo = "mcqforge/wicked-changelog"
+    base = ["--source", "sample", "--sba-classifier", "none", "--push", repo, "--log-level", "WARNING"]
+    assert wicked.main([*base, "--version", "1.0.0", "--message", "First release:\n the paper's setup."]) == 0
+    assert wicked.main([*base, "--version", "1.1.0", "--seed", "3"]) == 0
+    text = local_hub.file_at(repo, "v1.1.0", "README.md").decode()
+    revision = content_revision(SAMPLES_DIR / "mmlu").removeprefix("sha256:")[:12]
+    assert [(e.version, e.summary) for e in read_changelog(text)] == [
+        ("1.1.0", f"Built with wicked from mcqforge's sample (revision {revision}), seed 3."),
+        ("1.0.0", f"First release: the paper's setup. Built with wicked from mcqforge's sample (revision "
+                  f"{revision}), seed 0."),
+    ]
+    assert "message" not in yaml.safe_load(local_hub.file_at(repo, "v1.1.0", "build_config.yaml"))["params"]
+
+
+# ---- a quick, quiet command line ---------------------------------------------------------------------------
+
+HEAVY = ("torch", "datasets", "transformers", "sentence_transformers", "lm_eval", "matplotlib", "sklearn", "openai",
+         "pyarrow", "pandas", "scipy", "networkx", "httpx", "httpcore", "huggingface_hub.hf_api")
+COMMANDS = ("builders.wicked", "builders.gsm_mc", "builders.math_mc", "builders.python_io", "builders.mmlu_pro_plus",
+            "builders.contrast_sets", "builders.perturbations", "builders.evaluate", "builders.export",
+            "builders.metrics", "classifiers.sba")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_bad_flag_and_help_load_no_heavy_library(command):
+    """Every flag typo cost 1.9 s of CPU (torch, datasets, openai, huggingface_hub... were imported before the
+    arguments were parsed); now about 0.3 s. Imports, not seconds, are checked: timings move with the load."""
+    for flag in ("--no-such-flag", "--help"):
+        result = subprocess.run([sys.executable, "-X", "importtime", "-m", command, flag], capture_output=True,
+                                text=True, cwd=REPO, timeout=120)
+        assert result.returncode == (0 if flag == "--help" else 2), result.stderr[-2000:]
+        imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+        assert sorted(name for name in imported if name.split(".")[0] in HEAVY or name in HEAVY) == []
+
+
+def test_help_shows_every_default_the_seed_included():
+    """`--help` hid every default equal to 0 (`0 in (None, False, ...)` is true): --seed among them."""
+    import importlib
+
+    result = subprocess.run([sys.executable, "-m", "builders.wicked", "--help"], capture_output=True, text=True,
+                            cwd=REPO, env={"COLUMNS": "400", "PATH": "/usr/bin:/bin"}, timeout=120)
+    [seed] = [line for line in result.stdout.splitlines() if line.strip().startswith("--seed")]
+    assert seed.split()[-2:] == ["(default:", "0)"]
+    for module in ("builders.wicked", "builders.gsm_mc.builder", "builders.python_io.builder",
+                   "builders.mmlu_pro_plus.builder", "builders.contrast_sets.builder",
+                   "builders.perturbations.builder"):
+        parser = cli.builder_parser(importlib.import_module(module).BUILDER)
+        formatter = parser._get_formatter()
+        with_a_default = [action for action in parser._actions if action.option_strings and not (
+            action.default is None or action.default is False or action.default in ([], "==SUPPRESS=="))]
+        hidden = [action.option_strings[0] for action in with_a_default
+                  if "default" not in formatter._get_help_string(action)]
+        assert hidden == [], module
+
+
+def _stderr_of(command: list[str], terminal: bool) -> str:
+    """The command's stderr, written to a pseudo-terminal or to a pipe (a log file)."""
+    import os
+
+    if not terminal:
+        return subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=300).stderr
+    import fcntl
+    import struct
+    import termios
+
+    controller, terminal_end = os.openpty()
+    fcntl.ioctl(terminal_end, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))  # a new one is 0 wide
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=terminal_end, cwd=REPO)
+    os.close(terminal_end)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(controller, 65536)
+        except OSError:  # EIO: the command closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(controller)
+    assert process.wait(timeout=300) == 0
+    return b"".join(chunks).decode(errors="replace")
+
+
+def test_progress_bars_show_on_a_terminal_only_and_no_progress_turns_them_off(tmp_path):
+    """With stderr going to a file, the bars wrote `read mmlu/test: 0it` joined by `\\r` into the log lines."""
+    def build(out: str, *extra: str) -> list[str]:
+        return [sys.executable, "-m", "builders.wicked", "--source", "sample", "--sba-classifier", "none",
+                "--output", str(tmp_path / out), *extra]
+
+    logged = _stderr_of(build("a"), terminal=False)
+    assert "\r" not in logged and "read mmlu" not in logged and "loaded mmlu" in logged
+    shown = _stderr_of(build("b"), terminal=True)
+    assert "read mmlu/test" in shown and "\r" in shown
+    quiet = _stderr_of(build("c", "--no-progress"), terminal=True)
+    assert "read mmlu" not in quiet and "loaded mmlu" in quiet
+
+
+def test_lm_eval_says_nothing_about_git_or_a_chat_template_the_model_does_not_have(tmp_path):
+    """Outside a git checkout lm-eval's `git describe` printed "fatal: not a git repository", and a model named
+    "...-Instruct" whose tokenizer has no chat template got "chat template is not applied": noise, both."""
+    release, model = tmp_path / "release", tmp_path / "Tiny-Instruct"
+    assert wicked.main(["--source", "sample", "--sba-classifier", "none", "--variants", "1", "--output", str(release),
+                        "--log-level", "WARNING"]) == 0
+    model.mkdir()
+    (model / "tokenizer_config.json").write_text("{}")
+    script = ("import json, sys; from pathlib import Path; from builders import evaluate\n"
+              "folder = Path(sys.argv[1]); manifest = json.loads((folder / 'lm_eval/manifest.json').read_text())\n"
+              "spec = evaluate.ModelSpec('tiny', 'dummy', {'pretrained': sys.argv[2]})\n"
+              "print(sorted(evaluate.evaluate_model(folder, manifest, spec, 2, 'cpu')))\n")
+    import os
+
+    result = subprocess.run([sys.executable, "-c", script, str(release), str(model)], capture_output=True, text=True,
+                            cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "['wicked_mmlu_original', 'wicked_mmlu_variant_0']"
+    assert "not a git repository" not in result.stderr and "chat template" not in result.stderr
+
+
+def test_the_summary_of_a_perturbations_build_groups_configs_that_behave_alike(tmp_path, capsys):
+    """The summary of a perturbations build listed 58 rows (29 configs x 2 splits) of the same numbers."""
+    from builders.perturbations.builder import BUILDER as PERTURBATIONS
+
+    source = write_benchmark("mmlu", tmp_path)
+    import json
+
+    rows = (source / "test.jsonl").read_text().splitlines()
+    malformed = {**json.loads(rows[0]), "answer": 9}  # excluded with its reason, in every config
+    (source / "test.jsonl").write_text("\n".join(rows + [json.dumps(malformed)]) + "\n")
+    assert cli.main(PERTURBATIONS, ["--source", str(source), "--output", str(tmp_path / "out"),
+                                    "--log-level", "WARNING"]) == 0
+    table = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    assert table == ["| config | split | rows in | rows out | excluded |",
+                     "| all 29 configs | test | 9 | 8 | 1 |",
+                     "| all 29 configs | dev | 3 | 3 | 0 |"]
+    report = (tmp_path / "out" / "validation_report.json").read_text()
+    assert report.count('"excluded": 1') == 29  # the report keeps every config
+
+
+def test_the_suite_caches_in_a_temporary_folder_and_marks_model_runs_slow(pytestconfig):
+    """The tests left 565 MB in ~/.cache/mcqforge (SmolLM2 dequantised, LLM replies, embeddings)."""
+    import os
+
+    from builders.core.cache import cache_root
+
+    home_cache = Path.home() / ".cache" / "mcqforge"
+    assert cache_root() == Path(os.environ["MCQFORGE_CACHE"]) and cache_root() != home_cache
+    assert "HF_HUB_OFFLINE" not in os.environ and os.environ["HF_ENDPOINT"].startswith("http://127.0.0.1:")
+    collected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                                "-m", "not slow", "tests/test_wicked.py", "tests/test_evaluate.py"],
+                               capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert "smollm2" not in collected.stdout and "test_lm_eval_runs_the_release_tasks" not in collected.stdout
+    assert "test_help_documents_every_option" in collected.stdout
+
+
+def test_an_embedder_that_cannot_be_loaded_is_refused_before_the_source_is_read(local_hub, tmp_path, capsys):
+    assert cli.main(contrast_sets.BUILDER, ["--source", "sample", "--embedder", "someone/no-such-embedder",
+                                            "--threshold", "0.9", "--output", str(tmp_path / "out")]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == ("error: cannot load embedder 'someone/no-such-embedder': the Hub has no such model; pass "
+                            "--embedder PATH to a local sentence-transformers folder, or leave --embedder out for the "
+                            "packaged all-MiniLM-L6-v2\n")
+    assert not (tmp_path / "out").exists()
