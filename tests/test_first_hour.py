@@ -260,7 +260,7 @@ def test_lm_eval_says_nothing_about_git_or_a_chat_template_the_model_does_not_ha
     script = ("import json, sys; from pathlib import Path; from builders import evaluate\n"
               "folder = Path(sys.argv[1]); manifest = json.loads((folder / 'lm_eval/manifest.json').read_text())\n"
               "spec = evaluate.ModelSpec('tiny', 'dummy', {'pretrained': sys.argv[2]})\n"
-              "print(sorted(evaluate.evaluate_model(folder, manifest, spec, 2, 'cpu')))\n")
+              "print(sorted(evaluate.evaluate_model(folder, manifest, spec, evaluate.RunSettings(limit=2, device='cpu'))))\n")
     import os
 
     result = subprocess.run([sys.executable, "-c", script, str(release), str(model)], capture_output=True, text=True,

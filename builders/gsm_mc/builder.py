@@ -23,12 +23,10 @@ from collections import Counter
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 from typing import Sequence
 
-from datasets import Value
-
 from builders.core import api, cli
 from builders.core.build import Build, Builder, Check
 from builders.core.errors import MalformedRow, UserError
-from builders.core.record import OpenItem
+from builders.core.record import OpenItem, Value
 from builders.core.sources import (
     Benchmark,
     LoadedSource,
