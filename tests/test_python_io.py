@@ -397,7 +397,7 @@ def test_lm_eval_generation_logs_are_read_like_plain_predictions(tmp_path):
     log(tmp_path / "logs" / "m2", [("humaneval/0/0", right, right),
                                    ("mbpp/11/0", "The call returns 'hello'.", "'hello'")])  # a filter's answer
     assert python_io.main(build_args(tmp_path, "--choices", "2", "--predictions", str(tmp_path / "logs"),
-                                     "--output", str(tmp_path / "out"), "--pool", str(tmp_path / "pools.jsonl"))) == 0
+                                     "--splits", "test", "--output", str(tmp_path / "out"), "--pool", str(tmp_path / "pools.jsonl"))) == 0
     pools = {row["question_id"]: row for row in map(json.loads, (tmp_path / "pools.jsonl").read_text().splitlines())}
     assert [(c["text"], c["models"]) for c in pools["humaneval/0/0"]["candidates"]] == [("4", ["org/m1"])]
     assert pools["humaneval/0/0"]["correct"] == {"m2": 1}
@@ -515,8 +515,8 @@ def test_hostile_predictions_are_not_a_literal_and_never_reach_the_sandbox(tmp_p
     rows += [{"id": "humaneval/0/0", "model": "m1", "output": "4"}, {"id": "humaneval/0/0", "model": "m2", "output": "5"}]
     predictions = write_jsonl(tmp_path / "hostile.jsonl", rows)
     out = tmp_path / "out"
-    assert python_io.main(build_args(tmp_path, "--predictions", str(predictions), "--output", str(out),
-                                     "--pool", str(tmp_path / "pools.jsonl"))) == 0
+    assert python_io.main(build_args(tmp_path, "--predictions", str(predictions), "--splits", "test",
+                                     "--output", str(out), "--pool", str(tmp_path / "pools.jsonl"))) == 0
     assert ran and not any(text in run for text in HOSTILE_PREDICTIONS for run in ran)
     pool = next(row for row in map(json.loads, (tmp_path / "pools.jsonl").read_text().splitlines())
                 if row["question_id"] == "humaneval/0/0")
