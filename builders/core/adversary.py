@@ -189,7 +189,7 @@ def _numeric_features(choices: Sequence[str], columns: dict[str, list]) -> None:
             columns[f"closest_to_{name}"] = _is(distance, min(distance))
             if name == "mean":
                 columns["farthest_from_mean"] = _is(distance, max(distance))
-    columns["integer"] = _centred([float(float(v).is_integer() and "." not in c) for v, c in zip(values, choices)])
+    columns["integer"] = _centred([float(float(v).is_integer() and "." not in c) for v, c in zip(values, choices, strict=True)])
     columns["digits"] = _centred([float(sum(ch.isdigit() for ch in c)) for c in choices])
 
 
@@ -337,7 +337,7 @@ def evaluate(records: Sequence[MCQRecord], seed: int, config: str = "", split: s
     if folds < 2:
         return None
     blocks = [option_features(r.choices) for r in chosen]
-    pairs = [_pairs(block, record, seed, i) for i, (block, record) in enumerate(zip(blocks, chosen))]
+    pairs = [_pairs(block, record, seed, i) for i, (block, record) in enumerate(zip(blocks, chosen, strict=True))]
     correct = 0
     with threadpool_limits(1):  # small fits: threads only contend (7 times slower on 2 busy cores)
         for train, test in GroupKFold(n_splits=folds).split(np.zeros(len(chosen)), groups=groups):

@@ -113,7 +113,7 @@ class EmbeddingCache:
         found = np.zeros(len(keys), dtype=bool)
         if not hits:
             return found, None
-        index, shard_of, row_of = (np.array(column) for column in zip(*hits))
+        index, shard_of, row_of = (np.array(column) for column in zip(*hits, strict=True))
         found[index] = True
         vectors = None
         for shard in np.unique(shard_of):

@@ -256,7 +256,7 @@ def choice_prediction(row: Mapping[str, Any], score: str, delimiter: str, origin
     metric = score if score != "auto" else ("acc_norm" if "acc_norm" in row else "acc")
     if metric == "acc_norm":
         lengths = [float(len(c)) for c in _continuations(row, delimiter, len(logliks), origin)]
-        values = [ll / length if length else float("-inf") for ll, length in zip(logliks, lengths)]
+        values = [ll / length if length else float("-inf") for ll, length in zip(logliks, lengths, strict=True)]
     else:
         values = logliks
     pred = max(range(len(values)), key=lambda i: (values[i], -i))  # first maximum, as numpy's argmax

@@ -31,13 +31,13 @@ class Table:
                 raise ValueError(f"table {self.title!r}: row {row} has {len(row)} cells for {len(self.columns)} columns")
 
     def records(self) -> list[dict[str, Cell]]:
-        return [dict(zip(self.columns, row)) for row in self.rows]
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
 
     def row(self, *key: Cell) -> dict[str, Cell]:
         """The row whose first cells are ``key``."""
         for row in self.rows:
             if tuple(row[: len(key)]) == key:
-                return dict(zip(self.columns, row))
+                return dict(zip(self.columns, row, strict=True))
         raise KeyError(f"table {self.title!r} has no row {key}")
 
     def column(self, name: str) -> list[Cell]:
@@ -52,7 +52,7 @@ class Table:
         lines = [self.note, ""] if self.note else []
         if self.rows:
             lines += ["| " + " | ".join(self.columns) + " |", "|" + "---|" * len(self.columns)]
-            lines += ["| " + " | ".join(self._cell(c, v) for c, v in zip(self.columns, row)) + " |"
+            lines += ["| " + " | ".join(self._cell(c, v) for c, v in zip(self.columns, row, strict=True)) + " |"
                       for row in self.rows]
         else:
             lines.append("(none)")

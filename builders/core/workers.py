@@ -204,7 +204,7 @@ class HardTimeoutPool:
             if self._consecutive_crashes > MAX_CONSECUTIVE_CRASHES:
                 self.close()
                 raise WorkerPoolError(f"{self._consecutive_crashes} workers in a row died without finishing a task "
-                                      f"(last exit code {worker.process.exitcode}); see their error output above")
+                                      f"(last exit code {worker.process.exitcode}); see their error output above") from None
             logger.warning("worker %d died during task %d; starting another", worker.process.pid, index)
             outcomes[index] = Outcome(False, error="crashed", detail=f"exit code {worker.process.exitcode}")
             self._replace(worker)
