@@ -58,7 +58,8 @@ class LabelTemplate:
         choices = list(row["choices"])
         answer = row.get("answer")
         answer_letter = LETTERS[answer] if isinstance(answer, int) and 0 <= answer < len(choices) else None
-        prompt = self.user.render(question=row["question"], options=list(zip(LETTERS, choices, strict=True)),
+        # LETTERS is the whole alphabet, longer than any list of options
+        prompt = self.user.render(question=row["question"], options=list(zip(LETTERS, choices, strict=False)),
                                   answer_letter=answer_letter)
         return ChatRequest.from_prompt(prompt, system=self.system, temperature=0.0, max_tokens=max_tokens,
                                        template_version=self.version)

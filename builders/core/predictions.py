@@ -270,6 +270,7 @@ def choice_prediction(row: Mapping[str, Any], score: str, delimiter: str, origin
 def _continuations(row: Mapping[str, Any], delimiter: str, count: int, origin: str) -> list[str]:
     """Each option's scored text, without the target delimiter, as lm-eval measures it for acc_norm."""
     arguments = row.get("arguments")
+    texts: list[Any]  # whatever the file holds, until checked below
     if isinstance(arguments, dict):
         pairs = [arguments[key] for key in sorted(arguments, key=lambda k: int(k.rsplit("_", 1)[-1]))]
         texts = [pair.get("arg_1") for pair in pairs if isinstance(pair, dict)]

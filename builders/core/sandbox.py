@@ -1310,9 +1310,9 @@ def run_isolated(sandbox: Sandbox, units: Sequence[Unit], seconds: float, max_ch
         for batch in pending:
             job_units = []
             for index in batch:
-                unit, done = units[index], len(partial.get(index, []))
+                unit, calls_done = units[index], len(partial.get(index, []))
                 # a unit resumed after a dead run re-runs its program, then only the calls not done
-                job_units.append({"program": unit.program, "calls": list(unit.calls[done:])})
+                job_units.append({"program": unit.program, "calls": list(unit.calls[calls_done:])})
             jobs.append(json.dumps({"units": job_units, "seconds": seconds, "max_chars": max_chars,
                                     "budget": budget, "cpu_seconds": sandbox.limits.cpu_seconds,
                                     "scratch": sandbox.scratch_inodes}))

@@ -16,11 +16,12 @@ Cell = Any  # int | float | str | None
 
 @dataclass(frozen=True)
 class Table:
+    # any sequences are accepted; __post_init__ stores them as tuples
     title: str
-    columns: tuple[str, ...]
-    rows: tuple[tuple[Cell, ...], ...]
+    columns: Sequence[str]
+    rows: Sequence[Sequence[Cell]]
     note: str = ""  # Markdown shown above the table: what the numbers are
-    percent: tuple[str, ...] = ()  # columns of fractions, shown as percentages
+    percent: Sequence[str] = ()  # columns of fractions, shown as percentages
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "columns", tuple(self.columns))
