@@ -144,8 +144,8 @@ def main() -> None:
         rows = [json.loads(line) for line in handle][: args.limit]
     golds = [display_form(boxed_contents(r["solution"])[-1]) for r in rows]
     outputs, labels = synthetic_outputs(golds, args.hostile, args.seed)
-    items = [OpenItem(f"math/test/{i}", "test", i, r["problem"], g, g, "") for i, (r, g) in enumerate(zip(rows, golds))]
-    answers = {item.id: out for item, out in zip(items, outputs)}
+    items = [OpenItem(f"math/test/{i}", "test", i, r["problem"], g, g, "") for i, (r, g) in enumerate(zip(rows, golds, strict=True))]
+    answers = {item.id: out for item, out in zip(items, outputs, strict=True)}
     candidates = sum(len(o) for o in outputs)
     print(f"{len(items)} problems, {candidates} candidates ({candidates / len(items):.1f} per problem), "
           f"{Counter(k for lab in labels for k in lab.values())}")
@@ -293,7 +293,7 @@ def release_report(out: Path, workers: int | None) -> tuple[int, dict, int]:
 def report_merges(items, pools, labels) -> None:
     merged_retypeset = total_retypeset = merged_exact = 0
     unexpected: list[tuple[str, str, str]] = []
-    for item, label in zip(items, labels):
+    for item, label in zip(items, labels, strict=True):
         pool = pools[item.id]
         in_pool = {t for c in pool.candidates for t in (c.text, *c.variants)}
         for answer, kind in label.items():
@@ -312,7 +312,7 @@ def report_merges(items, pools, labels) -> None:
           f"{len(unexpected)} others (precision {(merged_retypeset + merged_exact) / max(1, merges):.3f})")
     for gold, answer, kind in unexpected[:30]:
         print(f"  merged {kind}: {answer!r} into gold {gold!r}")
-    missed = [(item.gold, a) for item, label in zip(items, labels) for a, k in label.items()
+    missed = [(item.gold, a) for item, label in zip(items, labels, strict=True) for a, k in label.items()
               if k == "retypeset" and a in {t for c in pools[item.id].candidates for t in (c.text, *c.variants)}]
     for gold, answer in missed[:30]:
         print(f"  not merged re-typeset: {answer!r} vs gold {gold!r}")

@@ -78,7 +78,7 @@ def release_figures(output: Path, rows_in: dict[str, int]) -> None:
         tables[config, split] = table
     configs = list(dict.fromkeys(config for config, _ in tables))
     splits = list(rows_in)
-    original = {i: f for split in splits for i, f in zip(tables["original", split]["id"], tables["original", split]["fewshot"])}
+    original = {i: f for split in splits for i, f in zip(tables["original", split]["id"], tables["original", split]["fewshot"], strict=True)}
     reasons = sorted({m["skip_reason"] for t in tables.values() for m in t["metadata"] if m["skip_reason"]})
     print("\n| config | " + " | ".join(f"{s} rows (of {rows_in[s]})" for s in splits) + " | "
           + " | ".join(f"{r} ({' / '.join(splits)})" for r in reasons) + " | demonstrations (original: "
@@ -92,7 +92,7 @@ def release_figures(output: Path, rows_in: dict[str, int]) -> None:
         shown, differ = 0, 0
         for split in splits:
             table = tables[config, split]
-            for item_id, fewshot, metadata in zip(table["id"], table["fewshot"], table["metadata"]):
+            for item_id, fewshot, metadata in zip(table["id"], table["fewshot"], table["metadata"], strict=True):
                 if metadata["skip_reason"]:
                     counts[metadata["skip_reason"]][split] += 1
                 demos = fewshot[:-1] if fewshot and fewshot[-1] == item_id else fewshot

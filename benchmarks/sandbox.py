@@ -90,7 +90,7 @@ def attacks(module, name: str) -> None:
     budget = module.Limits(cpu_seconds=10, wall_seconds=30, memory_bytes=512 * MiB, processes=4)
     sandbox = module.Sandbox(budget, workers=1)
     for label, program in (("6 children x 400 MiB", SIX_CHILDREN), ("8 SysV segments x 256 MiB", SYSV_SEGMENTS)):
-        drop, result = largest_drop(lambda: sandbox.run(program))
+        drop, result = largest_drop(lambda program=program: sandbox.run(program))
         print(f"  [{name}] {label}: held {held_bytes(result.stdout) / MiB:.0f} MiB by its own count, host "
               f"MemAvailable fell {drop / MiB:.0f} MiB (budget 512 MiB, 1.5x = 768 MiB); status {result.status}")
 

@@ -222,7 +222,7 @@ def classify_sba(keys: Sequence[tuple], args: argparse.Namespace, benchmark: str
 
     classifier = SBAClassifier.load(args.sba_classifier, threshold=args.sba_threshold)
     scores = classifier.scores(keys, batch_size=args.sba_batch_size)
-    verdicts = {key: SBAVerdict(float(score) >= classifier.threshold, float(score)) for key, score in zip(keys, scores)}
+    verdicts = {key: SBAVerdict(float(score) >= classifier.threshold, float(score)) for key, score in zip(keys, scores, strict=True)}
     card = {"method": "classifier", "name": classifier.name, "revision": classifier.revision,
             "threshold": classifier.threshold, "input": classifier.input_format}
     return SBADecisions(verdicts, card, labelled_shares(args.sba_classifier, classifier.revision, benchmark))
@@ -240,7 +240,7 @@ def judge_sba(keys: Sequence[tuple], args: argparse.Namespace) -> SBADecisions:
         run = label_with_llm(rows, client, template)
     logger.info("SBA judge: %s", run.usage)
     verdicts = {key: SBAVerdict(row["label"] == "SBA", judge=row["label"], judge_failed=row["label"] is None)
-                for key, row in zip(keys, run.rows)}
+                for key, row in zip(keys, run.rows, strict=True)}
     counts = Counter(row["label"] or "failed" for row in run.rows)
     card = {"method": "judge", "name": args.sba_judge, "template": template.version, "questions": len(keys),
             "sba": counts["SBA"], "sca": counts["SCA"], "failed": counts["failed"]}

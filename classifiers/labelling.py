@@ -58,7 +58,8 @@ class LabelTemplate:
         choices = list(row["choices"])
         answer = row.get("answer")
         answer_letter = LETTERS[answer] if isinstance(answer, int) and 0 <= answer < len(choices) else None
-        prompt = self.user.render(question=row["question"], options=list(zip(LETTERS, choices)),
+        # LETTERS is the whole alphabet, longer than any list of options
+        prompt = self.user.render(question=row["question"], options=list(zip(LETTERS, choices, strict=False)),
                                   answer_letter=answer_letter)
         return ChatRequest.from_prompt(prompt, system=self.system, temperature=0.0, max_tokens=max_tokens,
                                        template_version=self.version)
@@ -166,7 +167,7 @@ def label_with_llm(rows: Sequence[Mapping[str, Any]], client: LLMClient, templat
     template.check_rows(rows)
     requests = [template.request(row, max_tokens) for row in rows]
     results = client.complete_many(requests, parse=template.parse, parse_retries=1, desc="SBA labels")
-    labelled = [_labelled_row(row, result, client.model, template.version) for row, result in zip(rows, results)]
+    labelled = [_labelled_row(row, result, client.model, template.version) for row, result in zip(rows, results, strict=True)]
     return LabelRun(labelled, _counts(labelled), client.usage_summary())
 
 

@@ -341,7 +341,7 @@ def run_predict(args: argparse.Namespace) -> None:
     scores = classifier.scores([(row["question"], row["choices"], row.get("answer")) for row in rows],
                                batch_size=args.batch_size)
     write_jsonl(args.output, [{**row, "sba_score": round(float(s), 6), "is_sba": bool(s >= classifier.threshold)}
-                              for row, s in zip(rows, scores)])
+                              for row, s in zip(rows, scores, strict=True)])
     flagged = int((scores >= classifier.threshold).sum())
     print(f"wrote {args.output}: {flagged} of {len(rows)} questions scored SBA (threshold {classifier.threshold:.4f})")
 

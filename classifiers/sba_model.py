@@ -110,7 +110,7 @@ def _encode_pairs(tokenizer, items: Sequence[Item], max_length: int) -> Encoded:
     options = iter(_token_ids(tokenizer, [c for i in items for c in i.choices]))
     ids, types, owners, judged = [], [], [], []
     keep_end = tokenizer.truncation_side == "left"
-    for index, (item, question) in enumerate(zip(items, questions)):
+    for index, (item, question) in enumerate(zip(items, questions, strict=True)):
         item_options = [next(options)[:cap] for _ in item.choices]
         for j, option in enumerate(item_options):
             if j == item.answer:

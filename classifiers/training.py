@@ -297,7 +297,7 @@ class TrainingExamples:
     def build(cls, questions: Sequence[LabelledQuestion], tokenizer, recipe: Recipe) -> "TrainingExamples":
         encoded = encode_items(tokenizer, [Item(q.question, q.choices, q.answer) for q in questions], recipe.kind,
                                recipe.input_format, recipe.max_length)
-        targets = np.array([_target(questions[owner], option) for owner, option in zip(encoded.owners, encoded.options)],
+        targets = np.array([_target(questions[owner], option) for owner, option in zip(encoded.owners, encoded.options, strict=True)],
                            dtype=np.int64)
         order = np.argsort(encoded.owners, kind="stable")
         items = [group for group in np.split(order, np.flatnonzero(np.diff(encoded.owners[order])) + 1) if group.size]
@@ -395,7 +395,7 @@ def _optimizer(model, recipe: Recipe, total_steps: int):
     from transformers import get_linear_schedule_with_warmup
 
     decay, no_decay = [], []
-    for name, parameter in model.named_parameters():
+    for parameter in model.parameters():
         if parameter.requires_grad:
             (no_decay if parameter.ndim < 2 else decay).append(parameter)  # no decay on biases and norms
     groups = [{"params": decay, "weight_decay": recipe.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]

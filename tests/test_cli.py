@@ -399,7 +399,7 @@ def test_an_error_raised_while_interrupted_is_an_interruption(capsys):
         try:
             raise KeyboardInterrupt
         except KeyboardInterrupt:
-            raise ImportError("partially initialized module")
+            raise ImportError("partially initialized module")  # noqa: B904 (the interrupt must stay its context)
 
     assert exit_code(broken_import) == 130
     assert capsys.readouterr().err == "interrupted\n"

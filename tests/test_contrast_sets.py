@@ -99,7 +99,7 @@ def embed(pool: graph.CandidatePool, similar: dict[str, tuple[str, float]]) -> n
 
 def edge_set(pool: graph.CandidatePool, edges: graph.Edges) -> dict[tuple[str, str], tuple[float, float]]:
     return {(pool.records[a].id, pool.records[b].id): (round(float(s), 4), round(float(t), 4))
-            for a, b, s, t in zip(edges.first, edges.second, edges.first_similarity, edges.second_similarity)}
+            for a, b, s, t in zip(edges.first, edges.second, edges.first_similarity, edges.second_similarity, strict=True)}
 
 
 def test_an_edge_needs_equivalence_in_both_directions():

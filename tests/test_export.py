@@ -59,7 +59,7 @@ def test_mc_evaluation_layout_reads_back(gsm_release, tmp_path):
             read = mc_evaluation_reader(exported)
             records = release_records(gsm_release, config, split)
             assert len(read) == len(records) == size
-            for (prompt, options, gold), record in zip(read, records):
+            for (prompt, options, gold), record in zip(read, records, strict=True):
                 assert options == record["choices"] and gold == record["answer"]
                 assert options[gold] == record["choices"][record["answer"]]
                 assert prompt.startswith(f"Question: {record['question']}\nA: ") and prompt.endswith("\n\nAnswer: ")

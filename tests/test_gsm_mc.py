@@ -77,9 +77,9 @@ def test_sets_pools_and_exclusions(files, tmp_path):
     for config in ["set_0", "set_1", "set_2"]:
         first, third = result.configs[config]["test"]
         assert sorted(first.choices) == ["4", "5", "6", "7"] and first.gold == "5"
-        models = dict(zip(first.choices, first.metadata["choice_models"]))
+        models = dict(zip(first.choices, first.metadata["choice_models"], strict=True))
         assert models == {"4": ["d"], "5": [], "6": ["b", "c"], "7": ["e"]}
-        assert dict(zip(first.choices, first.metadata["choice_origins"]))["5"] == "gold"
+        assert dict(zip(first.choices, first.metadata["choice_origins"], strict=True))["5"] == "gold"
         assert third.gold == "7" and len(third.choices) == 4 and set(third.choices) <= {"7", "8", "9", "10", "11"}
         assert first.metadata["pool_size"] == 3 and third.metadata["pool_size"] == 4
         assert first.metadata["set_index"] == int(config[-1]) and first.metadata["gold_text"] == "5"
@@ -133,7 +133,7 @@ def test_harness_logs_and_generated_predictions(files, tmp_path, llm_server):
     folder = tmp_path / "harness" / "org__tiny"
     write_jsonl(folder / "samples_gsm8k_2024-01-01T00-00-00.jsonl", [
         {"doc_id": i, "doc": row, "resps": [[f"The answer is {answer}."]], "filtered_resps": [str(answer)]}
-        for i, (row, answer) in enumerate(zip(GSM8K_TEST, [6, 1100, 12, 11, 0, 41]))])
+        for i, (row, answer) in enumerate(zip(GSM8K_TEST, [6, 1100, 12, 11, 0, 41], strict=True))])
     wrong = {0: "8", 1: "1250", 2: "13", 3: "12", 5: "40"}
     llm_server.respond_with(lambda call: f"The answer is {int(wrong[_index(call)]) + 3 * (call.body['model'] == 'm2')}.")
     result = build(files, "--predictions", str(tmp_path / "harness"), "--generate-with", "m1", "m2",
@@ -145,7 +145,7 @@ def test_harness_logs_and_generated_predictions(files, tmp_path, llm_server):
     assert ids == ["gsm8k/test/0", "gsm8k/test/1", "gsm8k/test/2", "gsm8k/test/3", "gsm8k/test/5"]
     last = result.configs["set_0"]["test"][-1]
     assert sorted(last.choices) == ["40", "41", "42", "43"]
-    assert dict(zip(last.choices, last.metadata["choice_models"])) == {"40": ["m1"], "41": ["org__tiny"], "42": [], "43": ["m2"]}
+    assert dict(zip(last.choices, last.metadata["choice_models"], strict=True)) == {"40": ["m1"], "41": ["org__tiny"], "42": [], "43": ["m2"]}
     assert len((tmp_path / "generated.jsonl").read_text().splitlines()) == 10
 
 
@@ -428,7 +428,7 @@ def test_the_gold_in_another_unit_or_rounded_is_left_out_and_every_prediction_co
     other = ["21", "60", "400", "2", "28", "2.38"]
     for records in result.configs.values():
         assert [r.id for r in records["test"]] == [f"gsm8k/test/{i}" for i in range(6)]
-        assert all(value not in r.choices for r, value in zip(records["test"], other))
+        assert all(value not in r.choices for r, value in zip(records["test"], other, strict=False))
         assert "2.4" not in records["test"][5].choices
     rows = {r["candidate left out"]: r["candidates"] for r in result.statistics["Correct answers in another form"].records()}
     assert {label: n for label, n in rows.items() if n} == {

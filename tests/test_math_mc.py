@@ -68,7 +68,7 @@ def test_golds_pools_sets_and_invariants(files, tmp_path):
     assert [r.id for r in records] == ["math/test/0", "math/test/1", "math/test/5"]
     half, three, interval = records
     assert sorted(half.choices) == ["1/4", "2", "3", r"\frac{1}{2}"] and half.gold == r"\frac{1}{2}"
-    assert dict(zip(half.choices, half.metadata["choice_models"])) == \
+    assert dict(zip(half.choices, half.metadata["choice_models"], strict=True)) == \
         {"1/4": ["d", "e"], "2": ["c"], "3": ["g"], r"\frac{1}{2}": []}
     assert sorted(three.choices) == ["3", "4", "5", "6"]
     assert sorted(interval.choices) == ["(0,1)", "1", "[0,1)", "[0,1]"] and interval.gold == "[0,1)"  # one spacing
@@ -158,7 +158,7 @@ def defect_files(tmp_path) -> dict[str, Path]:
              "solution": f"So the answer is $\\boxed{{{gold}}}$."} for i, (gold, _, _) in enumerate(DEFECTS)]
     predictions = []
     for i, (_, same, others) in enumerate(DEFECTS):
-        for model, answer in zip("abc", [same, *others]):
+        for model, answer in zip("abc", [same, *others], strict=True):
             predictions.append({"question_index": i, "model": model, "output": f"$\\boxed{{{answer}}}$"})
     return {"source": write_jsonl(tmp_path / "math" / "test.jsonl", rows).parent,
             "predictions": write_jsonl(tmp_path / "preds.jsonl", predictions)}

@@ -127,7 +127,7 @@ def test_k_tau_with_ties_is_tau_a_plus_the_share_of_tied_pairs():
         if len(set(x)) < 2 or len(set(y)) < 2:
             continue  # tau-b is undefined for a constant ranking
         pairs = n * (n - 1) // 2
-        n1, n2, n12 = tied_pairs(x), tied_pairs(y), tied_pairs(list(zip(x, y)))
+        n1, n2, n12 = tied_pairs(x), tied_pairs(y), tied_pairs(list(zip(x, y, strict=True)))
         tau_a = kendalltau(x, y).statistic * math.sqrt((pairs - n1) * (pairs - n2)) / pairs
         assert metrics.kendall_k_tau(x, y) == pytest.approx(tau_a + (n1 + n2 - n12) / pairs)
         checked += 1

@@ -223,7 +223,7 @@ def test_every_rejection_rule_through_the_llm(scripted, source_dir, tmp_path):
     records = [r for r in source.items["test"] if r.question in REPLIES]
     generator = TPPGenerator(fast_client(scripted, cache_dir=tmp_path / "llm"), SimilarityScorer(None, tmp_path),
                                  frozenset({"math"}), 0.85, 1.5, 10, 300)
-    proposals = {r.question: p for r, p in zip(records, generator.propose(records))}
+    proposals = {r.question: p for r, p in zip(records, generator.propose(records), strict=True)}
     reasons = {q: p.reason for q, p in proposals.items() if not p.accepted}
     assert reasons == EXPECTED_REJECTIONS
     assert proposals["At what temperature does water freeze at sea level?"].option == "32 F"  # recovered on retry
@@ -392,7 +392,7 @@ def test_audit_export_and_import_into_the_next_card(scripted, source_dir, tmp_pa
     assert [r["id"] for r in jsonl] == [r["id"] for r in rows]
     tpp = next(r for r in rows if r["modification"] == TPP)
     assert tpp["pair_option"].endswith("are correct") and tpp["answer"] == tpp["pair_option"]
-    for r, verdict in zip(rows, ["ok", "ok", "wrong", ""] * 4):
+    for r, verdict in zip(rows, ["ok", "ok", "wrong", ""] * 4, strict=False):
         r["verdict"], r["reviewer_notes"] = verdict, "Y is not equal" if verdict == "wrong" else ""
     with open(tmp_path / "audit" / "audit_sample.csv", "w", encoding="utf-8", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=AUDIT_FIELDS)

@@ -216,7 +216,7 @@ def test_prose_references_are_not_moved_and_none_like_options_are(tmp_path):
         records = build.configs[config]["test"]
         assert [r.metadata["skip_reason"] for r in records] == expected, config
         assert all(r.metadata["permutation"] == [0, 1, 2, 3] and r.columns["labels"] == ["A", "B", "C", "D"]
-                   for r, reason in zip(records, expected) if reason)
+                   for r, reason in zip(records, expected, strict=True) if reason)
     assert validate(build).passed
 
 
@@ -260,7 +260,7 @@ def test_a_duplicated_item_shows_a_wrong_answer_that_differs_from_the_gold(tmp_p
 
 def test_gold_text_is_preserved_under_every_permutation(built):
     source = originals(built)
-    for config, split, records in built.records():
+    for config, _split, records in built.records():
         for record in records:
             original = source[record.id]
             permutation = record.metadata["permutation"]
@@ -297,7 +297,7 @@ def test_derangement_moves_every_option(built, tmp_path):
         moved = 0
         for records in build.configs["derangement"].values():
             for record in (r for r in records if r.metadata["skip_reason"] is None):
-                assert all(a != b for a, b in zip(record.choices, source[record.id].choices))
+                assert all(a != b for a, b in zip(record.choices, source[record.id].choices, strict=True))
                 moved += 1
         assert moved == 8 + 5  # 14 - 6 test items, 6 - 1 dev items
     rng = np.random.default_rng(0)
@@ -319,7 +319,7 @@ def test_swap_fixed_applies_the_same_swaps_to_every_item(built, tmp_path):
 def test_labels_are_unique_and_from_the_symbol_sets(built):
     shuffle = {r.id: r for r in built.configs["shuffle"]["test"]}
     source = originals(built)
-    for config, split, records in built.records():
+    for config, _split, records in built.records():
         for record in records:
             labels = record.columns["labels"]
             assert len(set(labels)) == len(labels) == len(record.choices)
@@ -426,7 +426,7 @@ def test_every_config_shows_as_many_demonstrations_as_original(built):
     assert sum(map(len, original.values())) == 25 + 4
     for config in CONFIGS:
         spec = next(s for s in configs.config_specs(6) if s.name == config)
-        for split, records in built.configs[config].items():
+        for _split, records in built.configs[config].items():
             for record in records:
                 shown = record.columns["fewshot"][:-1] if spec.context_answer else record.columns["fewshot"]
                 if spec.demonstrations == "none":
@@ -519,7 +519,7 @@ def test_the_task_renderer_reproduces_every_prompt(built, tmp_path):
     """utils.py renders from dataset rows exactly what the builder wrote, demonstrations included."""
     for config in CONFIGS:
         rows = {}
-        for split, records in built.configs[config].items():
+        for _split, records in built.configs[config].items():
             rows.update({r.id: r.to_row() for r in records})
         rows.update({row["id"]: row for row in transforms.trivial_questions()})
         spec = next(s for s in configs.config_specs(6) if s.name == config)
@@ -730,8 +730,8 @@ def test_task_folders_for_every_config_and_method(tmp_path):
     assert utils.symbol_text(doc) == doc["prompt"]
     demo = next(r for r in datasets.load_dataset(str(out), "shuffle", split="dev") if r["id"] == "mmlu/dev/4")
     head = "The following are multiple choice questions (with answers) about high school geography.\n\n"
-    demo_options = "\n".join(f"{label}. {choice}" for label, choice in zip(demo["labels"], demo["choices"]))
-    options = "\n".join(f"{label}. {choice}" for label, choice in zip(doc["labels"], doc["choices"]))
+    demo_options = "\n".join(f"{label}. {choice}" for label, choice in zip(demo["labels"], demo["choices"], strict=True))
+    options = "\n".join(f"{label}. {choice}" for label, choice in zip(doc["labels"], doc["choices"], strict=True))
     assert utils.hybrid_text(doc) == (f"{head}Longest river?\n{demo_options}\nAnswer: Nile\n\n"
                                       f"Capital of Italy?\n{options}\nAnswer:")
     assert utils.cloze_text(doc) == f"{head}Longest river?\nAnswer: Nile\n\nCapital of Italy?\nAnswer:"
@@ -817,7 +817,7 @@ def test_lm_eval_runs_every_scoring_method_on_the_published_tasks(local_hub, smo
 
     dataset = datasets.load_dataset(repo, config, split="test", revision="v1.0.0")
     expected_ids = dataset["id"][:LM_EVAL_ITEMS]
-    gold = dict(zip(dataset["id"], dataset["answer"]))
+    gold = dict(zip(dataset["id"], dataset["answer"], strict=True))
     predictions = read_predictions([tmp_path / "results"])
     assert Counter(p.task for p in predictions) == {task: LM_EVAL_ITEMS for task in tasks}
     assert {p.model for p in predictions} == {smollm2.name}

@@ -12,6 +12,7 @@ import datasets
 import pytest
 import yaml
 from huggingface_hub import DatasetCard, HfApi
+from huggingface_hub.errors import HfHubHTTPError
 
 from builders import wicked
 from builders.core import cli
@@ -125,7 +126,7 @@ def test_private_repo_needs_the_token(local_hub, tmp_path, monkeypatch):
     assert push(folder, "mcqforge/wicked-private", "1.0.0", "--private") == 0
     assert HfApi().repo_info("mcqforge/wicked-private", repo_type="dataset").private
     monkeypatch.delenv("HF_TOKEN")
-    with pytest.raises(Exception):
+    with pytest.raises(HfHubHTTPError):
         HfApi(token=False).repo_info("mcqforge/wicked-private", repo_type="dataset")
     assert push(folder, "mcqforge/wicked-private", "1.0.1") == 2  # no token: refused with a clear line
 

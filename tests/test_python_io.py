@@ -323,7 +323,7 @@ def test_build_from_real_format_predictions(tmp_path):
     assert row["metadata"]["call"] == 'remove_occ("hello","l")' and row["metadata"]["gold_text"] == '"heo"'
     assert row["question"].startswith("Consider the following Python program.") and row["question"].endswith(
         'What does `remove_occ("hello","l")` return?')
-    models = dict(zip(row["choices"], row["metadata"]["choice_models"]))
+    models = dict(zip(row["choices"], row["metadata"]["choice_models"], strict=True))
     assert models == {"'heo'": [], "'HEO'": ["m3"], "'helo'": ["m5"]}
     train_default = load(out, "default")["train"]
     assert train_default.num_rows == 1 and train_default[0]["source_split"] == "train"

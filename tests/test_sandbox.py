@@ -225,7 +225,7 @@ def hostile(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> dict[
         accepted = False
     finally:
         listener.close()
-    outcome = dict(zip(programs, results))
+    outcome = dict(zip(programs, results, strict=True))
     outcome["_listener_accepted"] = accepted  # type: ignore[assignment]
     return outcome
 
@@ -732,7 +732,7 @@ def test_verdicts_come_from_what_happened_not_from_the_program() -> None:
         "real_memory_error": MEMORY_BOMB,
         **{f"real_cpu_limit_{k}": "while True:\n    pass" for k in range(3)},
     }
-    results = dict(zip(names, sandbox.run_many(list(names.values()))))
+    results = dict(zip(names, sandbox.run_many(list(names.values())), strict=True))
     verdicts = {name: (result.status, result.returncode) for name, result in results.items()}
     assert verdicts["self_sigxcpu"] == ("killed", -signal.SIGXCPU)
     assert verdicts["sigxcpu_near_the_limit"] == ("killed", -signal.SIGXCPU)

@@ -367,7 +367,7 @@ def test_predict_and_wicked_use_the_trained_folder(trained, tmp_path):
     # here, and put the threshold at their median so that both outcomes occur.
     coherent = [r for r in MMLU_TEST + MMLU_DEV if position_dependent_reason(r["choices"]) is None]
     scores = SBAClassifier.load(str(folder)).scores([(r["question"], tuple(r["choices"])) for r in coherent])
-    expected = {r["question"]: float(s) for r, s in zip(coherent, scores)}
+    expected = {r["question"]: float(s) for r, s in zip(coherent, scores, strict=True)}
     median = float(np.median(scores))
     source = write_benchmark("mmlu", tmp_path)
     out = tmp_path / "wicked"
@@ -605,14 +605,14 @@ def test_wicked_uses_the_threshold_stored_in_the_folder_with_no_flag(cross_encod
     assert classifier.threshold == threshold
     coherent = [r for r in MMLU_TEST + MMLU_DEV if position_dependent_reason(r["choices"]) is None]
     scores = classifier.scores([(r["question"], tuple(r["choices"]), r["answer"]) for r in coherent])
-    expected = {r["question"]: float(s) for r, s in zip(coherent, scores)}
+    expected = {r["question"]: float(s) for r, s in zip(coherent, scores, strict=True)}
     out = tmp_path / "wicked"
     assert wicked.main(["--benchmark", "mmlu", "--source", str(write_benchmark("mmlu", tmp_path)),
                         "--sba-classifier", str(folder), "--variants", "1", "--output", str(out)]) == 0
     rows = pq.read_table(out / "variant_0" / "test-00000-of-00001.parquet").to_pylist()
     scored = [r["metadata"] for r in rows if r["metadata"]["skip_reason"] in (None, "single_best_answer")]
     assert len(rows) == 8 and len(scored) == 5
-    for meta, row in zip(scored, [r for r in rows if r["metadata"]["skip_reason"] in (None, "single_best_answer")]):
+    for meta, row in zip(scored, [r for r in rows if r["metadata"]["skip_reason"] in (None, "single_best_answer")], strict=True):
         assert meta["sba_score"] == pytest.approx(expected[row["question"]], abs=1e-6)
         assert meta["is_sba"] == (meta["sba_score"] >= threshold)
         assert (meta["skip_reason"] == "single_best_answer") == meta["is_sba"]

@@ -356,7 +356,7 @@ def make_configs(source: LoadedSource, mined: Mined,
     configs = {name: {split: [] for split in source.items} for name in CONFIG_NAMES}
     for pair in mined.pairs:
         cross = source_name(pair.first) != source_name(pair.second)
-        for record, contrast in zip((pair.first, pair.second), contrast_records(pair, first_at_a[pair.id], cross)):
+        for record, contrast in zip((pair.first, pair.second), contrast_records(pair, first_at_a[pair.id], cross), strict=True):
             split = record.source_split
             configs["contrast"][split].append(contrast)
             configs["contrast_subset_original"][split].append(record.with_metadata(
@@ -489,7 +489,7 @@ def _matched_vertices(mined: Mined) -> np.ndarray:
 
 def _similarity_histogram(mined: Mined, threshold: float) -> Table:
     bins = sorted({threshold, *(b for b in (0.9, 0.95) if b > threshold), 1.0 + 1e-9})
-    labels = [f"[{low:.2f}, {high:.2f})" for low, high in zip(bins[:-2], bins[1:-1])] + [f"[{bins[-2]:.2f}, 1.00]"]
+    labels = [f"[{low:.2f}, {high:.2f})" for low, high in zip(bins[:-2], bins[1:-1], strict=True)] + [f"[{bins[-2]:.2f}, 1.00]"]
     rows = []
     for name, edges in {"kept (matched) edges": mined.matching.edges, "all edges": np.arange(len(mined.edges))}.items():
         values, identical = _equivalences(mined, edges)

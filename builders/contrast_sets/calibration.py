@@ -131,7 +131,7 @@ def calibrate(pairs: Sequence[LabelledPair], embedder, cache) -> Calibration:
     return Calibration(
         threshold, best(GRID), round(recall, 4), round(rejection, 4), round((recall + rejection) / 2, 4),
         round(paper_recall, 4), round(paper_rejection, 4),
-        {f"{a} / {b}": float(v) for (a, b), v in zip(PAPER_EXAMPLES, paper)}, tuple(float(v) for v in labelled))
+        {f"{a} / {b}": float(v) for (a, b), v in zip(PAPER_EXAMPLES, paper, strict=True)}, tuple(float(v) for v in labelled))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -133,4 +133,4 @@ def _order_reversed(first: tuple[str, ...], second: tuple[str, ...]) -> bool:
     order_a = [w for w in dict.fromkeys(first) if w in shared]
     position_b = {w: i for i, w in reversed(list(enumerate(second)))}
     ranks = [position_b[w] for w in order_a]
-    return any(later < earlier for earlier, later in zip(ranks, ranks[1:]))
+    return any(later < earlier for earlier, later in zip(ranks, ranks[1:], strict=False))

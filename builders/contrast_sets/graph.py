@@ -210,7 +210,7 @@ def closest_distractor(pool: CandidatePool, embeddings: np.ndarray, gold_of: np.
 def vetoed(pool: CandidatePool, left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """Per text pair: the texts contradict each other (:func:`.equivalence.contradicts`), so they are not
     equivalent at any similarity."""
-    return np.fromiter((contradicts(pool.texts[a], pool.texts[b]) is not None for a, b in zip(left, right)),
+    return np.fromiter((contradicts(pool.texts[a], pool.texts[b]) is not None for a, b in zip(left, right, strict=True)),
                        dtype=bool, count=len(left))
 
 

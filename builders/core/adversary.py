@@ -173,8 +173,9 @@ def option_features(choices: Sequence[str]) -> np.ndarray:
 
 
 def _numeric_features(choices: Sequence[str], columns: dict[str, list]) -> None:
-    values = [number(c) for c in choices]
-    if any(v is None for v in values) or len(set(values)) < 2:
+    parsed = [number(c) for c in choices]
+    values = [v for v in parsed if v is not None]
+    if len(values) != len(parsed) or len(set(values)) < 2:
         return
     columns["numeric_rank"] = _ranks(values)
     columns["extreme_number"] = [v in (min(values), max(values)) for v in values]
@@ -189,7 +190,7 @@ def _numeric_features(choices: Sequence[str], columns: dict[str, list]) -> None:
             columns[f"closest_to_{name}"] = _is(distance, min(distance))
             if name == "mean":
                 columns["farthest_from_mean"] = _is(distance, max(distance))
-    columns["integer"] = _centred([float(float(v).is_integer() and "." not in c) for v, c in zip(values, choices)])
+    columns["integer"] = _centred([float(float(v).is_integer() and "." not in c) for v, c in zip(values, choices, strict=True)])
     columns["digits"] = _centred([float(sum(ch.isdigit() for ch in c)) for c in choices])
 
 
@@ -278,7 +279,7 @@ def assess(build: Build) -> list[AdversaryRow]:
     """The adversary's row for every config and split (the few-shot split aside, as in the rule audit)."""
     seed = int(build.params.get("seed", 0) or 0)
     fewshot = build.source.benchmark.fewshot_split
-    rows = []
+    rows: list[AdversaryRow] = []
     seen: dict[tuple, AdversaryRow | None] = {}  # a config that repeats another's items (GSM-MC default = set_0)
     for config, splits in build.configs.items():
         for split, records in splits.items():
@@ -288,8 +289,9 @@ def assess(build: Build) -> list[AdversaryRow]:
             key = tuple((r.source_index, r.choices, r.answer) for r in records)
             if key not in seen:
                 seen[key] = evaluate(records, seed, config, split, inherent)
-            if seen[key] is not None:
-                rows.append(replace(seen[key], config=config, split=split, inherent=inherent))
+            evaluated = seen[key]
+            if evaluated is not None:
+                rows.append(replace(evaluated, config=config, split=split, inherent=inherent))
     rows = [replace(row, tests=len(rows)) for row in rows]
     return [row if row.significant else replace(row, features=()) for row in rows]
 
@@ -337,7 +339,7 @@ def evaluate(records: Sequence[MCQRecord], seed: int, config: str = "", split: s
     if folds < 2:
         return None
     blocks = [option_features(r.choices) for r in chosen]
-    pairs = [_pairs(block, record, seed, i) for i, (block, record) in enumerate(zip(blocks, chosen))]
+    pairs = [_pairs(block, record, seed, i) for i, (block, record) in enumerate(zip(blocks, chosen, strict=True))]
     correct = 0
     with threadpool_limits(1):  # small fits: threads only contend (7 times slower on 2 busy cores)
         for train, test in GroupKFold(n_splits=folds).split(np.zeros(len(chosen)), groups=groups):

@@ -68,8 +68,9 @@ def _lengths(record: MCQRecord) -> list[float]:
 
 def _mean_distances(record: MCQRecord) -> list[float] | None:
     """Each option's distance to the mean of the item's options, when every option is one number."""
-    values = [_number(c) for c in record.choices]
-    if any(v is None for v in values):
+    parsed = [_number(c) for c in record.choices]
+    values = [v for v in parsed if v is not None]
+    if len(values) != len(parsed):
         return None
     mean = sum(values) / len(values)
     return [abs(v - mean) for v in values]
@@ -84,7 +85,7 @@ def _number(option: str) -> float | None:
     return float(text.replace(",", ""))
 
 
-def _matching(pattern: re.Pattern) -> callable:
+def _matching(pattern: re.Pattern) -> Callable[[MCQRecord], int | None]:
     def predict(record: MCQRecord) -> int | None:
         return next((i for i, c in enumerate(record.choices) if pattern.search(c)), None)
     return predict

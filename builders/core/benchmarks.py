@@ -133,7 +133,7 @@ def mmlu_redux_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
     return record.with_metadata(error_type=error_type)
 
 
-def _labelled_choices(row: dict[str, Any], row_id: str) -> tuple[list[str], list[str], int]:
+def _labelled_choices(row: dict[str, Any], row_id: str) -> tuple[tuple[str, ...], tuple[str, ...], int]:
     """(labels, texts, gold index) of a `choices: {label, text}` + `answerKey` row (CommonsenseQA, ARC):
     the gold is found among the labels, never among the texts."""
     choices = _get(row, "choices", row_id)

@@ -43,7 +43,7 @@ DELIVERY_OPTIONS = {"output", "push", "version", "private", "config", "log_level
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows a default once, and only when there is one worth showing."""
 
-    def _get_help_string(self, action: argparse.Action) -> str:
+    def _get_help_string(self, action: argparse.Action) -> str | None:
         # by identity: 0 == False, so `in (None, False, ...)` hid every default of 0 (--seed among them)
         nothing = action.default is None or action.default is False or action.default is argparse.SUPPRESS \
             or action.default == []
@@ -56,6 +56,8 @@ class ArgumentParser(argparse.ArgumentParser):
     """argparse with the project's contract for bad input: a bad flag is a :class:`UserError`, which
     :func:`exit_code` prints as one ``error:`` line with status 2 (no usage block: ``--help`` shows it).
     Parse inside ``exit_code``."""
+
+    builder_name: str | None = None  # a builder's parser: --config checks the file is this builder's
 
     def error(self, message: str) -> NoReturn:
         raise UserError(message)
@@ -126,7 +128,7 @@ def runtime_dests(parser: argparse.ArgumentParser) -> set[str]:
     return {a.dest for g in parser._action_groups if getattr(g, "runtime", False) for a in g._group_actions}
 
 
-def builder_parser(builder: Builder) -> argparse.ArgumentParser:
+def builder_parser(builder: Builder) -> ArgumentParser:
     parser = ArgumentParser(prog=f"python -m builders.{builder.name}", description=builder.description,
                                      epilog=builder.epilog or None, formatter_class=HelpFormatter)
     names = [b.name for b in builder.benchmarks]
@@ -164,14 +166,14 @@ def builder_parser(builder: Builder) -> argparse.ArgumentParser:
     common.add_argument("--no-progress", action="store_true",
                         help="no progress bars (they show only when stderr is a terminal)")
     builder.add_arguments(parser)
-    parser.builder_name = builder.name  # type: ignore[attr-defined]  (--config checks the file is this builder's)
+    parser.builder_name = builder.name
     return parser
 
 
 # ---- parsing -------------------------------------------------------------------------------------------
 
 
-def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+def parse_args(parser: ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
     """Parse twice: a --config file sets the defaults, explicit flags still win."""
     args = parser.parse_args(argv)
     if args.config:
@@ -210,14 +212,14 @@ def _require_the_recorded_source(path: Path, given: str | None) -> None:
                     "recorded source, or build from the new one without --config (passing its options)")
 
 
-def config_defaults(parser: argparse.ArgumentParser, path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+def config_defaults(parser: ArgumentParser, path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """A build_config.yaml's options as parser defaults, each checked as if it had been typed (type, choices,
     the builder's own parsers), and the recorded local files a rebuild must be given again.
 
     A config file may come from anyone (it travels with a release on the Hub): options that are never
     recorded (where the build goes, the LLM endpoint and its key, caches) are refused, not applied."""
     recorded = load_build_config(path)
-    builder = getattr(parser, "builder_name", None)
+    builder = parser.builder_name
     if builder and recorded.get("builder") not in (None, builder):
         raise UserError(f"{path} is the build config of {recorded.get('builder')!r}, not of {builder}")
     params, source = recorded.get("params") or {}, recorded.get("source") or {}
@@ -387,9 +389,11 @@ def check_excluded_share(build: Build, max_excluded: float) -> None:
     """Stop a build that leaves out more than ``max_excluded`` of its source rows in any config, whatever the
     reasons (malformed rows, no distractors, suspect keys...): one line with the most common reason, before
     anything is written or pushed."""
-    rows = sum(build.rows_in.values())  # the build's own accounting (PythonIO: one row per assert)
+    rows_in = build.rows_in
+    assert rows_in is not None, "Build.__post_init__ sets it"
+    rows = sum(rows_in.values())  # the build's own accounting (PythonIO: one row per assert)
     for config in build.configs:
-        excluded = [e for e in build.exclusions.entries if e.config in (None, config) and e.split in build.rows_in]
+        excluded = [e for e in build.exclusions.entries if e.config in (None, config) and e.split in rows_in]
         if rows and len(excluded) > max_excluded * rows:
             (reason, count), = Counter(e.reason for e in excluded).most_common(1)
             example = next(e for e in excluded if e.reason == reason)

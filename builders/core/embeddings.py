@@ -113,7 +113,7 @@ class EmbeddingCache:
         found = np.zeros(len(keys), dtype=bool)
         if not hits:
             return found, None
-        index, shard_of, row_of = (np.array(column) for column in zip(*hits))
+        index, shard_of, row_of = (np.array(column) for column in zip(*hits, strict=True))
         found[index] = True
         vectors = None
         for shard in np.unique(shard_of):
@@ -171,8 +171,9 @@ def embed_texts(texts: Sequence[str], embedder: Embedder, cache: EmbeddingCache,
     keys = [text_hash(text) for text in texts]
     found, cached = cache.get(keys)
     missing = np.flatnonzero(~found)
-    new = _encode([texts[i] for i in missing], embedder, encoding) if len(missing) else None
-    dimension = (cached if cached is not None else new).shape[1] if len(texts) else 0
+    new = _encode([texts[int(i)] for i in missing], embedder, encoding) if len(missing) else None
+    known = cached if cached is not None else new  # None only when there are no texts
+    dimension = known.shape[1] if known is not None else 0
     vectors = np.empty((len(texts), dimension), dtype=np.float32)
     if cached is not None:
         vectors[found] = cached

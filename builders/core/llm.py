@@ -49,12 +49,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, Mapping, Sequence, TypeVar, cast
 
 
 if TYPE_CHECKING:
     import httpcore
     import httpx
+    from openai.types.chat import ChatCompletionMessageParam
 
 from .cache import DEFAULT_ROOT, cache_folder
 from .errors import UserError
@@ -499,9 +500,11 @@ class LLMClient:
         import openai  # 0.4 s: only once a model is called, never to parse a command line
 
         # The key lives only inside the openai client: never as an attribute of ours.
+        # openai 3 annotates these with httpx2's classes; it runs with this httpx client all the same
         self._openai = openai.OpenAI(
-            base_url=self.url, api_key=_read_api_key(api_key_env), max_retries=0, timeout=_timeouts(timeout),
-            http_client=_http_client(self.url, timeout, connections=concurrency),
+            base_url=self.url, api_key=_read_api_key(api_key_env), max_retries=0,
+            timeout=_timeouts(timeout),  # type: ignore[arg-type]
+            http_client=_http_client(self.url, timeout, connections=concurrency),  # type: ignore[arg-type]
         )
         self._totals = UsageTotals()
         self._unreachable: str | None = None  # set once the endpoint could not be reached twice in a row
@@ -723,8 +726,10 @@ class LLMClient:
         try:
             with _deadline(self.timeout):
                 # The raw answer: the SDK would crash on a 200 whose body is not a chat completion.
+                # the messages are plain mappings in the API's shape; the SDK types each role's TypedDict
+                messages = cast("list[ChatCompletionMessageParam]", list(request.messages))
                 raw = self._openai.chat.completions.with_raw_response.create(
-                    model=self.model, messages=list(request.messages), **request.api_params()
+                    model=self.model, messages=messages, **request.api_params()
                 )
         except openai.APIStatusError as exc:
             status = exc.status_code
@@ -740,14 +745,15 @@ class LLMClient:
             return _Failure("connection", self._detail(str(cause or exc)), attempt), True, None
         except openai.APIError as exc:
             return _Failure("api_error", self._detail(str(exc)), attempt), False, None
-        return self._reply_from(raw.http_response, attempt)
+        # the response of our httpx client (openai 3 annotates it as httpx2's)
+        return self._reply_from(raw.http_response, attempt)  # type: ignore[arg-type]
 
     def _reply_from(self, response: httpx.Response, attempt: int) -> tuple[_Reply | _Failure, bool, float | None]:
         """The reply in a 200 answer. One that is not a chat completion (a cut body, a web page from a
         wrong base URL) fails this attempt and is retried, like any other garbled answer."""
         body = _json_object(response)
         choices = body.get("choices") if body is not None else None
-        if not isinstance(choices, list):
+        if body is None or not isinstance(choices, list):
             kind = response.headers.get("content-type", "no content type")
             detail = f"HTTP 200 but not a chat completion ({kind}, {len(response.content)} bytes: {response.text!r})"
             return _Failure(BAD_REPLY, self._detail(detail), attempt), True, None
@@ -853,7 +859,7 @@ class _DeadlineStream:  # an httpcore.NetworkStream
         self._stream.close()
 
     def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore.NetworkStream:
+                  timeout: float | None = None) -> _DeadlineStream:
         tls = self._stream.start_tls(ssl_context, server_hostname, _time_left(timeout, _httpcore().ConnectTimeout))
         return _DeadlineStream(tls)
 
@@ -866,13 +872,13 @@ class _DeadlineBackend:  # an httpcore.NetworkBackend
         self._backend = backend
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: Any = None) -> httpcore.NetworkStream:
+                    socket_options: Any = None) -> _DeadlineStream:
         stream = self._backend.connect_tcp(host, port, _time_left(timeout, _httpcore().ConnectTimeout),
                                            local_address, socket_options)
         return _DeadlineStream(stream)
 
     def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: Any = None) -> httpcore.NetworkStream:
+                            socket_options: Any = None) -> _DeadlineStream:
         stream = self._backend.connect_unix_socket(path, _time_left(timeout, _httpcore().ConnectTimeout), socket_options)
         return _DeadlineStream(stream)
 
@@ -896,7 +902,9 @@ def _http_client(url: str, timeout: float, connections: int) -> httpx.Client:
                                                         max_keepalive_connections=connections))
     # httpx's transport takes no network backend, so wrap its httpcore pool's (private attributes, as
     # of httpx 0.28 and httpcore 1.0: a change shows at once, as an AttributeError building any client).
-    transport._pool._network_backend = _DeadlineBackend(transport._pool._network_backend)
+    # duck-typed: it cannot subclass httpcore.NetworkBackend without importing httpcore when this module loads
+    transport._pool._network_backend = cast("httpcore.NetworkBackend",
+                                            _DeadlineBackend(transport._pool._network_backend))
     return httpx.Client(transport=transport, timeout=_timeouts(timeout), follow_redirects=True)
 
 

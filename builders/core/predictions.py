@@ -256,7 +256,7 @@ def choice_prediction(row: Mapping[str, Any], score: str, delimiter: str, origin
     metric = score if score != "auto" else ("acc_norm" if "acc_norm" in row else "acc")
     if metric == "acc_norm":
         lengths = [float(len(c)) for c in _continuations(row, delimiter, len(logliks), origin)]
-        values = [ll / length if length else float("-inf") for ll, length in zip(logliks, lengths)]
+        values = [ll / length if length else float("-inf") for ll, length in zip(logliks, lengths, strict=True)]
     else:
         values = logliks
     pred = max(range(len(values)), key=lambda i: (values[i], -i))  # first maximum, as numpy's argmax
@@ -270,6 +270,7 @@ def choice_prediction(row: Mapping[str, Any], score: str, delimiter: str, origin
 def _continuations(row: Mapping[str, Any], delimiter: str, count: int, origin: str) -> list[str]:
     """Each option's scored text, without the target delimiter, as lm-eval measures it for acc_norm."""
     arguments = row.get("arguments")
+    texts: list[Any]  # whatever the file holds, until checked below
     if isinstance(arguments, dict):
         pairs = [arguments[key] for key in sorted(arguments, key=lambda k: int(k.rsplit("_", 1)[-1]))]
         texts = [pair.get("arg_1") for pair in pairs if isinstance(pair, dict)]

@@ -345,7 +345,7 @@ def _bwrap_options(bwrap: str) -> frozenset[str]:
             [bwrap, "--help"], capture_output=True, text=True, timeout=10
         ).stdout
     except OSError as error:
-        raise SandboxUnavailable(f"Cannot execute bwrap at {bwrap}: {error}. {INSTALL_HINT}")
+        raise SandboxUnavailable(f"Cannot execute bwrap at {bwrap}: {error}. {INSTALL_HINT}") from None
     return frozenset(word for word in help_text.split() if word.startswith("--"))
 
 
@@ -628,7 +628,7 @@ class Sandbox:
         with ThreadPoolExecutor(self.workers, thread_name_prefix="sandbox") as pool:
             index_of: dict[Future[RunResult], int] = {
                 pool.submit(self.run, code, stdin): index
-                for index, (code, stdin) in enumerate(zip(codes, stdins))
+                for index, (code, stdin) in enumerate(zip(codes, stdins, strict=True))
             }
             for future in _with_progress(as_completed(index_of), len(index_of), progress):
                 results[index_of[future]] = future.result()
@@ -1310,9 +1310,9 @@ def run_isolated(sandbox: Sandbox, units: Sequence[Unit], seconds: float, max_ch
         for batch in pending:
             job_units = []
             for index in batch:
-                unit, done = units[index], len(partial.get(index, []))
+                unit, calls_done = units[index], len(partial.get(index, []))
                 # a unit resumed after a dead run re-runs its program, then only the calls not done
-                job_units.append({"program": unit.program, "calls": list(unit.calls[done:])})
+                job_units.append({"program": unit.program, "calls": list(unit.calls[calls_done:])})
             jobs.append(json.dumps({"units": job_units, "seconds": seconds, "max_chars": max_chars,
                                     "budget": budget, "cpu_seconds": sandbox.limits.cpu_seconds,
                                     "scratch": sandbox.scratch_inodes}))
@@ -1321,7 +1321,7 @@ def run_isolated(sandbox: Sandbox, units: Sequence[Unit], seconds: float, max_ch
             tally["runs"] = tally.get("runs", 0) + len(runs)
             tally["rounds"] = tally.get("rounds", 0) + 1
         retry = []
-        for batch, run in zip(pending, runs):
+        for batch, run in zip(pending, runs, strict=True):
             rows = list(json_rows(run.stdout))
             ended = any(isinstance(row.get("end"), int) for row in rows)
             died_in: int | None = None

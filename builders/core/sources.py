@@ -249,22 +249,33 @@ def content_revision(path: Path, ignore: tuple[str, ...] = ()) -> str:
         if p.is_file() and not {".git", "__pycache__", *ignore} & set(p.relative_to(root).parts))
     for file in files:
         digest.update(str(file.relative_to(root)).encode())
-        with open(file, "rb") as f:
-            digest.update(hashlib.file_digest(f, "sha256").digest())
+        digest.update(_file_sha256(file))
     return "sha256:" + digest.hexdigest()
+
+
+def _file_sha256(file: Path) -> bytes:
+    """The file's sha256, read in chunks (hashlib.file_digest is Python 3.11+; the project runs on 3.10)."""
+    file_hash = hashlib.sha256()
+    with open(file, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            file_hash.update(chunk)
+    return file_hash.digest()
 
 
 def read_hub(spec: SourceSpec, default_config: str | None, splits: tuple[str, ...], configs: tuple[str, ...] = ()) -> RawSource:
     """Load from the Hub with ``datasets``; every failure becomes one actionable line."""
     config = spec.config or default_config
+    hub_id = spec.hub_id
+    assert hub_id is not None, "a spec that is not local names a Hub id"
     try:
-        revision = _resolve_revision(spec.hub_id, spec.revision)
-        raw = RawSource(dataset=spec.hub_id, config=config or "default", revision=revision)
+        revision = _resolve_revision(hub_id, spec.revision)
+        raw = RawSource(dataset=hub_id, config=config or "default", revision=revision)
         for name in configs or (config,):
-            loaded = _load_hub_dataset(spec.hub_id, name, revision)
+            loaded = _load_hub_dataset(hub_id, name, revision)
             for split in splits:
                 if split in loaded:
-                    raw.rows[(name if configs else "", split)] = loaded[split].to_list()
+                    # with ``configs``, each name is one of them (a str)
+                    raw.rows[(str(name) if configs else "", split)] = loaded[split].to_list()
     except SourceError:
         raise
     except Exception as error:  # datasets/hub raise many types; the user needs one line.
@@ -287,7 +298,9 @@ def _first_line(error: Exception) -> str:
 def _resolve_revision(hub_id: str, revision: str | None) -> str:
     from huggingface_hub import HfApi
 
-    return HfApi().dataset_info(hub_id, revision=revision).sha
+    sha = HfApi().dataset_info(hub_id, revision=revision).sha
+    assert sha is not None, "the Hub reports the commit sha of every dataset it returns"
+    return sha
 
 
 def _load_hub_dataset(hub_id: str, config: str | None, revision: str):
@@ -431,7 +444,7 @@ def load_source(benchmark: Benchmark, source: str | None = None, *, seed: int = 
     else:
         spec = parse_spec(source or benchmark.default_spec, benchmark.name)
         splits = selection.splits_of(benchmark)
-        raw = read_local(spec.path, splits, benchmark.subconfigs) if spec.is_local else \
+        raw = read_local(spec.path, splits, benchmark.subconfigs) if spec.path is not None else \
             read_hub(spec, benchmark.config, splits, benchmark.subconfigs)
         dataset = benchmark.hub_id if spec.is_local else raw.dataset
         loaded = LoadedSource(benchmark, {}, {}, ExclusionLog(),
@@ -546,7 +559,9 @@ def _subject(row: Mapping[str, Any], benchmark: Benchmark) -> Any:
 
 
 def _convert_rows(loaded: LoadedSource, raw: RawSource, seed: int, strict: bool, options: Mapping[str, Any]) -> None:
-    benchmark, seen_ids, taken = loaded.benchmark, set(), Counter()
+    benchmark = loaded.benchmark
+    seen_ids: set[str] = set()
+    taken: Counter = Counter()
     ordered = sorted(raw.rows.items(), key=lambda kv: (benchmark.splits.index(kv[0][1]), kv[0][0]))
     first: Counter = Counter()  # rows of the split in the sub-configs before this one
     for (subconfig, split), rows in ordered:
@@ -560,6 +575,7 @@ def _convert_rows(loaded: LoadedSource, raw: RawSource, seed: int, strict: bool,
                              first[split] + index)
             item = None
             try:
+                assert benchmark.to_item is not None, "only a benchmark made of parts has no to_item"
                 item = benchmark.to_item(row, ctx)
                 _check_item(item, seen_ids)
             except MalformedRow as error:

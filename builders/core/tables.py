@@ -16,11 +16,12 @@ Cell = Any  # int | float | str | None
 
 @dataclass(frozen=True)
 class Table:
+    # any sequences are accepted; __post_init__ stores them as tuples
     title: str
-    columns: tuple[str, ...]
-    rows: tuple[tuple[Cell, ...], ...]
+    columns: Sequence[str]
+    rows: Sequence[Sequence[Cell]]
     note: str = ""  # Markdown shown above the table: what the numbers are
-    percent: tuple[str, ...] = ()  # columns of fractions, shown as percentages
+    percent: Sequence[str] = ()  # columns of fractions, shown as percentages
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "columns", tuple(self.columns))
@@ -31,13 +32,13 @@ class Table:
                 raise ValueError(f"table {self.title!r}: row {row} has {len(row)} cells for {len(self.columns)} columns")
 
     def records(self) -> list[dict[str, Cell]]:
-        return [dict(zip(self.columns, row)) for row in self.rows]
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
 
     def row(self, *key: Cell) -> dict[str, Cell]:
         """The row whose first cells are ``key``."""
         for row in self.rows:
             if tuple(row[: len(key)]) == key:
-                return dict(zip(self.columns, row))
+                return dict(zip(self.columns, row, strict=True))
         raise KeyError(f"table {self.title!r} has no row {key}")
 
     def column(self, name: str) -> list[Cell]:
@@ -52,7 +53,7 @@ class Table:
         lines = [self.note, ""] if self.note else []
         if self.rows:
             lines += ["| " + " | ".join(self.columns) + " |", "|" + "---|" * len(self.columns)]
-            lines += ["| " + " | ".join(self._cell(c, v) for c, v in zip(self.columns, row)) + " |"
+            lines += ["| " + " | ".join(self._cell(c, v) for c, v in zip(self.columns, row, strict=True)) + " |"
                       for row in self.rows]
         else:
             lines.append("(none)")

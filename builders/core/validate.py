@@ -41,12 +41,14 @@ def _per_record(build: Build, problem) -> Iterable[str]:
 
 
 def _accounting(build: Build) -> Iterable[str]:
+    rows_per_split = build.rows_in
+    assert rows_per_split is not None, "Build.__post_init__ sets it"
     for config, split, records in build.records():
-        rows_in = build.rows_in.get(split, 0)
+        rows_in = rows_per_split.get(split, 0)
         excluded = build.exclusions.count(split, config)
         if rows_in != len(records) + excluded:
             yield f"{config}/{split}: {rows_in} rows in != {len(records)} out + {excluded} excluded"
-    for split, rows_in in build.rows_in.items():
+    for split, rows_in in rows_per_split.items():
         for config, splits in build.configs.items():
             if split not in splits and rows_in != build.exclusions.count(split, config):
                 yield f"{config}: split {split!r} ({rows_in} rows in) is missing"
@@ -136,10 +138,12 @@ def validate(build: Build) -> ValidationReport:
     results = [_run_check(check, build) for check in COMMON_CHECKS + list(build.checks)]
     audit_rows = shortcut_audit.audit(build)
     adversary_rows = choices_only.assess(build)
+    rows_in = build.rows_in
+    assert rows_in is not None, "Build.__post_init__ sets it"
     report = ValidationReport(
         passed=all(r.passed for r in results),
         checks=results,
-        counts={config: {split: {"in": build.rows_in.get(split, 0), "out": len(records),
+        counts={config: {split: {"in": rows_in.get(split, 0), "out": len(records),
                                  "excluded": build.exclusions.count(split, config)}
                          for split, records in splits.items()}
                 for config, splits in build.configs.items()},

@@ -196,6 +196,7 @@ class HardTimeoutPool:
 
     def _collect(self, worker: _Worker, outcomes: list) -> None:
         index = worker.task
+        assert index is not None, "only a busy worker is collected"
         try:
             task_id, ok, value, detail = worker.connection.recv()
         except (EOFError, OSError):
@@ -204,7 +205,7 @@ class HardTimeoutPool:
             if self._consecutive_crashes > MAX_CONSECUTIVE_CRASHES:
                 self.close()
                 raise WorkerPoolError(f"{self._consecutive_crashes} workers in a row died without finishing a task "
-                                      f"(last exit code {worker.process.exitcode}); see their error output above")
+                                      f"(last exit code {worker.process.exitcode}); see their error output above") from None
             logger.warning("worker %d died during task %d; starting another", worker.process.pid, index)
             outcomes[index] = Outcome(False, error="crashed", detail=f"exit code {worker.process.exitcode}")
             self._replace(worker)
@@ -216,6 +217,7 @@ class HardTimeoutPool:
 
     def _expire(self, worker: _Worker, outcomes: list, payloads) -> None:
         index = worker.task
+        assert index is not None, "only a busy worker expires"
         self.timeouts += 1
         logger.warning("task timed out (hard limit), worker %d killed: %.200r", worker.process.pid, payloads[index])
         outcomes[index] = Outcome(False, error="timeout", detail="hard time limit")

@@ -42,7 +42,7 @@ def generate_predictions(
             results = client.complete_many(requests, desc=f"predictions {model}")
             run.usage[model] = client.usage_summary()
         failed = 0
-        for (split, index), result in zip(places, results):
+        for (split, index), result in zip(places, results, strict=True):
             if result.ok and result.text is not None:
                 run.predictions.append(Prediction(model, result.text, {"split": split, "question_index": index},
                                                   f"{model}:{split}/{index}"))

@@ -97,8 +97,8 @@ def draw_by_rank(pool: Pool, count: int, rng: np.random.Generator, value: Callab
     options, a cue that needs no knowledge ("pick the middle value")."""
     gold = value(pool.gold)
     values = [value(c.text) for c in pool.candidates]
-    below = [c for c, v in zip(pool.candidates, values) if v < gold]
-    above = [c for c, v in zip(pool.candidates, values) if v > gold]
+    below = [c for c, v in zip(pool.candidates, values, strict=True) if v < gold]
+    above = [c for c, v in zip(pool.candidates, values, strict=True) if v > gold]
     ranks = feasible_ranks(len(below), len(above), count)
     rank = ranks[int(rng.integers(len(ranks)))]
     chosen = {c.text for c in [*_draw(below, rank, rng, True), *_draw(above, count - rank, rng, True)]}
@@ -217,7 +217,7 @@ def _equal_option_violations(build: Build, equal: Callable[[str, str], bool]) ->
 
 def _origin_violations(config, split, record: MCQRecord, golds, pools, random_ok) -> Iterable[str]:
     origins, models = record.metadata["choice_origins"], record.metadata["choice_models"]
-    for index, (text, origin, option_models) in enumerate(zip(record.choices, origins, models)):
+    for index, (text, origin, option_models) in enumerate(zip(record.choices, origins, models, strict=True)):
         where = f"{config}/{split} {record.id} option {index}"
         if origin == GOLD:
             if index != record.answer or text != golds[record.id]:

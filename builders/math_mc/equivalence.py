@@ -342,13 +342,13 @@ class MathEquivalence:
         self.stats.answers += len(unread)
         chunks = [unread[i:i + CHUNK] for i in range(0, len(unread), CHUNK)]
         retry: list[str] = []
-        for chunk, outcome in zip(chunks, self._pool.map([("read", c, self._soft) for c in chunks])):
+        for chunk, outcome in zip(chunks, self._pool.map([("read", c, self._soft) for c in chunks]), strict=True):
             if outcome.ok:
-                for answer, reading in zip(chunk, outcome.value):
+                for answer, reading in zip(chunk, outcome.value, strict=True):
                     self._take_reading(answer, *reading)
             else:
                 retry.extend(chunk)
-        for answer, outcome in zip(retry, self._pool.map([("read", [a], self._soft) for a in retry])):
+        for answer, outcome in zip(retry, self._pool.map([("read", [a], self._soft) for a in retry]), strict=True):
             if outcome.ok:
                 self._take_reading(answer, *outcome.value[0])
             else:
@@ -385,9 +385,9 @@ class MathEquivalence:
     def _verify_batches(self, batches: list[list[tuple[str, str]]]) -> None:
         retry: list[tuple[str, str]] = []
         payloads = [("pairs", b, self._soft) for b in batches]
-        for batch, outcome in zip(batches, self._pool.map(payloads, progress="math-verify")):
+        for batch, outcome in zip(batches, self._pool.map(payloads, progress="math-verify"), strict=True):
             if outcome.ok:
-                for (a, b), (result, timed_out) in zip(batch, outcome.value):
+                for (a, b), (result, timed_out) in zip(batch, outcome.value, strict=True):
                     self._settle(a, b, result, timed_out)
             else:
                 logger.warning("math-verify task for %d pairs failed (%s); judging them one by one",
@@ -397,7 +397,7 @@ class MathEquivalence:
         while retry:
             round_, retry = retry[:self._pool.size], retry[self._pool.size:]
             asked = [pair for pair in round_ if self._prejudge([pair])]
-            for (a, b), outcome in zip(asked, self._pool.map([("pairs", [pair], self._soft) for pair in asked])):
+            for (a, b), outcome in zip(asked, self._pool.map([("pairs", [pair], self._soft) for pair in asked]), strict=True):
                 if outcome.ok:
                     self._settle(a, b, *outcome.value[0])
                 else:

@@ -295,7 +295,7 @@ def to_json(ranking: Ranking) -> str:
             "models_moved": len(ranking.moved), "largest_move": ranking.largest_move,
             "largest_movers": ranking.largest_movers, "notes": ranking.notes,
             "models": [{**r, "recall_by_position_before": _recalls(row.before), "recall_by_position_after": _recalls(row.after)}
-                       for r, row in zip(table_rows(ranking), ranking.rows)]}
+                       for r, row in zip(table_rows(ranking), ranking.rows, strict=True)]}
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -429,7 +429,7 @@ def run(args: argparse.Namespace) -> int:
     predictions = [read_predictions(paths, score=args.score, flag=flag) for _, paths, _, flag in specs]
     items = [load_dataset_items(args.dataset, config, args.split, args.revision) if args.dataset else None
              for _, _, config, _ in specs]  # both configs load before any matching
-    sides = [build_side(name, found, side_items) for (name, _, _, _), found, side_items in zip(specs, predictions, items)]
+    sides = [build_side(name, found, side_items) for (name, _, _, _), found, side_items in zip(specs, predictions, items, strict=True)]
     ranking = rank_models(*sides)
     paths = write_outputs(ranking, args.output)
     print(to_markdown(ranking))

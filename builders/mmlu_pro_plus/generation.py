@@ -179,10 +179,10 @@ class TPPGenerator:
         limits = [max_option_chars(r, self.length_ratio, self.length_slack) for r in records]
         requests = [ChatRequest.from_prompt(render_prompt(t, r, n), max_tokens=self.max_tokens,
                                             response_format={"type": "json_object"}, template_version=t.version)
-                    for r, t, n in zip(records, templates, limits)]
+                    for r, t, n in zip(records, templates, limits, strict=True)]
         results = self.client.complete_many(requests, parse=parse_reply, parse_retries=1,
                                             desc=f"MMLU-Pro+ TPP round {self.rounds}")
-        proposals = [self._check(r, t, n, result) for r, t, n, result in zip(records, templates, limits, results)]
+        proposals = [self._check(r, t, n, result) for r, t, n, result in zip(records, templates, limits, results, strict=True)]
         return self._check_similarity(records, proposals)
 
     def _check(self, record: MCQRecord, template: PromptTemplate, max_chars: int, result) -> Proposal:
@@ -200,7 +200,7 @@ class TPPGenerator:
     def _check_similarity(self, records: Sequence[MCQRecord], proposals: list[Proposal]) -> list[Proposal]:
         open_ = [i for i, p in enumerate(proposals) if p.accepted]
         similarities = self.scorer.scores([(records[i].gold, proposals[i].option) for i in open_])
-        for i, similarity in zip(open_, similarities):
+        for i, similarity in zip(open_, similarities, strict=True):
             too_similar = similarity >= self.similarity_cutoff
             proposals[i] = replace(proposals[i], similarity=similarity, reason="too_similar" if too_similar else None,
                                    detail=f"cosine {similarity:.4f} >= {self.similarity_cutoff}" if too_similar else "")

@@ -35,7 +35,7 @@ def parse_ratios(text: str) -> dict[str, float]:
     if len(weights) != 4 or any(w < 0 or not math.isfinite(w) for w in weights) or sum(weights) <= 0:
         raise UserError(f"--ratios {text!r}: expected four non-negative numbers TPP:PFPP:CFPP:UNCHANGED, not all 0")
     total = sum(weights)
-    return {group: w / total for group, w in zip(GROUPS, weights)}
+    return {group: w / total for group, w in zip(GROUPS, weights, strict=True)}
 
 
 def apportion(n: int, shares: Mapping[str, float]) -> dict[str, int]:

@@ -63,7 +63,7 @@ class SimilarityScorer:
             return []
         # Sorted distinct texts: which texts share a batch, and so each vector, does not depend on the pairs' order.
         texts = sorted({text for pair in pairs for text in pair})
-        fresh = dict(zip(texts, ~self.cache.contains([text_hash(text) for text in texts])))
+        fresh = dict(zip(texts, ~self.cache.contains([text_hash(text) for text in texts]), strict=True))
         vectors, _ = embed_texts(texts, self.embedder, self.cache, self.encoding)
         row = {text: i for i, text in enumerate(texts)}
         self.computed += sum(bool(fresh[x] or fresh[y]) for x, y in dict.fromkeys(pairs))

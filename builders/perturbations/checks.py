@@ -103,7 +103,7 @@ def checks(specs: Sequence[ConfigSpec], source: LoadedSource, shots: int, sample
 
     def derangement_moves_all(build: Build) -> Iterable[str]:
         for spec, split, record, original in each(build, lambda s, _: s.order == "derangement"):
-            if transformed(spec, split, record) and any(a == b for a, b in zip(record.choices, original.choices)):
+            if transformed(spec, split, record) and any(a == b for a, b in zip(record.choices, original.choices, strict=True)):
                 yield f"{spec.name}/{split} {record.id}: an option stayed at its source position"
 
     def unchanged_where_not_transformed(build: Build) -> Iterable[str]:

@@ -53,7 +53,7 @@ def question_block(item: Mapping[str, Any], method: str, answer_prefix: str, sho
     """One question; ``shown_answer`` (an option index) is written after the prefix for demonstrations."""
     lines = [item["question"].strip()]
     if method != "cloze":
-        lines += [f"{label}. {choice}" for label, choice in zip(item["labels"], item["choices"])]
+        lines += [f"{label}. {choice}" for label, choice in zip(item["labels"], item["choices"], strict=True)]
     answer = answer_prefix
     if shown_answer is not None:
         shown = item["labels"][shown_answer] if method == "symbol" else item["choices"][shown_answer]
@@ -117,6 +117,7 @@ def _fewshot_documents() -> dict[str, Mapping[str, Any]]:
     """The task's few-shot split (same dataset, config and revision as the YAML), and trivial questions."""
     documents = {row["id"]: row for row in TASK.get("trivial", [])}
     if TASK.get("fewshot_split"):  # load_release: the release loader written before this file in utils.py
-        split = load_release(TASK["dataset_name"], TASK.get("repo"), TASK.get("revision"))[TASK["fewshot_split"]]
+        loaded = load_release(TASK["dataset_name"], TASK.get("repo"), TASK.get("revision"))  # noqa: F821 (in utils.py)
+        split = loaded[TASK["fewshot_split"]]
         documents.update({row["id"]: row for row in split})
     return documents

@@ -281,7 +281,7 @@ def config_records(spec: ConfigSpec, items: Mapping[str, Sequence[MCQRecord]], f
     """Every item of every split in this config, with its labels, demonstrations and prompt. The few-shot
     split is transformed first: its items are the demonstrations, as the config shows them."""
     fields = {split: [perturbation.fields(r, split) for r in records] for split, records in items.items()}
-    fewshot = list(zip(items.get(fewshot_split or "", []), fields.get(fewshot_split or "", [])))
+    fewshot = list(zip(items.get(fewshot_split or "", []), fields.get(fewshot_split or "", []), strict=True))
     pool = {r.id: row_view(r, f) for r, f in fewshot}
     movable = None
     if spec.promises_demonstration_answers(fewshot_split):
@@ -291,7 +291,7 @@ def config_records(spec: ConfigSpec, items: Mapping[str, Sequence[MCQRecord]], f
     configured = {}
     for split, records in items.items():
         out = []
-        for record, new in zip(records, fields[split]):
+        for record, new in zip(records, fields[split], strict=True):
             ids = demonstrations.ids(record, spec.demonstrations, movable)
             context = None
             if spec.context_answer == "correct":

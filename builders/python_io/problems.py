@@ -411,7 +411,7 @@ def verify_pairs(pairs: Sequence[CallPair], sandbox: Sandbox, max_chars: int = D
     stats.runs, stats.rounds = tally["runs"], tally["rounds"]
     verified: dict[str, Verified] = {}
     rejected: dict[str, Rejected] = {}
-    for batch, outcome in zip(batches, outcomes):
+    for batch, outcome in zip(batches, outcomes, strict=True):
         _judge_unit(batch, outcome, max_chars, verified, rejected)
     stats.seconds = time.monotonic() - started
     logger.info("verified %d pairs in %d sandbox runs (%.1f s, %.1f runs/s, %.1f calls/s): %d kept",
@@ -428,7 +428,7 @@ def _judge_unit(batch: list[CallPair], outcome: Mapping[str, Any], max_chars: in
             rejected[pair.id] = _rejected(pair, "program_failed", str(outcome["program_error"]))
         return
     rows = outcome.get("calls") or []
-    for pair, row in zip(batch, rows):
+    for pair, row in zip(batch, rows, strict=True):
         result = _judge_call(pair, row, max_chars)
         if isinstance(result, Verified):
             verified[pair.id] = result

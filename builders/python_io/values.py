@@ -94,7 +94,7 @@ def read_value(node: ast.AST, from_repr: bool = False) -> Any:
         return {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)](items)
     if isinstance(node, ast.Dict) and None not in node.keys:  # no ``**mapping``
         return dict(zip((read_value(k, from_repr) for k in node.keys),  # type: ignore[arg-type]
-                        (read_value(v, from_repr) for v in node.values)))
+                        (read_value(v, from_repr) for v in node.values), strict=True))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         number = _number(node.operand, from_repr, signed=False)
         return -number if isinstance(node.op, ast.USub) else +number
@@ -183,7 +183,7 @@ def nearly_equal(a: Any, b: Any, rel_tol: float = NEAR_REL_TOL) -> bool:
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return (isinstance(a, float) or isinstance(b, float)) and a != b and math.isclose(a, b, rel_tol=rel_tol)
     if type(a) is type(b) and isinstance(a, (list, tuple)) and len(a) == len(b) and a != b:
-        return all(x == y or nearly_equal(x, y, rel_tol) for x, y in zip(a, b))
+        return all(x == y or nearly_equal(x, y, rel_tol) for x, y in zip(a, b, strict=True))
     return False
 
 
