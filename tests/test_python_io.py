@@ -650,9 +650,10 @@ def test_distractors_equal_to_the_gold_up_to_float_rounding_are_dropped():
     outputs = ["10.63014581273463", "10.630146", "10.6301", "9.0", "10", "[10.63014581273465]", "10.63014581273465"]
     matched = {pair.id: [Prediction(f"m{i}", o, {"id": pair.id}, f"x:{i}", extracted=True) for i, o in enumerate(outputs)]}
     pools, counts = python_io.make_pools([python_io_pairs.Verified(pair, "10.63014581273465")], matched, 1000)
-    # within a relative 1e-6: ...463 and 10.630146 go; 10.6301 (1e-5 off), 9.0, 10 and a list stay; m6 is right
-    assert [c.text for c in pools[pair.id].candidates] == ["10", "10.6301", "9.0", "[10.63014581273465]"]
-    assert counts["near_gold_dropped"] == 2 and pools[pair.id].correct == {"m6": 1}
+    # within a relative 1e-6: ...463 and 10.630146 go; 10.6301 is the gold rounded to the 4 decimals it shows
+    # (issue 22 §3), so it goes too; 9.0, 10 and a list stay; m6 is right
+    assert [c.text for c in pools[pair.id].candidates] == ["10", "9.0", "[10.63014581273465]"]
+    assert counts["near_gold_dropped"] == 3 and pools[pair.id].correct == {"m6": 1}
     from builders.python_io.values import nearly_equal
     assert nearly_equal([1, 2.5], [1, 2.5000001]) and not nearly_equal([1, 2.5], (1, 2.5000001))
     assert not nearly_equal(1, True) and not nearly_equal(4, 4) and not nearly_equal(0.1, 0.2)
@@ -685,3 +686,20 @@ def test_malformed_codemind_problem_rows_are_one_error_naming_line_and_field(tmp
         assert python_io.main([*base, "--predictions", str(folder), "--output", str(tmp_path / f"o{number}")]) == 2
         lines = capsys.readouterr().err.strip().splitlines()
         assert lines[-1] == f"error: {folder}/{message}" and not (tmp_path / f"o{number}").exists()
+
+
+def test_a_distractor_that_is_the_gold_rounded_to_its_own_decimals_is_dropped_and_refused():
+    """mbpp/742/0 offered 15.588 beside the gold 15.588457268119894 (2.9e-5 apart, beyond the 1e-6 rule): the gold
+    rounded to the three decimals the option shows, a second correct answer."""
+    from types import SimpleNamespace
+
+    from builders.python_io.values import nearly_equal
+    assert nearly_equal(15.588457268119894, 15.588) and nearly_equal(15.588457268119894, 15.59)
+    assert not nearly_equal(15.588457268119894, 15.5) and not nearly_equal(10.5, 11.0) and not nearly_equal(7, 7.5)
+    assert nearly_equal([2, 15.588457268119894], [2, 15.588])
+    # the validator reads the released text apart from the builder's rule (decimal, half up)
+    record = MCQRecord("mbpp/742/0", "q", ("15.588457268119894", "15.588", "15.5", "16"), 0, "s", "c", "test", 0)
+    build = SimpleNamespace(records=lambda: [("default", "test", [record])])
+    golds = {"mbpp/742/0": "15.588457268119894"}
+    assert list(python_io.rounded_gold_violations(build, golds)) == [
+        "default/test mbpp/742/0: option 1 (15.588) is the gold rounded"]

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import argparse
 import ast
+import decimal
 import logging
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -33,7 +35,7 @@ from typing import Any
 from builders.core.record import Value
 
 from builders.core import api, cli
-from builders.core.build import Build, Builder
+from builders.core.build import Build, Builder, Check
 from builders.core.predictions import (PROBLEMS_FILE, MatchReport, Prediction, PredictionError, Unmatched,
                                        match_predictions, read_predictions, require_matches, require_texts,
                                        write_predictions)
@@ -393,12 +395,39 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         exclusions=exclusions,
         checks=[*mc.make_checks(golds, equivalence.same, pools),
                 mc.second_reading_check("one_gold_literal_eval", "with the standard library's ast.literal_eval and "
-                                        "==, apart from the builder's value keys", golds, literally_equal)],
+                                        "==, apart from the builder's value keys", golds, literally_equal),
+                Check("no_rounded_gold", "no distractor is the gold rounded to the decimals it shows (re-read with "
+                      "ast.literal_eval and decimal, apart from the builder's rule)",
+                      lambda build: rounded_gold_violations(build, golds))],
         statistics=statistics,
         extra_files={"pools.jsonl": pool_report(pools.values()).encode()},
         card_context=_card_context(args, report),
         lm_eval_tasks=lambda location: set_tasks(NAME, TOPIC, configs, location),
     )
+
+
+def rounded_gold_violations(build: Build, golds: Mapping[str, str]) -> Iterable[str]:
+    for config, split, records in build.records():
+        for record in records:
+            gold = _plain_reading(golds[record.id])
+            for index, choice in enumerate(record.choices):
+                if index != record.answer and _rounds_gold(gold, _plain_reading(choice), choice.strip()):
+                    yield f"{config}/{split} {record.id}: option {index} ({choice}) is the gold rounded"
+
+
+def _rounds_gold(gold: tuple[str, Any], option: tuple[str, Any], text: str) -> bool:
+    """A float option written with k decimals equals the number gold rounded half-up to k decimals."""
+    (gold_kind, exact), (kind, shown) = gold, option
+    if gold_kind != "value" or kind != "value" or not isinstance(shown, float) or isinstance(exact, bool):
+        return False
+    if not isinstance(exact, (int, float)) or exact == shown or not all(map(math.isfinite, (exact, shown))):
+        return False
+    if "e" in text.lower():
+        return False
+    written = decimal.Decimal(text)
+    if not isinstance(written.as_tuple().exponent, int) or written.as_tuple().exponent >= 0:
+        return False
+    return decimal.Decimal(repr(exact)).quantize(written, rounding=decimal.ROUND_HALF_UP) == written
 
 
 def literally_equal(a: str, b: str) -> bool:

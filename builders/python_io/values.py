@@ -20,8 +20,11 @@ import math
 import re
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import lru_cache
 from typing import Any
+
+from builders.from_predictions.pools import rounds_to
 
 MAX_LITERAL_CHARS = 10_000  # longer texts are not parsed at all
 MAX_LITERAL_DEPTH = 32  # syntax-tree depth: [[[...]]] deeper than this is refused
@@ -181,10 +184,24 @@ def nearly_equal(a: Any, b: Any, rel_tol: float = NEAR_REL_TOL) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return False
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return (isinstance(a, float) or isinstance(b, float)) and a != b and math.isclose(a, b, rel_tol=rel_tol)
+        if a == b:
+            return False
+        return ((isinstance(a, float) or isinstance(b, float)) and math.isclose(a, b, rel_tol=rel_tol)
+                or shows_rounded(a, b))
     if type(a) is type(b) and isinstance(a, (list, tuple)) and len(a) == len(b) and a != b:
         return all(x == y or nearly_equal(x, y, rel_tol) for x, y in zip(a, b, strict=True))
     return False
+
+
+def shows_rounded(exact: int | float, shown: int | float) -> bool:
+    """``shown``, a float, is ``exact`` rounded to the decimals ``shown`` is written with: ``15.588`` beside
+    ``15.588457268119894`` (mbpp/742) is a second correct option, though 2.9e-5 apart in relative terms."""
+    if not isinstance(shown, float) or not math.isfinite(shown) or not math.isfinite(exact):
+        return False
+    text = repr(shown)
+    if "e" in text or "." not in text:
+        return False
+    return rounds_to(Fraction(exact), Fraction(text), len(text.split(".")[1]))
 
 
 def format_value(value: Any) -> str:
