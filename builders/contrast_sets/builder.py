@@ -608,7 +608,9 @@ def check_arguments(args: argparse.Namespace) -> None:
 BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [BENCHMARKS[DEFAULT_BENCHMARK]] +
                   [BENCHMARKS[n] for n in BENCHMARK_NAMES if n != DEFAULT_BENCHMARK], add_arguments, build,
                   check_arguments, preview_subset=False, evaluation_table=evaluation_table,
-                  models=lambda args: embedder_to_load(args.embedder))
+                  models=lambda args: embedder_to_load(args.embedder),
+                  # mining keeps only the matched questions (the paper: 820 of 7,611): the rest is the method's choice
+                  selection_reasons=frozenset({"no_contrast_partner", "unmatched_in_maximum_matching"}))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -94,7 +94,8 @@ class Builder:
     ``benchmarks``: the sources it reads (the first is the default). ``check_arguments`` finds bad options
     before any source is loaded or any paid call is made. ``llm_models`` names the models a build will call
     (their endpoint is checked before loading); ``models`` the models it loads here (a classifier, an embedder:
-    checked too). ``preview_subset``: whether ``--preview K`` may build from
+    checked too). ``selection_reasons``: exclusions that are what the method selects, not rows lost.
+    ``preview_subset``: whether ``--preview K`` may build from
     the first K items only (False for builders that need the whole source, such as contrast-set mining).
     """
 
@@ -107,6 +108,9 @@ class Builder:
     llm_models: Callable[[argparse.Namespace], list[str]] = lambda args: []
     models: Callable[[argparse.Namespace], list[Any]] = lambda args: []  # [core.models.ModelToLoad]
     preview_subset: bool = True
+    # exclusion reasons that are the method's selection, not rows lost (contrast sets keep only matched
+    # questions): listed and counted as any exclusion, but not held against --max-excluded
+    selection_reasons: frozenset[str] = frozenset()
     epilog: str = ""  # shown at the end of --help (other commands of the builder)
     # the table its paper reports, from lm-eval runs on the release's tasks (``python -m builders evaluate``):
     # (runs {model: {task: TaskResult}}, lm_eval/manifest.json, options) -> Statistics

@@ -381,25 +381,26 @@ def build_and_validate(builder: Builder, parser: argparse.ArgumentParser, args: 
     """The build, with every recorded option in its params (the builder adds only derived ones), validated."""
     build = builder.build(source, args)
     build.params = {**recorded_params(args, parser), **build.params}
-    check_excluded_share(build, args.max_excluded)
+    check_excluded_share(build, args.max_excluded, builder.selection_reasons)
     return build, validate(build)
 
 
-def check_excluded_share(build: Build, max_excluded: float) -> None:
+def check_excluded_share(build: Build, max_excluded: float, selection_reasons: frozenset[str] = frozenset()) -> None:
     """Stop a build that leaves out more than ``max_excluded`` of its source rows in any config, whatever the
-    reasons (malformed rows, no distractors, suspect keys...): one line with the most common reason, before
-    anything is written or pushed."""
+    reasons (malformed rows, no distractors, suspect keys...) but the method's own selection
+    (``Builder.selection_reasons``): one line with the most common reason, before anything is written or pushed."""
     rows_in = build.rows_in
     assert rows_in is not None, "Build.__post_init__ sets it"
     rows = sum(rows_in.values())  # the build's own accounting (PythonIO: one row per assert)
     for config in build.configs:
-        excluded = [e for e in build.exclusions.entries if e.config in (None, config) and e.split in rows_in]
+        excluded = [e for e in build.exclusions.entries
+                    if e.config in (None, config) and e.split in rows_in and e.reason not in selection_reasons]
         if rows and len(excluded) > max_excluded * rows:
             (reason, count), = Counter(e.reason for e in excluded).most_common(1)
             example = next(e for e in excluded if e.reason == reason)
             raise UserError(f"{len(excluded)} of {rows} rows ({len(excluded) / rows:.0%}) would be left out of "
-                            f"config {config!r}, most often for {reason} ({count} rows, e.g. {example.id}: "
-                            f"{example.detail}); --max-excluded {max_excluded} allows at most {max_excluded:.0%}, "
+                            f"config {config!r}, most often for {reason} ({count} rows, e.g. {example.id}"
+                            f"{': ' + example.detail if example.detail else ''}); --max-excluded {max_excluded} allows at most {max_excluded:.0%}, "
                             f"pass a higher share to build it anyway")
 
 
