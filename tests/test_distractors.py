@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from fractions import Fraction
 import time
@@ -17,6 +18,7 @@ from builders.math_mc import forms as math_answers
 from builders.core.predictions import match_predictions, read_predictions, require_texts, write_predictions
 from builders.core.record import OpenItem
 from builders.from_predictions.collect import item_of
+from builders.from_predictions.consensus import RULE
 from builders.from_predictions.generate import generate_predictions
 from builders.math_mc.equivalence import MathEquivalence
 from builders.from_predictions.pools import Candidate, build_pool, pool_report, pool_rows, respell, summarize_pools
@@ -487,3 +489,15 @@ def test_consensus_rule_on_pools_of_any_engine():
                                               source_config="c", source_split="test", source_index=0)]
 
     assert list(check.find_violations(Released())) == ["set_0/test q: 3 of 5 models answer '2', 0 the key"]
+
+
+@pytest.mark.parametrize("builder_module", ["builders.gsm_mc.builder", "builders.math_mc.builder"])
+def test_help_of_the_prediction_builders_shows_the_consensus_rule(builder_module, capsys):
+    """The consensus rule's description holds a percent sign ("20% of"): argparse reads it as a format code unless
+    it is escaped, and --help died with 'TypeError: %o format' (GSM-MC and MATH-MC alike)."""
+    main = importlib.import_module(builder_module).main
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"--keep-suspect-keys keep the items whose key most models contradict (consensus check: {RULE.describe()})" in text

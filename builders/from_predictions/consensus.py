@@ -63,7 +63,7 @@ class Suspect:
 def add_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--keep-suspect-keys", action="store_true",
                        help="keep the items whose key most models contradict (consensus check: "
-                            f"{RULE.describe()}); they are excluded as suspect_key by default")
+                            f"{RULE.describe()}); they are excluded as suspect_key by default".replace("%", "%%"))
 
 
 def answer_counts(pool: Pool) -> tuple[int, Counter, int]:
