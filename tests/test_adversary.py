@@ -210,3 +210,15 @@ def test_through_a_real_builder_the_card_shows_the_adversary(tmp_path):
     again = wicked.build_dataset(rows, variants=1, sba_classifier="none")  # the card is the same on a rebuild
     assert again.report.adversary == result.report.adversary
     assert again.report.to_markdown() == result.report.to_markdown()
+
+
+def test_numbers_too_large_for_floats_are_not_read_as_numbers():
+    """PythonIO's full build crashed in the adversary ("Input X contains NaN"): a Python int of 400 digits is inf
+    as a float, and its distance to the options' mean NaN. Such an option is not read as a number."""
+    huge = "1" * 400
+    assert adversary.number(huge) is None and adversary.number("-" + huge) is None
+    assert adversary.number("9" * 101) is None and adversary.number("1" + "0" * 99) == 1e99
+    assert np.isfinite(adversary.option_features([huge, "2", "3", "4"])).all()
+    records = [record(i, [str(i), "1" * (300 + i), str(i + 7), str(2 * i + 1)], i % 4) for i in range(40)]
+    row = assess(records)
+    assert (row.items, row.scored) == (40, 40) and 0 <= row.accuracy <= 1
