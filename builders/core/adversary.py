@@ -294,6 +294,9 @@ def assess(build: Build) -> list[AdversaryRow]:
             if seen[key] is not None:
                 rows.append(replace(seen[key], config=config, split=split, inherent=inherent))
     rows = [replace(row, tests=len(rows)) for row in rows]
+    from .audit import inherit_from_source
+
+    rows = inherit_from_source(rows, build.unchanged_config, lambda row: NAME, lambda row: row.scored)
     return [row if row.significant else replace(row, features=()) for row in rows]
 
 

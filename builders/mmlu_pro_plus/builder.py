@@ -278,6 +278,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         lm_eval_tasks=lambda location: lm_eval_files(location, configs),
         baselines=BASELINES,
         inherent_baselines=INHERENT_BASELINES,
+        unchanged_config=ORIGINAL_CONFIG,
     )
 
 
