@@ -306,6 +306,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         card_context={"sba": sba.card, "variants": args.variants, "nota_position": args.nota_position,
                       "tasks": tasks.card(), "undetected_sba": undetected},
         lm_eval_tasks=tasks.files,
+        unchanged_config="original",  # a shortcut the source's own options carry (MMLU-Pro's longest option) is inherited
     )
 
 

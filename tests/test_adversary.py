@@ -20,7 +20,7 @@ def record(i: int, choices, answer: int, source_index: int | None = None) -> MCQ
 
 def fake_build(records, inherent=None, baselines=()):
     source = SimpleNamespace(benchmark=SimpleNamespace(fewshot_split=None))
-    return SimpleNamespace(baselines=list(baselines), inherent_baselines=inherent or {}, source=source,
+    return SimpleNamespace(baselines=list(baselines), inherent_baselines=inherent or {}, source=source, unchanged_config=None,
                            params={"seed": 0}, configs={"default": {"test": list(records)}})
 
 
@@ -187,8 +187,9 @@ def test_features_describe_options_against_their_item():
 
 
 def test_through_a_real_builder_the_card_shows_the_adversary(tmp_path):
-    # MMLU-like rows whose key is the longest option: WiCkeD keeps the cue in every config, the adversary flags
-    # it, and the card shows the model's row; the same rows with a random key stay quiet.
+    # MMLU-like rows whose key is the longest option: WiCkeD keeps the cue in every config, the adversary finds
+    # it, and the card shows the model's row, as the source's own cue (`original`) that the variant inherits (no
+    # further above chance); the same rows with a random key stay quiet.
     rng = np.random.default_rng(7)
     rows, calm_rows = [], []
     for i in range(240):
@@ -200,13 +201,28 @@ def test_through_a_real_builder_the_card_shows_the_adversary(tmp_path):
         calm_rows.append({**row, "answer": int(rng.integers(4))})
     result = wicked.build_dataset(rows, variants=1, sba_classifier="none")
     models = {r.config: r for r in result.report.adversary}
-    assert set(models) == {"original", "variant_0"} and all(r.warns for r in models.values())
-    assert models["original"].accuracy > 0.9 and "choices-only model answers" in " ".join(result.report.warnings)
+    assert set(models) == {"original", "variant_0"} and all(r.significant and not r.warns for r in models.values())
+    assert models["original"].inherent == "inherited from the source: the source's own options carry it"
+    assert models["variant_0"].inherent.startswith("inherited from the source: `original` (the source unchanged) scores")
+    assert models["original"].accuracy > 0.9 and "choices-only model answers" not in " ".join(result.report.warnings)
     result.write(tmp_path / "release")
     card = (tmp_path / "release" / "README.md").read_text()
-    assert "#### Choices-only model" in card and "warning(s)**: " in card and "the choices-only model on 2 config" in card
+    assert "#### Choices-only model" in card and "inherited from the source (the source unchanged" in card
+    assert "the choices-only model on 2 config" in card
     calm = wicked.build_dataset(calm_rows, variants=1, sba_classifier="none")
     assert not any(r.warns for r in calm.report.adversary)
     again = wicked.build_dataset(rows, variants=1, sba_classifier="none")  # the card is the same on a rebuild
     assert again.report.adversary == result.report.adversary
     assert again.report.to_markdown() == result.report.to_markdown()
+
+
+def test_numbers_too_large_for_floats_are_not_read_as_numbers():
+    """PythonIO's full build crashed in the adversary ("Input X contains NaN"): a Python int of 400 digits is inf
+    as a float, and its distance to the options' mean NaN. Such an option is not read as a number."""
+    huge = "1" * 400
+    assert adversary.number(huge) is None and adversary.number("-" + huge) is None
+    assert adversary.number("9" * 101) is None and adversary.number("1" + "0" * 99) == 1e99
+    assert np.isfinite(adversary.option_features([huge, "2", "3", "4"])).all()
+    records = [record(i, [str(i), "1" * (300 + i), str(i + 7), str(2 * i + 1)], i % 4) for i in range(40)]
+    row = assess(records)
+    assert (row.items, row.scored) == (40, 40) and 0 <= row.accuracy <= 1

@@ -20,7 +20,7 @@ def fake_build(configs: dict[str, list[int]] | None = None, items: dict[str, lis
     source = SimpleNamespace(benchmark=SimpleNamespace(fewshot_split=None))
     configs = {name: {"test": records(name, answers)} for name, answers in (configs or {}).items()}
     configs.update({name: {"test": list(rows)} for name, rows in (items or {}).items()})
-    return SimpleNamespace(baselines=list(baselines), inherent_baselines=inherent or {}, source=source,
+    return SimpleNamespace(baselines=list(baselines), inherent_baselines=inherent or {}, source=source, unchanged_config=None,
                            params={"seed": 0}, configs=configs)
 
 
@@ -115,3 +115,36 @@ def test_the_card_sentence_is_generated_from_the_table():
     assert sentence.endswith("the closest is `always_first` on set_0/test, 25.0% against 25.0% over 116 items.")
     quiet = audit.summary_sentence(audit.audit(fake_build({"set_0": uniform(29)})))
     assert "; no row beats chance" in quiet and "warning" not in quiet
+
+
+def longest_key_items(items: int, longest_share: float) -> list[MCQRecord]:
+    """Four options of distinct lengths; the key is the longest in the first ``longest_share`` of the items, else
+    the shortest (so that `longest_option` and the model score exactly what the share says)."""
+    out = []
+    for i in range(items):
+        choices = [f"w{i}", f"ww{i}", f"www{i}", f"wwww{i}"]
+        answer = 3 if i < longest_share * items else 0
+        order = [(k + i) % 4 for k in range(4)]  # the key's position varies
+        out.append(item(i, [choices[k] for k in order], order.index(answer)))
+    return out
+
+
+def test_a_cue_the_unchanged_config_carries_is_inherited_and_a_stronger_one_still_warns():
+    """WiCkeD on MMLU-Pro: the source's own options carry the longest-option cue, and the variants keep part of
+    it. With `unchanged_config`, the source's row and every row no further above chance say so (inherent, with the
+    source's figures); a config that adds to the cue warns. Without it, all three warn."""
+    configs = {"original": longest_key_items(400, 0.4), "variant_0": longest_key_items(400, 0.35),
+               "variant_1": longest_key_items(400, 0.6)}
+    build = fake_build(items=configs)
+    plain = {r.config: r.status for r in audit.audit(build) if r.baseline == "longest_option"}
+    assert plain == {"original": "WARNING", "variant_0": "WARNING", "variant_1": "WARNING"}
+    build.unchanged_config = "original"
+    rows = {r.config: r for r in audit.audit(build) if r.baseline == "longest_option"}
+    assert rows["original"].status == "inherent: inherited from the source: the source's own options carry it"
+    assert rows["variant_0"].status == ("inherent: inherited from the source: `original` (the source unchanged) "
+                                        "scores 40.0% against chance 25.0%")
+    assert rows["variant_1"].status == "WARNING" and (rows["variant_1"].accuracy, rows["variant_0"].accuracy) == (0.6, 0.35)
+    sentence = audit.summary_sentence(audit.audit(build))
+    assert "inherited from the source (the source unchanged beats chance on it" in sentence
+    assert "`longest_option` on 2 config/splits (35.0%–40.0% against 25.0%)" in sentence.split("inherited from the source")[1]
+    assert "`longest_option` on variant_1/test (60.0% against 25.0%)" in sentence.split("inherited from the source")[0]

@@ -463,6 +463,8 @@ def test_the_card_reports_identical_edges_and_the_yield_against_the_paper(tmp_pa
     card = (tmp_path / "out" / "README.md").read_text()
     assert "**100.0% of the edges**\n(7 of 7)" in card and "against the paper's 10.77%" in card
     assert "calibrated for this embedder" in card and "at least **0.78**" in card
+    # the random partner's window is the builder's, and no figure of another build is printed as this one's
+    assert f"drawn among the {2 * cs.LENGTH_WINDOW} questions of its source" in card and "77-81%" not in card
 
 
 # ---- determinism: the bytes do not depend on the embedding batches (issue 13, point 6) -------------------

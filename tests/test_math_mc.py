@@ -400,8 +400,8 @@ RELEASED = [  # (gold, the one distractor) per released item, in order; item 19 
 ]
 
 
-def build_real_items(tmp_path: Path, items: slice = slice(None), choices: int = 2):
-    chosen = REAL_ITEMS[items]
+def build_real_items(tmp_path: Path, items: slice = slice(None), choices: int = 2, chosen: list | None = None):
+    chosen = REAL_ITEMS[items] if chosen is None else chosen
     rows = [{"problem": problem, "level": "Level 4", "type": "Algebra",
              "solution": " ".join(f"So $\\boxed{{{gold}}}$." for gold in golds)} for problem, golds, _ in chosen]
     predictions = [{"question_index": i, "model": model, "output": f"The answer is $\\boxed{{{answer}}}$."}
@@ -470,9 +470,41 @@ def test_kinds_and_spacing_beyond_the_fixtures():
     found = {(answer, key): forms.kind_mismatch(forms.option_form(answer), forms.option_form(key))
              for answer, key in mismatch}
     assert found == mismatch
-    spellings = {r"\left( 3, \frac{1}{2} \right)": r"(3,\frac{1}{2})", r"2 \sqrt 3": r"2\sqrt3", "45, 135": "45, 135",
+    spellings = {r"\left( 3, \frac{1}{2} \right)": r"(3,\frac{1}{2})", r"2 \sqrt 3": r"2\sqrt{3}", "45, 135": "45, 135",
                  r"\pi r^2": r"\pi r^2", "no real values of k": "no real values of k", r"x \in [2, 5)": r"x\in[2,5)",
                  r"1,\!000,\!000 \text{ dollars}": "1000000"}
     assert {text: forms.option_form(text) for text in spellings} == spellings
     assert forms.option_form(r"h \approx 12{,}345", key="12346") == "12345"
     assert forms.option_form(r"h \approx 12{,}345", key=r"h \approx 12000") == r"h\approx12, 345"
+
+
+BARE_ARGUMENT_ITEMS = [  # MATH's golds with TeX's one-token arguments, models' answers with braces (full build)
+    ("In right triangle $ABC$, $\\cos{B}=\\frac{6}{10}$.  What is $\\tan{C}$?", [r"\frac34"],
+     [("gpt-4-0314", r"\frac{4}{3}")]),  # 1661
+    ("Equilateral triangle $DEF$ is inscribed in equilateral triangle $ABC$.  What is the ratio of the area of "
+     "$\\triangle DEF$ to the area of $\\triangle ABC$?", [r"\frac13"], [("gpt-4-0314", r"\frac{1}{6}")]),  # 1746
+    ("Compute the smallest real number $x$ which satisfies the equation "
+     "\\[\\sqrt{x^2 - 2x + 2} + \\sqrt{-x^2 + 6x - 2} = 2\\sqrt{x}.\\]", [r"3-\sqrt7"],
+     [("gpt-4-0613", r"x = 1"), ("gpt-4-0314", r"3 - \sqrt{5}")]),  # 2605
+]
+
+
+def test_arguments_of_frac_and_sqrt_are_braced_in_every_option(tmp_path, monkeypatch):
+    """In the full 2-option build, 70 of the 80 options with a bare \\frac or \\sqrt argument ("\\frac34" beside
+    "\\frac{4}{3}") were the key: MATH's spelling, not the models'. Every option is braced now, and the validator's
+    own check refuses a build whose normaliser leaves a bare argument."""
+    assert {t: forms.option_form(t) for t in [r"\frac34", r"\dfrac{3}4", r"\frac\pi2", r"\sqrt[3]2", r"(\frac23)^{15}",
+                                               r"\sqrt{\frac34}", r"2 \sqrt 3"]} == {
+        r"\frac34": r"\frac{3}{4}", r"\dfrac{3}4": r"\frac{3}{4}", r"\frac\pi2": r"\frac{\pi}{2}",
+        r"\sqrt[3]2": r"\sqrt[3]{2}", r"(\frac23)^{15}": r"(\frac{2}{3})^{15}", r"\sqrt{\frac34}": r"\sqrt{\frac{3}{4}}",
+        r"2 \sqrt 3": r"2\sqrt{3}"}
+    result = build_real_items(tmp_path / "braced", chosen=BARE_ARGUMENT_ITEMS)
+    records = result.configs["set_0"]["test"]
+    assert [r.choices[r.answer] for r in records] == [r"\frac{3}{4}", r"\frac{1}{3}", r"3-\sqrt{7}"]
+    assert [r.choices[1 - r.answer] for r in records][:2] == [r"\frac{4}{3}", r"\frac{1}{6}"]
+    assert records[2].choices[1 - records[2].answer] in ("1", r"3-\sqrt{5}")
+    assert "braced_arguments" in {c.name for c in validate(result).checks}
+    monkeypatch.setattr(forms, "brace_arguments", lambda text: text)
+    blinded = build_real_items(tmp_path / "blinded", chosen=BARE_ARGUMENT_ITEMS)
+    with pytest.raises(ValidationFailed, match=r"braced_arguments \(6: "):
+        validate(blinded)

@@ -589,10 +589,11 @@ def test_the_sample_builds_offline_with_its_pregenerated_options(tmp_path):
     assert audit[("default", "pair_if_twelve_options")] == (8, 4, True)  # the option-count cue, declared inherent
     assert ("original", "pair_first_named") not in audit
     models = {r["config"]: r for r in report["adversary"]}
-    assert models["default"]["inherent"] and models["original"]["inherent"] is None
-    # The sample's own gold positions: 7 of its 12 answers are C, which the choices-only model learns.
-    assert report["warnings"] == [w for w in report["warnings"] if w.startswith("original/test: a choices-only model")]
-    assert len(report["warnings"]) == 1 and "position C" in report["warnings"][0]
+    # The sample's own gold positions: 7 of its 12 answers are C, which the choices-only model learns on
+    # `original`, the source unchanged: the source's cue, declared as inherited from it, not a warning.
+    assert models["default"]["inherent"] and models["original"]["accuracy"] > 0.5
+    assert models["original"]["inherent"] == "inherited from the source: the source's own options carry it"
+    assert report["warnings"] == []
 
 
 def test_pregenerated_options_are_checked_and_exclusive(tmp_path, capsys):
@@ -822,3 +823,20 @@ def test_the_validator_refuses_each_kind_when_the_builder_s_rules_are_blinded(tm
     for case in (rows[0], rows[1], rows[2]):
         with pytest.raises(ValidationFailed, match="pair_is_unambiguous"):
             mpp.build_dataset({"test": [case]}, ratios="0:1:0:0", layout="random")
+
+
+def test_the_validator_reads_a_comma_as_thousands_only_between_groups_of_three(tmp_path):
+    """The full MMLU-Pro build failed validation (pair_is_unambiguous) on 8001 and 8800: the validator dropped
+    every comma, so it read the list "0,1" as 1 (beside "1") and "305,61" as 30,561 (beside "30,561"). Neither
+    pair reads alike; "1,000" beside "1000" still does."""
+    from builders.mmlu_pro_plus.builder import _reads_as
+    assert _reads_as("0,1") != _reads_as("1") and _reads_as("305,61") != _reads_as("30,561")
+    assert _reads_as("1,000") == _reads_as("1000") == _reads_as("1000.0") and _reads_as("-1,234.5") == _reads_as("-1234.5")
+    rows = [row(8001, "Which elements of Z_4 are zeros of x^2 + x?",
+                ["1,2", "0,1,2,3", "1", "3,4", "0,1,2", "0,4", "0", "0,3", "2,3", "0,1"], 7, "math"),
+            row(8800, "Write 30 thousand 561 in standard form.",
+                ["3,561", "30,561,000", "30,561", "35,610,000", "3,056,100", "300,561", "305,61", "305,610", "35,610"],
+                2, "math")]
+    result = mpp.build_dataset({"test": rows}, ratios="0:1:0:0", layout="random")
+    assert result.report.passed
+    assert [r.columns["modification"] for r in result.build.configs["default"]["test"]] == [PFPP, PFPP]

@@ -342,7 +342,7 @@ def build(source: LoadedSource, args: argparse.Namespace, stopwatch: Stopwatch |
         card_context={"graph": summary, "threshold": args.threshold, "embedder": vars(mined.embedder),
                       "calibrated": args.threshold == DEFAULT_THRESHOLD and args.embedder is None,
                       "calibration": MEASURED, "paper_threshold": PAPER_THRESHOLD,
-                      "matcher_precision": MATCHER_PRECISION,
+                      "matcher_precision": MATCHER_PRECISION, "partner_window": 2 * LENGTH_WINDOW,
                       "cross_source": args.cross_source, "cross_split": args.cross_split, "tie_break": args.tie_break,
                       "similarity": similarity_summary(mined), "pair_balance": _balance(first_at_a)},
     )

@@ -37,6 +37,8 @@ FOLDS = 5
 PAIRS = 3  # distractors paired with the gold per item for training
 SHOWN_FEATURES = 3
 WILSON_Z = 1.959964  # 95%
+MAX_MAGNITUDE = 1e100  # a larger number (a 400-digit Python int is inf as a float) is not read as one: the
+# distances and means of such values overflow to inf and NaN
 POSITIONS = 12  # one-hot positions A..L; later positions share the last column
 
 # ---- option features: each describes an option relative to the other options of its item --------------------
@@ -113,9 +115,10 @@ def number(option: str) -> float | None:
     if len(found) != 1:
         return None
     try:
-        return float(found[0].replace(",", "").replace("−", "-"))
+        value = float(found[0].replace(",", "").replace("−", "-"))
     except ValueError:
         return None
+    return value if abs(value) <= MAX_MAGNITUDE else None
 
 
 def _ranks(values: Sequence[float]) -> list[float]:
@@ -293,6 +296,9 @@ def assess(build: Build) -> list[AdversaryRow]:
             if evaluated is not None:
                 rows.append(replace(evaluated, config=config, split=split, inherent=inherent))
     rows = [replace(row, tests=len(rows)) for row in rows]
+    from .audit import inherit_from_source
+
+    rows = inherit_from_source(rows, build.unchanged_config, lambda row: NAME, lambda row: row.scored)
     return [row if row.significant else replace(row, features=()) for row in rows]
 
 

@@ -22,6 +22,7 @@ The rules here are written independently of every builder's code: they read the 
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -204,7 +205,43 @@ def audit(build: Build) -> list[AuditRow]:
                            lambda r, p=prior: p if p < len(r.choices) else None, build)
                 if row is not None:
                     rows.append(row)
-    return [replace(row, tests=len(rows)) for row in rows]
+    return inherit_from_source([replace(row, tests=len(rows)) for row in rows], build.unchanged_config,
+                               lambda row: row.baseline, lambda row: row.applies)
+
+
+INHERITED = "inherited from the source"
+
+
+def inherit_from_source(rows: Sequence, unchanged_config: str | None, rule: Callable, scored: Callable) -> list:
+    """Rows (rule or choices-only model) marked inherent when the cue is the source's: on ``unchanged_config`` (the
+    source unchanged) a row that would warn is the source's own cue, and a row of another config (same rule, same
+    split) whose margin over chance is not larger than that one's beyond sampling noise inherits it. A config that
+    adds to the cue still warns. The reason carries the source row's figures. ``scored``: a row's item count."""
+    if unchanged_config is None:
+        return list(rows)
+    source = {(row.split, rule(row)): row for row in rows if row.config == unchanged_config and row.warns}
+    marked = []
+    for row in rows:
+        own = source.get((row.split, rule(row)))
+        if own is not None and row.inherent is None and not _adds_to(row, own, scored):
+            where = ("the source's own options carry it" if row is own else
+                     f"`{unchanged_config}` (the source unchanged) scores {own.accuracy:.1%} against chance {own.chance:.1%}")
+            row = replace(row, inherent=f"{INHERITED}: {where}")
+        marked.append(row)
+    return marked
+
+
+def _adds_to(row, own, scored: Callable) -> bool:
+    """Whether ``row`` beats chance by more than ``own`` does, beyond noise (one-sided two-proportion z-test at
+    :data:`WARN_P_VALUE`)."""
+    n, m = scored(row), scored(own)
+    pooled = (row.accuracy * n + own.accuracy * m) / (n + m)
+    spread = math.sqrt(pooled * (1 - pooled) * (1 / n + 1 / m))
+    excess = (row.accuracy - row.chance) - (own.accuracy - own.chance)
+    return excess > 0 and (spread == 0 or excess / spread > ONE_SIDED_Z)
+
+
+ONE_SIDED_Z = 2.326348  # the one-sided normal quantile of WARN_P_VALUE
 
 
 def _row(config: str, split: str, name: str, records: Sequence[MCQRecord], predict,
@@ -276,7 +313,11 @@ def summary_sentence(rules: Sequence[AuditRow], models: Sequence["AdversaryRow"]
     warned = [row for row in labelled if row[2] == "WARNING"]
     if warned:
         parts.append(f"**{len(warned)} warning(s)**: " + "; ".join(_grouped(warned)))
-    inherent = [row for row in labelled if row[2].startswith("inherent")]
+    inherited = [row for row in labelled if row[2].startswith(f"inherent: {INHERITED}")]
+    if inherited:
+        parts.append(f"{INHERITED} (the source unchanged beats chance on it, and these rows by no more; see the "
+                     "status column): " + "; ".join(_grouped(inherited)))
+    inherent = [row for row in labelled if row[2].startswith("inherent") and row not in inherited]
     if inherent:
         parts.append("beating chance by design (declared inherent, see the status column): " + "; ".join(_grouped(inherent)))
     small = [row[5] for row in labelled if row[2] == "too few items to judge"]
@@ -286,7 +327,7 @@ def summary_sentence(rules: Sequence[AuditRow], models: Sequence["AdversaryRow"]
     ok = [row for row in labelled if row[2] == "ok"]
     if ok:
         name, where, _, accuracy, chance, n = max(ok, key=lambda row: row[3] - row[4])  # the first of equals
-        others = "no other row" if warned or inherent or small else "no row"
+        others = "no other row" if warned or inherited or inherent or small else "no row"
         parts.append(f"{others} beats chance {THRESHOLD_WORDS}; the closest is {name} on {where}, {accuracy:.1%} "
                      f"against {chance:.1%} over {n} items")
     return "; ".join(parts) + "."

@@ -54,7 +54,9 @@ class Build:
     once by the release writer. ``lm_eval_tasks`` renders the release's lm-eval task folder for where
     the release is read from. ``baselines`` are the builder's own shortcut-audit rules, and
     ``inherent_baselines`` names the baselines (or the choices-only model, ``choices_only_model``) that beat
-    chance by design, with the reason (keyed ``"<config>/<name>"`` or ``"<name>"``).
+    chance by design, with the reason (keyed ``"<config>/<name>"`` or ``"<name>"``). ``unchanged_config`` names the
+    config that holds the source unchanged (WiCkeD's `original`): a shortcut it carries is the source's, and
+    another config no further above chance on that rule is marked as inheriting it (:func:`.audit.inherit_from_source`).
     """
 
     builder: str
@@ -76,6 +78,7 @@ class Build:
     lm_eval_tasks: Callable[[TaskLocation], dict[str, bytes]] | None = None
     baselines: list[Baseline] = field(default_factory=list)
     inherent_baselines: dict[str, str] = field(default_factory=dict)
+    unchanged_config: str | None = None
 
     def __post_init__(self) -> None:
         if self.rows_in is None:

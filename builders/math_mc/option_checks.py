@@ -12,7 +12,9 @@ out, without the problem:
 * ``arithmetic_left_undone``: a product, quotient or bracketed number in a distractor whose key has none;
 * ``letter_option``: an option that is only capital letters, as the release's own option labels ("C", "(B)");
 * ``one_spacing``: a space that stands beside a symbol (other than a comma's before three digits) or between a
-  command and a digit, outside ``\\text{}``: every option is spelled with MATH's compact spacing.
+  command and a digit, outside ``\\text{}``: every option is spelled with MATH's compact spacing;
+* ``braced_arguments``: an argument of ``\\frac`` or ``\\sqrt`` without braces ("\\frac34", "\\sqrt3"), MATH's
+  habit and not the models'.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ _LATEX_NAME = re.compile(r"\\operatorname\*?\{[^{}]*\}|\\(?:begin|end)\{[^{}]*\}
 _LONG_RUN = re.compile(r"[A-Za-z]{3,}")
 _UNDONE = re.compile(r"\\(?:times|cdot|div)(?![A-Za-z])|[*×·÷]|\(\s*[-+]?[0-9.]+(?:\s*[-+]\s*[0-9.]+)*\s*\)")
 _LABELS = re.compile(r"\s*\(?[A-Z]\)?(?:\s*,\s*\(?[A-Z]\)?)*\s*")
+# "\frac3", "\sqrt[3]2" (a first argument without braces) or "\frac{3}4" (a second one)
+_BARE_ARGUMENT = re.compile(r"\\(?:[dt]?frac|sqrt)(?![A-Za-z])\s*(?:\[[^\]]*\]\s*)?(?=[^{\s\[])"
+                            r"|\\[dt]?frac\s*\{(?:[^{}]|\{[^{}]*\})*\}\s*(?=[^{\s])")
 _BAD_SPACE = re.compile(r"(?<=[^A-Za-z0-9,]) | (?=[^A-Za-z0-9])|, (?![0-9]{3}(?![0-9.]))|\\[A-Za-z]+ (?=[0-9])")
 
 
@@ -74,6 +79,10 @@ def _spacing(key: str, option: str) -> str | None:
     return "is not in MATH's compact spacing" if _BAD_SPACE.search(row_break_before_bracket) else None
 
 
+def _braces(key: str, option: str) -> str | None:
+    return "gives \\frac or \\sqrt an argument without braces" if _BARE_ARGUMENT.search(option) else None
+
+
 def _violations(rule: Callable[[str, str], str | None], distractors_only: bool) -> Callable[[Build], Iterable[str]]:
     def find(build: Build) -> Iterable[str]:
         for config, split, records in build.records():
@@ -106,4 +115,6 @@ def option_form_checks() -> list[Check]:
               _violations(_label, distractors_only=False)),
         Check("one_spacing", "every option is in MATH's compact spacing",
               _violations(_spacing, distractors_only=False)),
+        Check("braced_arguments", "every argument of \\frac and \\sqrt is in braces",
+              _violations(_braces, distractors_only=False)),
     ]

@@ -279,6 +279,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         lm_eval_tasks=lambda location: lm_eval_files(location, configs),
         baselines=BASELINES,
         inherent_baselines=INHERENT_BASELINES,
+        unchanged_config=ORIGINAL_CONFIG,
     )
 
 
@@ -495,13 +496,17 @@ def _original_config(build: Build) -> Iterable[str]:
 
 
 _BOTH_WORD = re.compile(r"(?i)^[^\w]*both(?!\w)")
+_THOUSANDS = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d*)?")
 _SAYS_CORRECT = re.compile(r"(?i)(?<!\w)(?:correct|true|right|valid)(?!\w)")
 
 
 def _reads_as(option: str) -> str:
     """How a reader takes an option named in a pair, written apart from the builder's normaliser: folded case,
-    spacing and outer punctuation, and a number as its value ("1", "1.0" and "'1'" read alike)."""
+    spacing and outer punctuation, and a number as its value ("1", "1.0" and "'1'" read alike). A comma is read
+    as a thousands separator only between groups of three digits: "0,1" is a list and "305,61" is not 30,561."""
     folded = " ".join(option.split()).casefold().strip(" .,;:!?\"'`")
+    if "," in folded and not _THOUSANDS.fullmatch(folded):
+        return folded
     try:
         return repr(float(folded.replace(",", "")))
     except ValueError:
