@@ -117,7 +117,7 @@ def test_a_published_sample_release_is_evaluated_with_smollm2_and_the_dummy_mode
     scores.write_text(json.dumps({smollm2.name: 0.05, "dummy": 0.0}))
     out = tmp_path / "evaluation"
     assert evaluate.main([f"{repo}@v1.0.0", "--model", f"hf:{smollm2}", "--model", "dummy", "--limit", "4",
-                          "--batch-size", "16", "--device", "cpu", "--open-ended-scores", str(scores),
+                          "--batch-size", "2", "--device", "cpu", "--open-ended-scores", str(scores),
                           "--output", str(out)]) == 0
     tables = json.loads((out / "evaluation.json").read_text())
     [per_set] = [table for table in tables if table["title"].startswith("Multiple-choice accuracy per set")]
