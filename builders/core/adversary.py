@@ -260,16 +260,10 @@ class AdversaryRow:
     tests: int = 1  # adversary rows in the build: the family the warning level is corrected for
 
     @property
-    def p_value(self) -> float:
-        from .audit import binomial_p_value
-
-        return binomial_p_value(round(self.accuracy * self.scored), self.scored, self.chance)
-
-    @property
     def significant(self) -> bool:
-        from .audit import WARN_P_VALUE
+        from .audit import significantly_above_chance
 
-        return self.p_value * self.tests < WARN_P_VALUE
+        return significantly_above_chance(self.accuracy, self.chance, self.scored, self.tests)
 
     @property
     def warns(self) -> bool:

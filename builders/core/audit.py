@@ -124,6 +124,12 @@ def binomial_p_value(correct: int, n: int, chance: float) -> float:
     return float(binom.sf(correct - 1, n, min(max(chance, 0.0), 1.0))) if n else 1.0
 
 
+def significantly_above_chance(accuracy: float, chance: float, n: int, tests: int) -> bool:
+    """Guessing at chance scores ``accuracy`` over ``n`` items with a one-sided binomial p below
+    :data:`WARN_P_VALUE`, Bonferroni-corrected over the ``tests`` rows of the family (rules or adversary rows)."""
+    return binomial_p_value(round(accuracy * n), n, chance) * tests < WARN_P_VALUE
+
+
 def practically_large(accuracy: float, chance: float) -> bool:
     """Whether a rule is far enough above chance to matter: :data:`MIN_MARGIN` points or :data:`MIN_RATIO`
     times chance, whichever is smaller (so a 10-option release is held to the same relative standard)."""
@@ -168,7 +174,7 @@ class AuditRow:
     @property
     def warns(self) -> bool:
         return (self.inherent is None and practically_large(self.accuracy, self.chance)
-                and self.p_value * self.tests < WARN_P_VALUE)
+                and significantly_above_chance(self.accuracy, self.chance, self.applies, self.tests))
 
     @property
     def too_small(self) -> bool:
