@@ -12,11 +12,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def run_builder(module: str, argv: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of ``python -m builders.<module> ARGV`` run from the repository."""
+def run_builder(module: str, argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of ``python -m builders.<module> ARGV`` run from the repository (with
+    ``env`` added to the environment)."""
     start = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-m", f"builders.{module}", *argv, "--log-level", "WARNING"],
-                               cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+                               cwd=REPO, env={**os.environ, **(env or {}), "PYTHONPATH": str(REPO)})
     _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:

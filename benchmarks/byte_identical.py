@@ -1,0 +1,101 @@
+"""Prove that a refactor changed no byte of any release: build every builder, hash every Parquet file, compare.
+
+    python benchmarks/byte_identical.py --record before.json                 # on the old commit
+    python benchmarks/byte_identical.py --compare before.json                # on the new one: exit 1 on a difference
+    python benchmarks/byte_identical.py --data ../shared/data --record ...   # add real-data builds
+    python benchmarks/byte_identical.py [--data ...]                         # build twice: reproducible?
+
+Every builder is built from its embedded sample (``--source sample``; WiCkeD without the SBA classifier, whose
+weights a clone may not have). With ``--data``, builds of the real benchmark copies are added: GSM-MC and
+MATH-MC from the shared predictions, WiCkeD and the perturbations on MMLU. Each build runs in its own process
+with a fresh cache, so that nothing of one run feeds the next; the digest is per file (path and SHA-256), so a
+difference names the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from harness import run_builder
+
+BUILDERS = ("wicked", "gsm_mc", "math_mc", "python_io", "mmlu_pro_plus", "contrast_sets", "perturbations")
+BUILDER_OPTIONS = {"wicked": ["--sba-classifier", "none"]}
+
+
+def sample_builds() -> dict[str, tuple[str, list[str]]]:
+    return {f"sample/{name}": (name, ["--source", "sample", *BUILDER_OPTIONS.get(name, [])]) for name in BUILDERS}
+
+
+def real_builds(data: Path) -> dict[str, tuple[str, list[str]]]:
+    predictions = data / "predictions"
+    return {
+        "real/gsm_mc": ("gsm_mc", ["--source", str(data / "gsm8k"), "--predictions",
+                                   str(predictions / "gsm8k_test.jsonl")]),
+        "real/math_mc": ("math_mc", ["--source", str(data / "math"), "--predictions",
+                                     str(predictions / "math_test.jsonl"), "--choices", "2", "--sets", "3",
+                                     "--max-excluded", "1"]),  # predictions cover 1,124 of 5,000 items
+        "real/wicked": ("wicked", ["--source", str(data / "mmlu"), "--sba-classifier", "none"]),
+        "real/perturbations": ("perturbations", ["--source", str(data / "mmlu")]),
+    }
+
+
+def file_digests(folder: Path) -> dict[str, str]:
+    return {path.relative_to(folder).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in sorted(folder.rglob("*.parquet"))}
+
+
+def build_all(builds: dict[str, tuple[str, list[str]]], work: Path) -> dict[str, dict[str, str]]:
+    digests = {}
+    for label, (module, argv) in builds.items():
+        output = work / label
+        seconds, peak = run_builder(module, [*argv, "--output", str(output), "--no-progress"],
+                                    env={"MCQFORGE_CACHE": str(work / "cache" / label)})
+        digests[label] = file_digests(output)
+        print(f"{label}: {len(digests[label])} Parquet files, {seconds:.1f} s, peak {peak:.0f} MiB", flush=True)
+    return digests
+
+
+def differences(before: dict[str, dict[str, str]], after: dict[str, dict[str, str]]) -> list[str]:
+    found = []
+    for label in sorted(set(before) | set(after)):
+        old, new = before.get(label, {}), after.get(label, {})
+        for path in sorted(set(old) | set(new)):
+            if old.get(path) != new.get(path):
+                state = "missing now" if path not in new else "new" if path not in old else "bytes differ"
+                found.append(f"{label}/{path}: {state}")
+    return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, help="also build the real benchmark copies in this folder (../shared/data)")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--record", type=Path, help="write the digests to this JSON file")
+    what.add_argument("--compare", type=Path, help="compare with the digests recorded in this JSON file")
+    args = parser.parse_args()
+    builds = sample_builds() | (real_builds(args.data.resolve()) if args.data else {})
+    with tempfile.TemporaryDirectory() as tmp:
+        digests = build_all(builds, Path(tmp))
+        if not args.record and not args.compare:  # the same inputs and seed, built again
+            recorded = build_all(builds, Path(tmp) / "again")
+    if args.record:
+        args.record.write_text(json.dumps(digests, indent=1, sort_keys=True) + "\n")
+        print(f"{sum(map(len, digests.values()))} Parquet files recorded in {args.record}")
+        return 0
+    if args.compare:
+        recorded = json.loads(args.compare.read_text())
+    found = differences({label: recorded[label] for label in digests if label in recorded}, digests)
+    for line in found:
+        print(line)
+    files = sum(map(len, digests.values()))
+    print(f"{files} Parquet files in {len(digests)} builds: " + (f"{len(found)} differ" if found else "byte-identical"))
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
