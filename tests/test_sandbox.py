@@ -808,12 +808,12 @@ def test_a_venv_under_tmp_works(tmp_path: Path) -> None:
 
 @needs_bwrap
 def test_a_hidden_interpreter_is_named_not_user_namespaces(monkeypatch: pytest.MonkeyPatch) -> None:
-    import builders.core.sandbox as sandbox_module
+    import builders.core.sandbox.runner as runner
 
     # As if the interpreter's folders could not be mounted: bwrap works, Python does not.
-    monkeypatch.setattr(sandbox_module, "_interpreter_mounts", lambda: ())
-    monkeypatch.setattr(sandbox_module, "_interpreter_dirs", lambda: [])
-    monkeypatch.setattr(sandbox_module.sys, "executable", "/opt/hidden-python/bin/python3")
+    monkeypatch.setattr(runner, "_interpreter_mounts", lambda: ())
+    monkeypatch.setattr(runner, "_interpreter_dirs", lambda: [])
+    monkeypatch.setattr(runner.sys, "executable", "/opt/hidden-python/bin/python3")
     with pytest.raises(SandboxUnavailable) as caught:
         Sandbox(workers=1)
     message = str(caught.value)
@@ -822,7 +822,7 @@ def test_a_hidden_interpreter_is_named_not_user_namespaces(monkeypatch: pytest.M
 
 
 def test_an_interpreter_prefix_that_is_a_shared_folder_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    import builders.core.sandbox as sandbox_module
+    import builders.core.sandbox.mounts as sandbox_module
 
     # A Python "installed" as /tmp itself: mounting the prefix would show every user's /tmp to the program.
     monkeypatch.setattr(sandbox_module.sys, "prefix", "/tmp")

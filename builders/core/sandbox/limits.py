@@ -1,0 +1,90 @@
+"""What a sandboxed run may use (:class:`Limits`), what it gave (:class:`RunResult`), and how the memory budget is
+shared out among processes, SysV shared memory and the private /tmp."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+MiB = 1 << 20
+KiB = 1 << 10
+NOBODY = 65534
+Status = Literal["ok", "error", "timeout", "memory", "output_limit", "killed"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for one execution."""
+
+    cpu_seconds: int = 5
+    wall_seconds: float = 10.0
+    memory_bytes: int = 512 * MiB  # of the whole program: all its processes and shared memory
+    file_bytes: int = 1 * MiB  # largest file the program may write (RLIMIT_FSIZE)
+    processes: int = 4  # processes and threads of the program (RLIMIT_NPROC, pids.max)
+    output_bytes: int = 64 * KiB  # kept from stdout and from stderr each
+    tmp_bytes: int = 16 * MiB  # size of the private /tmp
+    tmp_inodes: int = 64  # files, folders, links and (as inode space) extended attributes in /tmp
+    open_files: int = 64
+
+    def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            if value <= 0:
+                raise ValueError(f"Limits.{name} must be positive, got {value!r}")
+
+
+DEFAULT_LIMITS = Limits()
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Outcome of one execution.
+
+    ``returncode`` is the exit code, or minus the signal number when the program was
+    killed by a signal. It is None when the parent killed the run (timeout, output_limit).
+    ``cpu_seconds`` and ``max_rss_bytes`` are the program's, as the trusted launcher measured
+    them (None when no report came).
+    """
+
+    status: Status
+    returncode: int | None
+    stdout: str
+    stderr: str
+    seconds: float
+    cpu_seconds: float | None = None
+    max_rss_bytes: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def cpu_backstop(limits: Limits) -> int:
+    """RLIMIT_CPU's soft limit: far enough beyond the limit the launcher enforces that it never fires first."""
+    return 2 * limits.cpu_seconds + 1
+
+
+MIN_PROCESS_BYTES = 48 * MiB  # Python with the standard library needs about this much address space
+
+
+def shm_cap(limits: Limits) -> int:
+    """Bytes of SysV shared memory a sandbox may hold in all."""
+    return min(64 * MiB, limits.memory_bytes // 8)
+
+
+# Kernel memory an inode of the scratch tmpfs may hold besides its data: the inode and its dentry (about
+# 1 KiB), a long symlink target or name, and two POSIX ACLs (up to 64 KiB each, outside the inode space).
+INODE_OVERHEAD = 132 * KiB
+
+
+def scratch_cap(limits: Limits) -> int:
+    """Bytes the private /tmp may take in all: its data and the kernel memory of its inodes."""
+    return limits.tmp_bytes + limits.tmp_inodes * INODE_OVERHEAD
+
+
+def process_bytes(limits: Limits, cgroup: bool) -> int:
+    """RLIMIT_AS of each process: the whole budget under a cgroup (which limits the sum and charges the
+    scratch tmpfs to it), else an equal share, so that processes x share + shared memory + scratch space
+    <= the budget."""
+    if cgroup:
+        return limits.memory_bytes
+    return (limits.memory_bytes - shm_cap(limits) - scratch_cap(limits)) // limits.processes
