@@ -2,7 +2,7 @@
 second, and how much host memory the issue-13 attacks take.
 
     python benchmarks/sandbox.py --runs 300 --workers 2 [--site-packages] [--unsafe]
-        [--baseline OLD_SANDBOX.py]   # e.g. `git show HEAD~1:builders/core/sandbox.py > /tmp/old.py`
+        [--baseline OLD_SANDBOX.py]   # a one-file sandbox: `git show 7c1ce25:builders/core/sandbox.py > /tmp/old.py`
         [--attacks]                   # 6 children x 400 MiB and 8 SysV segments x 256 MiB vs a 512 MiB budget
 
 Throughputs are measured interleaved with the baseline (when given), so that both see the same machine load.
