@@ -93,7 +93,8 @@ for _ in range(3 * 10**5):
     nested = [nested]
 repr(nested)
 """
-WRITE_TARGETS = ["/etc/pwned", "/usr/pwned", "/pwned", "/root/pwned", "/sandbox/main.py"]
+WRITE_TARGETS = ["/etc/pwned", "/usr/pwned", "/pwned", "/root/pwned", "/sandbox/main.py", "/sandbox/launcher.py",
+                 "/sandbox/cpu_clock.py", "/sandbox/pwned.py"]  # the program and the trusted programs beside it
 WRITE_TARGETS.append(str(ESCAPE_PROBE))
 WRITE_OUTSIDE_TMP = f"""
 for path in {WRITE_TARGETS!r}:
@@ -397,6 +398,17 @@ def test_evaluate_call_does_not_run_main_block(sandbox: Sandbox) -> None:
     program = "def f():\n    return 7\nif __name__ == '__main__':\n    print(input())"
     result = sandbox.evaluate_call(program, "f()")
     assert (result.status, result.stdout, result.stderr) == ("ok", "7", "")
+
+
+@needs_bwrap
+def test_isolated_code_finds_no_trusted_program_on_its_path(sandbox: Sandbox) -> None:
+    # The evaluator imports its sibling cpu_clock from /sandbox, then takes the folder off sys.path again: the
+    # units' code runs with the path a program of its own would have.
+    calls = ("'/sandbox' in __import__('sys').path", "__import__('launcher')", "__import__('main')")
+    [outcome] = run_isolated(sandbox, [Unit(None, calls)], 2.0, 100)
+    assert outcome["calls"][0]["repr"] == "False"
+    assert [row["error"] for row in outcome["calls"][1:]] == ["ModuleNotFoundError: No module named 'launcher'",
+                                                              "ModuleNotFoundError: No module named 'main'"]
 
 
 @needs_bwrap
