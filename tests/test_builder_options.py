@@ -39,6 +39,13 @@ def test_each_builder_makes_frozen_options_once_and_leaves_the_arguments_as_pars
         setattr(options, field, None)
 
 
+def test_a_builder_whose_options_are_the_namespace_is_refused_before_any_source_is_read():
+    wicked = builder_module("wicked")
+    loose = dataclasses.replace(wicked.BUILDER, make_options=lambda args: args)
+    with pytest.raises(TypeError, match="^wicked: make_options gave a Namespace, not a frozen dataclass$"):
+        cli.main(loose, ["--source", "no/such/folder", "--sba-classifier", "none", "--preview", "1"])
+
+
 def test_the_python_api_hands_the_build_its_options_object(monkeypatch):
     wicked = builder_module("wicked")
     received = []

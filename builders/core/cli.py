@@ -476,6 +476,9 @@ def check_options(builder: Builder, args: argparse.Namespace) -> Any:
         version_tag(args.version)
     builder.check_arguments(args)
     options = builder.make_options(args)
+    dataclass_params = getattr(type(options), "__dataclass_params__", None)  # set on every dataclass
+    if dataclass_params is None or not dataclass_params.frozen:
+        raise TypeError(f"{builder.name}: make_options gave a {type(options).__name__}, not a frozen dataclass")
     for model in builder.models(options):
         check_model(model)
     if builder.llm_models(options):
