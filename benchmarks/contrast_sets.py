@@ -46,17 +46,17 @@ def child(argv: list[str]) -> None:
     stopwatch.seconds["imports"] = time.perf_counter() - STARTED
     parser = cli.builder_parser(cs.BUILDER)
     args = cli.parse_args(parser, argv)
-    cli.check_options(cs.BUILDER, args)
+    options = cli.check_options(cs.BUILDER, args)
     with stopwatch.stage("load"):
         source = cli.load(cs.BUILDER, args)
-    build = cs.build(source, args, stopwatch)
-    build.params = {**cli.recorded_params(args, parser), **build.params}
+    build = cs.build(source, options, stopwatch)
+    build.params = {**cli.recorded_params(cli.arguments_as_built(args, options), parser), **build.params}
     with stopwatch.stage("validate"):
         report = cli.validate(build)
     with stopwatch.stage("write"):
         write_release(build, report, args.output)
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"stages": stopwatch.seconds, "peak_mib": peak_mib, "threshold": args.threshold,
+    print(json.dumps({"stages": stopwatch.seconds, "peak_mib": peak_mib, "threshold": options.threshold,
                       "graph": build.card_context["graph"], "similarity": build.card_context["similarity"]}))
 
 

@@ -197,13 +197,14 @@ def check_fast_path(data: Path, workers: int | None, timeout: float) -> None:
         ["--source", str(data / "math"), "--predictions", str(data / "predictions" / "math_test.jsonl"),
          "--equivalence-timeout", str(max(timeout, 10.0))] + (["--equivalence-workers", str(workers)] if workers else []))
     math_mc.BUILDER.check_arguments(args)
+    options = math_mc.Options.from_args(args)
     start = time.perf_counter()
     source = cli.load(math_mc.BUILDER, args)
     items = {split: list(split_items) for split, split_items in source.items.items()}
     with MathEquivalence(args.equivalence_workers, args.equivalence_timeout) as equivalence:
         gold_exclusions = math_mc.drop_ambiguous_golds(items, equivalence)
         all_items = [item for split_items in items.values() for item in split_items]
-        pools, collected, _ = math_mc.model_pools(source, args, all_items, equivalence, gold_exclusions)
+        pools, collected, _ = math_mc.model_pools(source, options, all_items, equivalence, gold_exclusions)
         math_mc.distinct_pools(pools, equivalence)
         # Pairs decided by the surface key never reach math-verify: every two spellings of one question's
         # answers (the gold among them) with one key.

@@ -38,8 +38,8 @@ from builders.core.validate import validate  # noqa: E402
 TARGET_SECONDS = 120
 
 
-def builder_args(output: Path) -> argparse.Namespace:
-    return cli.builder_parser(perturbations.BUILDER).parse_args(["--output", str(output)])
+def builder_options(output: Path) -> perturbations.Options:
+    return perturbations.Options.from_args(cli.builder_parser(perturbations.BUILDER).parse_args(["--output", str(output)]))
 
 
 class Stages:
@@ -60,7 +60,7 @@ def timed_build(source_dir: Path, output: Path) -> tuple[Stages, dict[str, int],
     stages = Stages()
     source = stages.run("load", lambda: load_source(BENCHMARKS["mmlu"], str(source_dir)))
     build = stages.run(lambda b: f"build {len(b.configs)} configs (perturb, demonstrations, prompts, task folders)",
-                       lambda: perturbations.BUILDER.build(source, builder_args(output)))
+                       lambda: perturbations.BUILDER.build(source, builder_options(output)))
     report = stages.run(lambda r: f"validate ({len(r.checks)} checks)", lambda: validate(build))
     stages.run("write release (Parquet, card, task folders)", lambda: write_release(build, report, output, ReleaseInfo()))
     records = sum(len(r) for _, _, r in build.records())

@@ -73,7 +73,7 @@ def read_train(path: Path) -> dict[str, Any]:
     return train
 
 
-def plan(train: dict[str, Any], resume: bool) -> list[tuple[Any, argparse.ArgumentParser, argparse.Namespace, Any]]:
+def plan(train: dict[str, Any], resume: bool) -> list[tuple[Any, argparse.ArgumentParser, argparse.Namespace, Any, Any]]:
     """Every dataset's parsed options and release checks, before anything is built."""
     steps = []
     for number, entry in enumerate(train["datasets"], 1):
@@ -90,13 +90,13 @@ def plan(train: dict[str, Any], resume: bool) -> list[tuple[Any, argparse.Argume
             argv.append("--private")
         args = cli.parse_args(parser, argv)
         try:
-            release = cli.preflight(builder, args)
+            release, options = cli.preflight(builder, args)
         except ReleaseError as error:
             if resume and "already has tag" in str(error):
                 print(f"skip {entry['push']}: {error}")
                 continue
             raise
-        steps.append((builder, parser, args, release))
+        steps.append((builder, parser, args, options, release))
         print(f"ok   {entry['builder']} -> {entry['push']} v{train['version']}")
     return steps
 
@@ -105,9 +105,9 @@ def run(path: Path, check_only: bool, resume: bool) -> None:
     steps = plan(read_train(path), resume)
     if check_only:
         return
-    for builder, parser, args, release in steps:
+    for builder, parser, args, options, release in steps:
         print(f"\n=== {builder.name} -> {args.push}")
-        build, report = cli.build_and_validate(builder, parser, args, cli.load(builder, args))
+        build, report = cli.build_and_validate(builder, parser, args, options, cli.load(builder, args))
         cli.deliver(build, report, args, release)
 
 

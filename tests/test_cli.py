@@ -215,10 +215,10 @@ def test_the_same_item_gets_the_same_draws_whatever_rows_surround_it(tmp_path):
         assert [view(r) for r in part.configs[variant]["test"]] == [whole[r["question"]] for r in rows[20:45]]
 
 
-def wicked_args(*argv: str):
+def wicked_args(*argv: str) -> wicked.Options:
     from builders.core import cli
 
-    return cli.builder_parser(wicked.BUILDER).parse_args(["--sba-classifier", "none", *argv])
+    return wicked.Options.from_args(cli.builder_parser(wicked.BUILDER).parse_args(["--sba-classifier", "none", *argv]))
 
 
 # ---- subsets, previews, the summary, --help ------------------------------------------------------------------

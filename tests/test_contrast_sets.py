@@ -75,9 +75,13 @@ def builder_args(cache: Path, *argv: str) -> argparse.Namespace:
     return cli.builder_parser(cs.BUILDER).parse_args(["--cache-dir", str(cache), *argv])
 
 
+def builder_options(cache: Path, *argv: str) -> cs.Options:
+    return cs.Options.from_args(builder_args(cache, *argv))
+
+
 def build_fixture(tmp_path: Path, cache: Path, *argv: str):
     source = load_source(BENCHMARKS["unifiedqa"], str(write_unifiedqa(tmp_path)))
-    return cs.build(source, builder_args(cache, *argv))
+    return cs.build(source, builder_options(cache, *argv))
 
 
 # ---- edges on hand-made embeddings ------------------------------------------------------------------
@@ -364,7 +368,7 @@ def test_a_split_without_pairs_is_left_out_and_no_pair_at_all_is_an_error(tmp_pa
     for (source, split), rows in UNIFIEDQA.items():
         if (source, split) != ("sci", "train"):  # the train split keeps only the bees, who have no partner
             write_jsonl(tmp_path / "a" / source / f"{split}.jsonl", rows)
-    build = cs.build(load_source(BENCHMARKS["unifiedqa"], str(tmp_path / "a")), builder_args(cache_dir))
+    build = cs.build(load_source(BENCHMARKS["unifiedqa"], str(tmp_path / "a")), builder_options(cache_dir))
     assert counts(build) == {config: {"test": 8} for config in CONFIGS}
     assert validate(build).counts["contrast"] == {"test": {"in": 11, "out": 8, "excluded": 3}}
     write_jsonl(tmp_path / "b" / "misc" / "train.jsonl", UNIFIEDQA[("misc", "train")])
@@ -422,7 +426,8 @@ def test_the_default_threshold_is_the_calibration_of_the_packaged_embedder(tmp_p
     args = builder_args(cache_dir)
     assert args.threshold is None
     cs.check_arguments(args)
-    assert args.threshold == 0.78
+    assert args.threshold is None  # checking leaves the arguments as parsed: the options derive the default
+    assert cs.Options.from_args(args).threshold == 0.78
 
 
 def test_the_papers_examples_make_an_edge_at_the_default_threshold(tmp_path, cache_dir):
@@ -433,7 +438,7 @@ def test_the_papers_examples_make_an_edge_at_the_default_threshold(tmp_path, cac
     ]
     write_jsonl(tmp_path / "uqa" / "sci" / "test.jsonl", rows)
     source = load_source(BENCHMARKS["unifiedqa"], str(tmp_path / "uqa"))
-    build = cs.build(source, builder_args(cache_dir))
+    build = cs.build(source, builder_options(cache_dir))
     [first, second] = build.configs["contrast"]["test"]
     assert set(first.choices) == set(second.choices) == {"rain", "sun"}
     assert (first.metadata["gold_similarity"], second.metadata["gold_similarity"]) == \
@@ -442,7 +447,7 @@ def test_the_papers_examples_make_an_edge_at_the_default_threshold(tmp_path, cac
     graph_summary = build.card_context["graph"]
     assert (graph_summary["edges"], graph_summary["edges_identical_texts"], graph_summary["edges_identical_texts_percent"]) == (1, 0, 0.0)
     with pytest.raises(UserError, match="no contrast pair among 2 items"):
-        cs.build(source, builder_args(cache_dir, "--threshold", "0.85"))
+        cs.build(source, builder_options(cache_dir, "--threshold", "0.85"))
 
 
 def test_threshold_options_are_checked():
@@ -505,7 +510,7 @@ def test_items_with_duplicated_options_are_counted_not_mined(tmp_path, cache_dir
         {"question": "Which numeral is two in lower case?", "choices": ["ii", "II", "iv"], "answer": "A"},  # case differs: kept
     ]
     write_jsonl(tmp_path / "uqa" / "sci" / "test.jsonl", rows)
-    build = cs.build(load_source(BENCHMARKS["unifiedqa"], str(tmp_path / "uqa")), builder_args(cache_dir))
+    build = cs.build(load_source(BENCHMARKS["unifiedqa"], str(tmp_path / "uqa")), builder_options(cache_dir))
     summary = build.card_context["graph"]
     assert (summary["rows_in"], summary["not_mined_duplicate_choices"], summary["vertices"], summary["pairs"]) == (4, 1, 3, 1)
     report = validate(build)
@@ -569,7 +574,7 @@ def test_a_blank_question_is_a_malformed_row_never_mined(tmp_path, cache_dir):
         {"question": "   ", "choices": ["Jupiter", "Mars"], "answer": "A"},  # would make an edge with the first
     ]
     write_jsonl(tmp_path / "uqa" / "sci" / "test.jsonl", rows)
-    build = cs.build(load_source(BENCHMARKS["unifiedqa"], str(tmp_path / "uqa")), builder_args(cache_dir))
+    build = cs.build(load_source(BENCHMARKS["unifiedqa"], str(tmp_path / "uqa")), builder_options(cache_dir))
     summary = build.card_context["graph"]
     assert (summary["rows_in"], summary["vertices"], summary["pairs"]) == (3, 2, 1)
     report = validate(build)

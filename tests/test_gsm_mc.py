@@ -58,7 +58,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def build(files, *extra: str):
     args = parse(["--source", str(files["source"]), "--predictions", str(files["predictions"]), *extra])
-    return gsm_mc.build(cli.load(gsm_mc.BUILDER, args), args)
+    return gsm_mc.build(cli.load(gsm_mc.BUILDER, args), gsm_mc.Options.from_args(args))
 
 
 def test_sets_pools_and_exclusions(files, tmp_path):
@@ -109,7 +109,7 @@ def test_draws_depend_only_on_the_seed(files):
 
 def test_random_distractors_need_no_predictions(files):
     args = parse(["--source", str(files["source"]), "--distractors", "random", "--sets", "2", "--choices", "5"])
-    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, args), args)
+    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, args), gsm_mc.Options.from_args(args))
     records = result.configs["set_1"]["test"]
     assert [r.id for r in records] == ["gsm8k/test/0", "gsm8k/test/1", "gsm8k/test/2", "gsm8k/test/3", "gsm8k/test/5"]
     bike = records[1]
@@ -210,7 +210,7 @@ def test_correct_answers_in_another_unit_are_left_out_and_counted(tmp_path):
     predictions = write_jsonl(tmp_path / "p.jsonl", [{"question_index": i, "model": m, "output": o}
                                                      for i, m, o in UNIT_PREDICTIONS])
     base = ["--source", str(source), "--predictions", str(predictions), "--sets", "3"]
-    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(base)), parse(base))
+    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(base)), gsm_mc.Options.from_args(parse(base)))
     for records in result.configs.values():
         pen, bag = records["test"]
         assert not {"100", "0.01"} & set(pen.choices) and not {"245000", "0.245", "14700"} & set(bag.choices)
@@ -221,7 +221,7 @@ def test_correct_answers_in_another_unit_are_left_out_and_counted(tmp_path):
         {"candidate left out": "the gold rounded to the option's decimals", "candidates": 0}]
     assert validate(result).passed
 
-    kept = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(base)), parse([*base, "--keep-unit-multiples"]))
+    kept = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(base)), gsm_mc.Options.from_args(parse([*base, "--keep-unit-multiples"])))
     assert any("100" in r.choices for r in kept.configs["set_0"]["test"] + kept.configs["set_1"]["test"]
                + kept.configs["set_2"]["test"])
     # the independent check refuses a unit multiple where the default build promised none
@@ -303,7 +303,7 @@ def test_a_boxed_answer_decides_and_an_unreadable_one_is_invalid(tmp_path):
     predictions = write_jsonl(tmp_path / "p.jsonl", [{"question_index": 0, "model": m, "output": o}
                                                      for m, o in BOXED_PREDICTIONS])
     argv = ["--source", str(source), "--predictions", str(predictions), "--sets", "2", "--pool", str(tmp_path / "p")]
-    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), parse(argv))
+    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), gsm_mc.Options.from_args(parse(argv)))
     [row] = [json.loads(line) for line in (tmp_path / "p").read_text().splitlines()]
     assert row["invalid"] == {"a": 1, "b": 1, "g": 1}
     assert sorted(c["text"] for c in row["candidates"]) == ["-2.5", "-90/13", "140", "8/3", "85000"]
@@ -365,7 +365,7 @@ def consensus_files(tmp_path) -> list[str]:
 
 def test_items_whose_key_the_models_contradict_are_excluded_as_suspect(tmp_path):
     argv = consensus_files(tmp_path)
-    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), parse(argv))
+    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), gsm_mc.Options.from_args(parse(argv)))
     assert sorted((e.id, e.reason, e.detail) for e in result.exclusions.entries) == [
         ("gsm8k/test/0", "suspect_key", "8 of 14 models answer 2180, 0 the key 2280"),
         ("gsm8k/test/1", "suspect_key", "3 of 14 models answer 10.83 or 3.5, 0 the key 3"),
@@ -379,7 +379,7 @@ def test_items_whose_key_the_models_contradict_are_excluded_as_suspect(tmp_path)
     assert "5 of 7 items (71.4%) are suspect; they are excluded with the reason `suspect_key`" in table.note
     assert validate(result).passed
 
-    kept = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), parse([*argv, "--keep-suspect-keys"]))
+    kept = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), gsm_mc.Options.from_args(parse([*argv, "--keep-suspect-keys"])))
     assert [r.id for r in kept.configs["set_0"]["test"]] == [f"gsm8k/test/{i}" for i in range(7)]
     assert {row["status"] for row in kept.statistics["Suspect keys"].records()} == {"kept (--keep-suspect-keys)"}
 
@@ -389,7 +389,7 @@ def test_the_validator_refuses_a_suspect_key_the_builder_let_through(tmp_path, m
 
     monkeypatch.setattr(consensus, "suspects", lambda pools, rule=consensus.RULE: {})  # blind the builder's rule
     argv = consensus_files(tmp_path)
-    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), parse(argv))
+    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), gsm_mc.Options.from_args(parse(argv)))
     assert len(result.configs["set_0"]["test"]) == 7
     with pytest.raises(ValidationFailed, match="no_suspect_key"):
         validate(result)
@@ -424,7 +424,7 @@ def test_the_gold_in_another_unit_or_rounded_is_left_out_and_every_prediction_co
         {"question_index": i, "model": "abcdef"[k], "output": f"#### {answer}"}
         for i, answers in enumerate(OTHER_UNIT_ANSWERS) for k, answer in enumerate(answers)])
     argv = ["--source", str(source), "--predictions", str(predictions), "--sets", "3", "--pool", str(tmp_path / "pool")]
-    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), parse(argv))
+    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), gsm_mc.Options.from_args(parse(argv)))
     other = ["21", "60", "400", "2", "28", "2.38"]
     for records in result.configs.values():
         assert [r.id for r in records["test"]] == [f"gsm8k/test/{i}" for i in range(6)]
@@ -479,7 +479,7 @@ def test_gsm8k_platinum_with_predictions_made_on_gsm8k(files, tmp_path):
     platinum = write_jsonl(tmp_path / "platinum" / "test.jsonl", PLATINUM_ROWS).parent
     argv = ["--benchmark", "gsm8k_platinum", "--source", str(platinum), "--gsm8k-questions", str(files["source"]),
             "--predictions", str(files["predictions"]), "--sets", "1", "--choices", "3"]
-    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), parse(argv))
+    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), gsm_mc.Options.from_args(parse(argv)))
     assert sorted((e.id, e.reason) for e in result.exclusions.entries) == [
         ("gsm8k_platinum/test/2", "removed_by_platinum"), ("gsm8k_platinum/test/3", "malformed_row"),
         ("gsm8k_platinum/test/4", "no_predictions")]
@@ -512,7 +512,7 @@ def test_a_5_mb_adversarial_prediction_adds_under_2_seconds(files, tmp_path):
     for name, path in (("plain", plain), ("attacked", attacked)):
         argv = ["--source", str(files["source"]), "--predictions", str(path), "--sets", "2"]
         start = time.perf_counter()
-        result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), parse(argv))
+        result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), gsm_mc.Options.from_args(parse(argv)))
         seconds[name] = time.perf_counter() - start
     assert seconds["attacked"] - seconds["plain"] < 2.0, seconds
     assert result.card_context["predictions_too_long"] == 1

@@ -61,7 +61,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def test_golds_pools_sets_and_invariants(files, tmp_path):
     args = parse(["--source", str(files["source"]), "--predictions", str(files["predictions"]), "--sets", "2",
                   "--pool", str(tmp_path / "pool.jsonl"), "--equivalence-timeout", "20", "--equivalence-workers", "2"])
-    result = math_mc.build(cli.load(math_mc.BUILDER, args), args)
+    result = math_mc.build(cli.load(math_mc.BUILDER, args), math_mc.Options.from_args(args))
     assert sorted((e.id, e.reason) for e in result.exclusions.entries) == [
         ("math/test/2", "ambiguous_gold"), ("math/test/3", "pool_too_small"), ("math/test/4", "no_gold_answer")]
     records = result.configs["set_1"]["test"]
@@ -168,7 +168,7 @@ def test_no_released_item_holds_a_second_correct_option(defect_files, tmp_path):
     args = parse(["--source", str(defect_files["source"]), "--predictions", str(defect_files["predictions"]),
                   "--choices", "3", "--sets", "2", "--pool", str(tmp_path / "pool.jsonl"),
                   "--equivalence-timeout", "20", "--equivalence-workers", "2"])
-    result = math_mc.build(cli.load(math_mc.BUILDER, args), args)
+    result = math_mc.build(cli.load(math_mc.BUILDER, args), math_mc.Options.from_args(args))
     records = result.configs["set_0"]["test"]
     # The lettered answer "(E)" is no item of a release that letters its options (issue 22.3).
     assert [(e.id, e.reason) for e in result.exclusions.entries] == [("math/test/3", "letter_answer")]
@@ -219,7 +219,7 @@ def test_multi_value_golds_are_kept_and_counted_empty_boxes_are_not(tmp_path):
     source = write_jsonl(tmp_path / "math" / "test.jsonl", rows).parent
     args = parse(["--source", str(source), "--predictions", str(write_jsonl(tmp_path / "p.jsonl", predictions)),
                   "--choices", "3", "--sets", "1", "--equivalence-timeout", "20", "--equivalence-workers", "2"])
-    result = math_mc.build(cli.load(math_mc.BUILDER, args), args)
+    result = math_mc.build(cli.load(math_mc.BUILDER, args), math_mc.Options.from_args(args))
     assert sorted((e.id, e.reason) for e in result.exclusions.entries) == [
         ("math/test/1", "no_gold_answer"), ("math/test/2", "no_predictions")]
     assert sorted(result.configs["set_0"]["test"][0].choices) == ["2,-6", "6", "6,-2"]
@@ -275,7 +275,7 @@ def test_review_defects_thousands_braces_phantom_boxes_and_refusals(tmp_path):
                                                      for i, m, o in outputs])
     args = parse(["--source", str(source), "--predictions", str(predictions), "--sets", "2", "--choices", "3",
                   "--pool", str(tmp_path / "pool.jsonl"), "--equivalence-timeout", "20", "--equivalence-workers", "2"])
-    result = math_mc.build(cli.load(math_mc.BUILDER, args), args)
+    result = math_mc.build(cli.load(math_mc.BUILDER, args), math_mc.Options.from_args(args))
     assert result.exclusions.entries == []
     big, box = result.configs["set_0"]["test"]
     assert big.gold == "10000" and box.gold == "4"
@@ -304,7 +304,7 @@ def test_a_point_as_a_tuple_is_the_column_vector_gold(tmp_path):
     predictions = write_jsonl(tmp_path / "p.jsonl", [{"question_index": 0, "model": m, "output": o} for m, o in outputs])
     args = parse(["--source", str(source), "--predictions", str(predictions), "--sets", "3", "--choices", "3",
                   "--pool", str(tmp_path / "pool.jsonl"), "--equivalence-timeout", "20", "--equivalence-workers", "2"])
-    result = math_mc.build(cli.load(math_mc.BUILDER, args), args)
+    result = math_mc.build(cli.load(math_mc.BUILDER, args), math_mc.Options.from_args(args))
     [row] = [json.loads(line) for line in (tmp_path / "pool.jsonl").read_text().splitlines()]
     assert row["correct"] == {"a": 1} and row["pool_size"] == 3
     assert all("(-3, -2, 9)" not in r.choices for c in result.configs.values() for r in c["test"])
@@ -333,7 +333,7 @@ def test_a_source_row_with_a_non_text_type_or_level_is_excluded_with_its_field(t
                                                      for i in range(4)])
     argv = ["--source", str(source), "--predictions", str(predictions), "--sets", "1", "--choices", "2",
             "--max-excluded", "0.9", "--equivalence-workers", "1"]
-    result = math_mc.build(cli.load(math_mc.BUILDER, parse(argv)), parse(argv))
+    result = math_mc.build(cli.load(math_mc.BUILDER, parse(argv)), math_mc.Options.from_args(parse(argv)))
     assert sorted((e.id, e.reason, e.field) for e in result.exclusions.entries) == [
         ("math/test/1", "malformed_row", "type"), ("math/test/2", "malformed_row", "level")]
     assert [(r.id, r.subject) for r in result.configs["set_0"]["test"]] == [("math/test/0", "Algebra"),
@@ -410,7 +410,7 @@ def build_real_items(tmp_path: Path, items: slice = slice(None), choices: int = 
     args = parse(["--source", str(source), "--predictions", str(write_jsonl(tmp_path / "p.jsonl", predictions)),
                   "--choices", str(choices), "--sets", "1", "--equivalence-timeout", "20",
                   "--equivalence-workers", "2"])
-    return math_mc.build(cli.load(math_mc.BUILDER, args), args)
+    return math_mc.build(cli.load(math_mc.BUILDER, args), math_mc.Options.from_args(args))
 
 
 def test_real_items_are_shown_in_one_normal_form_with_answers_of_the_keys_kind(tmp_path):

@@ -6,7 +6,6 @@ packaged all-MiniLM-L6-v2 (loaded once per test process).
 
 from __future__ import annotations
 
-import argparse
 import csv
 import hashlib
 import json
@@ -137,14 +136,14 @@ def build_argv(server, source: Path, cache: Path, out: Path | None, *extra: str)
     return argv + (["--output", str(out)] if out else [])
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
+def parse_options(argv: list[str]) -> mpp.Options:
     parser = cli.builder_parser(mpp.BUILDER)
-    return parser.parse_args(argv)
+    return mpp.Options.from_args(parser.parse_args(argv))
 
 
 def build(server, source: Path, cache: Path, *extra: str):
-    args = parse_args(build_argv(server, source, cache, None, *extra))
-    return mpp.build(load_source(BENCHMARKS["mmlu_pro"], str(source)), args)
+    options = parse_options(build_argv(server, source, cache, None, *extra))
+    return mpp.build(load_source(BENCHMARKS["mmlu_pro"], str(source)), options)
 
 
 def records_by_question(build_) -> dict[str, MCQRecord]:
@@ -334,10 +333,10 @@ def test_every_rule_falls_back_and_a_shortfall_is_reported(scripted, source_dir,
 
 
 def test_tpp_needs_a_model(source_dir):
-    args = parse_args(["--source", str(source_dir)])
+    options = parse_options(["--source", str(source_dir)])
     with pytest.raises(UserError, match="--llm-model"):
-        mpp.build(load_source(BENCHMARKS["mmlu_pro"], str(source_dir)), args)
-    no_tpp = mpp.build(load_source(BENCHMARKS["mmlu_pro"], str(source_dir)), parse_args(["--ratios", "0:1:1:1"]))
+        mpp.build(load_source(BENCHMARKS["mmlu_pro"], str(source_dir)), options)
+    no_tpp = mpp.build(load_source(BENCHMARKS["mmlu_pro"], str(source_dir)), parse_options(["--ratios", "0:1:1:1"]))
     assert Counter(r.columns["modification"] for r in no_tpp.configs["default"]["test"]) == {
         PFPP: 12, CFPP: 12, UNCHANGED: 11}
 

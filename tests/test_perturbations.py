@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import importlib.util
 import itertools
@@ -87,9 +86,9 @@ def write_source(root: Path, test=TEST_ROWS, dev=DEV_ROWS) -> Path:
     return root / "mmlu"
 
 
-def make_args(*argv: str) -> argparse.Namespace:
+def make_args(*argv: str) -> perturbations.Options:
     parser = cli.builder_parser(perturbations.BUILDER)
-    return parser.parse_args(["--output", "unused", *argv])
+    return perturbations.Options.from_args(parser.parse_args(["--output", "unused", *argv]))
 
 
 def build_fixture(tmp_path: Path, *argv: str):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -27,12 +26,12 @@ from fixtures_mmlu_references import FORMS, NONE_LIKE, PROSE_REFERENCES, TRUTHFU
 REPO = Path(__file__).resolve().parents[1]
 
 
-def wicked_args(**overrides) -> argparse.Namespace:
+def wicked_args(**overrides) -> wicked.Options:
     parser = cli.builder_parser(wicked.BUILDER)
     args = parser.parse_args(["--sba-classifier", "none"])
     for key, value in overrides.items():
         setattr(args, key, value)
-    return args
+    return wicked.Options.from_args(args)
 
 
 def build_fixture(tmp_path, name="mmlu", **overrides):

@@ -1,5 +1,5 @@
 """Contrast sets mined from existing multiple-choice data, without generating any text."""
 
-from .builder import BUILDER, build_dataset, main
+from .builder import BUILDER, Options, build_dataset, main
 
-__all__ = ["BUILDER", "build_dataset", "main"]
+__all__ = ["BUILDER", "Options", "build_dataset", "main"]

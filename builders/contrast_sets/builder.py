@@ -286,46 +286,67 @@ def eligible_records(records: Sequence[MCQRecord]) -> tuple[list[MCQRecord], lis
 
 def resolve_threshold(args: argparse.Namespace) -> float:
     """``--threshold``, else the calibrated default, which holds for the packaged embedder only."""
-    if args.threshold is None:
-        if args.embedder is not None:
-            raise UserError(f"--embedder needs --threshold: the default {DEFAULT_THRESHOLD} is calibrated for "
-                            "all-MiniLM-L6-v2 (calibrate another embedder with python -m "
-                            "builders.contrast_sets.calibration PAIRS.jsonl --embedder ...)")
-        args.threshold = DEFAULT_THRESHOLD
-    return args.threshold
+    if args.threshold is not None:
+        return args.threshold
+    if args.embedder is not None:
+        raise UserError(f"--embedder needs --threshold: the default {DEFAULT_THRESHOLD} is calibrated for "
+                        "all-MiniLM-L6-v2 (calibrate another embedder with python -m "
+                        "builders.contrast_sets.calibration PAIRS.jsonl --embedder ...)")
+    return DEFAULT_THRESHOLD
 
 
-def mine(records: Sequence[MCQRecord], args: argparse.Namespace, stopwatch: Stopwatch) -> Mined:
-    resolve_threshold(args)
+@dataclass(frozen=True)
+class Options:
+    """The contrast-set builder's options, made once from the parsed arguments."""
+
+    seed: int
+    threshold: float  # --threshold, else the calibrated default
+    embedder: str | None  # None: the packaged all-MiniLM-L6-v2
+    cross_source: bool
+    cross_split: bool
+    tie_break: str
+    embed_dtype: str
+    cache_dir: str
+    encoding: Encoding  # the embedding batches and threads
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Options:
+        return cls(seed=args.seed, threshold=resolve_threshold(args), embedder=args.embedder,
+                   cross_source=args.cross_source, cross_split=args.cross_split, tie_break=args.tie_break,
+                   embed_dtype=args.embed_dtype, cache_dir=args.cache_dir,
+                   encoding=Encoding(args.batch_size, args.batch_tokens, args.embed_threads))
+
+
+def mine(records: Sequence[MCQRecord], options: Options, stopwatch: Stopwatch) -> Mined:
     eligible, not_mined = eligible_records(records)
-    pool = make_pool(eligible, args.cross_source, args.cross_split)
+    pool = make_pool(eligible, options.cross_source, options.cross_split)
     with stopwatch.stage("embed"):
-        embedder = resolve_embedder(args.embedder, args.embed_dtype)
-        embeddings, stats = embed_texts(pool.texts, embedder, EmbeddingCache(args.cache_dir, embedder),
-                                        Encoding(args.batch_size, args.batch_tokens, args.embed_threads))
+        embedder = resolve_embedder(options.embedder, options.embed_dtype)
+        embeddings, stats = embed_texts(pool.texts, embedder, EmbeddingCache(options.cache_dir, embedder),
+                                        options.encoding)
     with stopwatch.stage("edges"):
-        edges = find_edges(pool, embeddings, args.threshold)
+        edges = find_edges(pool, embeddings, options.threshold)
     with stopwatch.stage("matching"):
-        matching = maximum_matching(len(pool), edges.first, edges.second, edge_weights(edges, args.tie_break))
+        matching = maximum_matching(len(pool), edges.first, edges.second, edge_weights(edges, options.tie_break))
         pairs = make_pairs(pool, edges, matching)
     logger.info("matching: %d pairs, %d questions of %d vertices", len(pairs), 2 * len(pairs), len(pool))
     return Mined(pool, embeddings, edges, matching, pairs, embedder, stats, not_mined)
 
 
-def build(source: LoadedSource, args: argparse.Namespace, stopwatch: Stopwatch | None = None) -> Build:
+def build(source: LoadedSource, options: Options, stopwatch: Stopwatch | None = None) -> Build:
     stopwatch = stopwatch or Stopwatch()
     records = [r for split in source.items.values() for r in split]
-    mined = mine(records, args, stopwatch)
+    mined = mine(records, options, stopwatch)
     if not mined.pairs:
         raise UserError(f"no contrast pair among {len(mined.pool)} items ({len(mined.edges)} edges): try a larger "
                         "source, --cross-split, or a lower --threshold")
     with stopwatch.stage("configs"):
-        configs, first_at_a, random_gold_first = make_configs(source, mined, args)
+        configs, first_at_a, random_gold_first = make_configs(source, mined, options)
         exclusions = make_exclusions(source, mined)
     adapter_features = dict(source.benchmark.metadata_features)
     features = {config: {**adapter_features, **PAIR_FEATURES} for config in CONTRAST_CONFIGS}
     features["random_pairs"] = {**adapter_features, **RANDOM_FEATURES}
-    summary = graph_summary(source, mined, args)
+    summary = graph_summary(source, mined, options)
     return Build(
         builder=NAME,
         title=f"Contrast sets from {source.benchmark.pretty_name}",
@@ -336,23 +357,23 @@ def build(source: LoadedSource, args: argparse.Namespace, stopwatch: Stopwatch |
         metadata_features=features,
         exclusions=exclusions,
         checks=CHECKS,
-        statistics=statistics(mined, summary, first_at_a, random_gold_first, args),
+        statistics=statistics(mined, summary, first_at_a, random_gold_first, options),
         extra_files={"contrast_edges.jsonl": edges_jsonl(mined)},
         lm_eval_tasks=lambda location: contrast_tasks(configs, location),
-        card_context={"graph": summary, "threshold": args.threshold, "embedder": vars(mined.embedder),
-                      "calibrated": args.threshold == DEFAULT_THRESHOLD and args.embedder is None,
+        card_context={"graph": summary, "threshold": options.threshold, "embedder": vars(mined.embedder),
+                      "calibrated": options.threshold == DEFAULT_THRESHOLD and options.embedder is None,
                       "calibration": MEASURED, "paper_threshold": PAPER_THRESHOLD,
                       "matcher_precision": MATCHER_PRECISION, "partner_window": 2 * LENGTH_WINDOW,
-                      "cross_source": args.cross_source, "cross_split": args.cross_split, "tie_break": args.tie_break,
+                      "cross_source": options.cross_source, "cross_split": options.cross_split, "tie_break": options.tie_break,
                       "similarity": similarity_summary(mined), "pair_balance": _balance(first_at_a)},
     )
 
 
 def make_configs(source: LoadedSource, mined: Mined,
-                 args: argparse.Namespace) -> tuple[dict, dict[str, bool], dict[str, bool]]:
+                 options: Options) -> tuple[dict, dict[str, bool], dict[str, bool]]:
     """The four configs, and the answer-position draws of ``contrast`` (per pair) and ``random_pairs``."""
-    first_at_a = balanced_flags([p.id for p in mined.pairs], args.seed, "pair_order")
-    random_rows, gold_first = random_pair_records(mined, args)
+    first_at_a = balanced_flags([p.id for p in mined.pairs], options.seed, "pair_order")
+    random_rows, gold_first = random_pair_records(mined, options)
     configs = {name: {split: [] for split in source.items} for name in CONFIG_NAMES}
     for pair in mined.pairs:
         cross = source_name(pair.first) != source_name(pair.second)
@@ -367,12 +388,12 @@ def make_configs(source: LoadedSource, mined: Mined,
     return {name: {s: rows for s, rows in splits.items() if rows} for name, splits in configs.items()}, first_at_a, gold_first
 
 
-def random_pair_records(mined: Mined, args: argparse.Namespace) -> tuple[dict[str, MCQRecord], dict[str, bool]]:
+def random_pair_records(mined: Mined, options: Options) -> tuple[dict[str, MCQRecord], dict[str, bool]]:
     vertex_of = {r.id: v for v, r in enumerate(mined.pool.records)}
     pair_of = {r.id: p for p in mined.pairs for r in (p.first, p.second)}
     matched = [vertex_of[i] for i in pair_of]
-    partners = random_partners(mined.pool, mined.embeddings, args.threshold, matched, args.seed)
-    gold_first = balanced_flags(list(pair_of), args.seed, "random_pair_order")
+    partners = random_partners(mined.pool, mined.embeddings, options.threshold, matched, options.seed)
+    gold_first = balanced_flags(list(pair_of), options.seed, "random_pair_order")
     rows = {}
     for v in matched:
         record, partner = mined.pool.records[v], mined.pool.records[partners[v]]
@@ -401,7 +422,7 @@ def make_exclusions(source: LoadedSource, mined: Mined) -> ExclusionLog:
 # ---- statistics for the card -------------------------------------------------------------------------
 
 
-def graph_summary(source: LoadedSource, mined: Mined, args: argparse.Namespace) -> dict:
+def graph_summary(source: LoadedSource, mined: Mined, options: Options) -> dict:
     rows_in = sum(source.rows_in.values())
     with_edges = mined.matching.component_size > 1
     components = np.unique(mined.matching.component[with_edges]) if len(mined.pool) else np.empty(0)
@@ -463,7 +484,7 @@ def _balance(flags: dict[str, bool]) -> dict[str, int]:
 
 
 def statistics(mined: Mined, summary: dict, first_at_a: dict[str, bool], gold_first: dict[str, bool],
-               args: argparse.Namespace) -> Statistics:
+               options: Options) -> Statistics:
     per_source = Counter("+".join(sorted({source_name(p.first), source_name(p.second)})) for p in mined.pairs)
     balance = _balance(first_at_a)
     random_balance = _balance(gold_first)
@@ -473,7 +494,7 @@ def statistics(mined: Mined, summary: dict, first_at_a: dict[str, bool], gold_fi
               component_size_table(mined.matching, _matched_vertices(mined)),
               note="A maximum-cardinality matching is computed per component."),
         Table("Pairs per source", ("source(s) of the pair", "pairs"), sorted(per_source.items())),
-        _similarity_histogram(mined, args.threshold),
+        _similarity_histogram(mined, options.threshold),
         Table("Answer positions of the pairs", ("config", "gold at A", "of"),
               [("contrast / choices_only (first question of each pair)", balance["at_a"], balance["total"]),
                ("random_pairs (questions)", random_balance["at_a"], random_balance["total"])],
@@ -608,7 +629,7 @@ def check_arguments(args: argparse.Namespace) -> None:
 BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [BENCHMARKS[DEFAULT_BENCHMARK]] +
                   [BENCHMARKS[n] for n in BENCHMARK_NAMES if n != DEFAULT_BENCHMARK], add_arguments, build,
                   check_arguments, preview_subset=False, evaluation_table=evaluation_table,
-                  models=lambda args: embedder_to_load(args.embedder),
+                  models=lambda options: embedder_to_load(options.embedder), make_options=Options.from_args,
                   # mining keeps only the matched questions (the paper: 820 of 7,611): the rest is the method's choice
                   selection_reasons=frozenset({"no_contrast_partner", "unmatched_in_maximum_matching"}))
 

@@ -68,11 +68,11 @@ def build_dataset(builder: Builder, data: Any, *, benchmark: str | None = None, 
     if unknown:
         raise UserError(f"unknown options {unknown} for {builder.name}; options: {sorted(known)}")
     args = parse_options(parser, {**options, "benchmark": benchmark}, f"{builder.name}.build_dataset")
-    check_options(builder, args)
+    built_with = check_options(builder, args)
     rows = _rows(data, split)
     source = load_rows(builder.benchmark(args.benchmark), rows, seed=args.seed, strict=args.strict,
                        options=vars(args), selection=selection(builder, args), max_excluded=args.max_excluded)
-    return BuildResult(*build_and_validate(builder, parser, args, source))
+    return BuildResult(*build_and_validate(builder, parser, args, built_with, source))
 
 
 def _rows(data: Any, split: str) -> Mapping[str, Any]:

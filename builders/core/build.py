@@ -95,21 +95,25 @@ class Builder:
     """One builder, as the command line and the Python API run it.
 
     ``benchmarks``: the sources it reads (the first is the default). ``check_arguments`` finds bad options
-    before any source is loaded or any paid call is made. ``llm_models`` names the models a build will call
-    (their endpoint is checked before loading); ``models`` the models it loads here (a classifier, an embedder:
-    checked too). ``selection_reasons``: exclusions that are what the method selects, not rows lost.
-    ``preview_subset``: whether ``--preview K`` may build from
-    the first K items only (False for builders that need the whole source, such as contrast-set mining).
+    before any source is loaded or any paid call is made; ``make_options`` then makes, once, the builder's typed
+    and frozen options from the arguments (defaults derived from other options included), which ``build``,
+    ``llm_models`` and ``models`` take: no builder sees the namespace after that. For an option left unset, a field
+    of the options named as the option holds the default derived for it, which ``build_config.yaml`` records
+    (``cli.arguments_as_built``); name a field otherwise when its value must not be recorded. ``llm_models``
+    names the models a build will call (their endpoint is checked before loading); ``models`` the models it loads
+    here (a classifier, an embedder: checked too). ``selection_reasons``: exclusions that are what the method
+    selects, not rows lost. ``preview_subset``: whether ``--preview K`` may build from the first K items only
+    (False for builders that need the whole source, such as contrast-set mining).
     """
 
     name: str
     description: str
     benchmarks: Sequence[Benchmark]
     add_arguments: Callable[[argparse.ArgumentParser], None]
-    build: Callable[[LoadedSource, argparse.Namespace], Build]
+    build: Callable[[LoadedSource, Any], Build]  # (source, the options make_options made)
     check_arguments: Callable[[argparse.Namespace], None] = lambda args: None
-    llm_models: Callable[[argparse.Namespace], list[str]] = lambda args: []
-    models: Callable[[argparse.Namespace], list[Any]] = lambda args: []  # [core.models.ModelToLoad]
+    llm_models: Callable[[Any], list[str]] = lambda options: []
+    models: Callable[[Any], list[Any]] = lambda options: []  # [core.models.ModelToLoad]
     preview_subset: bool = True
     # exclusion reasons that are the method's selection, not rows lost (contrast sets keep only matched
     # questions): listed and counted as any exclusion, but not held against --max-excluded
@@ -118,6 +122,8 @@ class Builder:
     # the table its paper reports, from lm-eval runs on the release's tasks (``python -m builders evaluate``):
     # (runs {model: {task: TaskResult}}, lm_eval/manifest.json, options) -> Statistics
     evaluation_table: Callable[..., Statistics] | None = None
+    # the builder's options (a frozen dataclass) from the parsed and checked arguments
+    make_options: Callable[[argparse.Namespace], Any] = field(kw_only=True)
 
     def benchmark(self, name: str) -> Benchmark:
         for benchmark in self.benchmarks:

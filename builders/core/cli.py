@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import logging
 import math
 import os
@@ -352,9 +353,9 @@ def main(builder: Builder, argv: Sequence[str] | None = None) -> int:
         scrub_log_handlers()
         progress.configure(False if args.no_progress else None)
         with writer_lock(args):
-            release = preflight(builder, args)
+            release, options = preflight(builder, args)
             source = load(builder, args)
-            build, report = build_and_validate(builder, parser, args, source)
+            build, report = build_and_validate(builder, parser, args, options, source)
             if args.preview:
                 print_preview(build, args.preview)
                 return
@@ -376,13 +377,23 @@ def load(builder: Builder, args: argparse.Namespace) -> LoadedSource:
                        options=vars(args), selection=selection(builder, args), max_excluded=args.max_excluded)
 
 
-def build_and_validate(builder: Builder, parser: argparse.ArgumentParser, args: argparse.Namespace,
+def build_and_validate(builder: Builder, parser: argparse.ArgumentParser, args: argparse.Namespace, options: Any,
                        source: LoadedSource) -> tuple[Build, ValidationReport]:
-    """The build, with every recorded option in its params (the builder adds only derived ones), validated."""
-    build = builder.build(source, args)
-    build.params = {**recorded_params(args, parser), **build.params}
+    """The build from the builder's ``options``, with every recorded option in its params (as the build used it:
+    :func:`arguments_as_built`; the builder adds only derived ones), validated."""
+    build = builder.build(source, options)
+    build.params = {**recorded_params(arguments_as_built(args, options), parser), **build.params}
     check_excluded_share(build, args.max_excluded, builder.selection_reasons)
     return build, validate(build)
+
+
+def arguments_as_built(args: argparse.Namespace, options: Any) -> argparse.Namespace:
+    """The arguments with the default the builder's options derived for an option left unset (None or empty),
+    in the field named as the option (the sample's own predictions, the calibrated threshold): what the build
+    used, and what is recorded."""
+    derived = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)
+               if f.name in vars(args) and getattr(args, f.name) in (None, [])}
+    return argparse.Namespace(**{**vars(args), **derived})
 
 
 def check_excluded_share(build: Build, max_excluded: float, selection_reasons: frozenset[str] = frozenset()) -> None:
@@ -411,14 +422,15 @@ def selection(builder: Builder, args: argparse.Namespace) -> Selection:
     return Selection(tuple(args.subjects or ()), limit, tuple(args.splits or ()))
 
 
-def preflight(builder: Builder, args: argparse.Namespace) -> ReleaseInfo:
-    """Every check that can refuse a build, before any source is loaded or any paid call is made."""
+def preflight(builder: Builder, args: argparse.Namespace) -> tuple[ReleaseInfo, Any]:
+    """Every check that can refuse a build, before any source is loaded or any paid call is made; the release
+    and the builder's options."""
     if not args.preview and not args.output and not args.push:
         raise UserError("nothing to do: pass --output DIR and/or --push REPO_ID --version X.Y.Z (or --preview K)")
-    check_options(builder, args)
+    options = check_options(builder, args)
     release = ReleaseInfo(version=args.version)
     if args.preview:
-        return release
+        return release, options
     if args.output:
         check_output_folder(args.output)
         check_source_and_output(args.source, args.output)
@@ -429,7 +441,7 @@ def preflight(builder: Builder, args: argparse.Namespace) -> ReleaseInfo:
         check_repo_id(args.push)
         release = prepare_release(args.push, args.version)
     release.message = args.message
-    return release
+    return release, options
 
 
 def check_same_builder(output: Path, builder: str, force: bool) -> None:
@@ -457,17 +469,23 @@ def check_source_and_output(source: Any, output: Path) -> None:
                         "write the release elsewhere")
 
 
-def check_options(builder: Builder, args: argparse.Namespace) -> None:
-    """The rules between options, and the LLM endpoint a build will call (each option's own range is its type)."""
+def check_options(builder: Builder, args: argparse.Namespace) -> Any:
+    """The rules between options, and the LLM endpoint a build will call (each option's own range is its type);
+    the builder's options, made once from the checked arguments."""
     if args.version is not None:
         version_tag(args.version)
     builder.check_arguments(args)
-    for model in builder.models(args):
+    options = builder.make_options(args)
+    dataclass_params = getattr(type(options), "__dataclass_params__", None)  # set on every dataclass
+    if dataclass_params is None or not dataclass_params.frozen:
+        raise TypeError(f"{builder.name}: make_options gave a {type(options).__name__}, not a frozen dataclass")
+    for model in builder.models(options):
         check_model(model)
-    if builder.llm_models(args):
+    if builder.llm_models(options):
         from .llm import LLMSettings, check_endpoint
 
         check_endpoint(LLMSettings.from_args(args))
+    return options
 
 
 def deliver(build: Build, report: ValidationReport, args: argparse.Namespace, release: ReleaseInfo) -> None:

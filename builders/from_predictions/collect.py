@@ -73,15 +73,49 @@ def add_distractor_arguments(parser: argparse.ArgumentParser, title: str, random
     return group
 
 
-def check_arguments(args: argparse.Namespace) -> None:
+def prediction_files(args: argparse.Namespace) -> list[str]:
+    """``--predictions``; without it and without ``--generate-with``, a ``--source sample`` build reads the
+    predictions of the sample's models, which the embedded sample carries."""
     sample = SAMPLES_DIR / args.benchmark / "predictions.jsonl"
     if args.source == "sample" and not (args.predictions or args.generate_with) and sample.is_file():
-        args.predictions = [str(sample)]  # the embedded sample comes with its models' predictions
-    for flag, path in (("--pool", args.pool), ("--save-predictions", getattr(args, "save_predictions", None))):
+        return [str(sample)]
+    return list(args.predictions)
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    for flag, path in (("--pool", args.pool), ("--save-predictions", args.save_predictions)):
         if path:
             cli.check_writable_file(Path(path), flag)  # written at the end: found before the build and any paid call
-    if args.distractors == "pool" and not (args.predictions or args.generate_with):
+    if args.distractors == "pool" and not (prediction_files(args) or args.generate_with):
         raise UserError("distractor pools need --predictions PATH... and/or --generate-with MODEL...")
+
+
+@dataclass(frozen=True)
+class DistractorOptions:
+    """The options :func:`add_distractor_arguments` declares, as a build uses them; each builder's own
+    options extend them."""
+
+    benchmark: str
+    seed: int
+    predictions: tuple[str, ...]  # [MODEL=]PATH specs, the sample's own predictions by default
+    generate_with: tuple[str, ...]
+    max_tokens: int | None  # None: the prompt's own
+    choices: int
+    sets: int
+    distractors: str  # "pool" or "random"
+    draw: str
+    save_predictions: Path | None
+    pool: Path | None  # where the per-question pool report goes
+    llm: LLMSettings | None  # the endpoint --generate-with asks (None without it)
+
+    @staticmethod
+    def fields_from(args: argparse.Namespace) -> dict:
+        """The fields of :class:`DistractorOptions` from the arguments, for a subclass's constructor."""
+        return {"benchmark": args.benchmark, "seed": args.seed, "predictions": tuple(prediction_files(args)),
+                "generate_with": tuple(args.generate_with), "max_tokens": args.max_tokens, "choices": args.choices,
+                "sets": args.sets, "distractors": args.distractors, "draw": args.draw,
+                "save_predictions": args.save_predictions, "pool": args.pool,
+                "llm": LLMSettings.from_args(args) if args.generate_with else None}
 
 
 @dataclass
@@ -93,10 +127,10 @@ class Collected:
     too_long: Counter = field(default_factory=Counter)  # outputs over MAX_OUTPUT_CHARS, per model (not read)
 
 
-def card_context(args: argparse.Namespace, collected: Collected | None) -> dict:
+def card_context(options: DistractorOptions, collected: Collected | None) -> dict:
     """What a card says about the predictions behind the pools (all zero when none were read)."""
     report = collected.report if collected else MatchReport()
-    return {"prediction_files": len(args.predictions), "generated_models": list(args.generate_with),
+    return {"prediction_files": len(options.predictions), "generated_models": list(options.generate_with),
             "predictions_read": report.read.total(), "predictions_matched": report.matched.total(),
             "predictions_unmatched": report.unmatched.total(), "predictions_duplicate": report.duplicates.total(),
             "predictions_unmatched_reasons": {reason: n for reason, n in sorted(report.reasons.items())
@@ -161,7 +195,7 @@ def item_of(items: Sequence[OpenItem], doc_question: Callable[[Mapping], str | N
     return item_id
 
 
-def collect_predictions(source: LoadedSource, args: argparse.Namespace, items: Sequence[OpenItem],
+def collect_predictions(source: LoadedSource, options: DistractorOptions, items: Sequence[OpenItem],
                         doc_question: Callable[[Mapping], str | None],
                         request_for: Callable[[str], ChatRequest], excluded: ExclusionLog | None = None,
                         made_on: tuple[str, Callable[[], Mapping[tuple[str, int], str]]] | None = None) -> Collected:
@@ -170,7 +204,7 @@ def collect_predictions(source: LoadedSource, args: argparse.Namespace, items: S
     benchmark the files' predictions were made on, a loader of its questions by (split, row), called only when a
     prediction names its row by ``question_index``), for a source that revises it."""
     names = (source.benchmark.name, made_on[0]) if made_on else source.benchmark.name
-    predictions = read_predictions(args.predictions, benchmark=names)
+    predictions = read_predictions(options.predictions, benchmark=names)
     require_texts(predictions, source.benchmark.name)
     entries = [*source.exclusions.entries, *(excluded.entries if excluded else ())]
     by_index = made_on is not None and any(p.ref.get("question_index") is not None for p in predictions)
@@ -178,15 +212,15 @@ def collect_predictions(source: LoadedSource, args: argparse.Namespace, items: S
                       made_on[1]() if by_index else None)
     require_matches(predictions, item_id, f"a question of {sorted({item.split for item in items})}")
     generation = None
-    if args.generate_with:
-        settings = LLMSettings.from_args(args)
+    if options.generate_with:
+        assert options.llm is not None, "DistractorOptions.fields_from makes it with --generate-with"
         questions: dict[str, dict[int, str]] = {}
         for item in items:
             questions.setdefault(item.split, {})[item.index] = item.question
-        generation = generate_predictions(args.generate_with, questions, request_for, settings)
+        generation = generate_predictions(options.generate_with, questions, request_for, options.llm)
         predictions.extend(generation.predictions)
-        if args.save_predictions:
-            write_predictions(generation.predictions, args.save_predictions)
+        if options.save_predictions:
+            write_predictions(generation.predictions, options.save_predictions)
     if made_on and generation:  # generated predictions name rows of this source, not of the one revised
         own_rows = item_of(items, doc_question)
         generated = {id(p) for p in generation.predictions}

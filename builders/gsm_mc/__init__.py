@@ -1,5 +1,5 @@
 """GSM-MC: GSM8K as multiple choice, with real models' wrong answers as distractors."""
 
-from .builder import BUILDER, build_dataset, main
+from .builder import BUILDER, Options, build_dataset, main
 
-__all__ = ["BUILDER", "build_dataset", "main"]
+__all__ = ["BUILDER", "Options", "build_dataset", "main"]

@@ -20,6 +20,7 @@ import logging
 import math
 import re
 from collections import Counter
+from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 from typing import Sequence
 
@@ -148,6 +149,20 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise UserError("--gsm8k-questions is for --benchmark gsm8k_platinum (predictions made on GSM8K)")
 
 
+@dataclass(frozen=True)
+class Options(collect.DistractorOptions):
+    """GSM-MC's options, made once from the parsed arguments."""
+
+    keep_unit_multiples: bool
+    keep_suspect_keys: bool
+    gsm8k_questions: str | None  # the GSM8K copy a GSM8K-Platinum build's predictions name rows of
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Options:
+        return cls(**cls.fields_from(args), keep_unit_multiples=args.keep_unit_multiples,
+                   keep_suspect_keys=args.keep_suspect_keys, gsm8k_questions=args.gsm8k_questions)
+
+
 def random_ok(gold: str, text: str) -> bool:
     """Whether ``text`` is one of the numbers ``--distractors random`` may draw for ``gold``."""
     value, option = parse_number(gold), parse_number(text)
@@ -173,32 +188,32 @@ def other_form_of_gold(item: OpenItem, keep_unit_multiples: bool):
     return reason
 
 
-def build(source: LoadedSource, args: argparse.Namespace) -> Build:
+def build(source: LoadedSource, options: Options) -> Build:
     items = {split: list(split_items) for split, split_items in source.items.items()}
     all_items = [item for split_items in items.values() for item in split_items]
     equivalence = NumericEquivalence()
-    options = mc.SetOptions(NAME, args.choices, args.sets, args.seed, args.draw, value=float_value)
+    set_options = mc.SetOptions(NAME, options.choices, options.sets, options.seed, options.draw, value=float_value)
     pools, collected, statistics, checks = None, None, Statistics(), []
-    if args.distractors == "pool":
-        pools, collected, unanswered = model_pools(source, args, all_items, equivalence)
+    if options.distractors == "pool":
+        pools, collected, unanswered = model_pools(source, options, all_items, equivalence)
         suspects = consensus.suspects(pools)
-        statistics = mc.pool_statistics(list(pools.values()), args.choices)
-        statistics.add(unit_table(pools.values(), args.keep_unit_multiples))
-        statistics.add(consensus.suspect_table(suspects, len(all_items), args.keep_suspect_keys))
-        configs, exclusions = mc.build_sets(items, pools, options, source.dataset, no_predictions=unanswered,
-                                            excluded_items=consensus.excluded_items(suspects, args.keep_suspect_keys))
-        if not args.keep_suspect_keys:
+        statistics = mc.pool_statistics(list(pools.values()), options.choices)
+        statistics.add(unit_table(pools.values(), options.keep_unit_multiples))
+        statistics.add(consensus.suspect_table(suspects, len(all_items), options.keep_suspect_keys))
+        configs, exclusions = mc.build_sets(items, pools, set_options, source.dataset, no_predictions=unanswered,
+                                            excluded_items=consensus.excluded_items(suspects, options.keep_suspect_keys))
+        if not options.keep_suspect_keys:
             checks.append(consensus.no_suspect_check(pool_rows(pools.values())))
     else:
-        configs, exclusions = mc.build_sets(items, None, options, source.dataset,
-                                            random_distractors=random_options(args.keep_unit_multiples))
+        configs, exclusions = mc.build_sets(items, None, set_options, source.dataset,
+                                            random_distractors=random_options(options.keep_unit_multiples))
     exclusions.extend(source.exclusions)
     statistics.add(mc.position_table(configs))
-    statistics.add(rank_table(configs, args.choices))
+    statistics.add(rank_table(configs, options.choices))
     golds = {item.id: item.gold for item in all_items}
     return Build(
         builder=NAME,
-        title="GSM-MC" + (" (random distractors)" if args.distractors == "random" else ""),
+        title="GSM-MC" + (" (random distractors)" if options.distractors == "random" else ""),
         method_citation=CITATION,
         source=source,
         params={},
@@ -206,11 +221,11 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         metadata_features={name: {**mc.METADATA_FEATURES, **source.benchmark.metadata_features} for name in configs},
         exclusions=exclusions,
         checks=[*mc.make_checks(golds, equivalence.equal, pools, random_ok), one_numeric_gold(golds),
-                *([] if args.keep_unit_multiples else [NO_UNIT_MULTIPLE]), NO_ROUNDED_GOLD, *checks],
+                *([] if options.keep_unit_multiples else [NO_UNIT_MULTIPLE]), NO_ROUNDED_GOLD, *checks],
         statistics=statistics,
         extra_files={"pools.jsonl": pool_report(pools.values()).encode()} if pools is not None else {},
         lm_eval_tasks=lambda location: set_tasks(NAME, "grade school math", configs, location),
-        card_context=_card_context(args, collected),
+        card_context=_card_context(options, collected),
     )
 
 
@@ -322,43 +337,44 @@ NO_ROUNDED_GOLD = Check("no_rounded_gold", "no decimal distractor is the gold ro
                         _rounded_gold_options)
 
 
-def model_pools(source: LoadedSource, args: argparse.Namespace, items: list[OpenItem],
+def model_pools(source: LoadedSource, options: Options, items: list[OpenItem],
                 equivalence: NumericEquivalence) -> tuple[dict[str, Pool], collect.Collected, set[str]]:
     """The pools from the predictions, and the items no model answered."""
     made_on = None
-    if source.benchmark.name == GSM8K_PLATINUM.name and args.predictions:
-        made_on = (GSM8K.name, lambda: gsm8k_questions(args))
-    collected = collect.collect_predictions(source, args, items, lambda doc: doc.get("question"),
-                                            lambda q: gsm8k_request(q, args.max_tokens or 512), made_on=made_on)
+    if source.benchmark.name == GSM8K_PLATINUM.name and options.predictions:
+        made_on = (GSM8K.name, lambda: gsm8k_questions(options))
+    collected = collect.collect_predictions(source, options, items, lambda doc: doc.get("question"),
+                                            lambda q: gsm8k_request(q, options.max_tokens or 512), made_on=made_on)
     answers = {item.id: collect.answers_for(item, collected, extract_answer_text, _number_text) for item in items}
     # Pools see the spellings models wrote, so "1,000" joining "1000" counts as a merge; options show
     # the canonical number. Candidates that are the gold in another form move to the pool's left_out.
     pools = collect.make_pools(items, answers, equivalence)
     pools = {item.id: leave_out(respell(pools[item.id], equivalence.spell),
-                                other_form_of_gold(item, args.keep_unit_multiples)) for item in items}
-    if args.pool:
-        collect.write_pool_report(args.pool, pool_report(pools.values()))
+                                other_form_of_gold(item, options.keep_unit_multiples)) for item in items}
+    if options.pool:
+        collect.write_pool_report(options.pool, pool_report(pools.values()))
     return pools, collected, {i for i, a in answers.items() if not a}
 
 
-def gsm8k_questions(args: argparse.Namespace) -> dict[tuple[str, int], str]:
+def gsm8k_questions(options: Options) -> dict[tuple[str, int], str]:
     """GSM8K's test questions by (split, row): what a GSM8K prediction's ``question_index`` names."""
-    loaded = load_source(GSM8K, args.gsm8k_questions, seed=args.seed, selection=Selection(splits=("test",)),
+    loaded = load_source(GSM8K, options.gsm8k_questions, seed=options.seed, selection=Selection(splits=("test",)),
                          max_excluded=1.0)
     return {(item.split, item.index): item.question for item in loaded.records()}
 
 
-def _card_context(args: argparse.Namespace, collected: collect.Collected | None) -> dict:
+def _card_context(options: Options, collected: collect.Collected | None) -> dict:
     return {
-        "choices": args.choices, "sets": args.sets, "distractors": args.distractors, "draw": args.draw,
-        "keep_unit_multiples": args.keep_unit_multiples, "keep_suspect_keys": args.keep_suspect_keys,
-        "float_digits": FLOAT_DIGITS, "platinum": args.benchmark == GSM8K_PLATINUM.name, "gsm8k_questions": args.gsm8k_questions or GSM8K.default_spec,
-        **collect.card_context(args, collected),
+        "choices": options.choices, "sets": options.sets, "distractors": options.distractors, "draw": options.draw,
+        "keep_unit_multiples": options.keep_unit_multiples, "keep_suspect_keys": options.keep_suspect_keys,
+        "float_digits": FLOAT_DIGITS, "platinum": options.benchmark == GSM8K_PLATINUM.name, "gsm8k_questions": options.gsm8k_questions or GSM8K.default_spec,
+        **collect.card_context(options, collected),
     }
 
 
 BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [GSM8K, GSM8K_PLATINUM], add_arguments, build, check_arguments,
-                  llm_models=lambda args: list(args.generate_with), evaluation_table=sets_table)
+                  llm_models=lambda options: list(options.generate_with), evaluation_table=sets_table,
+                  make_options=Options.from_args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

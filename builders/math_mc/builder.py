@@ -25,7 +25,7 @@ import cmath
 import logging
 import re
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Sequence
 
@@ -100,6 +100,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--equivalence-workers", type=cli.positive_int, default=None, help="math-verify worker processes (default: one per CPU)")
 
 
+@dataclass(frozen=True)
+class Options(collect.DistractorOptions):
+    """MATH-MC's options, made once from the parsed arguments."""
+
+    keep_suspect_keys: bool
+    equivalence_timeout: float  # seconds math-verify may take on one comparison
+    equivalence_workers: int | None  # math-verify's worker processes (None: as many as CPUs)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Options:
+        return cls(**cls.fields_from(args), keep_suspect_keys=args.keep_suspect_keys,
+                   equivalence_timeout=args.equivalence_timeout, equivalence_workers=args.equivalence_workers)
+
+
 def _extract(output: str, key: str | None = None) -> str | None:
     """A model's answer in the options' normal form beside ``key``; None for no answer."""
     answer = extract_answer(output)
@@ -140,28 +154,28 @@ def drop_ambiguous_golds(items: dict[str, list[OpenItem]], equivalence: MathEqui
     return exclusions
 
 
-def build(source: LoadedSource, args: argparse.Namespace) -> Build:
+def build(source: LoadedSource, options: Options) -> Build:
     items = {split: list(split_items) for split, split_items in source.items.items()}
-    equivalence = MathEquivalence(args.equivalence_workers, args.equivalence_timeout)
+    equivalence = MathEquivalence(options.equivalence_workers, options.equivalence_timeout)
     try:
         gold_exclusions = drop_ambiguous_golds(items, equivalence)
         all_items = [item for split_items in items.values() for item in split_items]
-        pools, collected, unanswered = model_pools(source, args, all_items, equivalence, gold_exclusions)
+        pools, collected, unanswered = model_pools(source, options, all_items, equivalence, gold_exclusions)
         pools, dropped = distinct_pools(pools, equivalence)
     finally:
         equivalence.close()  # every pair validation asks was judged above; a miss would restart workers
-    options = mc.SetOptions(NAME, args.choices, args.sets, args.seed, args.draw)
+    set_options = mc.SetOptions(NAME, options.choices, options.sets, options.seed, options.draw)
     suspects = consensus.suspects(pools)
-    configs, exclusions = mc.build_sets(items, pools, options, source.dataset, no_predictions=unanswered,
-                                        excluded_items=consensus.excluded_items(suspects, args.keep_suspect_keys))
+    configs, exclusions = mc.build_sets(items, pools, set_options, source.dataset, no_predictions=unanswered,
+                                        excluded_items=consensus.excluded_items(suspects, options.keep_suspect_keys))
     exclusions.extend(source.exclusions)
     exclusions.extend(gold_exclusions)
     golds = gold_counts(source, gold_exclusions, items)
     statistics = Statistics([gold_table(golds)])
-    statistics.extend(mc.pool_statistics(list(pools.values()), args.choices))
+    statistics.extend(mc.pool_statistics(list(pools.values()), options.choices))
     statistics.extend([distinct_table(dropped), engine_table(equivalence), form_table(configs),
                        mc.position_table(configs),
-                       consensus.suspect_table(suspects, len(all_items), args.keep_suspect_keys)])
+                       consensus.suspect_table(suspects, len(all_items), options.keep_suspect_keys)])
     return Build(
         builder=NAME,
         title="MATH-MC",
@@ -172,14 +186,14 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         metadata_features={name: {**mc.METADATA_FEATURES, **EXTRA_METADATA} for name in configs},
         exclusions=exclusions,
         checks=[*mc.make_checks({item.id: item.gold for item in all_items}, equivalence.same, pools),
-                one_correct_option_check(args.equivalence_workers, max(10.0, args.equivalence_timeout)),
+                one_correct_option_check(options.equivalence_workers, max(10.0, options.equivalence_timeout)),
                 *option_form_checks(),
-                *([] if args.keep_suspect_keys else [consensus.no_suspect_check(pool_rows(pools.values()))])],
+                *([] if options.keep_suspect_keys else [consensus.no_suspect_check(pool_rows(pools.values()))])],
         statistics=statistics,
         extra_files={"pools.jsonl": pool_report(pools.values()).encode()},
         lm_eval_tasks=lambda location: set_tasks(NAME, "high school math", configs, location, by_subject=True),
         baselines=[FORM_CUE, FORM_CUE_MIRROR],
-        card_context={**_card_context(args, collected), "gold_counts": golds},
+        card_context={**_card_context(options, collected), "gold_counts": golds},
     )
 
 
@@ -323,23 +337,23 @@ def form_table(configs) -> Table:
                  percent=("share",))
 
 
-def model_pools(source: LoadedSource, args: argparse.Namespace, items: list[OpenItem], equivalence: MathEquivalence,
+def model_pools(source: LoadedSource, options: Options, items: list[OpenItem], equivalence: MathEquivalence,
                 gold_exclusions: ExclusionLog) -> tuple[dict[str, Pool], collect.Collected, set[str]]:
     """The pools from the predictions, and the items no model answered."""
-    collected = collect.collect_predictions(source, args, items, lambda doc: doc.get("problem"),
-                                            lambda q: math_request(q, args.max_tokens or 1024), gold_exclusions)
+    collected = collect.collect_predictions(source, options, items, lambda doc: doc.get("problem"),
+                                            lambda q: math_request(q, options.max_tokens or 1024), gold_exclusions)
     answers = {item.id: collect.answers_for(item, collected, partial(_extract, key=item.gold),
                                             partial(_extracted, key=item.gold)) for item in items}
     pools = collect.make_pools(items, answers, equivalence)
-    if args.pool:
-        collect.write_pool_report(args.pool, pool_report(pools.values()))
+    if options.pool:
+        collect.write_pool_report(options.pool, pool_report(pools.values()))
     return pools, collected, {i for i, a in answers.items() if not a}
 
 
-def _card_context(args: argparse.Namespace, collected: collect.Collected) -> dict:
+def _card_context(options: Options, collected: collect.Collected) -> dict:
     return {
-        "choices": args.choices, "sets": args.sets, "draw": args.draw, "timeout": args.equivalence_timeout,
-        "paper_test_golds": PAPER_TEST_GOLDS, **collect.card_context(args, collected),
+        "choices": options.choices, "sets": options.sets, "draw": options.draw, "timeout": options.equivalence_timeout,
+        "paper_test_golds": PAPER_TEST_GOLDS, **collect.card_context(options, collected),
     }
 
 
@@ -400,7 +414,8 @@ def engine_table(equivalence: MathEquivalence) -> Table:
 
 
 BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [MATH], add_arguments, build, collect.check_arguments,
-                  llm_models=lambda args: list(args.generate_with), evaluation_table=sets_table)
+                  llm_models=lambda options: list(options.generate_with), evaluation_table=sets_table,
+                  make_options=Options.from_args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

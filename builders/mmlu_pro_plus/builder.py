@@ -51,6 +51,7 @@ from builders.core.benchmarks import BENCHMARKS
 from builders.core.benchmarks import mmlu_pro_record
 from builders.core.build import Build, Builder, Check
 from builders.core.errors import UserError
+from builders.core.llm import LLMSettings
 from builders.core.record import LETTERS, MCQRecord, list_of
 from builders.core.sources import LoadedSource, RowContext
 from builders.core.tables import Statistics, Table, counts_table
@@ -221,43 +222,75 @@ def _split_list(text: str) -> list[str]:
     return [part.strip() for part in str(text).split(",") if part.strip()]
 
 
-def make_generator(args: argparse.Namespace) -> TPPGenerator:
-    from builders.core.llm import LLMSettings
+@dataclass(frozen=True)
+class Options:
+    """MMLU-Pro+'s options, made once from the parsed arguments."""
 
-    settings = LLMSettings.from_args(args)
-    scorer = SimilarityScorer(args.embedder, settings.cache_dir, args.embedder_batch_size)
-    options_file = tpp_options_file(args)
+    seed: int
+    shares: Mapping[str, float]  # --ratios, per group
+    modified_splits: frozenset[str]  # --modify-splits
+    layout: str
+    tpp_options_file: Path | None  # --tpp-options, or the sample's own (not recorded: see tpp_options_file)
+    tpp_math_categories: frozenset[str]  # --math-categories, lower-cased
+    similarity_cutoff: float
+    max_length_ratio: float
+    length_slack: int
+    embedder: str | None
+    embedder_batch_size: int
+    audit_verdicts: Path | None
+    llm_model: str | None
+    llm_max_tokens: int
+    llm: LLMSettings | None  # the endpoint and caches of the TPP options' generator; None when none is made
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Options:
+        shares, options_file = parse_ratios(args.ratios), tpp_options_file(args)
+        makes_tpp_options = shares[TPP] > 0 and bool(args.llm_model or options_file)
+        return cls(seed=args.seed, shares=shares, modified_splits=frozenset(_split_list(args.modify_splits)),
+                   layout=args.layout, tpp_options_file=options_file,
+                   tpp_math_categories=frozenset(c.lower() for c in _split_list(args.math_categories)),
+                   similarity_cutoff=args.similarity_cutoff, max_length_ratio=args.max_length_ratio,
+                   length_slack=args.length_slack, embedder=args.embedder,
+                   embedder_batch_size=args.embedder_batch_size, audit_verdicts=args.audit_verdicts,
+                   llm_model=args.llm_model, llm_max_tokens=args.llm_max_tokens,
+                   llm=LLMSettings.from_args(args) if makes_tpp_options else None)
+
+
+def make_generator(options: Options, settings: LLMSettings) -> TPPGenerator:
+    scorer = SimilarityScorer(options.embedder, settings.cache_dir, options.embedder_batch_size)
+    options_file = options.tpp_options_file
     if options_file is not None:
-        return PregeneratedOptions(None, scorer, frozenset(), args.similarity_cutoff, args.max_length_ratio,
-                                   args.length_slack, args.llm_max_tokens, options=read_tpp_options(options_file),
+        return PregeneratedOptions(None, scorer, frozenset(), options.similarity_cutoff, options.max_length_ratio,
+                                   options.length_slack, options.llm_max_tokens, options=read_tpp_options(options_file),
                                    file_name=options_file.name)
-    return TPPGenerator(settings.client(args.llm_model), scorer,
-                        frozenset(c.lower() for c in _split_list(args.math_categories)), args.similarity_cutoff,
-                        args.max_length_ratio, args.length_slack, args.llm_max_tokens)
+    assert options.llm_model is not None, "Options.from_args makes the LLM settings with a model or a file"
+    return TPPGenerator(settings.client(options.llm_model), scorer, options.tpp_math_categories,
+                        options.similarity_cutoff, options.max_length_ratio, options.length_slack,
+                        options.llm_max_tokens)
 
 
-def build(source: LoadedSource, args: argparse.Namespace) -> Build:
-    shares = parse_ratios(args.ratios)
-    modify = set(_split_list(args.modify_splits))
+def build(source: LoadedSource, options: Options) -> Build:
+    shares = options.shares
+    modify = options.modified_splits
     unknown = modify - set(source.benchmark.splits)
     if unknown:
         raise UserError(f"--modify-splits {sorted(unknown)}: not splits of {source.benchmark.name}")
-    generator = make_generator(args) if shares[TPP] > 0 and (args.llm_model or tpp_options_file(args)) else None
+    generator = make_generator(options, options.llm) if options.llm is not None else None
     outcomes: dict[str, SplitOutcome] = {}
     try:
         for split, records in source.items.items():
             if split in modify:
-                outcomes[split] = modify_split(records, shares, args.seed, generator.propose if generator else None,
-                                               generator.model if generator else None, args.layout)
+                outcomes[split] = modify_split(records, shares, options.seed, generator.propose if generator else None,
+                                               generator.model if generator else None, options.layout)
             else:
                 copied = [with_group(r, UNCHANGED, unchanged_reason="split_not_modified") for r in records]
                 outcomes[split] = SplitOutcome(copied, {}, {UNCHANGED: len(copied)})
     finally:
         if generator is not None and generator.client is not None:
             generator.client.close()
-    audit = read_verdicts(args.audit_verdicts) if args.audit_verdicts else None
+    audit = read_verdicts(options.audit_verdicts) if options.audit_verdicts else None
     rejections = [p for o in outcomes.values() for p in o.tried if not p.accepted]
-    context = card_context(args, generator, outcomes, audit)
+    context = card_context(options, generator, outcomes, audit)
     source_metadata = {k: v for k, v in source.benchmark.metadata_features.items() if k != "cot_content"}
     configs = {CONFIG: {split: [with_hub_columns(r) for r in o.records] for split, o in outcomes.items()},
                ORIGINAL_CONFIG: {split: [with_hub_columns(r) for r in records]
@@ -291,7 +324,7 @@ def with_hub_columns(record: MCQRecord) -> MCQRecord:
         answer_index=record.answer, cot_content=record.metadata.get("cot_content") or "", src=metadata.get("src"))
 
 
-def card_context(args, generator: TPPGenerator | None, outcomes: Mapping[str, SplitOutcome], audit) -> dict[str, Any]:
+def card_context(options: Options, generator: TPPGenerator | None, outcomes: Mapping[str, SplitOutcome], audit) -> dict[str, Any]:
     templates = [load_template(kind) for kind in TEMPLATE_FILES]
     llm = None
     if generator is not None:
@@ -302,12 +335,12 @@ def card_context(args, generator: TPPGenerator | None, outcomes: Mapping[str, Sp
         "pair_template": pair_text("X", "Y"),
         "templates": [{"version": t.version, "sha256": t.sha256} for t in templates],
         "llm": llm,
-        "similarity_cutoff": args.similarity_cutoff,
-        "length_ratio": args.max_length_ratio,
-        "length_slack": args.length_slack,
+        "similarity_cutoff": options.similarity_cutoff,
+        "length_ratio": options.max_length_ratio,
+        "length_slack": options.length_slack,
         "modified_splits": [s for s, o in outcomes.items() if o.requested],
         "audit": audit,
-        "layout": args.layout,
+        "layout": options.layout,
         "pregenerated": generator.file_name if isinstance(generator, PregeneratedOptions) else None,
         "original_config": ORIGINAL_CONFIG,
     }
@@ -590,8 +623,8 @@ MMLU_PRO = dataclasses.replace(BENCHMARKS["mmlu_pro"], to_item=_mmlu_pro_with_co
 
 
 BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [MMLU_PRO], add_arguments, build, check_arguments,
-                  llm_models=lambda args: [args.llm_model] if args.llm_model else [],
-                  models=lambda args: embedder_to_load(args.embedder),
+                  llm_models=lambda options: [options.llm_model] if options.llm_model else [],
+                  models=lambda options: embedder_to_load(options.embedder), make_options=Options.from_args,
                   epilog="other commands: export-audit, import-audit, metrics (each with --help)",
                   evaluation_table=evaluation_table)
 

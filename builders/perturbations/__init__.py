@@ -5,6 +5,6 @@
 (the invariants) and ``builder`` (the build and its command line).
 """
 
-from .builder import BUILDER, build_dataset, main
+from .builder import BUILDER, Options, build_dataset, main
 
-__all__ = ["BUILDER", "build_dataset", "main"]
+__all__ = ["BUILDER", "Options", "build_dataset", "main"]

@@ -32,6 +32,7 @@ import argparse
 import logging
 import re
 from collections import Counter
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from builders.core.record import Value
@@ -100,7 +101,26 @@ def check_arguments(args: argparse.Namespace) -> None:
     parse_swaps(args.swaps)
 
 
-def select_specs(source: LoadedSource, only: list[str] | None, shots: int) -> list[ConfigSpec]:
+@dataclass(frozen=True)
+class Options:
+    """The perturbation builder's options, made once from the parsed arguments."""
+
+    seed: int
+    shots: int
+    fewshot_sampler: str
+    swaps: str  # --swaps as given, for the card
+    swap_pairs: tuple[tuple[int, int], ...]  # the positions swap_fixed exchanges
+    only: tuple[str, ...] | None
+    task_prefix: str | None  # None: perturbations_<benchmark>
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Options:
+        return cls(seed=args.seed, shots=args.shots, fewshot_sampler=args.fewshot_sampler, swaps=args.swaps,
+                   swap_pairs=parse_swaps(args.swaps), only=tuple(args.only) if args.only is not None else None,
+                   task_prefix=args.task_prefix)
+
+
+def select_specs(source: LoadedSource, only: Sequence[str] | None, shots: int) -> list[ConfigSpec]:
     positions = max((len(r.choices) for records in source.items.values() for r in records), default=4)
     fewshot = source.items.get(source.benchmark.fewshot_split or "", [])
     specs = config_specs(positions, with_other_subjects=len({subject_group(r) for r in fewshot}) > 1)
@@ -136,23 +156,23 @@ def left_out_configs(source: LoadedSource, shots: int, specs: Sequence[ConfigSpe
                                 for n in names if n not in kept})}
 
 
-def build(source: LoadedSource, args: argparse.Namespace) -> Build:
-    specs = select_specs(source, args.only, args.shots)
+def build(source: LoadedSource, options: Options) -> Build:
+    specs = select_specs(source, options.only, options.shots)
     fewshot_split = source.benchmark.fewshot_split
     if fewshot_split not in source.items:
         logger.warning("the source has no few-shot split %r: prompts have no demonstrations", fewshot_split)
-    draws = ItemDraws(args.seed)
-    demonstrations = Demonstrations(source.items.get(fewshot_split or "", []), args.shots, args.fewshot_sampler, draws)
-    swaps = parse_swaps(args.swaps)
+    draws = ItemDraws(options.seed)
+    demonstrations = Demonstrations(source.items.get(fewshot_split or "", []), options.shots, options.fewshot_sampler, draws)
+    swaps = options.swap_pairs
     if any(spec.order == "swap_fixed" for spec in specs):
-        check_swaps_fit(args.swaps, swaps, source)
+        check_swaps_fit(options.swaps, swaps, source)
     configs = {}
     for spec in specs:
         configs[spec.name] = config_records(spec, source.items, fewshot_split,
                                             Perturbation(spec, draws, swaps, fewshot_split), demonstrations)
         logger.info("built config %s", spec.name)
     metadata = {**source.benchmark.metadata_features, **PERTURBATION_FEATURES}
-    task_prefix = args.task_prefix or f"{NAME}_{source.benchmark.name}"
+    task_prefix = options.task_prefix or f"{NAME}_{source.benchmark.name}"
     return Build(
         builder=NAME,
         title=f"{source.benchmark.pretty_name} leaderboard-sensitivity perturbations",
@@ -162,18 +182,18 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         configs=configs,
         metadata_features={spec.name: metadata for spec in specs},
         exclusions=source.exclusions,
-        checks=checks(specs, source, args.shots, args.fewshot_sampler),
-        statistics=statistics(specs, configs, fewshot_split, args),
+        checks=checks(specs, source, options.shots, options.fewshot_sampler),
+        statistics=statistics(specs, configs, fewshot_split, options),
         lm_eval_tasks=lambda location: tasks.task_files(specs, source, task_prefix, location),
         extra_columns={spec.name: COLUMN_FEATURES for spec in specs},
         inherent_baselines=inherent_baselines(specs),
-        card_context={"specs": specs, "shots": args.shots, "sampler": args.fewshot_sampler,
-                      "task_prefix": task_prefix, "tasks_dir": "lm_eval", "swaps": args.swaps,
+        card_context={"specs": specs, "shots": options.shots, "sampler": options.fewshot_sampler,
+                      "task_prefix": task_prefix, "tasks_dir": "lm_eval", "swaps": options.swaps,
                       "in_prompt_demonstrations": tasks.IN_PROMPT_DEMONSTRATIONS,
                       "symbol_sets": {n: (SYMBOL_SETS[n], SYMBOL_EXTENSIONS[n]) for n in SYMBOL_SETS},
                       "trivial_count": len(trivial_questions()),
                       "eval_split": tasks.eval_split(source), "fewshot_split": fewshot_split,
-                      "left_out": left_out_configs(source, args.shots, specs)},
+                      "left_out": left_out_configs(source, options.shots, specs)},
     )
 
 
@@ -210,12 +230,12 @@ def inherent_baselines(specs: Sequence[ConfigSpec]) -> dict[str, str]:
 
 
 def statistics(specs: Sequence[ConfigSpec], configs: Mapping[str, Mapping[str, list[MCQRecord]]],
-               fewshot_split: str | None, args: argparse.Namespace) -> Statistics:
+               fewshot_split: str | None, options: Options) -> Statistics:
     splits = list(dict.fromkeys(split for records in configs.values() for split in records))
     rows = []
     for spec in specs:
         rows.append((spec.name, spec.family, spec.baseline or "–", *[len(configs[spec.name].get(s, [])) for s in splits],
-                     demonstrations_text(spec, args, fewshot_split)))
+                     demonstrations_text(spec, options, fewshot_split)))
     return Statistics([
         Table("Rows per config", ("config", "family", "compared with", *[f"{s} rows" for s in splits],
                                   "demonstrations per prompt"), rows,
@@ -227,13 +247,13 @@ def statistics(specs: Sequence[ConfigSpec], configs: Mapping[str, Mapping[str, l
     ])
 
 
-def demonstrations_text(spec: ConfigSpec, args: argparse.Namespace, fewshot_split: str | None = None) -> str:
-    if spec.demonstrations == "none" or args.shots == 0:
+def demonstrations_text(spec: ConfigSpec, options: Options, fewshot_split: str | None = None) -> str:
+    if spec.demonstrations == "none" or options.shots == 0:
         return "none"
-    which = "first" if args.fewshot_sampler == "first_n" else "random"
+    which = "first" if options.fewshot_sampler == "first_n" else "random"
     if spec.promises_demonstration_answers(fewshot_split):
-        return f"the subject's {which} {args.shots} among the few-shot items it moves to {LETTERS[spec.gold_position]}"
-    kinds = {"same_subject": f"the subject's {which} {args.shots}",
+        return f"the subject's {which} {options.shots} among the few-shot items it moves to {LETTERS[spec.gold_position]}"
+    kinds = {"same_subject": f"the subject's {which} {options.shots}",
              "other_subject": f"another subject's {which}, as many as `original`",
              "trivial": f"{which} trivial questions, as many as `original`"}
     return kinds[spec.demonstrations] + (", then the item" if spec.context_answer else "")
@@ -264,7 +284,7 @@ def copied_unchanged_table(specs: Sequence[ConfigSpec], configs: Mapping[str, Ma
 
 
 BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [BENCHMARKS[name] for name in BENCHMARK_NAMES], add_arguments,
-                  build, check_arguments, evaluation_table=ranking.evaluation_table)
+                  build, check_arguments, evaluation_table=ranking.evaluation_table, make_options=Options.from_args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,6 +10,7 @@ zero-shot `gold_at_<L>` configs (the paper's Table 2).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from builders.core.errors import UserError
 from builders.core.record import LETTERS
@@ -130,7 +131,7 @@ def config_specs(positions: int, with_other_subjects: bool = True) -> list[Confi
     return specs
 
 
-def selected_specs(specs: list[ConfigSpec], only: list[str] | None) -> list[ConfigSpec]:
+def selected_specs(specs: list[ConfigSpec], only: Sequence[str] | None) -> list[ConfigSpec]:
     """``--only``: the named configs and their baselines (`original` always), in release order."""
     if not only:
         return specs

@@ -1,5 +1,5 @@
 """PythonIO: predict what a program returns, as multiple choice with real models' wrong outputs."""
 
-from .builder import BUILDER, build_dataset, main
+from .builder import BUILDER, Options, build_dataset, main
 
-__all__ = ["BUILDER", "build_dataset", "main"]
+__all__ = ["BUILDER", "Options", "build_dataset", "main"]

@@ -28,7 +28,7 @@ import logging
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -221,24 +221,25 @@ def prediction_prompt(pair: CallPair) -> str:
     return PROMPT.format(program=pair.problem.program.rstrip("\n"), call=pair.call)
 
 
-def generate(pairs: Sequence[CallPair], args: argparse.Namespace) -> tuple[list[Prediction], dict[str, int]]:
+def generate(pairs: Sequence[CallPair], options: Options) -> tuple[list[Prediction], dict[str, int]]:
     """Greedy output predictions of each ``--generate-with`` model, named by item id (cached; failed requests
     left out)."""
-    from builders.core.llm import ChatRequest, LLMSettings
+    from builders.core.llm import ChatRequest
     from builders.from_predictions.generate import generate_predictions
 
     by_id = {pair.id: pair for pair in pairs}
-    max_tokens = args.max_tokens or DEFAULT_MAX_TOKENS
+    max_tokens = options.max_tokens or DEFAULT_MAX_TOKENS
 
     def request_for(pair_id: str) -> ChatRequest:
         return ChatRequest.from_prompt(prediction_prompt(by_id[pair_id]), temperature=0.0, max_tokens=max_tokens,
                                        template_version=PROMPT_VERSION)
 
     ids = [pair.id for pair in pairs]
-    run = generate_predictions(args.generate_with, {"items": ids}, request_for, LLMSettings.from_args(args))
+    assert options.llm is not None, "DistractorOptions.fields_from makes it with --generate-with"
+    run = generate_predictions(options.generate_with, {"items": ids}, request_for, options.llm)
     predictions = [replace(p, ref={"id": ids[p.ref["question_index"]]}) for p in run.predictions]
-    if args.save_predictions:
-        write_predictions(predictions, args.save_predictions)
+    if options.save_predictions:
+        write_predictions(predictions, options.save_predictions)
     return predictions, dict(run.failures)
 
 
@@ -275,9 +276,26 @@ def check_arguments(args: argparse.Namespace) -> None:
         Sandbox.check()  # before any source is read: bubblewrap missing is one line, not a late traceback
 
 
-def make_sandbox(args: argparse.Namespace) -> Sandbox:
+@dataclass(frozen=True)
+class Options(collect.DistractorOptions):
+    """PythonIO's options, made once from the parsed arguments."""
+
+    keep_docstrings: bool
+    max_output_chars: int
+    call_timeout: float
+    unsafe_no_sandbox: bool
+    sandbox_workers: int | None  # None: one per CPU
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Options:
+        return cls(**cls.fields_from(args), keep_docstrings=args.keep_docstrings,
+                   max_output_chars=args.max_output_chars, call_timeout=args.call_timeout,
+                   unsafe_no_sandbox=args.unsafe_no_sandbox, sandbox_workers=args.sandbox_workers)
+
+
+def make_sandbox(options: Options) -> Sandbox:
     """The sandbox, or SandboxUnavailable (a user error saying how to install bubblewrap)."""
-    return Sandbox(limits=VERIFY_LIMITS, workers=args.sandbox_workers, unsafe=args.unsafe_no_sandbox)
+    return Sandbox(limits=VERIFY_LIMITS, workers=options.sandbox_workers, unsafe=options.unsafe_no_sandbox)
 
 
 def question_text(pair: CallPair) -> str:
@@ -356,21 +374,21 @@ def make_pools(verified: Sequence[Verified], matched: Mapping[str, Sequence[Pred
     return pools, counts
 
 
-def build(source: LoadedSource, args: argparse.Namespace) -> Build:
-    predictions = read_predictions(args.predictions, benchmark=PREDICTION_BENCHMARKS)  # a bad file stops before
+def build(source: LoadedSource, options: Options) -> Build:
+    predictions = read_predictions(options.predictions, benchmark=PREDICTION_BENCHMARKS)  # a bad file stops before
     require_texts(predictions, NAME)                                                  # the sandbox runs
-    sandbox = make_sandbox(args)
-    extracted = extract_all(source.records(), OUTPUT_SPLITS, args.keep_docstrings)
-    verified, failed, verification = verify_pairs(extracted.pairs, sandbox, args.max_output_chars, args.call_timeout)
+    sandbox = make_sandbox(options)
+    extracted = extract_all(source.records(), OUTPUT_SPLITS, options.keep_docstrings)
+    verified, failed, verification = verify_pairs(extracted.pairs, sandbox, options.max_output_chars, options.call_timeout)
     golds = {v.pair.id: v.gold for v in verified}
-    matched, report, failures = collect_all(predictions, extracted.pairs, verified, golds, args)
-    pools, pool_counts = make_pools(verified, matched, args.max_output_chars)
-    if args.pool:
-        collect.write_pool_report(args.pool, pool_report(pools.values()))
+    matched, report, failures = collect_all(predictions, extracted.pairs, verified, golds, options)
+    pools, pool_counts = make_pools(verified, matched, options.max_output_chars)
+    if options.pool:
+        collect.write_pool_report(options.pool, pool_report(pools.values()))
     items = {split: [open_item(v) for v in verified if v.pair.problem.split == split]
              for split in OUTPUT_SPLITS if split in extracted.rows_in}
-    options = mc.SetOptions(NAME, args.choices, args.sets, args.seed, args.draw)
-    configs, exclusions = mc.build_sets(items, pools, options, source.dataset,
+    set_options = mc.SetOptions(NAME, options.choices, options.sets, options.seed, options.draw)
+    configs, exclusions = mc.build_sets(items, pools, set_options, source.dataset,
                                         no_predictions={v.pair.id for v in verified} - set(matched))
     configs = _with_provenance(configs, {v.pair.id: v.pair.problem for v in verified})
     for rejected in extracted.rejected + failed:
@@ -381,8 +399,8 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         exclusions.add(split, entry.id, entry.source_index, entry.step, Exclude(entry.reason, entry.field, entry.detail),
                        entry.config)
         rows_in[split] += 1
-    equivalence = PythonValueEquivalence(args.max_output_chars)
-    statistics = _statistics(extracted, verified, verification, report, failures, pools, pool_counts, configs, args)
+    equivalence = PythonValueEquivalence(options.max_output_chars)
+    statistics = _statistics(extracted, verified, verification, report, failures, pools, pool_counts, configs, options)
     return Build(
         builder=NAME,
         title="PythonIO",
@@ -401,7 +419,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
                       lambda build: rounded_gold_violations(build, golds))],
         statistics=statistics,
         extra_files={"pools.jsonl": pool_report(pools.values()).encode()},
-        card_context=_card_context(args, report),
+        card_context=_card_context(options, report),
         lm_eval_tasks=lambda location: set_tasks(NAME, TOPIC, configs, location),
     )
 
@@ -444,14 +462,14 @@ def _plain_reading(text: str) -> tuple[str, Any]:
 
 
 def collect_all(predictions: Sequence[Prediction], pairs: Sequence[CallPair], verified: Sequence[Verified],
-                golds: Mapping[str, str], args: argparse.Namespace
+                golds: Mapping[str, str], options: Options
                 ) -> tuple[dict[str, list[Prediction]], MatchReport, dict[str, int]]:
     """The read and generated predictions per verified item, how they matched, and failed requests per model."""
     index = ItemIndex(pairs, golds)
     require_matches(predictions, index, "a verified item")  # before any paid generation
     failures: dict[str, int] = {}
-    if args.generate_with:
-        generated, failures = generate([v.pair for v in verified], args)
+    if options.generate_with:
+        generated, failures = generate([v.pair for v in verified], options)
         predictions = [*predictions, *generated]
     matched, report = match_predictions(predictions, index)
     return matched, report, failures
@@ -475,10 +493,10 @@ def _with_provenance(configs, problems: Mapping[str, Problem]):
 
 def _statistics(extracted: Extracted, verified, verification: VerificationStats, report: MatchReport,
                 failures: Mapping[str, int], pools: Mapping[str, Pool], pool_counts: Mapping[str, Any],
-                configs, args: argparse.Namespace) -> Statistics:
-    statistics = Statistics([*_pair_tables(extracted, verified, configs), _verification_table(verification, args),
+                configs, options: Options) -> Statistics:
+    statistics = Statistics([*_pair_tables(extracted, verified, configs), _verification_table(verification, options),
                              *_prediction_tables(report, failures, pool_counts)])
-    statistics.extend(mc.pool_statistics(list(pools.values()), args.choices))
+    statistics.extend(mc.pool_statistics(list(pools.values()), options.choices))
     statistics.add(mc.position_table(configs))
     return statistics
 
@@ -506,12 +524,12 @@ def _pair_tables(extracted: Extracted, verified: Sequence[Verified], configs) ->
     ]
 
 
-def _verification_table(stats: VerificationStats, args: argparse.Namespace) -> Table:
-    mode = ("**without isolation** (`--unsafe-no-sandbox`)" if args.unsafe_no_sandbox
+def _verification_table(stats: VerificationStats, options: Options) -> Table:
+    mode = ("**without isolation** (`--unsafe-no-sandbox`)" if options.unsafe_no_sandbox
             else "in bubblewrap sandboxes (no network, read-only root, private /tmp, rlimits)")
     return Table("Verification in the sandbox", ("quantity", "value"),
                  [("calls", stats.pairs), ("sandbox runs", stats.runs), ("rounds", stats.rounds),
-                  ("seconds per call (limit)", args.call_timeout), ("memory limit", stats.mechanism)],
+                  ("seconds per call (limit)", options.call_timeout), ("memory limit", stats.mechanism)],
                  note=f"Every reference program ran {mode}, in a forked process of its own; a fresh one after a call "
                       "that overran its time. Timings (seconds, runs and calls per second) go to the build log, not "
                       "here: the same build gives the same card on any machine.")
@@ -538,18 +556,19 @@ def _prediction_tables(report: MatchReport, failures: Mapping[str, int], counts:
     return tables
 
 
-def _card_context(args: argparse.Namespace, report: MatchReport) -> dict[str, Any]:
+def _card_context(options: Options, report: MatchReport) -> dict[str, Any]:
     return {
-        "choices": args.choices, "sets": args.sets, "draw": args.draw, "keep_docstrings": args.keep_docstrings,
-        "unsafe": args.unsafe_no_sandbox, "call_timeout": args.call_timeout,
-        "max_output_chars": args.max_output_chars, "paper_counts": PAPER_COUNTS,
-        "generated_models": list(args.generate_with), "prediction_files": len(args.predictions),
+        "choices": options.choices, "sets": options.sets, "draw": options.draw, "keep_docstrings": options.keep_docstrings,
+        "unsafe": options.unsafe_no_sandbox, "call_timeout": options.call_timeout,
+        "max_output_chars": options.max_output_chars, "paper_counts": PAPER_COUNTS,
+        "generated_models": list(options.generate_with), "prediction_files": len(options.predictions),
         "models": sorted(report.matched),
     }
 
 
 BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [BENCHMARK], add_arguments, build, check_arguments,
-                  llm_models=lambda args: list(args.generate_with), evaluation_table=sets_table)
+                  llm_models=lambda options: list(options.generate_with), evaluation_table=sets_table,
+                  make_options=Options.from_args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

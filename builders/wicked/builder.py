@@ -21,6 +21,7 @@ builder: arguments and the build.
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from typing import Sequence
 
 from builders.core import api, cli, llm
@@ -35,7 +36,7 @@ from classifiers.sba_model import BATCH_SIZE, PAPER_CLASSIFIER
 from .card_statistics import statistics
 from .checks import CHECKS
 from .evaluation import evaluation_table
-from .sba import decide_sba, undetected_sba
+from .sba import SBAOptions, decide_sba, undetected_sba
 from .tasks import TaskPlan
 from .transform import NAME, skip_reason, wicked_variant
 
@@ -84,10 +85,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     llm.add_llm_arguments(cli.runtime_group(parser, "SBA judge endpoint"))
 
 
-def models_to_load(args: argparse.Namespace) -> list[ModelToLoad]:
-    if args.sba_judge or args.sba_classifier.lower() == "none":
+def models_to_load(options: Options) -> list[ModelToLoad]:
+    if not options.sba.classifies:
         return []
-    return [ModelToLoad(args.sba_classifier, "SBA classifier",
+    return [ModelToLoad(options.sba.classifier, "SBA classifier",
                         "name a local model folder (the output of `python -m classifiers.sba train`), or pass "
                         "--sba-classifier none to alter every item")]
 
@@ -99,15 +100,30 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise UserError("--sba-threshold applies to the classifier, not to --sba-judge")
 
 
-def build(source: LoadedSource, args: argparse.Namespace) -> Build:
+@dataclass(frozen=True)
+class Options:
+    """WiCkeD's options, made once from the parsed arguments."""
+
+    seed: int
+    variants: int
+    nota_position: str  # "last" (the paper) or "random"
+    sba: SBAOptions
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Options:
+        return cls(seed=args.seed, variants=args.variants, nota_position=args.nota_position,
+                   sba=SBAOptions.from_args(args))
+
+
+def build(source: LoadedSource, options: Options) -> Build:
     originals = source.items
     all_records = [r for records in originals.values() for r in records]
     reasons = {r.id: skip_reason(r) for r in all_records}
-    sba = decide_sba([r for r in all_records if reasons[r.id] is None], args, source.benchmark.name)
+    sba = decide_sba([r for r in all_records if reasons[r.id] is None], options.sba, source.benchmark.name)
     configs = {"original": dict(originals)}
-    for variant in range(args.variants):
+    for variant in range(options.variants):
         configs[f"variant_{variant}"] = {
-            split: [wicked_variant(r, sba.verdict(r), reasons[r.id], args.seed, variant, args.nota_position)
+            split: [wicked_variant(r, sba.verdict(r), reasons[r.id], options.seed, variant, options.nota_position)
                     for r in records]
             for split, records in originals.items()
         }
@@ -115,7 +131,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
     metadata_features = {name: benchmark_features for name in configs}
     metadata_features.update({name: {**benchmark_features, **METADATA_FEATURES} for name in configs if name != "original"})
     threshold = sba.card["threshold"] if sba.card and sba.card["method"] == "classifier" else None
-    tasks = TaskPlan.for_source(source, args.variants)
+    tasks = TaskPlan.for_source(source, options.variants)
     undetected = undetected_sba(source.benchmark.name, sba, configs)
     return Build(
         builder=NAME,
@@ -128,7 +144,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         exclusions=source.exclusions,
         checks=CHECKS,
         statistics=statistics(configs, sba),
-        card_context={"sba": sba.card, "variants": args.variants, "nota_position": args.nota_position,
+        card_context={"sba": sba.card, "variants": options.variants, "nota_position": options.nota_position,
                       "tasks": tasks.card(), "undetected_sba": undetected},
         lm_eval_tasks=tasks.files,
         unchanged_config="original",  # a shortcut the source's own options carry (MMLU-Pro's longest option) is inherited
@@ -136,8 +152,8 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
 
 
 BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [BENCHMARKS[name] for name in BENCHMARK_NAMES], add_arguments,
-                  build, check_arguments, llm_models=lambda args: [args.sba_judge] if args.sba_judge else [],
-                  models=models_to_load,
+                  build, check_arguments, llm_models=lambda options: [options.sba.judge] if options.sba.judge else [],
+                  models=models_to_load, make_options=Options.from_args,
                   evaluation_table=evaluation_table)
 
 

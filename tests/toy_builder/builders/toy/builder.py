@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from dataclasses import dataclass
 from typing import Sequence
 
 from builders.core import api, cli
@@ -42,13 +43,26 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise UserError(f"--config-prefix must be lowercase letters other than 'original', not {args.config_prefix!r}")
 
 
-def build(source: LoadedSource, args: argparse.Namespace) -> Build:
+@dataclass(frozen=True)
+class Options:
+    """The toy's options, made once from the checked arguments."""
+
+    seed: int
+    shuffles: int
+    config_prefix: str
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Options:
+        return cls(seed=args.seed, shuffles=args.shuffles, config_prefix=args.config_prefix)
+
+
+def build(source: LoadedSource, options: Options) -> Build:
     originals = source.items
     reasons = {r.id: skip_reason(r) for records in originals.values() for r in records}
     configs = {"original": dict(originals)}
-    for shuffle in range(args.shuffles):
-        configs[f"{args.config_prefix}_{shuffle}"] = {
-            split: [shuffled(r, reasons[r.id], args.seed, shuffle) for r in records]
+    for shuffle in range(options.shuffles):
+        configs[f"{options.config_prefix}_{shuffle}"] = {
+            split: [shuffled(r, reasons[r.id], options.seed, shuffle) for r in records]
             for split, records in originals.items()}
     features = dict(source.benchmark.metadata_features)
     eval_split = "test" if "test" in originals else next(iter(originals))
@@ -58,13 +72,13 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         metadata_features={name: features if name == "original" else {**features, **METADATA_FEATURES}
                            for name in configs},
         exclusions=source.exclusions, checks=CHECKS, statistics=statistics(configs),
-        card_context={"shuffles": args.shuffles}, lm_eval_tasks=TaskPlan(tuple(configs), eval_split).files,
+        card_context={"shuffles": options.shuffles}, lm_eval_tasks=TaskPlan(tuple(configs), eval_split).files,
         unchanged_config="original",
     )
 
 
 BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [BENCHMARKS["mmlu"]], add_arguments, build, check_arguments,
-                  evaluation_table=evaluation_table)
+                  make_options=Options.from_args, evaluation_table=evaluation_table)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
