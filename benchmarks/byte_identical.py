@@ -21,9 +21,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness import run_builder
+from harness import REPO, run_builder
 
-BUILDERS = ("wicked", "gsm_mc", "math_mc", "python_io", "mmlu_pro_plus", "contrast_sets", "perturbations")
+sys.path.insert(0, str(REPO))
+from builders.registry import BUILDERS  # noqa: E402
+
 BUILDER_OPTIONS = {"wicked": ["--sba-classifier", "none"]}
 
 

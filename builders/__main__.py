@@ -6,20 +6,17 @@ import importlib
 import sys
 from typing import Sequence
 
-# command -> module with main(argv)
-COMMANDS = {
-    "wicked": "builders.wicked",
-    "gsm_mc": "builders.gsm_mc",
-    "math_mc": "builders.math_mc",
-    "python_io": "builders.python_io",
-    "mmlu_pro_plus": "builders.mmlu_pro_plus",
-    "contrast_sets": "builders.contrast_sets",
-    "perturbations": "builders.perturbations",
+from builders.registry import BUILDERS
+
+# commands that are not builders -> module with main(argv)
+TOOLS = {
     "metrics": "builders.metrics",
     "evaluate": "builders.evaluate",
     "export": "builders.export",
     "sba": "classifiers.sba",
 }
+# command -> module with main(argv): every builder, then the tools
+COMMANDS = {**BUILDERS, **TOOLS}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -37,9 +37,8 @@ import os
 import logging
 import math
 import re
-import statistics
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -47,7 +46,9 @@ from builders.core.cli import ArgumentParser, check_writable_folder, exit_code, 
 from builders.core.errors import UserError, tag_hint
 from builders.core.lm_eval_tasks import MANIFEST, TASKS_DIR
 from builders.core.predictions import choice_prediction
+from builders.core.results import Runs, TaskResult, by_role
 from builders.core.tables import Statistics
+from builders.registry import BUILDERS, load_builder
 
 logger = logging.getLogger(__name__)
 
@@ -236,13 +237,6 @@ def _release_cache(repo: str, tag: str) -> Path:
 # ---- running lm-eval --------------------------------------------------------------------------------------
 
 
-@dataclass
-class TaskResult:
-    accuracy: float
-    items: dict[str, tuple[int, int]] = field(default_factory=dict)  # id -> (gold, predicted option)
-    docs: dict[str, Mapping[str, Any]] = field(default_factory=dict)
-
-
 @dataclass(frozen=True)
 class RunSettings:
     """How lm-eval runs every model: lm-eval's own options, under mcqforge's names."""
@@ -342,23 +336,9 @@ def task_result(results: Mapping[str, Any], name: str, metric: str) -> TaskResul
 
 # ---- the papers' tables -----------------------------------------------------------------------------------
 
-Runs = Mapping[str, Mapping[str, TaskResult]]  # model -> task -> result
-
-
-def by_role(manifest: Mapping[str, Any], role: str) -> list[Mapping[str, Any]]:
-    return [task for task in manifest["tasks"] if task.get("role") == role]
-
-
-def mean_std(values: Sequence[float]) -> tuple[float, float]:
-    return (statistics.fmean(values), statistics.pstdev(values)) if values else (math.nan, math.nan)
-
-
 def paper_table(builder: str | None) -> Callable[[Runs, Mapping[str, Any], argparse.Namespace], Statistics]:
     """The builder's ``evaluation_table``: the table its paper reports."""
-    from builders.__main__ import COMMANDS
-
-    module = importlib.import_module(COMMANDS[builder]) if builder in COMMANDS else None
-    table = getattr(getattr(module, "BUILDER", None), "evaluation_table", None)
+    table = load_builder(builder).evaluation_table if builder in BUILDERS else None
     if table is None:
         raise UserError(f"no evaluation table for builder {builder!r}")
     return table

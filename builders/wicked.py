@@ -39,7 +39,7 @@ from builders.core.rng import item_rng
 from builders.core.sources import LoadedSource, duplicate_option
 from builders.core.tables import Statistics, Table, counts_table
 from builders.core.validate import referring_options, says_no_answer
-from builders.evaluate import Runs, by_role, mean_std
+from builders.core.results import Runs, by_role, mean_std
 from classifiers.sba_model import BATCH_SIZE, EVALUATIONS_FILE, PAPER_CLASSIFIER
 
 logger = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ import pytest
 
 from builders import evaluate, wicked
 from builders.from_predictions.tasks import sets_table
-from builders.metrics import ranking
+from builders.perturbations import ranking
 from builders.core.errors import UserError
 
 REPO = Path(__file__).resolve().parents[1]

@@ -17,7 +17,7 @@ from builders.core import lm_eval_tasks
 from builders.core.build import TaskLocation
 from builders.core.record import MCQRecord
 from builders.core.tables import Statistics, Table
-from builders.evaluate import Runs, by_role
+from builders.core.results import Runs, by_role
 
 NAME = "contrast_sets"
 # task -> (config, manifest role, prompt function in utils.py)

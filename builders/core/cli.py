@@ -503,6 +503,14 @@ def exit_code(command: Callable[[], int | None]) -> int:
     return status or 0
 
 
+def run_metric(metric: Any, args: argparse.Namespace) -> int:
+    """Run a metric (a module with ``add_arguments(parser)`` and ``run(args)``) on its parsed arguments: its
+    ``--output``, a folder, is checked before any work."""
+    if getattr(args, "output", None) is not None:
+        check_writable_folder(Path(args.output))
+    return metric.run(args)
+
+
 def check_writable_folder(path: Path, flag: str = "--output") -> None:
     """A folder a command will write into (it may not exist yet), checked before any work: not a file, and
     under a folder that can hold it."""

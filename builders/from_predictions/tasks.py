@@ -21,7 +21,7 @@ from builders.core.build import TaskLocation
 from builders.core.errors import UserError
 from builders.core.record import MCQRecord
 from builders.core.tables import Statistics, Table
-from builders.evaluate import Runs, by_role, mean_std
+from builders.core.results import Runs, by_role, mean_std
 
 SHOTS = 5
 

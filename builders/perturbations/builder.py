@@ -49,7 +49,7 @@ from builders.perturbations.configs import (NAME, SYMBOL_EXTENSIONS, SYMBOL_SETS
                                             parse_swaps, selected_specs)
 from builders.perturbations.transforms import (SAMPLERS, Demonstrations, ItemDraws, Perturbation, config_records,
                                                subject_group, trivial_questions)
-from builders.metrics import ranking
+from builders.perturbations import ranking
 
 logger = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from builders.core.errors import UserError
 from builders.core.predictions import (DUPLICATE, SCORES, Prediction, match_predictions, read_predictions,
                                        require_matches, resolve_prediction)
 from builders.core.tables import Statistics, Table
-from builders.evaluate import Runs, by_role
+from builders.core.results import Runs, by_role
 
 logger = logging.getLogger(__name__)
 MAJOR_SHIFT = 0.75  # k_τ at or below which a ranking shift is major (Alzahrani et al., 2024)
