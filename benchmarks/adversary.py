@@ -22,7 +22,7 @@ from pathlib import Path
 from harness import REPO
 
 from builders.core import adversary
-from builders.core.audit import binomial_p_value
+from builders.core.significance import binomial_p_value
 
 
 def builds(data: Path) -> dict[str, tuple[str, list[str]]]:

@@ -42,7 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from builders.core.cli import ArgumentParser, check_writable_folder, exit_code, positive_int
+from builders.core.argtypes import positive_int, share_or_count
+from builders.core.cli import ArgumentParser, check_writable_folder, exit_code
 from builders.core.errors import UserError, tag_hint
 from builders.core.lm_eval_tasks import MANIFEST, TASKS_DIR
 from builders.core.predictions import choice_prediction
@@ -188,19 +189,6 @@ def require_modules(modules: Sequence[str], what: str) -> None:
     if missing:
         raise UserError(f"{what} needs {', '.join(missing)}, which mcqforge's [eval] extra installs: "
                         'pip install "mcqforge[eval]"')
-
-
-def share_or_count(text: str) -> float | int:
-    """An argparse type, lm-eval's ``--limit``: a count of items per task, or below 1.0 a share of each task's."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if 0 < value < 1:
-        return value
-    if value >= 1 and value.is_integer():
-        return int(value)
-    raise argparse.ArgumentTypeError(f"must be a count of at least 1 or a share between 0 and 1, got {text}")
 
 
 # ---- the release ------------------------------------------------------------------------------------------

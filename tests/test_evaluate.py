@@ -14,7 +14,9 @@ import pytest
 from builders import evaluate, wicked
 from builders.from_predictions.tasks import sets_table
 from builders.perturbations import ranking
+from builders.core.argtypes import share_or_count
 from builders.core.errors import UserError
+from builders.core.results import TaskResult
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -23,8 +25,8 @@ def options(**values) -> argparse.Namespace:
     return argparse.Namespace(**{"output": None, "open_ended_scores": None, **values})
 
 
-def result(accuracy: float, items: dict | None = None) -> evaluate.TaskResult:
-    return evaluate.TaskResult(accuracy, items or {})
+def result(accuracy: float, items: dict | None = None) -> TaskResult:
+    return TaskResult(accuracy, items or {})
 
 
 def test_the_predicted_option_follows_the_metric_on_in_memory_samples():
@@ -240,7 +242,7 @@ def test_model_arguments_go_to_the_model_named_before_them():
                                 text=True, cwd=REPO)
         assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
         assert message in result.stderr
-    assert evaluate.share_or_count("0.25") == 0.25 and evaluate.share_or_count("20") == 20
+    assert share_or_count("0.25") == 0.25 and share_or_count("20") == 20
 
 
 def test_tasks_picks_tasks_or_configs_with_the_baselines_they_are_compared_with():

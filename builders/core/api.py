@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .build import Build, Builder
+from .cli import build_and_validate, builder_parser, check_options, parse_options, selection
 from .errors import UserError
 from .record import record_features
 from .release import ReleaseInfo, release_rows, write_release
@@ -60,8 +61,6 @@ class BuildResult:
 def build_dataset(builder: Builder, data: Any, *, benchmark: str | None = None, split: str = "test",
                   **options: Any) -> BuildResult:
     """Build ``builder`` from ``data`` with keyword ``options`` (the command line's, with underscores)."""
-    from .cli import build_and_validate, builder_parser, check_options, parse_options, selection
-
     parser = builder_parser(builder)
     known = {action.dest for action in parser._actions} - {"help"}
     unknown = sorted(set(options) - known)

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     import httpx
     from openai.types.chat import ChatCompletionMessageParam
 
+from .argtypes import MAX_TIMEOUT_S, nonnegative_int, positive_int, seconds, share
 from .cache import DEFAULT_ROOT, cache_folder
 from .errors import UserError
 from .redact import scrub_text, scrub_url
@@ -115,7 +116,6 @@ class TooManyFailures(EndpointError):
 def add_llm_arguments(group: argparse._ArgumentGroup) -> None:
     """The endpoint options of every command that calls an LLM, declared once; their defaults are
     shown by the parser's ArgumentDefaultsHelpFormatter. The model option is each command's own."""
-    from .cli import nonnegative_int, positive_int, seconds, share
     group.add_argument("--base-url", metavar="URL", default=None,
                        help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 for vLLM; "
                             "unset: $OPENAI_BASE_URL, else the OpenAI API")
@@ -940,8 +940,6 @@ def _check_settings(concurrency: int, max_retries: int, timeout: float, max_fail
         raise UserError(f"--llm-concurrency (concurrency) must be at least 1, not {concurrency}")
     if max_retries < 0:
         raise UserError(f"--llm-max-retries (max_retries) must be at least 0, not {max_retries}")
-    from .cli import MAX_TIMEOUT_S
-
     if not 0 < timeout <= MAX_TIMEOUT_S:
         raise UserError(f"--llm-timeout (timeout) must be more than 0 and at most {MAX_TIMEOUT_S:g} seconds, "
                         f"not {timeout}")

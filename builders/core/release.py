@@ -37,8 +37,6 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import yaml
 
-import builders
-
 from . import inspect_tasks
 from .lm_eval_tasks import MANIFEST
 from .build import Build, TaskLocation
@@ -46,6 +44,7 @@ from .errors import UserError, ValidationFailed
 from .progress import bar
 from .record import record_features
 from .validate import ValidationReport
+from .version import PACKAGE_DIR, __version__
 
 if TYPE_CHECKING:
     from huggingface_hub import DatasetCard
@@ -54,8 +53,7 @@ logger = logging.getLogger(__name__)
 
 # The top-level cards/ folder, linked as builders/cards so that a wheel carries it (a checkout whose link
 # was flattened into a file still finds the top-level folder).
-CARDS_DIR = next(folder for folder in (Path(builders.__file__).resolve().parent / "cards",
-                                       Path(builders.__file__).resolve().parents[1] / "cards") if folder.is_dir())
+CARDS_DIR = next(folder for folder in (PACKAGE_DIR / "cards", PACKAGE_DIR.parent / "cards") if folder.is_dir())
 BUILD_CONFIG_FILE = "build_config.yaml"
 REPORT_FILE = "validation_report.json"
 EXCLUSIONS_FILE = "exclusions.jsonl"
@@ -418,7 +416,7 @@ def build_config(build: Build) -> dict[str, Any]:
     first = build.source.provenance[0]
     return {
         "builder": build.builder,
-        "mcqforge_version": builders.__version__,
+        "mcqforge_version": __version__,
         "source": {"benchmark": build.source.benchmark.name, "spec": first.spec,
                    "dataset": first.dataset, "revision": first.revision,
                    **({"parts": [vars(p) for p in build.source.provenance]} if len(build.source.provenance) > 1 else {})},
@@ -434,7 +432,7 @@ def git_commit(package: Path | None = None) -> str:
     """The commit of the mcqforge checkout this package runs from ("-dirty" with uncommitted changes), or
     "unknown". An installed package that merely sits inside some other git repository (a virtual environment
     in a user's project) is "unknown": that repository's commit says nothing about mcqforge."""
-    package = Path(package or Path(builders.__file__).parent).resolve()
+    package = Path(package or PACKAGE_DIR).resolve()
 
     def git(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(["git", *args], cwd=package, capture_output=True, text=True, timeout=10)
@@ -509,7 +507,7 @@ def render_card(build: Build, report: ValidationReport, release: ReleaseInfo,
         "repo_id": release.repo_id,
         "version": release.version,
         "first_config": next(iter(build.configs)),
-        "mcqforge_version": builders.__version__,
+        "mcqforge_version": __version__,
         "git_commit": git_commit(),
         "provenance": build.source.provenance,
         "from_sample": all(p.spec == "sample" for p in build.source.provenance),
