@@ -44,9 +44,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 from builders.core.argtypes import positive_int, share_or_count
 from builders.core.cli import ArgumentParser, check_writable_folder, exit_code
-from builders.core.errors import UserError, tag_hint
+from builders.core.errors import UserError
 from builders.core.lm_eval_tasks import MANIFEST, TASKS_DIR
+from builders.core.release import BUILD_CONFIG_FILE
 from builders.core.predictions import choice_prediction
+from builders.core.release_reader import open_release
 from builders.core.results import Runs, TaskResult, by_role
 from builders.core.tables import Statistics
 from builders.registry import BUILDERS, load_builder
@@ -194,32 +196,13 @@ def require_modules(modules: Sequence[str], what: str) -> None:
 # ---- the release ------------------------------------------------------------------------------------------
 
 
-def open_release(spec: str) -> tuple[Path, dict[str, Any]]:
-    """The release's task folder and manifest: a local folder, or ``REPO@TAG`` fetched from the Hub."""
-    folder = Path(spec).expanduser()
-    if not folder.is_dir():
-        repo, sep, tag = spec.partition("@")
-        if not sep or not repo or not tag:
-            raise UserError(f"{spec}: expected a release folder or REPO@vX.Y.Z")
-        from huggingface_hub import snapshot_download
-
-        try:
-            # real files, not the cache's links into blobs/: lm-eval resolves a YAML file's links and then
-            # looks for utils.py beside the blob
-            folder = Path(snapshot_download(repo, repo_type="dataset", revision=tag, local_dir=_release_cache(repo, tag),
-                                            allow_patterns=[f"{TASKS_DIR}/*", f"{TASKS_DIR}/**/*", "build_config.yaml"]))
-        except Exception as error:  # huggingface_hub raises many types; the user needs one line
-            hint = tag_hint(tag) if type(error).__name__ == "RevisionNotFoundError" else ""
-            raise UserError(f"cannot fetch {spec} from the Hub ({type(error).__name__}){hint}") from None
+def open_tasks(spec: str) -> tuple[Path, dict[str, Any]]:
+    """The release's folder (with its task folder) and its lm-eval manifest."""
+    folder = open_release(spec, [f"{TASKS_DIR}/*", f"{TASKS_DIR}/**/*", BUILD_CONFIG_FILE])
     path = folder / MANIFEST
     if not path.is_file():
         raise UserError(f"{spec} has no {MANIFEST}: it was not built with lm-eval tasks")
     return folder, json.loads(path.read_text(encoding="utf-8"))
-
-
-def _release_cache(repo: str, tag: str) -> Path:
-    root = Path(os.environ.get("MCQFORGE_CACHE", Path.home() / ".cache" / "mcqforge"))
-    return root / "releases" / f"{repo.replace('/', '--')}--{tag}"
 
 
 # ---- running lm-eval --------------------------------------------------------------------------------------
@@ -387,7 +370,7 @@ def evaluate(options: argparse.Namespace) -> Statistics:
     models = [parse_model(text, options.batch_size, args) for text, args in options.model]
     if len({m.name for m in models}) != len(models):
         raise UserError("two --model arguments have the same name")
-    folder, manifest = open_release(options.release)
+    folder, manifest = open_tasks(options.release)
     manifest = select_tasks(manifest, options.tasks)
     table = paper_table(manifest.get("builder"))
     if options.open_ended_scores:

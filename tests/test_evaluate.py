@@ -16,6 +16,7 @@ from builders.from_predictions.tasks import sets_table
 from builders.perturbations import ranking
 from builders.core.argtypes import share_or_count
 from builders.core.errors import UserError
+from builders.core.release_reader import open_release
 from builders.core.results import TaskResult
 
 REPO = Path(__file__).resolve().parents[1]
@@ -100,7 +101,7 @@ def test_bad_models_and_releases_are_one_line(tmp_path):
     with pytest.raises(UserError, match="expected hf:PATH, openai:MODEL@URL or dummy"):
         evaluate.parse_model("gpt4", 8)
     with pytest.raises(UserError, match="has no lm_eval/manifest.json"):
-        evaluate.open_release(str(tmp_path))
+        evaluate.open_tasks(str(tmp_path))
     result = subprocess.run([sys.executable, "-m", "builders.evaluate", str(tmp_path), "--model", "dummy"],
                             capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 2 and result.stderr.startswith("error: ") and "Traceback" not in result.stderr
@@ -134,7 +135,7 @@ def test_a_published_sample_release_is_evaluated_with_smollm2_and_the_dummy_mode
 @pytest.mark.parametrize("spec", ["mcqforge/gsm-mc@", "@v1.0.0", "mcqforge/gsm-mc"])
 def test_a_release_spec_without_a_repo_or_a_tag_is_refused_before_the_hub(spec):
     with pytest.raises(UserError) as error:
-        evaluate.open_release(spec)
+        open_release(spec, ["*"])
     assert str(error.value) == f"{spec}: expected a release folder or REPO@vX.Y.Z"
 
 
