@@ -46,7 +46,7 @@ from builders.core.argtypes import positive_int, share_or_count
 from builders.core.cli import ArgumentParser, check_writable_folder, exit_code
 from builders.core.errors import UserError
 from builders.core.lm_eval_tasks import MANIFEST, TASKS_DIR
-from builders.core.release import BUILD_CONFIG_FILE
+from builders.core.build_config import BUILD_CONFIG_FILE
 from builders.core.predictions import choice_prediction
 from builders.core.release_reader import open_release
 from builders.core.results import Runs, TaskResult, by_role

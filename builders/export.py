@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from builders.core.cli import ArgumentParser, check_writable_folder, exit_code
 from builders.core.errors import UserError
 from builders.core.record import LETTERS
-from builders.core.release import BUILD_CONFIG_FILE
+from builders.core.build_config import BUILD_CONFIG_FILE
 from builders.core.release_reader import open_release
 
 

@@ -31,7 +31,7 @@ from typing import Any, Sequence
 
 import yaml
 
-from builders.core import cli
+from builders.core import build_config, cli
 from builders.core.errors import ReleaseError, UserError
 from builders.registry import BUILDERS, load_builder
 
@@ -41,13 +41,13 @@ TRAIN_OPTIONS = {"push", "version", "private"}
 
 
 def option_argv(parser: argparse.ArgumentParser, options: dict[str, Any], where: str) -> list[str]:
-    """A dataset's options as command-line words, converted as a build config's are (``cli.option_words``);
+    """A dataset's options as command-line words, converted as a build config's are (``build_config.option_words``);
     a name that is no option of the builder stays ``--name value``, for argparse to name it."""
     dests = {a.dest for a in parser._actions}
     known = {name: value for name, value in options.items() if name in dests}
     unknown = [word for name, value in options.items() if name not in dests
                for word in ("--" + name.replace("_", "-"), *map(str, value if isinstance(value, list) else [value]))]
-    return cli.option_words(parser, known, where) + unknown
+    return build_config.option_words(parser, known, where) + unknown
 
 
 def read_train(path: Path) -> dict[str, Any]:

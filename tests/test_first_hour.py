@@ -151,7 +151,7 @@ def test_another_builder_replaces_a_release_folder_only_with_force(tmp_path, cap
 def test_changelog_entries_are_readable_and_take_a_message(local_hub, tmp_path):
     """Changelog entries were Python-repr dumps of every parameter ("wicked from cais/mmlu @ sha256:... (limit=None,
     max_excluded=0.5, ...)")."""
-    from builders.core.release import read_changelog
+    from builders.core.card import read_changelog
     from builders.core.sources import content_revision
 
     repo = "mcqforge/wicked-changelog"

@@ -235,3 +235,16 @@ def test_one_evaluation_split_rule_for_every_builder():
     assert evaluation_split({"dev": [1]}, "dev") == "dev"  # the few-shot split alone: scored all the same
     assert evaluation_split({"test": [], "validation": [1]}) == "validation"  # a split that holds no item
     assert evaluation_split({"train": [], "test": []}) == "test"
+
+
+def test_a_benchmark_and_a_build_take_keywords_only():
+    """`Benchmark("gsm8k", "openai/gsm8k", "main", ...)` read eight positional fields in declaration order: adding a
+    field, or reordering two strings, silently gave another benchmark."""
+    import dataclasses
+
+    from builders.core.build import Build
+    from builders.core.sources import Benchmark
+
+    with pytest.raises(TypeError):
+        Benchmark("b", "org/b", None, ("test",), None, "mit", "", "B")  # type: ignore[misc]
+    assert all(field.kw_only for cls in (Benchmark, Build) for field in dataclasses.fields(cls))

@@ -22,10 +22,12 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .build import Build, Builder
-from .cli import build_and_validate, builder_parser, check_options, parse_options, selection
+from .build_config import parse_options
+from .card import ReleaseInfo
+from .cli import build_and_validate, builder_parser, check_options, selection
 from .errors import UserError
 from .record import record_features
-from .release import ReleaseInfo, release_rows, write_release
+from .release import release_rows, write_release
 from .sources import load_rows
 from .validate import ValidationReport
 

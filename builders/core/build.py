@@ -44,7 +44,7 @@ class TaskLocation:
     revision: str | None = None  # the release tag, "vX.Y.Z"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Build:
     """The output of one builder run, before validation and writing.
 

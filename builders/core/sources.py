@@ -338,7 +338,7 @@ class RowContext:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Benchmark:
     """A source benchmark: where it lives on the Hub, and how its rows become items.
 
