@@ -21,10 +21,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness import REPO, run_builder
+from harness import run_builder
 
-sys.path.insert(0, str(REPO))
-from builders.registry import BUILDERS  # noqa: E402
+from builders.registry import BUILDERS
 
 BUILDER_OPTIONS = {"wicked": ["--sba-classifier", "none"]}
 

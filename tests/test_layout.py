@@ -176,6 +176,52 @@ def test_no_builder_imports_a_command():
     assert builders_importing_commands(GRAPH) == []
 
 
+def builder_modules(root: Path = REPO) -> set[str]:
+    """The builders, read from the files: ``builders.<name>`` modules and packages that define or re-export
+    ``BUILDER``."""
+    found = set()
+    for module, path in modules_of(root).items():
+        if module.count(".") != 1 or not module.startswith("builders."):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        assigned = {target.id for node in tree.body if isinstance(node, ast.Assign) for target in node.targets
+                    if isinstance(target, ast.Name)}
+        imported = {alias.asname or alias.name for node in tree.body if isinstance(node, ast.ImportFrom)
+                    for alias in node.names}
+        if "BUILDER" in assigned | imported:
+            found.add(module)
+    return found
+
+
+def builder_names_outside_the_registry(root: Path = REPO) -> list[str]:
+    """String constants that name a builder's module (``"builders.wicked"``) or build one from its name
+    (``f"builders.{name}"``), anywhere but the registry: the registry is the one list of builders."""
+    builders = builder_modules(root)
+    found = []
+    for module, path in modules_of(root).items():
+        if module == "builders.registry":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            named = isinstance(node, ast.Constant) and node.value in builders
+            built = isinstance(node, ast.JoinedStr) and bool(node.values) and isinstance(node.values[0], ast.Constant) \
+                and str(node.values[0].value).startswith("builders.")
+            if named or built:
+                found.append(f"{module}:{node.lineno}")
+    return found
+
+
+def test_builders_are_listed_only_in_the_registry():
+    """Builders were found by dotted strings in six places (the command table, the metrics table, the release
+    train, the benchmark scripts...): a new builder had to be added to each, and one forgotten was not built."""
+    assert builder_names_outside_the_registry() == []
+
+
+def test_the_registry_lists_every_builder():
+    from builders.registry import BUILDERS
+
+    assert sorted(BUILDERS.values()) == sorted(builder_modules()) and len(BUILDERS) == 7
+
+
 @pytest.mark.parametrize("module", ["builders.wicked", "builders.perturbations.builder",
                                     "builders.mmlu_pro_plus.builder", "builders.contrast_sets.tasks",
                                     "builders.from_predictions.tasks"])
