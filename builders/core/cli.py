@@ -4,8 +4,8 @@
 [--push REPO_ID --version X.Y.Z [--private]] [builder options]``
 
 A builder module defines a :class:`~builders.core.build.Builder` and ``main(argv) = cli.main(BUILDER, argv)``;
-everything else is here: parsing (``--config`` reads a release's ``build_config.yaml`` back), the checks that
-run before any source is loaded (version, output folder, Hub, LLM endpoint, the builder's own options),
+everything else is here: parsing (``--config`` replays a release's ``build_config.yaml``: :mod:`.build_config`),
+the checks that run before any source is loaded (version, output folder, Hub, LLM endpoint, the builder's own options),
 the build, validation, writing or publishing, and the end-of-run summary.
 """
 
