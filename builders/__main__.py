@@ -15,23 +15,26 @@ TOOLS = {
     "export": "builders.export",
     "sba": "classifiers.sba",
 }
-# command -> module with main(argv): every builder, then the tools
-COMMANDS = {**BUILDERS, **TOOLS}
+
+
+def commands() -> dict[str, str]:
+    """command -> module with main(argv): every builder of the registry, then the tools."""
+    return {**BUILDERS, **TOOLS}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     usage = ("usage: mcqforge COMMAND [options]   (mcqforge COMMAND --help for its options)\n\ncommands: "
-             + ", ".join(COMMANDS))
+             + ", ".join(commands()))
     if argv and argv[0] in ("-h", "--help"):
         print(usage)
         return 0
     command = argv[0].replace("-", "_") if argv else ""
-    if command not in COMMANDS:
+    if command not in commands():
         print(usage, file=sys.stderr)
         print(f"error: unknown command {argv[0]!r}" if argv else "error: no command given", file=sys.stderr)
         return 2
-    return importlib.import_module(COMMANDS[command]).main(argv[1:])
+    return importlib.import_module(commands()[command]).main(argv[1:])
 
 
 if __name__ == "__main__":

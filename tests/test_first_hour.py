@@ -16,7 +16,7 @@ from builders import wicked
 from builders.contrast_sets import builder as contrast_sets
 from builders.core import cli
 from builders.core.sources import SAMPLES_DIR
-from builders.__main__ import COMMANDS as ALL_COMMANDS
+from builders.__main__ import commands
 from builders.registry import BUILDERS, load_builder
 from fixtures import write_benchmark
 
@@ -172,7 +172,7 @@ def test_changelog_entries_are_readable_and_take_a_message(local_hub, tmp_path):
 
 HEAVY = ("torch", "datasets", "transformers", "sentence_transformers", "lm_eval", "matplotlib", "sklearn", "openai",
          "pyarrow", "pandas", "scipy", "networkx", "httpx", "httpcore", "huggingface_hub.hf_api")
-COMMANDS = tuple(ALL_COMMANDS.values())
+COMMANDS = tuple(commands().values())
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -638,7 +638,7 @@ def test_malformed_and_empty_source_rows_are_counted_and_excluded(tmp_path, caps
     assert python_io.main(["--source", str(source), "--strict", "--predictions", *predictions,
                            "--output", str(tmp_path / "strict")]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
-        "error: malformed row humaneval/test/4: field 'test': expected str, got NoneType")
+        "error: malformed row humaneval/test/4: field 'test': missing")
 
 
 def test_distractors_equal_to_the_gold_up_to_float_rounding_are_dropped():

@@ -1,8 +1,8 @@
 """The multiple-choice source benchmarks: one small adapter per source, a Hub-schema row -> :class:`MCQRecord`.
 
 Like inspect_ai's ``record_to_sample``: each adapter reads exactly the columns of its Hub dataset
-(a local copy in the same columns reads the same way), checks their types, and raises
-:class:`MalformedRow` naming the row and field when they are wrong. Open-ended sources (GSM8K, MATH,
+(a local copy in the same columns reads the same way) through :mod:`builders.core.fields`, which checks their
+types and raises :class:`MalformedRow` naming the row and field when they are wrong. Open-ended sources (GSM8K, MATH,
 HumanEval, MBPP) have their adapters in the builders that read them; every source is read by
 :func:`builders.core.sources.load_source`.
 """
@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from .record import Value
 
+from . import fields
 from .errors import MalformedRow
 from .record import LETTERS, MCQRecord, content_key, list_of
 from .rng import item_rng
@@ -34,61 +35,10 @@ MMLU_SUBJECTS = (
 ).split()
 
 
-# ---- field readers: every type error names the row and the field ------------------------------
-
-
-def _get(row: Mapping[str, Any], name: str, row_id: str) -> Any:
-    if name not in row or row[name] is None:
-        raise MalformedRow(row_id, name, "missing")
-    return row[name]
-
-
-def _text(row: Mapping[str, Any], name: str, row_id: str) -> str:
-    value = _get(row, name, row_id)
-    if not isinstance(value, str):
-        raise MalformedRow(row_id, name, f"expected a string, got {type(value).__name__}")
-    return value
-
-
 def _question(row: Mapping[str, Any], row_id: str) -> str:
     """The question: a blank one asks nothing, so the row is malformed (a contrast pair or a WiCkeD item
     built on it would be meaningless)."""
-    question = _text(row, "question", row_id)
-    if not question.strip():
-        raise MalformedRow(row_id, "question", "empty question")
-    return question
-
-
-def _optional_text(row: Mapping[str, Any], name: str, row_id: str) -> str | None:
-    value = row.get(name)
-    if value is not None and not isinstance(value, str):
-        raise MalformedRow(row_id, name, f"expected a string, got {type(value).__name__}")
-    return value or None
-
-
-def _string_list(value: Any, name: str, row_id: str) -> tuple[str, ...]:
-    if not isinstance(value, (list, tuple)):
-        raise MalformedRow(row_id, name, f"expected a list of strings, got {type(value).__name__}")
-    if not value:
-        raise MalformedRow(row_id, name, "empty list")
-    for i, item in enumerate(value):
-        if not isinstance(item, str):
-            raise MalformedRow(row_id, f"{name}[{i}]", f"expected a string, got {type(item).__name__}")
-    return tuple(value)
-
-
-def _index(value: Any, size: int, name: str, row_id: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise MalformedRow(row_id, name, f"expected an integer index, got {type(value).__name__} {value!r}")
-    if not 0 <= value < size:
-        raise MalformedRow(row_id, name, f"index {value} out of range for {size} choices")
-    return value
-
-
-def _label_index(label: Any, labels: tuple[str, ...], name: str, row_id: str) -> int:
-    if not isinstance(label, str) or label not in labels:
-        raise MalformedRow(row_id, name, f"{label!r} is not one of the labels {list(labels)}")
-    return labels.index(label)
+    return fields.text(row, "question", row_id, non_empty=True)
 
 
 # ---- adapters ------------------------------------------------------------------------------------
@@ -96,19 +46,17 @@ def _label_index(label: Any, labels: tuple[str, ...], name: str, row_id: str) ->
 
 def mmlu_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
     row_id = ctx.default_id
-    choices = _string_list(_get(row, "choices", row_id), "choices", row_id)
-    answer = _index(_get(row, "answer", row_id), len(choices), "answer", row_id)
-    subject = _optional_text(row, "subject", row_id) or ctx.subconfig or None
+    choices = fields.string_list(fields.required(row, "choices", row_id), "choices", row_id)
+    answer = fields.index(fields.required(row, "answer", row_id), len(choices), "answer", row_id)
+    subject = fields.optional_text(row, "subject", row_id) or ctx.subconfig or None
     return ctx.record(row_id, _question(row, row_id), choices, answer, subject=subject)
 
 
 def mmlu_pro_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
-    question_id = _get(row, "question_id", ctx.default_id)
-    if isinstance(question_id, bool) or not isinstance(question_id, int):
-        raise MalformedRow(ctx.default_id, "question_id", f"expected an integer, got {type(question_id).__name__}")
+    question_id = fields.integer(row, "question_id", ctx.default_id)
     row_id = f"{ctx.benchmark}/{ctx.split}/{question_id}"
-    options = _string_list(_get(row, "options", row_id), "options", row_id)
-    gold = _index(_get(row, "answer_index", row_id), len(options), "answer_index", row_id)
+    options = fields.string_list(fields.required(row, "options", row_id), "options", row_id)
+    gold = fields.index(fields.required(row, "answer_index", row_id), len(options), "answer_index", row_id)
     letter = row.get("answer")
     if letter is not None and letter != LETTERS[gold]:
         raise MalformedRow(row_id, "answer", f"letter {letter!r} disagrees with answer_index {gold}")
@@ -120,8 +68,8 @@ def mmlu_pro_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
         raise MalformedRow(row_id, "options", f"{len(kept)} option(s) besides 'N/A'; at least 2 are needed")
     return ctx.record(
         row_id, _question(row, row_id), tuple(options[i] for i in kept), kept.index(gold),
-        category=_optional_text(row, "category", row_id),
-        metadata={"question_id": question_id, "src": _optional_text(row, "src", row_id)},
+        category=fields.optional_text(row, "category", row_id),
+        metadata={"question_id": question_id, "src": fields.optional_text(row, "src", row_id)},
     )
 
 
@@ -136,28 +84,28 @@ def mmlu_redux_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
 def _labelled_choices(row: dict[str, Any], row_id: str) -> tuple[tuple[str, ...], tuple[str, ...], int]:
     """(labels, texts, gold index) of a `choices: {label, text}` + `answerKey` row (CommonsenseQA, ARC):
     the gold is found among the labels, never among the texts."""
-    choices = _get(row, "choices", row_id)
+    choices = fields.required(row, "choices", row_id)
     if not isinstance(choices, Mapping):
         raise MalformedRow(row_id, "choices", f"expected {{label, text}}, got {type(choices).__name__}")
-    labels = _string_list(choices.get("label"), "choices.label", row_id)
-    texts = _string_list(choices.get("text"), "choices.text", row_id)
+    labels = fields.string_list(choices.get("label"), "choices.label", row_id)
+    texts = fields.string_list(choices.get("text"), "choices.text", row_id)
     if len(labels) != len(texts):
         raise MalformedRow(row_id, "choices", f"{len(labels)} labels for {len(texts)} texts")
-    return labels, texts, _label_index(_get(row, "answerKey", row_id), labels, "answerKey", row_id)
+    return labels, texts, fields.label_index(fields.required(row, "answerKey", row_id), labels, "answerKey", row_id)
 
 
 def commonsense_qa_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
-    row_id = f"{ctx.benchmark}/{_text(row, 'id', ctx.default_id)}"
+    row_id = f"{ctx.benchmark}/{fields.text(row, 'id', ctx.default_id)}"
     _, texts, answer = _labelled_choices(row, row_id)
     return ctx.record(
         row_id, _question(row, row_id), texts, answer,
-        metadata={"question_concept": _optional_text(row, "question_concept", row_id)},
+        metadata={"question_concept": fields.optional_text(row, "question_concept", row_id)},
     )
 
 
 def arc_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
     """ARC labels are "A"-"E" or "1"-"5" (kept in the metadata)."""
-    row_id = f"{ctx.benchmark}/{_text(row, 'id', ctx.default_id)}"
+    row_id = f"{ctx.benchmark}/{fields.text(row, 'id', ctx.default_id)}"
     labels, texts, answer = _labelled_choices(row, row_id)
     return ctx.record(row_id, _question(row, row_id), texts, answer, metadata={"labels": list(labels)})
 
@@ -165,10 +113,10 @@ def arc_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
 def truthful_qa_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
     """mc1 always lists the gold first, so the options are shuffled by the per-item generator."""
     row_id = ctx.default_id
-    targets = _get(row, "mc1_targets", row_id)
+    targets = fields.required(row, "mc1_targets", row_id)
     if not isinstance(targets, Mapping):
         raise MalformedRow(row_id, "mc1_targets", f"expected {{choices, labels}}, got {type(targets).__name__}")
-    texts = _string_list(targets.get("choices"), "mc1_targets.choices", row_id)
+    texts = fields.string_list(targets.get("choices"), "mc1_targets.choices", row_id)
     labels = targets.get("labels")
     # booleans are ints in Python (True == 1): a True/False list is a different layout, not mc1's 0/1 labels
     if not isinstance(labels, list) or len(labels) != len(texts) or any(type(label) is not int for label in labels) \
@@ -187,8 +135,8 @@ def truthful_qa_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
 def unifiedqa_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
     """The UnifiedQA multiple-choice layout: ``question``, ``choices`` and a letter ``answer``."""
     row_id = ctx.default_id
-    choices = _string_list(_get(row, "choices", row_id), "choices", row_id)
-    answer = _label_index(_get(row, "answer", row_id), tuple(LETTERS[: len(choices)]), "answer", row_id)
+    choices = fields.string_list(fields.required(row, "choices", row_id), "choices", row_id)
+    answer = fields.label_index(fields.required(row, "answer", row_id), tuple(LETTERS[: len(choices)]), "answer", row_id)
     return ctx.record(row_id, _question(row, row_id), choices, answer, category=ctx.subconfig or None)
 
 

@@ -23,7 +23,7 @@ from collections import Counter
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 from typing import Sequence
 
-from builders.core import api, cli
+from builders.core import api, cli, fields
 from builders.core.build import Build, Builder, Check
 from builders.core.errors import MalformedRow, UserError
 from builders.core.record import OpenItem, Value
@@ -85,17 +85,10 @@ PLATINUM_CITATION = """@article{vendrow2025platinum,
 _GOLD_LINE = re.compile(r"####\s*(.+?)\s*$", re.MULTILINE)
 
 
-def text_field(row: dict, name: str, row_id: str) -> str:
-    value = row.get(name)
-    if not isinstance(value, str) or not value.strip():
-        raise MalformedRow(row_id, name, "missing or not a non-empty string")
-    return value
-
-
 def gsm8k_item(row: dict, ctx: RowContext, metadata: dict | None = None) -> OpenItem:
     row_id = f"{ctx.benchmark}/{ctx.split}/{ctx.index}"
-    question = text_field(row, "question", row_id)
-    answer = text_field(row, "answer", row_id)
+    question = fields.text(row, "question", row_id, non_empty=True)
+    answer = fields.text(row, "answer", row_id, non_empty=True)
     gold = gold_answer(answer)
     if gold is None:
         raise Exclude("no_gold_answer", "answer", "no '#### N' line with a number")
@@ -114,7 +107,7 @@ PLATINUM_REMOVED = ("removed", "rejected")
 
 def platinum_item(row: dict, ctx: RowContext) -> OpenItem:
     row_id = f"{ctx.benchmark}/{ctx.split}/{ctx.index}"
-    status = text_field(row, "cleaning_status", row_id).strip().lower()
+    status = fields.text(row, "cleaning_status", row_id, non_empty=True).strip().lower()
     if status in PLATINUM_REMOVED:
         raise Exclude("removed_by_platinum", "cleaning_status", f"GSM8K-Platinum marks the question {status!r}")
     if status not in PLATINUM_KEPT:

@@ -31,15 +31,13 @@ from typing import Sequence
 
 from builders.core.record import Value
 
-from builders.core import api, cli
+from builders.core import api, cli, fields
 from builders.core.audit import only_two_options
 from builders.core.build import Baseline, Build, Builder
-from builders.core.errors import MalformedRow
 from builders.core.record import MCQRecord, OpenItem
 from builders.core.sources import Benchmark, LoadedSource, RowContext
 from builders.core.steps import Exclude, ExclusionLog
 from builders.core.tables import Statistics, Table
-from builders.gsm_mc.builder import text_field
 from builders.from_predictions import collect, consensus, sets as mc
 from builders.from_predictions.tasks import set_tasks, sets_table
 from builders.math_mc.equivalence import MathEquivalence
@@ -71,8 +69,8 @@ EXTRA_METADATA = {"level": Value("string")}
 def math_item(row: dict, ctx: RowContext) -> OpenItem:
     """Ids and indices count the rows of a split, the Hub's subject configs concatenated in name order."""
     row_id = f"math/{ctx.split}/{ctx.split_position}"
-    problem = text_field(row, "problem", row_id)
-    solution = text_field(row, "solution", row_id)
+    problem = fields.text(row, "problem", row_id, non_empty=True)
+    solution = fields.text(row, "solution", row_id, non_empty=True)
     boxed = gold_boxes(solution)
     if not boxed:
         raise Exclude("no_gold_answer", "solution", "no non-empty \\boxed{} in the solution")
@@ -82,8 +80,7 @@ def math_item(row: dict, ctx: RowContext) -> OpenItem:
                       "own option letters would confuse")
     alternatives = tuple(dict.fromkeys(option_form(b) for b in boxed if option_form(b) != gold))
     for name in ("type", "level"):  # optional, but a present value must be text (the subject, "Level 3")
-        if row.get(name) is not None and not isinstance(row.get(name), str):
-            raise MalformedRow(row_id, name, f"not a string: {row.get(name)!r:.40}")
+        fields.optional_text(row, name, row_id)
     return OpenItem(row_id, ctx.split, ctx.split_position, problem, gold, boxed[-1], solution, ctx.config,
                     subject=row.get("type"), metadata={"level": row.get("level")}, gold_alternatives=alternatives)
 

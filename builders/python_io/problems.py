@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from builders.core import fields
 from builders.core.errors import MalformedRow
 from builders.core.sandbox import Limits, Sandbox, Unit, run_isolated
 from builders.core.sources import Benchmark, RowContext
@@ -82,18 +83,11 @@ class Problem:
         return self.benchmark, self.task_id
 
 
-def _field(row: Mapping[str, Any], name: str, kind: type, where: str) -> Any:
-    value = row.get(name)
-    if not isinstance(value, kind) or isinstance(value, bool):
-        raise MalformedRow(where, name, f"expected {kind.__name__}, got {type(value).__name__}")
-    return value
-
-
 def humaneval_problem(row: Mapping[str, Any], ctx: RowContext) -> Problem:
     where = ctx.default_id
-    program = _field(row, "prompt", str, where) + _field(row, "canonical_solution", str, where)
-    return Problem("humaneval", _field(row, "task_id", str, where), ctx.split, ctx.index, program,
-                   (_field(row, "test", str, where),), _field(row, "entry_point", str, where), "openai_humaneval")
+    program = fields.text(row, "prompt", where) + fields.text(row, "canonical_solution", where)
+    return Problem("humaneval", fields.text(row, "task_id", where), ctx.split, ctx.index, program,
+                   (fields.text(row, "test", where),), fields.text(row, "entry_point", where), "openai_humaneval")
 
 
 def mbpp_problem(row: Mapping[str, Any], ctx: RowContext) -> Problem:
@@ -101,13 +95,10 @@ def mbpp_problem(row: Mapping[str, Any], ctx: RowContext) -> Problem:
     task_id = row.get("task_id")
     if isinstance(task_id, bool) or not isinstance(task_id, (int, str)):
         raise MalformedRow(where, "task_id", "expected an integer")
-    tests = _field(row, "test_list", list, where)
-    if not all(isinstance(t, str) for t in tests):
-        raise MalformedRow(where, "test_list", "expected a list of strings")
-    program = _field(row, "code", str, where)
-    setup = row.get("test_setup_code") or ""
-    if not isinstance(setup, str):
-        raise MalformedRow(where, "test_setup_code", "expected a string")
+    # an empty list is well-formed: such a problem is excluded later as `no_asserts`
+    tests = fields.string_list(fields.required(row, "test_list", where), "test_list", where, allow_empty=True)
+    program = fields.text(row, "code", where)
+    setup = fields.optional_text(row, "test_setup_code", where) or ""
     # The setup code builds objects the asserts use (MBPP 367: a tree): it is part of what is shown.
     return Problem("mbpp", str(task_id), ctx.split, ctx.index, program + ("\n\n" + setup if setup.strip() else ""),
                    tuple(tests), source_config=ctx.config)
