@@ -22,17 +22,19 @@ from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
 from . import progress
+# The argparse types and runtime_group are defined in .argtypes and .build_config; the builders declare their
+# options with them as cli.positive_int, cli.runtime_group(...), hence the explicit re-exports (`name as name`).
 from .argtypes import (MAX_TIMEOUT_S as MAX_TIMEOUT_S, nonnegative_int as nonnegative_int, number as number,
                        positive_float as positive_float, positive_int, seconds as seconds, share,
                        unit_interval as unit_interval, whole_number as whole_number)
 from .build import Build, Builder
+from .build_config import BUILD_CONFIG_FILE, load_build_config, parse_args, recorded_params
+from .build_config import runtime_group as runtime_group
+from .card import ReleaseInfo
 from .errors import UserError, raised_by_an_interrupt
 from .models import check_model
 from .publish import check_repo_id, prepare_release, publish_folder, version_tag
 from .redact import scrub_log_handlers, scrub_text
-from .build_config import BUILD_CONFIG_FILE, load_build_config, parse_args, recorded_params
-from .build_config import runtime_group as runtime_group  # the builders declare their runtime options with it
-from .card import ReleaseInfo
 from .release import check_output_folder, output_lock, write_release
 from .sources import DEFAULT_MAX_EXCLUDED, LoadedSource, Selection, load_source
 from .tables import Table
