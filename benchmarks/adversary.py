@@ -12,7 +12,6 @@ the longest option 18.4% on WiCkeD MMLU-Pro).
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import tempfile
@@ -22,7 +21,8 @@ from pathlib import Path
 from harness import REPO
 
 from builders.core import adversary
-from builders.core.audit import binomial_p_value
+from builders.core.significance import binomial_p_value
+from builders.registry import builder_module
 
 
 def builds(data: Path) -> dict[str, tuple[str, list[str]]]:
@@ -51,7 +51,7 @@ def timed_build(module: str, argv: list[str], out: Path) -> tuple[float, float]:
     adversary.assess = assess
     try:
         start = time.perf_counter()
-        status = importlib.import_module(f"builders.{module}").main([*argv, "--output", str(out), "--log-level", "ERROR"])
+        status = builder_module(module).main([*argv, "--output", str(out), "--log-level", "ERROR"])
         seconds = time.perf_counter() - start
     finally:
         adversary.assess = original

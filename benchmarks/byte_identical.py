@@ -23,7 +23,8 @@ from pathlib import Path
 
 from harness import run_builder
 
-BUILDERS = ("wicked", "gsm_mc", "math_mc", "python_io", "mmlu_pro_plus", "contrast_sets", "perturbations")
+from builders.registry import BUILDERS
+
 BUILDER_OPTIONS = {"wicked": ["--sba-classifier", "none"]}
 
 

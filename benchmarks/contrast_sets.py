@@ -39,7 +39,7 @@ def child(argv: list[str]) -> None:
     """One build, stage by stage, as ``python -m builders.contrast_sets`` runs it; prints one JSON line."""
     sys.path.insert(0, str(REPO))
     from builders.contrast_sets import builder as cs
-    from builders.core import cli
+    from builders.core import build_config, cli
     from builders.core.release import write_release
 
     stopwatch = cs.Stopwatch()
@@ -50,7 +50,7 @@ def child(argv: list[str]) -> None:
     with stopwatch.stage("load"):
         source = cli.load(cs.BUILDER, args)
     build = cs.build(source, options, stopwatch)
-    build.params = {**cli.recorded_params(cli.arguments_as_built(args, options), parser), **build.params}
+    build.params = {**build_config.recorded_params(build_config.arguments_as_built(args, options), parser), **build.params}
     with stopwatch.stage("validate"):
         report = cli.validate(build)
     with stopwatch.stage("write"):

@@ -10,18 +10,22 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from builders.registry import BUILDERS  # noqa: E402
 
 
-def run_builder(module: str, argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of ``python -m builders.<module> ARGV`` run from the repository (with
-    ``env`` added to the environment)."""
+def run_builder(name: str, argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of the builder ``name`` (``python -m builders.<name> ARGV``) run from the
+    repository (with ``env`` added to the environment)."""
+    module = BUILDERS[name]
     start = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", f"builders.{module}", *argv, "--log-level", "WARNING"],
+    process = subprocess.Popen([sys.executable, "-m", module, *argv, "--log-level", "WARNING"],
                                cwd=REPO, env={**os.environ, **(env or {}), "PYTHONPATH": str(REPO)})
     _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"build failed: builders.{module} {' '.join(argv)}")
+        raise SystemExit(f"build failed: {module} {' '.join(argv)}")
     return seconds, usage.ru_maxrss / 1024
 
 

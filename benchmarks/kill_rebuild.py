@@ -23,10 +23,13 @@ import pyarrow.parquet as pq
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from builders.registry import BUILDERS  # noqa: E402
 
 
 def command(data: Path, out: Path, seed: int) -> list[str]:
-    return [sys.executable, "-m", "builders.wicked", "--source", str(data / "mmlu"), "--sba-classifier", "none",
+    return [sys.executable, "-m", BUILDERS["wicked"], "--source", str(data / "mmlu"), "--sba-classifier", "none",
             "--seed", str(seed), "--output", str(out), "--log-level", "ERROR"]
 
 

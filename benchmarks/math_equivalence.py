@@ -52,6 +52,7 @@ from builders.from_predictions.collect import make_pools
 from builders.math_mc.equivalence import MathEquivalence
 from builders.math_mc.forms import answer_key, boxed_contents, display_form
 from builders.core.record import OpenItem
+from builders.registry import BUILDERS
 
 HOSTILE = [r"2^{2^{40}}", r"10^{10^{10}}", r"9^{9^{9^{9}}}"]
 _INT = re.compile(r"^-?\d+$")
@@ -171,7 +172,7 @@ def real_build(data: Path) -> None:
     """MATH-MC from the real predictions, as a user runs it."""
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        process = subprocess.Popen([sys.executable, "-m", "builders.math_mc", "--source", str(data / "math"),
+        process = subprocess.Popen([sys.executable, "-m", BUILDERS["math_mc"], "--source", str(data / "math"),
                                     "--predictions", str(data / "predictions" / "math_test.jsonl"),
                                     "--output", str(Path(tmp) / "out"), "--log-level", "WARNING"], cwd=REPO)
         _, status, usage = os.wait4(process.pid, 0)
@@ -252,7 +253,7 @@ def release_figures(data: Path, choices: int, workers: int | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out"
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "builders.math_mc", "--source", str(data / "math"), "--predictions",
+        subprocess.run([sys.executable, "-m", BUILDERS["math_mc"], "--source", str(data / "math"), "--predictions",
                         str(data / "predictions" / "math_test.jsonl"), "--choices", str(choices), "--output", str(out),
                         "--log-level", "ERROR"], cwd=REPO, check=True)
         seconds = time.perf_counter() - start

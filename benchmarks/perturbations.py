@@ -31,7 +31,8 @@ sys.path.insert(0, str(REPO))
 from builders import perturbations  # noqa: E402
 from builders.core import cli  # noqa: E402
 from builders.core.benchmarks import BENCHMARKS  # noqa: E402
-from builders.core.release import ReleaseInfo, write_release  # noqa: E402
+from builders.core.card import ReleaseInfo  # noqa: E402
+from builders.core.release import write_release  # noqa: E402
 from builders.core.sources import load_source  # noqa: E402
 from builders.core.validate import validate  # noqa: E402
 

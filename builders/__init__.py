@@ -3,7 +3,7 @@
 import os
 import sys
 
-__version__ = "0.1.0"
+from .core.version import __version__  # noqa: F401  (the package's version, kept in builders.core)
 
 # Run as a command (`python -m builders...` sets argv[0] to "-m" while it finds the module; the console script
 # is `mcqforge`), a Ctrl-C while torch and datasets import is one line, as it is once the command runs; in the

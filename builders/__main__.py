@@ -6,15 +6,10 @@ import importlib
 import sys
 from typing import Sequence
 
-# command -> module with main(argv)
-COMMANDS = {
-    "wicked": "builders.wicked",
-    "gsm_mc": "builders.gsm_mc",
-    "math_mc": "builders.math_mc",
-    "python_io": "builders.python_io",
-    "mmlu_pro_plus": "builders.mmlu_pro_plus",
-    "contrast_sets": "builders.contrast_sets",
-    "perturbations": "builders.perturbations",
+from builders.registry import BUILDERS
+
+# commands that are not builders -> module with main(argv)
+TOOLS = {
     "metrics": "builders.metrics",
     "evaluate": "builders.evaluate",
     "export": "builders.export",
@@ -22,19 +17,24 @@ COMMANDS = {
 }
 
 
+def commands() -> dict[str, str]:
+    """command -> module with main(argv): every builder of the registry, then the tools."""
+    return {**BUILDERS, **TOOLS}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     usage = ("usage: mcqforge COMMAND [options]   (mcqforge COMMAND --help for its options)\n\ncommands: "
-             + ", ".join(COMMANDS))
+             + ", ".join(commands()))
     if argv and argv[0] in ("-h", "--help"):
         print(usage)
         return 0
     command = argv[0].replace("-", "_") if argv else ""
-    if command not in COMMANDS:
+    if command not in commands():
         print(usage, file=sys.stderr)
         print(f"error: unknown command {argv[0]!r}" if argv else "error: no command given", file=sys.stderr)
         return 2
-    return importlib.import_module(COMMANDS[command]).main(argv[1:])
+    return importlib.import_module(commands()[command]).main(argv[1:])
 
 
 if __name__ == "__main__":

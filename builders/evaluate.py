@@ -37,17 +37,21 @@ import os
 import logging
 import math
 import re
-import statistics
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from builders.core.cli import ArgumentParser, check_writable_folder, exit_code, positive_int
-from builders.core.errors import UserError, tag_hint
+from builders.core.argtypes import positive_int, share_or_count
+from builders.core.cli import ArgumentParser, check_writable_folder, exit_code
+from builders.core.errors import UserError
 from builders.core.lm_eval_tasks import MANIFEST, TASKS_DIR
+from builders.core.build_config import BUILD_CONFIG_FILE
 from builders.core.predictions import choice_prediction
+from builders.core.release_reader import open_release
+from builders.core.results import Runs, TaskResult, by_role
 from builders.core.tables import Statistics
+from builders.registry import BUILDERS, load_builder
 
 logger = logging.getLogger(__name__)
 
@@ -189,58 +193,19 @@ def require_modules(modules: Sequence[str], what: str) -> None:
                         'pip install "mcqforge[eval]"')
 
 
-def share_or_count(text: str) -> float | int:
-    """An argparse type, lm-eval's ``--limit``: a count of items per task, or below 1.0 a share of each task's."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if 0 < value < 1:
-        return value
-    if value >= 1 and value.is_integer():
-        return int(value)
-    raise argparse.ArgumentTypeError(f"must be a count of at least 1 or a share between 0 and 1, got {text}")
-
-
 # ---- the release ------------------------------------------------------------------------------------------
 
 
-def open_release(spec: str) -> tuple[Path, dict[str, Any]]:
-    """The release's task folder and manifest: a local folder, or ``REPO@TAG`` fetched from the Hub."""
-    folder = Path(spec).expanduser()
-    if not folder.is_dir():
-        repo, sep, tag = spec.partition("@")
-        if not sep or not repo or not tag:
-            raise UserError(f"{spec}: expected a release folder or REPO@vX.Y.Z")
-        from huggingface_hub import snapshot_download
-
-        try:
-            # real files, not the cache's links into blobs/: lm-eval resolves a YAML file's links and then
-            # looks for utils.py beside the blob
-            folder = Path(snapshot_download(repo, repo_type="dataset", revision=tag, local_dir=_release_cache(repo, tag),
-                                            allow_patterns=[f"{TASKS_DIR}/*", f"{TASKS_DIR}/**/*", "build_config.yaml"]))
-        except Exception as error:  # huggingface_hub raises many types; the user needs one line
-            hint = tag_hint(tag) if type(error).__name__ == "RevisionNotFoundError" else ""
-            raise UserError(f"cannot fetch {spec} from the Hub ({type(error).__name__}){hint}") from None
+def open_tasks(spec: str) -> tuple[Path, dict[str, Any]]:
+    """The release's folder (with its task folder) and its lm-eval manifest."""
+    folder = open_release(spec, [f"{TASKS_DIR}/*", f"{TASKS_DIR}/**/*", BUILD_CONFIG_FILE])
     path = folder / MANIFEST
     if not path.is_file():
         raise UserError(f"{spec} has no {MANIFEST}: it was not built with lm-eval tasks")
     return folder, json.loads(path.read_text(encoding="utf-8"))
 
 
-def _release_cache(repo: str, tag: str) -> Path:
-    root = Path(os.environ.get("MCQFORGE_CACHE", Path.home() / ".cache" / "mcqforge"))
-    return root / "releases" / f"{repo.replace('/', '--')}--{tag}"
-
-
 # ---- running lm-eval --------------------------------------------------------------------------------------
-
-
-@dataclass
-class TaskResult:
-    accuracy: float
-    items: dict[str, tuple[int, int]] = field(default_factory=dict)  # id -> (gold, predicted option)
-    docs: dict[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -342,23 +307,9 @@ def task_result(results: Mapping[str, Any], name: str, metric: str) -> TaskResul
 
 # ---- the papers' tables -----------------------------------------------------------------------------------
 
-Runs = Mapping[str, Mapping[str, TaskResult]]  # model -> task -> result
-
-
-def by_role(manifest: Mapping[str, Any], role: str) -> list[Mapping[str, Any]]:
-    return [task for task in manifest["tasks"] if task.get("role") == role]
-
-
-def mean_std(values: Sequence[float]) -> tuple[float, float]:
-    return (statistics.fmean(values), statistics.pstdev(values)) if values else (math.nan, math.nan)
-
-
 def paper_table(builder: str | None) -> Callable[[Runs, Mapping[str, Any], argparse.Namespace], Statistics]:
     """The builder's ``evaluation_table``: the table its paper reports."""
-    from builders.__main__ import COMMANDS
-
-    module = importlib.import_module(COMMANDS[builder]) if builder in COMMANDS else None
-    table = getattr(getattr(module, "BUILDER", None), "evaluation_table", None)
+    table = load_builder(builder).evaluation_table if builder in BUILDERS else None
     if table is None:
         raise UserError(f"no evaluation table for builder {builder!r}")
     return table
@@ -419,7 +370,7 @@ def evaluate(options: argparse.Namespace) -> Statistics:
     models = [parse_model(text, options.batch_size, args) for text, args in options.model]
     if len({m.name for m in models}) != len(models):
         raise UserError("two --model arguments have the same name")
-    folder, manifest = open_release(options.release)
+    folder, manifest = open_tasks(options.release)
     manifest = select_tasks(manifest, options.tasks)
     table = paper_table(manifest.get("builder"))
     if options.open_ended_scores:

@@ -29,22 +29,13 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from builders.core.cli import ArgumentParser, check_writable_folder, exit_code
 from builders.core.errors import UserError
 from builders.core.record import LETTERS
+from builders.core.build_config import BUILD_CONFIG_FILE
+from builders.core.release_reader import open_release
 
 
 def release_rows(spec: str) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """{config: {split: rows}} of a release folder, or of ``REPO@TAG`` on the Hub."""
-    folder = Path(spec).expanduser()
-    if not folder.is_dir():
-        repo, sep, tag = spec.partition("@")
-        if not sep or not repo or not tag:
-            raise UserError(f"{spec}: expected a release folder or REPO@vX.Y.Z")
-        from huggingface_hub import snapshot_download
-
-        try:
-            folder = Path(snapshot_download(repo, repo_type="dataset", revision=tag,
-                                            allow_patterns=["*/*.parquet", "build_config.yaml"]))
-        except Exception as error:  # huggingface_hub raises many types; the user needs one line
-            raise UserError(f"cannot fetch {spec} from the Hub ({type(error).__name__})") from None
+    folder = open_release(spec, ["*/*.parquet", BUILD_CONFIG_FILE])
     import pyarrow.parquet as pq
 
     configs: dict[str, dict[str, list[dict[str, Any]]]] = {}
@@ -63,7 +54,7 @@ def release_rows(spec: str) -> dict[str, dict[str, list[dict[str, Any]]]]:
 def release_builder(folder: Path) -> str | None:
     """The builder that wrote the release (its build_config.yaml), None when the file is missing."""
     try:
-        config = yaml.safe_load((folder / "build_config.yaml").read_text(encoding="utf-8"))
+        config = yaml.safe_load((folder / BUILD_CONFIG_FILE).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError):
         return None
     return config.get("builder") if isinstance(config, dict) else None

@@ -18,7 +18,7 @@ from huggingface_hub import ModelCard, ModelCardData
 
 from builders.core.errors import UserError
 from builders.core.publish import Published, prepare_release, publish_folder
-from builders.core.release import CARDS_DIR, ChangelogEntry, ReleaseInfo
+from builders.core.card import CARDS_DIR, ChangelogEntry, ReleaseInfo
 
 from .sba_model import EVALUATIONS_FILE
 

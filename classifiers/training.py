@@ -437,9 +437,9 @@ def _software() -> dict[str, str]:
     import torch
     import transformers
 
-    import builders
+    from builders.core.version import __version__
 
-    return {"mcqforge": builders.__version__, "torch": torch.__version__, "transformers": transformers.__version__,
+    return {"mcqforge": __version__, "torch": torch.__version__, "transformers": transformers.__version__,
             "python": platform.python_version()}
 
 

@@ -25,31 +25,29 @@ same file again skips them (their tag exists) only with ``--resume``.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
 import yaml
 
-from builders.__main__ import COMMANDS
-from builders.core import cli
+from builders.core import build_config, cli
 from builders.core.errors import ReleaseError, UserError
+from builders.registry import BUILDERS, load_builder
 
 
-# Commands that are not dataset builders, and the options the train sets itself.
-NOT_BUILDERS = {"metrics", "evaluate", "export", "sba"}
+# The options the train sets itself.
 TRAIN_OPTIONS = {"push", "version", "private"}
 
 
 def option_argv(parser: argparse.ArgumentParser, options: dict[str, Any], where: str) -> list[str]:
-    """A dataset's options as command-line words, converted as a build config's are (``cli.option_words``);
+    """A dataset's options as command-line words, converted as a build config's are (``build_config.option_words``);
     a name that is no option of the builder stays ``--name value``, for argparse to name it."""
     dests = {a.dest for a in parser._actions}
     known = {name: value for name, value in options.items() if name in dests}
     unknown = [word for name, value in options.items() if name not in dests
                for word in ("--" + name.replace("_", "-"), *map(str, value if isinstance(value, list) else [value]))]
-    return cli.option_words(parser, known, where) + unknown
+    return build_config.option_words(parser, known, where) + unknown
 
 
 def read_train(path: Path) -> dict[str, Any]:
@@ -59,7 +57,7 @@ def read_train(path: Path) -> dict[str, Any]:
         raise UserError(f"cannot read {path}: {error}") from None
     if not isinstance(train, dict) or not train.get("version") or not isinstance(train.get("datasets"), list):
         raise UserError(f"{path}: expected 'version' and a list of 'datasets'")
-    builders = sorted(name for name in COMMANDS if name not in NOT_BUILDERS)
+    builders = sorted(BUILDERS)
     for number, entry in enumerate(train["datasets"], 1):
         if not isinstance(entry, dict) or entry.get("builder") not in builders or not entry.get("push"):
             raise UserError(f"{path}: dataset {number} needs 'builder' (one of {builders}) and 'push'")
@@ -77,7 +75,7 @@ def plan(train: dict[str, Any], resume: bool) -> list[tuple[Any, argparse.Argume
     """Every dataset's parsed options and release checks, before anything is built."""
     steps = []
     for number, entry in enumerate(train["datasets"], 1):
-        builder = importlib.import_module(COMMANDS[entry["builder"]]).BUILDER
+        builder = load_builder(entry["builder"])
         parser = cli.builder_parser(builder)
         where = f"dataset {number} ({entry['builder']} -> {entry['push']})"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from builders.core import adversary, audit
+from builders.core import adversary, audit, significance
 from builders.core.record import MCQRecord
 
 
@@ -103,7 +103,7 @@ def test_a_release_too_small_to_judge_says_so():
     assert last.status == "too few items to judge"
     sentence = audit.summary_sentence(rows, adversary.assess(build))
     assert "too few items to judge** (as few as 7)" in sentence and "no row beats chance" not in sentence
-    assert not audit.too_small(500, 0.25, 20) and audit.detectable_margin(7, 1 / 3, 1) is not None
+    assert not audit.too_small(500, 0.25, 20) and significance.detectable_margin(7, 1 / 3, 1) is not None
 
 
 def test_the_card_sentence_is_generated_from_the_table():

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from builders.core import cli
+from builders.core import build_config, cli
 from builders.core.sources import SAMPLES_DIR, content_revision
 from fixtures import MMLU_TEST
 
@@ -89,7 +89,7 @@ def test_an_option_left_unset_records_the_default_its_options_derived():
         choices: int
         encoding: str  # no option of that name: never recorded
 
-    built = cli.arguments_as_built(args, Options(0.78, ("p.jsonl",), 5, "x"))
+    built = build_config.arguments_as_built(args, Options(0.78, ("p.jsonl",), 5, "x"))
     # only options left unset take the derived value; a given one is recorded as given
     assert vars(built) == {"threshold": 0.78, "embedder": None, "seed": 0, "predictions": ("p.jsonl",), "choices": 4}
     assert args.threshold is None

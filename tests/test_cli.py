@@ -334,11 +334,10 @@ def test_a_config_without_params_is_refused_not_ignored(tmp_path, capsys):
 def test_a_timeout_beyond_a_day_is_refused_naming_its_flag(module, flag, capsys):
     """--call-timeout 1e12 made every verification fail (a wait beyond threading.TIMEOUT_MAX overflows), and the
     error blamed the predictions (issue 25.6)."""
-    import importlib
-
     from builders.core import cli
+    from builders.registry import builder_module
 
-    builder = importlib.import_module(f"builders.{module}")
+    builder = builder_module(module)
     for value in ("1e12", "86401", "inf"):
         assert builder.main(["--source", "sample", flag, value, "--output", "unused"]) == 2
         assert capsys.readouterr().err.splitlines() == [

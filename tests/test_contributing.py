@@ -3,7 +3,7 @@
 The toy (``tests/toy_builder/``) is what the section says a build needs, and nothing else: the package
 ``builders/toy/`` (the layout of ``builders/wicked/``: ``builder.py``, ``transform.py``, ``tasks.py``,
 ``card_statistics.py``, ``checks.py``, ``evaluation.py``), its card ``cards/toy.md``, and its line in
-``builders/__main__.COMMANDS``. The test puts the package beside the real builders (on ``builders.__path__``), the
+``builders/registry.BUILDERS``. The test puts the package beside the real builders (on ``builders.__path__``), the
 card beside the real cards, and the line in the table, then builds from a small source through the command line
 and the Python API. (A real builder's test file, benchmark script and ``SAMPLE_OPTIONS`` line are checked by
 those files themselves.) The last test checks that every file and name the section mentions exists.
@@ -27,7 +27,8 @@ import pytest
 
 import builders
 from builders import __main__ as commands
-from builders.core import release
+from builders import registry
+from builders.core import card
 from builders.core.build import TaskLocation
 from fixtures import write_jsonl
 
@@ -47,13 +48,13 @@ DEV = [{"question": "1 + 1?", "choices": ["2", "3"], "answer": 0, "subject": "el
 
 @pytest.fixture
 def toy(tmp_path, monkeypatch):
-    """The toy builder added as CONTRIBUTING says: package, card, and one line in COMMANDS."""
+    """The toy builder added as CONTRIBUTING says: package, card, and one line in the registry."""
     monkeypatch.setattr(builders, "__path__", [*builders.__path__, str(TOY / "builders")])
     cards = tmp_path / "cards"  # the repository's cards/ with the toy's card added
-    shutil.copytree(release.CARDS_DIR, cards)
+    shutil.copytree(card.CARDS_DIR, cards)
     shutil.copy(TOY / "cards" / "toy.md", cards / "toy.md")
-    monkeypatch.setattr(release, "CARDS_DIR", cards)
-    monkeypatch.setitem(commands.COMMANDS, "toy", "builders.toy")
+    monkeypatch.setattr(card, "CARDS_DIR", cards)
+    monkeypatch.setitem(registry.BUILDERS, "toy", "builders.toy")
     yield importlib.import_module("builders.toy")
     for name in [name for name in sys.modules if name == "builders.toy" or name.startswith("builders.toy.")]:
         del sys.modules[name]
@@ -170,12 +171,12 @@ def resolves(value, parts: list[str]) -> bool:
 
 def name_exists(name: str) -> bool:
     """A name of the template builder, of `builders.core` or of a dataclass a builder fills, a module or a dotted
-    path from the package (`builders.evaluate.by_role`, `metrics.ranking.evaluation_table`), or a test helper."""
+    path from the package (`builders.core.results.by_role`, `perturbations.ranking.evaluation_table`), or a test helper."""
     from builders.core import build, record, rng, sources, steps, tables
     from builders.wicked import builder as template
 
     parts = name.split(".")
-    owners = [template, build, record, rng, sources, steps, tables, commands, build.Build, build.Builder,
+    owners = [template, build, record, rng, sources, steps, tables, commands, registry, build.Build, build.Builder,
               build.Baseline, sources.Benchmark, record.MCQRecord]
     owners += [record.MCQRecord] if parts[0] == "record" else []  # `record.replace(...)`: a record's method
     if any(resolves(owner, parts[1:] if parts[0] == "record" else parts) for owner in owners):

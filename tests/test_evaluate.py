@@ -13,8 +13,11 @@ import pytest
 
 from builders import evaluate, wicked
 from builders.from_predictions.tasks import sets_table
-from builders.metrics import ranking
+from builders.perturbations import ranking
+from builders.core.argtypes import share_or_count
 from builders.core.errors import UserError
+from builders.core.release_reader import open_release
+from builders.core.results import TaskResult
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -23,8 +26,8 @@ def options(**values) -> argparse.Namespace:
     return argparse.Namespace(**{"output": None, "open_ended_scores": None, **values})
 
 
-def result(accuracy: float, items: dict | None = None) -> evaluate.TaskResult:
-    return evaluate.TaskResult(accuracy, items or {})
+def result(accuracy: float, items: dict | None = None) -> TaskResult:
+    return TaskResult(accuracy, items or {})
 
 
 def test_the_predicted_option_follows_the_metric_on_in_memory_samples():
@@ -98,7 +101,7 @@ def test_bad_models_and_releases_are_one_line(tmp_path):
     with pytest.raises(UserError, match="expected hf:PATH, openai:MODEL@URL or dummy"):
         evaluate.parse_model("gpt4", 8)
     with pytest.raises(UserError, match="has no lm_eval/manifest.json"):
-        evaluate.open_release(str(tmp_path))
+        evaluate.open_tasks(str(tmp_path))
     result = subprocess.run([sys.executable, "-m", "builders.evaluate", str(tmp_path), "--model", "dummy"],
                             capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 2 and result.stderr.startswith("error: ") and "Traceback" not in result.stderr
@@ -132,7 +135,7 @@ def test_a_published_sample_release_is_evaluated_with_smollm2_and_the_dummy_mode
 @pytest.mark.parametrize("spec", ["mcqforge/gsm-mc@", "@v1.0.0", "mcqforge/gsm-mc"])
 def test_a_release_spec_without_a_repo_or_a_tag_is_refused_before_the_hub(spec):
     with pytest.raises(UserError) as error:
-        evaluate.open_release(spec)
+        open_release(spec, ["*"])
     assert str(error.value) == f"{spec}: expected a release folder or REPO@vX.Y.Z"
 
 
@@ -240,7 +243,7 @@ def test_model_arguments_go_to_the_model_named_before_them():
                                 text=True, cwd=REPO)
         assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
         assert message in result.stderr
-    assert evaluate.share_or_count("0.25") == 0.25 and evaluate.share_or_count("20") == 20
+    assert share_or_count("0.25") == 0.25 and share_or_count("20") == 20
 
 
 def test_tasks_picks_tasks_or_configs_with_the_baselines_they_are_compared_with():

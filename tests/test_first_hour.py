@@ -16,6 +16,8 @@ from builders import wicked
 from builders.contrast_sets import builder as contrast_sets
 from builders.core import cli
 from builders.core.sources import SAMPLES_DIR
+from builders.__main__ import commands
+from builders.registry import BUILDERS, load_builder
 from fixtures import write_benchmark
 
 REPO = Path(__file__).resolve().parents[1]
@@ -149,7 +151,7 @@ def test_another_builder_replaces_a_release_folder_only_with_force(tmp_path, cap
 def test_changelog_entries_are_readable_and_take_a_message(local_hub, tmp_path):
     """Changelog entries were Python-repr dumps of every parameter ("wicked from cais/mmlu @ sha256:... (limit=None,
     max_excluded=0.5, ...)")."""
-    from builders.core.release import read_changelog
+    from builders.core.card import read_changelog
     from builders.core.sources import content_revision
 
     repo = "mcqforge/wicked-changelog"
@@ -170,9 +172,7 @@ def test_changelog_entries_are_readable_and_take_a_message(local_hub, tmp_path):
 
 HEAVY = ("torch", "datasets", "transformers", "sentence_transformers", "lm_eval", "matplotlib", "sklearn", "openai",
          "pyarrow", "pandas", "scipy", "networkx", "httpx", "httpcore", "huggingface_hub.hf_api")
-COMMANDS = ("builders.wicked", "builders.gsm_mc", "builders.math_mc", "builders.python_io", "builders.mmlu_pro_plus",
-            "builders.contrast_sets", "builders.perturbations", "builders.evaluate", "builders.export",
-            "builders.metrics", "classifiers.sba")
+COMMANDS = tuple(commands().values())
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -189,22 +189,19 @@ def test_a_bad_flag_and_help_load_no_heavy_library(command):
 
 def test_help_shows_every_default_the_seed_included():
     """`--help` hid every default equal to 0 (`0 in (None, False, ...)` is true): --seed among them."""
-    import importlib
 
     result = subprocess.run([sys.executable, "-m", "builders.wicked", "--help"], capture_output=True, text=True,
                             cwd=REPO, env={"COLUMNS": "400", "PATH": "/usr/bin:/bin"}, timeout=120)
     [seed] = [line for line in result.stdout.splitlines() if line.strip().startswith("--seed")]
     assert seed.split()[-2:] == ["(default:", "0)"]
-    for module in ("builders.wicked", "builders.gsm_mc.builder", "builders.python_io.builder",
-                   "builders.mmlu_pro_plus.builder", "builders.contrast_sets.builder",
-                   "builders.perturbations.builder"):
-        parser = cli.builder_parser(importlib.import_module(module).BUILDER)
+    for name in BUILDERS:
+        parser = cli.builder_parser(load_builder(name))
         formatter = parser._get_formatter()
         with_a_default = [action for action in parser._actions if action.option_strings and not (
             action.default is None or action.default is False or action.default in ([], "==SUPPRESS=="))]
         hidden = [action.option_strings[0] for action in with_a_default
                   if "default" not in formatter._get_help_string(action)]
-        assert hidden == [], module
+        assert hidden == [], name
 
 
 def _stderr_of(command: list[str], terminal: bool) -> str:

@@ -17,9 +17,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from builders.__main__ import COMMANDS
 from builders.core.build import TaskLocation
 from builders.core.inspect_tasks import task_files
+from builders.registry import BUILDERS
 
 inspect_ai = pytest.importorskip("inspect_ai")
 
@@ -69,8 +69,7 @@ def share_of_gold_a(release: Path, config: str, split: str) -> float:
 def test_every_builders_release_runs_its_inspect_tasks(releases, monkeypatch):
     from inspect_ai import eval as inspect_eval
 
-    not_builders = ("evaluate", "export", "metrics", "sba")
-    assert sorted(SAMPLE_OPTIONS) == sorted(name for name in COMMANDS if name not in not_builders)
+    assert sorted(SAMPLE_OPTIONS) == sorted(BUILDERS)
     monkeypatch.chdir(releases)  # inspect takes task files by relative path
     logs = inspect_eval([f"{builder}/inspect/tasks.py" for builder in SAMPLE_OPTIONS], model=mock_model(), limit=LIMIT,
                         display="none", log_dir=str(releases / ".inspect-logs"))

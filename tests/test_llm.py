@@ -13,7 +13,7 @@ from typing import Callable
 
 import pytest
 
-from builders.core import cli
+from builders.core import build_config, cli
 from builders.core.errors import UserError
 from builders.core.llm import (
     ChatRequest,
@@ -488,7 +488,7 @@ def test_endpoint_options_defaults_and_settings(monkeypatch, tmp_path):
     assert {k: v for k, v in vars(args).items()} == {
         "base_url": None, "api_key_env": "OPENAI_API_KEY", "llm_concurrency": 8, "llm_timeout": 120.0,
         "llm_max_retries": 6, "max_llm_failures": 0.1, "cache_dir": "~/.cache/mcqforge"}
-    assert cli.runtime_dests(parser) == LLM_DESTS  # kept out of build_config.yaml
+    assert build_config.runtime_dests(parser) == LLM_DESTS  # kept out of build_config.yaml
     assert LLMSettings.from_args(args) == LLMSettings(
         base_url=None, api_key_env="OPENAI_API_KEY", cache_dir=tmp_path / ".cache" / "mcqforge", concurrency=8,
         timeout=120.0, max_retries=6, max_failures=0.1)
@@ -552,7 +552,7 @@ def test_every_command_that_calls_an_llm_takes_the_same_endpoint_options():
     builders = [cli.builder_parser(b) for b in (GSM_MC, MATH_MC, PYTHON_IO, MMLU_PRO_PLUS)]
     labeller = sba.build_parser()._subparsers._group_actions[0].choices["label"]
     assert [endpoint_options(p) for p in [*builders, labeller]] == [expected] * 5
-    assert [cli.runtime_dests(p) >= LLM_DESTS for p in builders] == [True] * 4  # never in build_config.yaml
+    assert [build_config.runtime_dests(p) >= LLM_DESTS for p in builders] == [True] * 4  # never in build_config.yaml
 
 
 # -- requests that fail beyond a stated share stop the run (issue 25.4) ------------------------------------------

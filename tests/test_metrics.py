@@ -17,7 +17,7 @@ import pytest
 from scipy.stats import kendalltau
 
 import builders.metrics as metrics_cli
-from builders.metrics import ranking as metrics
+from builders.perturbations import ranking as metrics
 from builders.perturbations import builder as perturbations
 from builders.core.predictions import (Prediction, PredictionError, read_predictions, resolve_prediction,
                                        write_predictions)

@@ -221,3 +221,30 @@ def test_unreachable_hub_gives_one_actionable_line():
 def test_subjects_that_match_no_row_are_named(tmp_path):
     with pytest.raises(SourceError, match="split 'test' has no rows of --subjects nosuch other$"):
         load_source(BENCHMARKS["mmlu"], str(write_benchmark("mmlu", tmp_path)), selection=Selection(("nosuch", "other")))
+
+
+def test_one_evaluation_split_rule_for_every_builder():
+    """Four builders chose the split their tasks score in four ways: a release with a train and a validation split
+    scored train in GSM-MC's and MATH-MC's tasks but validation in WiCkeD's, and an empty test split was scored by
+    WiCkeD and the perturbations but passed over by the contrast sets."""
+    from builders.core.sources import evaluation_split
+
+    assert evaluation_split({"train": [1], "test": [1], "validation": [1]}) == "test"
+    assert evaluation_split({"train": [1], "validation": [1]}, "train") == "validation"
+    assert evaluation_split({"dev": [1], "train": [1]}, "dev") == "train"
+    assert evaluation_split({"dev": [1]}, "dev") == "dev"  # the few-shot split alone: scored all the same
+    assert evaluation_split({"test": [], "validation": [1]}) == "validation"  # a split that holds no item
+    assert evaluation_split({"train": [], "test": []}) == "test"
+
+
+def test_a_benchmark_and_a_build_take_keywords_only():
+    """`Benchmark("gsm8k", "openai/gsm8k", "main", ...)` read eight positional fields in declaration order: adding a
+    field, or reordering two strings, silently gave another benchmark."""
+    import dataclasses
+
+    from builders.core.build import Build
+    from builders.core.sources import Benchmark
+
+    with pytest.raises(TypeError):
+        Benchmark("b", "org/b", None, ("test",), None, "mit", "", "B")  # type: ignore[misc]
+    assert all(field.kw_only for cls in (Benchmark, Build) for field in dataclasses.fields(cls))

@@ -17,7 +17,8 @@ from builders.core import lm_eval_tasks
 from builders.core.build import TaskLocation
 from builders.core.record import MCQRecord
 from builders.core.tables import Statistics, Table
-from builders.evaluate import Runs, by_role
+from builders.core.results import Runs, by_role
+from builders.core.sources import evaluation_split
 
 NAME = "contrast_sets"
 # task -> (config, manifest role, prompt function in utils.py)
@@ -37,15 +38,10 @@ def choices_only_text(doc):
 '''
 
 
-def test_split(splits: Mapping[str, Sequence[MCQRecord]]) -> str:
-    """The split the tasks score: ``test``, else ``validation``, else the release's first."""
-    return next((s for s in ("test", "validation") if splits.get(s)), next(iter(splits)))
-
-
 def contrast_tasks(configs: Mapping[str, Mapping[str, Sequence[MCQRecord]]], location: TaskLocation) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     manifest = []
-    split = test_split(configs["contrast"])
+    split = evaluation_split(configs["contrast"])
     for task, (config, role, prompt) in TASKS.items():
         description = CHOICES_ONLY_DESCRIPTION if role == "choices_only" else DESCRIPTION
         files[f"{lm_eval_tasks.TASKS_DIR}/{task}.yaml"] = lm_eval_tasks.to_yaml(

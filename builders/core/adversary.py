@@ -29,6 +29,8 @@ import numpy as np
 from .build import Build
 from .record import MCQRecord, text_hash
 from .rng import item_rng
+from .significance import (THRESHOLD_WORDS, TOO_SMALL_MARGIN, inherit_from_source, practically_large,
+                           significantly_above_chance, status, too_small)
 from .tables import Table
 
 NAME = "choices_only_model"
@@ -261,14 +263,10 @@ class AdversaryRow:
 
     @property
     def significant(self) -> bool:
-        from .audit import significantly_above_chance
-
         return significantly_above_chance(self.accuracy, self.chance, self.scored, self.tests)
 
     @property
     def warns(self) -> bool:
-        from .audit import practically_large
-
         return self.inherent is None and self.significant and practically_large(self.accuracy, self.chance)
 
 
@@ -290,8 +288,6 @@ def assess(build: Build) -> list[AdversaryRow]:
             if evaluated is not None:
                 rows.append(replace(evaluated, config=config, split=split, inherent=inherent))
     rows = [replace(row, tests=len(rows)) for row in rows]
-    from .audit import inherit_from_source
-
     rows = inherit_from_source(rows, build.unchanged_config, lambda row: NAME, lambda row: row.scored)
     return [row if row.significant else replace(row, features=()) for row in rows]
 
@@ -404,8 +400,6 @@ def wilson_interval(successes: int, n: int, z: float = WILSON_Z) -> tuple[float,
 
 
 def adversary_table(rows: Sequence[AdversaryRow]) -> Table:
-    from .audit import THRESHOLD_WORDS, TOO_SMALL_MARGIN
-
     return Table(
         "Choices-only model",
         ("config", "split", "items", "scored", "accuracy", "95% interval", "chance", "beats chance by",
@@ -424,8 +418,6 @@ def adversary_table(rows: Sequence[AdversaryRow]) -> Table:
 
 
 def row_status(row: AdversaryRow) -> str:
-    from .audit import status, too_small
-
     return status(row.warns, row.inherent, too_small(row.scored, row.chance, row.tests))
 
 

@@ -22,9 +22,12 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .build import Build, Builder
+from .build_config import parse_options
+from .card import ReleaseInfo
+from .cli import build_and_validate, builder_parser, check_options, selection
 from .errors import UserError
 from .record import record_features
-from .release import ReleaseInfo, release_rows, write_release
+from .release import release_rows, write_release
 from .sources import load_rows
 from .validate import ValidationReport
 
@@ -60,8 +63,6 @@ class BuildResult:
 def build_dataset(builder: Builder, data: Any, *, benchmark: str | None = None, split: str = "test",
                   **options: Any) -> BuildResult:
     """Build ``builder`` from ``data`` with keyword ``options`` (the command line's, with underscores)."""
-    from .cli import build_and_validate, builder_parser, check_options, parse_options, selection
-
     parser = builder_parser(builder)
     known = {action.dest for action in parser._actions} - {"help"}
     unknown = sorted(set(options) - known)

@@ -11,36 +11,30 @@ items (the mean of 1/number of options). Every ordering rule has its mirror, sin
 is a shortcut too: its mirror is far above.
 
 A rule warns, in the report and on the console, when it beats chance beyond sampling noise and by a practical
-margin relative to chance (:func:`practically_large`), unless the builder declares it inherent to its design
-(with the reason). Sampling noise is a one-sided binomial test at :data:`WARN_P_VALUE` for the whole audit
-(Bonferroni: each row's p-value times the number of rows), so a release of ten randomly laid-out sets does not
-warn by chance on one of its sixty rows. A row so small that a rule :data:`TOO_SMALL_MARGIN` above chance
-could not warn says so instead of "ok".
+margin relative to chance, unless the builder declares it inherent to its design (with the reason). Sampling noise
+is a one-sided binomial test for the whole audit (Bonferroni: each row's p-value times the number of rows), so a
+release of ten randomly laid-out sets does not warn by chance on one of its sixty rows. A row so small that a
+strong rule could not warn says so instead of "ok". These judgements are :mod:`.significance`'s, which the
+choices-only model shares.
 
 The rules here are written independently of every builder's code: they read the released options only.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
-import numpy as np
 
+from .adversary import AdversaryRow, row_status
 from .build import Baseline, Build
 from .record import MCQRecord
+from .significance import (INHERITED, THRESHOLD_WORDS, TOO_SMALL_MARGIN, binomial_p_value, inherit_from_source,
+                           practically_large, significantly_above_chance, status, too_small)
 from .tables import Table
 
-if TYPE_CHECKING:
-    from .adversary import AdversaryRow
-
-MIN_MARGIN = 0.05  # a shortcut worth a warning: at least 5 points above chance ...
-MIN_RATIO = 1.5  # ... or at least 1.5 times chance, whichever is smaller (a 10-option release: 15% against 10%)
-WARN_P_VALUE = 0.01
-TOO_SMALL_MARGIN = 0.20  # a row that could not warn on a rule this far above chance is too small to judge
 _NONE_OF_THE_ABOVE = re.compile(r"^\s*none\s+of\s+the\s+(above|others|options|choices|these)\b", re.I)
 _BOTH = re.compile(r"^\s*both\b.+\b(and|&)\b.+\b(are|is)\s+(correct|true|right)\s*\.?\s*$", re.I | re.S)
 
@@ -117,43 +111,6 @@ COMMON_BASELINES = [
 ]
 
 
-def binomial_p_value(correct: int, n: int, chance: float) -> float:
-    """How likely guessing at ``chance`` gets ``correct`` of ``n`` or more right (one-sided binomial)."""
-    from scipy.stats import binom
-
-    return float(binom.sf(correct - 1, n, min(max(chance, 0.0), 1.0))) if n else 1.0
-
-
-def significantly_above_chance(accuracy: float, chance: float, n: int, tests: int) -> bool:
-    """Guessing at chance scores ``accuracy`` over ``n`` items with a one-sided binomial p below
-    :data:`WARN_P_VALUE`, Bonferroni-corrected over the ``tests`` rows of the family (rules or adversary rows)."""
-    return binomial_p_value(round(accuracy * n), n, chance) * tests < WARN_P_VALUE
-
-
-def practically_large(accuracy: float, chance: float) -> bool:
-    """Whether a rule is far enough above chance to matter: :data:`MIN_MARGIN` points or :data:`MIN_RATIO`
-    times chance, whichever is smaller (so a 10-option release is held to the same relative standard)."""
-    return accuracy - chance >= min(MIN_MARGIN, (MIN_RATIO - 1) * chance) - 1e-12
-
-
-def detectable_margin(n: int, chance: float, tests: int) -> float | None:
-    """The smallest margin above chance that would warn on ``n`` items (None: not even a perfect score would)."""
-    from scipy.stats import binom
-
-    if n == 0:
-        return None
-    correct = np.arange(n + 1)
-    p_values = binom.sf(correct - 1, n, min(max(chance, 0.0), 1.0)) * tests
-    warnable = [k for k in correct if p_values[k] < WARN_P_VALUE and practically_large(k / n, chance)]
-    return warnable[0] / n - chance if warnable else None
-
-
-def too_small(n: int, chance: float, tests: int) -> bool:
-    """Whether a rule :data:`TOO_SMALL_MARGIN` above chance could go unseen on ``n`` items."""
-    margin = detectable_margin(n, chance, tests)
-    return margin is None or margin > TOO_SMALL_MARGIN
-
-
 @dataclass(frozen=True)
 class AuditRow:
     config: str
@@ -185,14 +142,6 @@ class AuditRow:
         return status(self.warns, self.inherent, self.too_small)
 
 
-def status(warns: bool, inherent: str | None, small: bool) -> str:
-    if warns:
-        return "WARNING"
-    if inherent:
-        return f"inherent: {inherent}"
-    return "too few items to judge" if small else "ok"
-
-
 def audit(build: Build) -> list[AuditRow]:
     baselines = COMMON_BASELINES + list(build.baselines)
     fewshot = build.source.benchmark.fewshot_split
@@ -215,41 +164,6 @@ def audit(build: Build) -> list[AuditRow]:
                                lambda row: row.baseline, lambda row: row.applies)
 
 
-INHERITED = "inherited from the source"
-
-
-def inherit_from_source(rows: Sequence, unchanged_config: str | None, rule: Callable, scored: Callable) -> list:
-    """Rows (rule or choices-only model) marked inherent when the cue is the source's: on ``unchanged_config`` (the
-    source unchanged) a row that would warn is the source's own cue, and a row of another config (same rule, same
-    split) whose margin over chance is not larger than that one's beyond sampling noise inherits it. A config that
-    adds to the cue still warns. The reason carries the source row's figures. ``scored``: a row's item count."""
-    if unchanged_config is None:
-        return list(rows)
-    source = {(row.split, rule(row)): row for row in rows if row.config == unchanged_config and row.warns}
-    marked = []
-    for row in rows:
-        own = source.get((row.split, rule(row)))
-        if own is not None and row.inherent is None and not _adds_to(row, own, scored):
-            where = ("the source's own options carry it" if row is own else
-                     f"`{unchanged_config}` (the source unchanged) scores {own.accuracy:.1%} against chance {own.chance:.1%}")
-            row = replace(row, inherent=f"{INHERITED}: {where}")
-        marked.append(row)
-    return marked
-
-
-def _adds_to(row, own, scored: Callable) -> bool:
-    """Whether ``row`` beats chance by more than ``own`` does, beyond noise (one-sided two-proportion z-test at
-    :data:`WARN_P_VALUE`)."""
-    n, m = scored(row), scored(own)
-    pooled = (row.accuracy * n + own.accuracy * m) / (n + m)
-    spread = math.sqrt(pooled * (1 - pooled) * (1 / n + 1 / m))
-    excess = (row.accuracy - row.chance) - (own.accuracy - own.chance)
-    return excess > 0 and (spread == 0 or excess / spread > ONE_SIDED_Z)
-
-
-ONE_SIDED_Z = 2.326348  # the one-sided normal quantile of WARN_P_VALUE
-
-
 def _row(config: str, split: str, name: str, records: Sequence[MCQRecord], predict,
          build: Build) -> AuditRow | None:
     """The rule scored over the items it applies to; it abstains on the others."""
@@ -267,11 +181,6 @@ def _position_prior(records: Sequence[MCQRecord]) -> int | None:
     """The most frequent gold position of the few-shot split (a model can learn it from the demonstrations)."""
     counts = Counter(r.answer for r in records)
     return min(counts, key=lambda p: (-counts[p], p)) if counts else None
-
-
-THRESHOLD_WORDS = (f"beyond sampling noise (one-sided binomial p < {WARN_P_VALUE} over the whole audit, "
-                   f"Bonferroni-corrected) and by at least {MIN_MARGIN * 100:.0f} points or {MIN_RATIO:g} times chance, "
-                   f"whichever is smaller")
 
 
 def audit_table(rows: Sequence[AuditRow]) -> Table:
@@ -303,11 +212,9 @@ def summary_by_rule(rows: Sequence[AuditRow]) -> Mapping[str, float]:
     return best
 
 
-def summary_sentence(rules: Sequence[AuditRow], models: Sequence["AdversaryRow"] = ()) -> str:
+def summary_sentence(rules: Sequence[AuditRow], models: Sequence[AdversaryRow] = ()) -> str:
     """What the audit tables say, in one paragraph for the card: generated from their rows, so it cannot
     contradict them."""
-    from .adversary import row_status
-
     labelled = [(f"`{r.baseline}`", f"{r.config}/{r.split}", r.status, r.accuracy, r.chance, r.applies) for r in rules]
     labelled += [("the choices-only model", f"{r.config}/{r.split}", row_status(r), r.accuracy, r.chance, r.scored)
                  for r in models]

@@ -44,7 +44,7 @@ class TaskLocation:
     revision: str | None = None  # the release tag, "vX.Y.Z"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Build:
     """The output of one builder run, before validation and writing.
 
@@ -99,7 +99,7 @@ class Builder:
     and frozen options from the arguments (defaults derived from other options included), which ``build``,
     ``llm_models`` and ``models`` take: no builder sees the namespace after that. For an option left unset, a field
     of the options named as the option holds the default derived for it, which ``build_config.yaml`` records
-    (``cli.arguments_as_built``); name a field otherwise when its value must not be recorded. ``llm_models``
+    (``build_config.arguments_as_built``); name a field otherwise when its value must not be recorded. ``llm_models``
     names the models a build will call (their endpoint is checked before loading); ``models`` the models it loads
     here (a classifier, an embedder: checked too). ``selection_reasons``: exclusions that are what the method
     selects, not rows lost. ``preview_subset``: whether ``--preview K`` may build from the first K items only

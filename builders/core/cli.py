@@ -4,8 +4,8 @@
 [--push REPO_ID --version X.Y.Z [--private]] [builder options]``
 
 A builder module defines a :class:`~builders.core.build.Builder` and ``main(argv) = cli.main(BUILDER, argv)``;
-everything else is here: parsing (``--config`` reads a release's ``build_config.yaml`` back), the checks that
-run before any source is loaded (version, output folder, Hub, LLM endpoint, the builder's own options),
+everything else is here: parsing (``--config`` replays a release's ``build_config.yaml``: :mod:`.build_config`),
+the checks that run before any source is loaded (version, output folder, Hub, LLM endpoint, the builder's own options),
 the build, validation, writing or publishing, and the end-of-run summary.
 """
 
@@ -13,32 +13,34 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import logging
-import math
 import os
 import sys
 import tempfile
-import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
 from . import progress
+# The argparse types and runtime_group are defined in .argtypes and .build_config; the builders declare their
+# options with them as cli.positive_int, cli.runtime_group(...), hence the explicit re-exports (`name as name`).
+from .argtypes import (MAX_TIMEOUT_S as MAX_TIMEOUT_S, nonnegative_int as nonnegative_int, number as number,
+                       positive_float as positive_float, positive_int, seconds as seconds, share,
+                       unit_interval as unit_interval, whole_number as whole_number)
 from .build import Build, Builder
+from .build_config import BUILD_CONFIG_FILE, arguments_as_built, load_build_config, parse_args, recorded_params
+from .build_config import runtime_group as runtime_group
+from .card import ReleaseInfo
 from .errors import UserError, raised_by_an_interrupt
 from .models import check_model
 from .publish import check_repo_id, prepare_release, publish_folder, version_tag
 from .redact import scrub_log_handlers, scrub_text
-from .release import BUILD_CONFIG_FILE, ReleaseInfo, check_output_folder, load_build_config, output_lock, write_release
-from .sources import DEFAULT_MAX_EXCLUDED, LoadedSource, Selection, content_revision, load_source
+from .release import check_output_folder, output_lock, write_release
+from .sources import DEFAULT_MAX_EXCLUDED, LoadedSource, Selection, load_source
 from .tables import Table
 from .validate import ValidationReport, validate
 
 logger = logging.getLogger(__name__)
-# Options about where a build goes, not what it holds: never recorded (with the runtime groups' options).
-DELIVERY_OPTIONS = {"output", "push", "version", "private", "config", "log_level", "benchmark", "source", "preview",
-                    "wait_for_output", "force", "message", "no_progress"}
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -62,71 +64,6 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UserError(message)
-
-
-# Range checks of a single option are argparse types, so that the command line, a --config file and the Python
-# API refuse a bad value the same way (check_arguments keeps the rules between options).
-
-
-def whole_number(low: int, high: int | None = None) -> Callable[[str], int]:
-    """An argparse type: a whole number of at least ``low`` (and at most ``high``)."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < low or (high is not None and value > high):
-            bounds = f"at least {low}" if high is None else f"between {low} and {high}"
-            raise argparse.ArgumentTypeError(f"must be {bounds}, got {value}")
-        return value
-
-    return parse
-
-
-def number(low: float, high: float = math.inf, *, low_included: bool = False,
-           high_included: bool = True) -> Callable[[str], float]:
-    """An argparse type: a finite number above ``low`` and at most ``high`` (the ``*_included`` flags say
-    whether each bound itself is allowed)."""
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        above_low = value >= low if low_included else value > low
-        below_high = value <= high if high_included else value < high
-        if not (math.isfinite(value) and above_low and below_high):
-            bounds = f"at least {low:g}" if low_included else f"above {low:g}"
-            if high != math.inf:
-                bounds += f" and {'at most' if high_included else 'below'} {high:g}"
-            raise argparse.ArgumentTypeError(f"must be a finite number {bounds}, got {text}")
-        return value
-
-    return parse
-
-
-positive_int = whole_number(1)  # workers, tokens, batch sizes, counts
-nonnegative_int = whole_number(0)  # shots, retries, characters of slack
-positive_float = number(0)  # ratios, epochs, rates (a timeout is `seconds`)
-# The longest wait a timeout option takes: a day, and never beyond what the platform's waits take
-# (threading.TIMEOUT_MAX; a larger value fails every wait as an overflow, blamed on whatever was waited for).
-MAX_TIMEOUT_S = min(86_400.0, threading.TIMEOUT_MAX)
-seconds = number(0, MAX_TIMEOUT_S)  # every timeout option
-share = number(0, 1, low_included=True)  # [0, 1]: shares and probabilities
-unit_interval = number(0, 1)  # (0, 1]: similarity cut-offs, recall targets
-
-
-def runtime_group(parser: argparse.ArgumentParser, title: str) -> argparse._ArgumentGroup:
-    """An argument group for options about where and how fast a build runs, not what it holds:
-    they stay out of build_config.yaml and the card."""
-    group = parser.add_argument_group(f"{title} (runtime: not recorded in build_config.yaml)")
-    group.runtime = True  # type: ignore[attr-defined]
-    return group
-
-
-def runtime_dests(parser: argparse.ArgumentParser) -> set[str]:
-    return {a.dest for g in parser._action_groups if getattr(g, "runtime", False) for a in g._group_actions}
 
 
 def builder_parser(builder: Builder) -> ArgumentParser:
@@ -171,175 +108,6 @@ def builder_parser(builder: Builder) -> ArgumentParser:
     return parser
 
 
-# ---- parsing -------------------------------------------------------------------------------------------
-
-
-def parse_args(parser: ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
-    """Parse twice: a --config file sets the defaults, explicit flags still win."""
-    args = parser.parse_args(argv)
-    if args.config:
-        defaults, local = config_defaults(parser, args.config)
-        given = args  # the command line alone
-        parser.set_defaults(**defaults)
-        args = parser.parse_args(argv)
-        for action in parser._actions:  # append/extend options add to their default: a list given on the
-            # command line replaces the config's instead (it would be merged into it)
-            if isinstance(action, (argparse._AppendAction, argparse._ExtendAction)) and action.dest in defaults \
-                    and getattr(given, action.dest) not in (None, []):
-                setattr(args, action.dest, getattr(given, action.dest))
-        _require_local_files_again(args, parser, local)
-        _require_the_recorded_source(args.config, given.source)
-    return args
-
-
-def _require_the_recorded_source(path: Path, given: str | None) -> None:
-    """A rebuild reads the source the release was built from: ``--source`` with ``--config`` must name it again
-    (the same Hub spec, ``sample``, or a local copy with the recorded content hash); another source would give
-    another dataset under the old release's configuration without a word."""
-    source = load_build_config(path).get("source") or {}
-    recorded = source.get("spec")
-    if given is None or recorded is None or source.get("parts"):  # a source of parts records each part
-        return
-    if isinstance(recorded, dict):
-        local = _local_path(given)
-        if local is not None and content_revision(local) == recorded.get("content"):
-            return
-        described = f"local copy {recorded.get('local')!r} ({recorded.get('content')})"
-    elif str(given) == str(recorded):
-        return
-    else:
-        described = repr(recorded)
-    raise UserError(f"{path} was built from {described}; --source {given} is another source. Rebuild from the "
-                    "recorded source, or build from the new one without --config (passing its options)")
-
-
-def config_defaults(parser: ArgumentParser, path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A build_config.yaml's options as parser defaults, each checked as if it had been typed (type, choices,
-    the builder's own parsers), and the recorded local files a rebuild must be given again.
-
-    A config file may come from anyone (it travels with a release on the Hub): options that are never
-    recorded (where the build goes, the LLM endpoint and its key, caches) are refused, not applied."""
-    recorded = load_build_config(path)
-    builder = parser.builder_name
-    if builder and recorded.get("builder") not in (None, builder):
-        raise UserError(f"{path} is the build config of {recorded.get('builder')!r}, not of {builder}")
-    params, source = recorded.get("params") or {}, recorded.get("source") or {}
-    if not isinstance(params, dict) or not isinstance(source, dict):
-        raise UserError(f"{path} is not an mcqforge build_config.yaml: 'params' and 'source' must be mappings")
-    not_recorded = sorted(k for k in params if k in DELIVERY_OPTIONS | runtime_dests(parser))
-    if not_recorded:
-        raise UserError(f"{path}: options {not_recorded} are never recorded in a build config; pass them on the "
-                        "command line")
-    values = {**params, "benchmark": source.get("benchmark"), "source": source.get("spec")}
-    local = {k: v for k, v in values.items() if _is_recorded_local(v)}
-    given = {k: v for k, v in values.items() if v is not None and k not in local}
-    checked = parse_options(parser, given, path)
-    return {dest: getattr(checked, dest) for dest in given}, local
-
-
-def parse_options(parser: ArgumentParser, options: dict[str, Any], where: str | Path) -> argparse.Namespace:
-    """``options`` ({dest: value}) parsed as if they had been typed, with the parser's own types and choices;
-    a bad or unknown one is one error naming ``where`` (a config file, the Python API)."""
-    return _parse_strictly(parser, option_words(parser, options, where), where)
-
-
-def option_words(parser: argparse.ArgumentParser, options: dict[str, Any], where: str | Path) -> list[str]:
-    """The command-line words that would give ``options`` ({dest: value}; None: the default); a false
-    ``--x/--no-x`` switch is ``--no-x``."""
-    actions = {a.dest: a for a in parser._actions if a.option_strings and a.dest != "help"}
-    unknown = sorted(k for k in options if k not in actions)
-    if unknown:
-        raise UserError(f"{where}: options {unknown} are not options of {parser.prog}")
-    return [token for dest, value in options.items() if value is not None
-            for token in _option_tokens(where, actions[dest], value)]
-
-
-def _option_tokens(where: str | Path, action: argparse.Action, value: Any) -> list[str]:
-    """The command-line words that would have given ``action`` this recorded value."""
-    flag = next((s for s in action.option_strings if s.startswith("--")), action.option_strings[0])
-    if isinstance(action, argparse.BooleanOptionalAction) or action.nargs == 0:
-        if not isinstance(value, bool):
-            raise UserError(f"{where}: option {action.dest} is a switch (true or false), got {value!r}")
-        if isinstance(action, argparse.BooleanOptionalAction):
-            return [flag if value else action.option_strings[1]]
-        return [flag] if value != action.default else []
-    if action.nargs is None or action.nargs == "?":
-        if isinstance(value, (list, tuple, dict)):
-            raise UserError(f"{where}: option {action.dest} takes one value, got {value!r}")
-        return [f"{flag}={_token(value)}"]
-    if not isinstance(value, (list, tuple)) or any(isinstance(v, (list, tuple, dict)) for v in value):
-        raise UserError(f"{where}: option {action.dest} takes a list of values, got {value!r}")
-    return [flag, *map(_token, value)] if value else []
-
-
-def _token(value: Any) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def _parse_strictly(parser: ArgumentParser, tokens: list[str], where: str | Path) -> argparse.Namespace:
-    """Parse option words with the parser's own types and choices; a bad value names ``where``."""
-    try:
-        return parser.parse_args(tokens)
-    except UserError as error:
-        raise UserError(f"{where}: {error}") from None
-
-
-def _require_local_files_again(args: argparse.Namespace, parser: argparse.ArgumentParser,
-                               local: dict[str, Any]) -> None:
-    """A release records local files by base name and content hash: a rebuild must be given them again."""
-    missing = [dest for dest in local if getattr(args, dest) in (None, [], ())]
-    if missing:
-        names = {a.dest: a.option_strings[0] for a in parser._actions if a.option_strings}
-        hints = [f"{names.get(d, d)} ({_local_names(local[d])})" for d in missing]
-        raise UserError(f"{args.config} was built from local files; pass them again: {', '.join(hints)}")
-
-
-def _is_recorded_local(value: Any) -> bool:
-    if isinstance(value, list):
-        return any(_is_recorded_local(v) for v in value)
-    return isinstance(value, dict) and "local" in value and "content" in value
-
-
-def _local_names(value: Any) -> str:
-    values = value if isinstance(value, list) else [value]
-    return ", ".join(v["local"] for v in values if isinstance(v, dict) and "local" in v)
-
-
-def recorded_params(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> dict:
-    """Every option that decides what the build holds, for the build config and the card. Local files and
-    folders are recorded by base name and content hash, never by path."""
-    skipped = DELIVERY_OPTIONS | (runtime_dests(parser) if parser is not None else set())
-    return {k: _recorded(v) for k, v in sorted(vars(args).items()) if k not in skipped}
-
-
-def _recorded(value: Any) -> Any:
-    if isinstance(value, (list, tuple)):
-        return [_recorded(v) for v in value]
-    if not isinstance(value, (str, Path)):
-        return value
-    model, sep, rest = str(value).partition("=")
-    for name, candidate in ((None, value), (model, rest if sep else None)):
-        path = _local_path(candidate)
-        if path is not None:
-            entry = {"local": path.resolve().name, "content": content_revision(path)}
-            return {"model": name, **entry} if name else entry
-    return str(value)
-
-
-PATH_SUFFIXES = {".jsonl", ".json", ".csv", ".parquet", ".yaml", ".yml", ".txt", ".gz", ".md"}
-
-
-def _local_path(value: str | Path | None) -> Path | None:
-    """An existing local file or folder that the option names (a Path, or text that looks like one)."""
-    if value is None or value == "":
-        return None
-    text = str(value)
-    looks_like_a_path = isinstance(value, Path) or "/" in text or text.startswith(("~", ".")) or \
-        Path(text).suffix.lower() in PATH_SUFFIXES
-    path = Path(text).expanduser()
-    return path if looks_like_a_path and path.exists() else None
-
-
 # ---- running a build -----------------------------------------------------------------------------------
 
 
@@ -380,20 +148,11 @@ def load(builder: Builder, args: argparse.Namespace) -> LoadedSource:
 def build_and_validate(builder: Builder, parser: argparse.ArgumentParser, args: argparse.Namespace, options: Any,
                        source: LoadedSource) -> tuple[Build, ValidationReport]:
     """The build from the builder's ``options``, with every recorded option in its params (as the build used it:
-    :func:`arguments_as_built`; the builder adds only derived ones), validated."""
+    :func:`.build_config.arguments_as_built`; the builder adds only derived ones), validated."""
     build = builder.build(source, options)
     build.params = {**recorded_params(arguments_as_built(args, options), parser), **build.params}
     check_excluded_share(build, args.max_excluded, builder.selection_reasons)
     return build, validate(build)
-
-
-def arguments_as_built(args: argparse.Namespace, options: Any) -> argparse.Namespace:
-    """The arguments with the default the builder's options derived for an option left unset (None or empty),
-    in the field named as the option (the sample's own predictions, the calibrated threshold): what the build
-    used, and what is recorded."""
-    derived = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)
-               if f.name in vars(args) and getattr(args, f.name) in (None, [])}
-    return argparse.Namespace(**{**vars(args), **derived})
 
 
 def check_excluded_share(build: Build, max_excluded: float, selection_reasons: frozenset[str] = frozenset()) -> None:
@@ -519,6 +278,14 @@ def exit_code(command: Callable[[], int | None]) -> int:
         print("interrupted", file=sys.stderr)  # e.g. an import that Ctrl-C broke half-way
         return 130
     return status or 0
+
+
+def run_metric(metric: Any, args: argparse.Namespace) -> int:
+    """Run a metric (a module with ``add_arguments(parser)`` and ``run(args)``) on its parsed arguments: its
+    ``--output``, a folder, is checked before any work."""
+    if getattr(args, "output", None) is not None:
+        check_writable_folder(Path(args.output))
+    return metric.run(args)
 
 
 def check_writable_folder(path: Path, flag: str = "--output") -> None:

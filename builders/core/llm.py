@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import httpx
 
+from .argtypes import nonnegative_int, positive_int, seconds, share
 from .cache import cache_folder
 from .errors import UserError
 from .llm_cache import CACHE_FORMAT_VERSION, ReplyCache, request_key
@@ -55,7 +56,6 @@ CHECK_TIMEOUT_S = 5.0
 def add_llm_arguments(group: argparse._ArgumentGroup) -> None:
     """The endpoint options of every command that calls an LLM, declared once; their defaults are
     shown by the parser's ArgumentDefaultsHelpFormatter. The model option is each command's own."""
-    from .cli import nonnegative_int, positive_int, seconds, share
     group.add_argument("--base-url", metavar="URL", default=None,
                        help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 for vLLM; "
                             "unset: $OPENAI_BASE_URL, else the OpenAI API")

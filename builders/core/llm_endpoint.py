@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+from .argtypes import MAX_TIMEOUT_S
 from .cache import DEFAULT_ROOT
 from .errors import UserError
 
@@ -60,8 +61,6 @@ def check_settings(concurrency: int, max_retries: int, timeout: float, max_failu
         raise UserError(f"--llm-concurrency (concurrency) must be at least 1, not {concurrency}")
     if max_retries < 0:
         raise UserError(f"--llm-max-retries (max_retries) must be at least 0, not {max_retries}")
-    from .cli import MAX_TIMEOUT_S
-
     if not 0 < timeout <= MAX_TIMEOUT_S:
         raise UserError(f"--llm-timeout (timeout) must be more than 0 and at most {MAX_TIMEOUT_S:g} seconds, "
                         f"not {timeout}")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from .errors import ReleaseError
 from .redact import scrub_text, scrub_url
-from .release import ChangelogEntry, ReleaseInfo, read_changelog
+from .card import ChangelogEntry, ReleaseInfo, read_changelog
 
 if TYPE_CHECKING:
     from huggingface_hub import HfApi

@@ -23,7 +23,6 @@ import json
 import logging
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -31,61 +30,23 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
-
-import yaml
-
-import builders
+from typing import Any, Callable
 
 from . import inspect_tasks
 from .lm_eval_tasks import MANIFEST
-from .build import Build, TaskLocation
+from .build import Build
+from .build_config import BUILD_CONFIG_FILE, build_config_text
+from .card import ReleaseInfo, render_card
 from .errors import UserError, ValidationFailed
 from .progress import bar
 from .record import record_features
 from .validate import ValidationReport
 
-if TYPE_CHECKING:
-    from huggingface_hub import DatasetCard
-
 logger = logging.getLogger(__name__)
 
-# The top-level cards/ folder, linked as builders/cards so that a wheel carries it (a checkout whose link
-# was flattened into a file still finds the top-level folder).
-CARDS_DIR = next(folder for folder in (Path(builders.__file__).resolve().parent / "cards",
-                                       Path(builders.__file__).resolve().parents[1] / "cards") if folder.is_dir())
-BUILD_CONFIG_FILE = "build_config.yaml"
 REPORT_FILE = "validation_report.json"
 EXCLUSIONS_FILE = "exclusions.jsonl"
-TASK_CATEGORIES = ["multiple-choice", "question-answering"]
-TASK_IDS = ["multiple-choice-qa"]
-
-
-@dataclass(frozen=True)
-class ChangelogEntry:
-    version: str
-    summary: str
-
-
-@dataclass
-class ReleaseInfo:
-    """What is known about the release being written: set when publishing, empty for --output only."""
-
-    repo_id: str | None = None
-    version: str | None = None
-    changelog: list[ChangelogEntry] = field(default_factory=list)
-    message: str | None = None  # --message: what changed, in the changelog entry of this release
-
-    @property
-    def tag(self) -> str | None:
-        return f"v{self.version}" if self.version else None
-
-    @property
-    def task_location(self) -> TaskLocation:
-        """Published: the tasks read the repo at the tag; otherwise the folder they sit in."""
-        return TaskLocation(self.repo_id, self.tag) if self.repo_id and self.version else TaskLocation()
 
 
 def parquet_path(config: str, split: str) -> str:
@@ -407,203 +368,3 @@ def write_parquet(records, metadata_features, path: Path, column_features=None) 
     return table.nbytes
 
 
-# ---- the build configuration and the card ---------------------------------------------------------------
-
-
-BUILD_CONFIG_KEYS = ("builder", "mcqforge_version", "source", "params")  # what build_config() writes
-
-
-def build_config(build: Build) -> dict[str, Any]:
-    """The plain file that records how to rebuild this release (``--config`` reads it back)."""
-    first = build.source.provenance[0]
-    return {
-        "builder": build.builder,
-        "mcqforge_version": builders.__version__,
-        "source": {"benchmark": build.source.benchmark.name, "spec": first.spec,
-                   "dataset": first.dataset, "revision": first.revision,
-                   **({"parts": [vars(p) for p in build.source.provenance]} if len(build.source.provenance) > 1 else {})},
-        "params": build.params,
-    }
-
-
-def build_config_text(build: Build) -> str:
-    return yaml.safe_dump(build_config(build), sort_keys=True, allow_unicode=True)
-
-
-def git_commit(package: Path | None = None) -> str:
-    """The commit of the mcqforge checkout this package runs from ("-dirty" with uncommitted changes), or
-    "unknown". An installed package that merely sits inside some other git repository (a virtual environment
-    in a user's project) is "unknown": that repository's commit says nothing about mcqforge."""
-    package = Path(package or Path(builders.__file__).parent).resolve()
-
-    def git(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", *args], cwd=package, capture_output=True, text=True, timeout=10)
-
-    try:
-        top = git("rev-parse", "--show-toplevel")
-        tracked = git("ls-files", "--error-unmatch", "--", "__init__.py")
-        result = git("rev-parse", "HEAD")
-        dirty = git("status", "--porcelain", "--untracked-files=no")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    if top.returncode != 0 or Path(top.stdout.strip()).resolve() != package.parent or tracked.returncode != 0 \
-            or result.returncode != 0:
-        return "unknown"
-    return result.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
-
-
-def _size_category(n: int) -> str:
-    for limit, name in [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
-                        (1_000_000, "100K<n<1M"), (10_000_000, "1M<n<10M")]:
-        if n < limit:
-            return name
-    return "10M<n<100M"
-
-
-def dataset_info(build: Build, sizes: dict[tuple[str, str], int]) -> list[dict[str, Any]]:
-    """The card's ``dataset_info``: features, rows and bytes per config and split, as the Hub reads them
-    (``num_bytes`` is the Arrow size of the written split; without it ``datasets`` ignores the splits)."""
-    import datasets
-    from datasets.splits import SplitDict, SplitInfo
-
-    entries = []
-    for config, splits in build.configs.items():
-        features = record_features(build.metadata_features.get(config, {}), build.extra_columns.get(config))
-        split_dict = SplitDict()
-        for split, records in splits.items():
-            split_dict.add(SplitInfo(name=split, num_examples=len(records), num_bytes=sizes[config, split]))
-        entries.append(datasets.DatasetInfo(features=features, splits=split_dict, config_name=config)._to_yaml_dict())
-    return entries
-
-
-def render_card(build: Build, report: ValidationReport, release: ReleaseInfo,
-                sizes: dict[tuple[str, str], int]) -> DatasetCard:
-    from huggingface_hub import DatasetCard, DatasetCardData
-
-    benchmark = build.source.benchmark
-    largest = max((len(records) for _, _, records in build.records()), default=0)
-    changelog = [ChangelogEntry(release.version or "unreleased", _change_summary(build, release.message))] + [
-        e for e in release.changelog if e.version != release.version
-    ]
-    card_data = DatasetCardData(
-        **card_license(build),
-        language=["en"],
-        source_datasets=list(dict.fromkeys(p.dataset for p in build.source.provenance if p.spec != "sample")) or None,
-        task_categories=TASK_CATEGORIES,
-        task_ids=TASK_IDS,
-        tags=["mcqforge", build.builder, benchmark.name],
-        size_categories=[_size_category(largest)],
-        pretty_name=build.title,
-        configs=[{"config_name": config,
-                  "data_files": [{"split": split, "path": f"{config}/{split}-*.parquet"} for split in splits],
-                  **({"default": True} if i == 0 else {})}
-                 for i, (config, splits) in enumerate(build.configs.items())],
-        dataset_info=dataset_info(build, sizes),
-        mcqforge={"builder": build.builder, "version": release.version,
-                  "changelog": [{"version": e.version, "summary": e.summary} for e in changelog]},
-    )
-    context = {
-        "build": build,
-        "benchmark": benchmark,
-        "title": build.title,
-        "repo_id": release.repo_id,
-        "version": release.version,
-        "first_config": next(iter(build.configs)),
-        "mcqforge_version": builders.__version__,
-        "git_commit": git_commit(),
-        "provenance": build.source.provenance,
-        "from_sample": all(p.spec == "sample" for p in build.source.provenance),
-        "selection": build.source.selection,
-        "build_config_yaml": build_config_text(build).strip(),
-        "report": report,
-        "validation_markdown": report.to_markdown(),
-        "exclusion_reasons": report.exclusion_reasons,
-        "statistics": build.statistics,
-        "has_lm_eval": build.lm_eval_tasks is not None,
-        "changelog": changelog,
-        **build.card_context,
-    }
-    context["method_section"] = _render_fragment(build.card_template or f"{build.builder}.md", context)
-    return DatasetCard.from_template(card_data, template_path=str(CARDS_DIR / "dataset.md"), **context)
-
-
-# The embedded samples were written for mcqforge and are released with it (builders/data/samples/README.md).
-SAMPLE_LICENSE = "apache-2.0"
-
-
-def card_license(build: Build) -> dict[str, Any]:
-    """The card's license fields: the source benchmark's, or mcqforge's for a build from its own samples; with
-    ``license: other`` the Hub needs ``license_name`` (and a link)."""
-    if all(p.spec == "sample" for p in build.source.provenance):
-        return {"license": SAMPLE_LICENSE}
-    benchmark = build.source.benchmark
-    named = {"license_name": benchmark.license_name, "license_link": benchmark.license_link}
-    return {"license": benchmark.license, **{k: v for k, v in named.items() if v and benchmark.license == "other"}}
-
-
-def _render_fragment(name: str, context: dict[str, Any]) -> str:
-    import jinja2
-
-    path = CARDS_DIR / name
-    return jinja2.Template(path.read_text(encoding="utf-8"), undefined=jinja2.StrictUndefined).render(**context).strip()
-
-
-def _change_summary(build: Build, message: str | None = None) -> str:
-    """One readable line: the user's --message, then what was built from what (every option is in the build
-    configuration below it, not repeated here)."""
-    first = build.source.provenance[0]
-    source = "mcqforge's sample" if first.spec == "sample" else build.source.dataset
-    built = f"{build.builder} from {source} (revision {first.revision.removeprefix('sha256:')[:12]}), seed " \
-            f"{build.params.get('seed', 0)}"
-    message = " ".join((message or "").split()).rstrip(".")  # one line in the card's YAML and list
-    return f"{message}. Built with {built}." if message else f"Built with {built}."
-
-
-def load_build_config(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-        raise UserError(f"cannot read build config {path}: {error}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("source", {}), dict):
-        raise UserError(f"{path} is not an mcqforge build_config.yaml")
-    unknown = sorted(str(key) for key in data if key not in BUILD_CONFIG_KEYS)
-    if unknown:  # e.g. options written at the top level, which would otherwise be ignored without a word
-        raise UserError(f"{path}: unknown top-level keys {unknown}; a build config holds only "
-                        f"{', '.join(BUILD_CONFIG_KEYS)} (options go under 'params:')")
-    return _resolve_sample_files(data)
-
-
-def _resolve_sample_files(data: dict[str, Any]) -> dict[str, Any]:
-    """A build from ``--source sample`` may have read files shipped with the sample (its models' predictions),
-    recorded like any local file by base name and content hash. The package still holds them: a recorded
-    file whose name and hash match a file of the sample is given back as its path, so that the rebuild needs
-    no option. A file that is not there (or whose content changed) stays recorded: the user must pass it."""
-    from .sources import SAMPLES_DIR, content_revision
-
-    source = data.get("source") or {}
-    if source.get("spec") != "sample" or not isinstance(data.get("params"), dict):
-        return data
-    benchmarks = [source.get("benchmark")] + [part.get("benchmark") for part in source.get("parts") or []
-                                              if isinstance(part, dict)]
-    folders = [SAMPLES_DIR / name for name in dict.fromkeys(benchmarks) if isinstance(name, str) and name]
-
-    def resolve(value: Any) -> Any:
-        if isinstance(value, list):
-            return [resolve(v) for v in value]
-        if not (isinstance(value, dict) and isinstance(value.get("local"), str) and "content" in value):
-            return value
-        for folder in folders:
-            candidate = folder / Path(value["local"]).name
-            if candidate.is_file() and content_revision(candidate) == value["content"]:
-                return f"{value['model']}={candidate}" if value.get("model") else str(candidate)
-        return value
-
-    return {**data, "params": {key: resolve(value) for key, value in data["params"].items()}}
-
-
-def read_changelog(card_text: str) -> list[ChangelogEntry]:
-    """The changelog of a previous release, from its card's YAML metadata."""
-    from huggingface_hub import RepoCard
-
-    data = RepoCard(card_text).data.to_dict().get("mcqforge") or {}
-    return [ChangelogEntry(str(e["version"]), str(e["summary"])) for e in data.get("changelog") or []]

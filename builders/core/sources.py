@@ -22,7 +22,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence, Sized
 
 
 from .errors import MalformedRow, SourceError, tag_hint
@@ -338,7 +338,7 @@ class RowContext:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Benchmark:
     """A source benchmark: where it lives on the Hub, and how its rows become items.
 
@@ -631,3 +631,12 @@ def duplicate_option(choices: Sequence[str]) -> int | None:
             return index
         seen.add(key)
     return None
+
+
+def evaluation_split(splits: Mapping[str, Sized], fewshot_split: str | None = None) -> str:
+    """The split a release's tasks score, the one rule of every builder: ``test``, else ``validation``, else the
+    first split that is not the few-shot one, among the splits that hold items (in their order); the first split
+    when none holds any."""
+    names = [name for name, items in splits.items() if len(items)] or list(splits)
+    preferred = next((name for name in ("test", "validation") if name in names), None)
+    return preferred or next((name for name in names if name != fewshot_split), names[0])

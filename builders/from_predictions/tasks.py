@@ -21,7 +21,8 @@ from builders.core.build import TaskLocation
 from builders.core.errors import UserError
 from builders.core.record import MCQRecord
 from builders.core.tables import Statistics, Table
-from builders.evaluate import Runs, by_role, mean_std
+from builders.core.results import Runs, by_role, mean_std
+from builders.core.sources import evaluation_split
 
 SHOTS = 5
 
@@ -35,7 +36,7 @@ def set_tasks(builder: str, topic: str, configs: Mapping[str, Mapping[str, Seque
     manifest, subjects = [], {}
     for name in sets:
         splits = configs[name]
-        test = "test" if "test" in splits else next(iter(splits))
+        test = evaluation_split(splits, "train")
         fewshot = "train" if "train" in splits and splits["train"] else test
         common = dict(description=description, fewshot_split=fewshot, num_fewshot=SHOTS)
         task = f"{builder}_{name}"

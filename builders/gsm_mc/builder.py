@@ -123,9 +123,11 @@ def _number_text(extracted: str) -> str | None:
     return numbers[-1] if numbers else None
 
 
-GSM8K = Benchmark("gsm8k", "openai/gsm8k", "main", ("train", "test"), gsm8k_item, "mit", GSM8K_CITATION, "GSM8K")
-GSM8K_PLATINUM = Benchmark("gsm8k_platinum", "madrylab/gsm8k-platinum", "main", ("test",), platinum_item, "mit",
-                           PLATINUM_CITATION + "\n\n" + GSM8K_CITATION, "GSM8K-Platinum",
+GSM8K = Benchmark(name="gsm8k", hub_id="openai/gsm8k", config="main", splits=("train", "test"), to_item=gsm8k_item,
+                  license="mit", citation=GSM8K_CITATION, pretty_name="GSM8K")
+GSM8K_PLATINUM = Benchmark(name="gsm8k_platinum", hub_id="madrylab/gsm8k-platinum", config="main", splits=("test",),
+                           to_item=platinum_item, license="mit", citation=PLATINUM_CITATION + "\n\n" + GSM8K_CITATION,
+                           pretty_name="GSM8K-Platinum",
                            metadata_features={"cleaning_status": Value("string")})
 
 

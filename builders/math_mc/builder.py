@@ -85,7 +85,8 @@ def math_item(row: dict, ctx: RowContext) -> OpenItem:
                     subject=row.get("type"), metadata={"level": row.get("level")}, gold_alternatives=alternatives)
 
 
-MATH = Benchmark("math", "EleutherAI/hendrycks_math", None, ("train", "test"), math_item, "mit", MATH_CITATION, "MATH",
+MATH = Benchmark(name="math", hub_id="EleutherAI/hendrycks_math", config=None, splits=("train", "test"),
+                 to_item=math_item, license="mit", citation=MATH_CITATION, pretty_name="MATH",
                  subconfigs=MATH_SUBJECTS, subject_field="type")
 
 

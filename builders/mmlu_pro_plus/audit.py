@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from builders.core import cli
+from builders.core.release_reader import load_release_split
 from builders.core.errors import UserError
 from builders.core.record import LETTERS
 from builders.core.rng import item_rng
@@ -42,16 +43,6 @@ WHAT_TO_CHECK = {
 
 
 # ---- export a stratified sample --------------------------------------------------------------------------------
-
-
-def load_release_rows(release: str, config: str, split: str, revision: str | None) -> list[dict[str, Any]]:
-    """Rows of a release folder, or of a Hub dataset repo at ``revision``."""
-    import datasets
-
-    try:
-        return list(datasets.load_dataset(release, config, split=split, revision=revision))
-    except Exception as error:  # datasets raises many types; the user needs one line
-        raise UserError(f"cannot load {release} ({config}/{split}): {type(error).__name__}: {error}") from None
 
 
 def _letter(index: int | None, choices: Sequence[str]) -> str:
@@ -86,7 +77,7 @@ def stratified_sample(rows: Sequence[Mapping[str, Any]], per_group: int, seed: i
 
 def export_audit(release: str, output: Path, per_group: int = 100, seed: int = 0, config: str = CONFIG,
                  split: str = "test", revision: str | None = None) -> dict[str, int]:
-    rows = load_release_rows(release, config, split, revision)
+    rows = list(load_release_split(release, config, split, revision))
     sample = [audit_row(r, i + 1) for i, r in enumerate(stratified_sample(rows, per_group, seed))]
     output.mkdir(parents=True, exist_ok=True)
     with open(output / "audit_sample.csv", "w", encoding="utf-8", newline="") as handle:

@@ -592,9 +592,13 @@ CHECKS = [
 
 
 def metrics_command(argv: Sequence[str]) -> int:
-    import builders.metrics as metrics
+    """``python -m builders.metrics mmlu-pro-plus``, as a command of this builder."""
+    from builders.mmlu_pro_plus import metrics
 
-    return metrics.main(["mmlu-pro-plus", *argv])
+    parser = cli.ArgumentParser(prog="python -m builders.mmlu_pro_plus metrics",
+                                description=metrics.__doc__.split("\n\n")[0])
+    metrics.add_arguments(parser)
+    return cli.run_metric(metrics, parser.parse_args(argv))
 
 
 COMMANDS = {"export-audit": export_audit_command, "import-audit": import_audit_command, "metrics": metrics_command}

@@ -7,6 +7,7 @@ from typing import Mapping, Sequence
 
 from builders.core.build import TaskLocation
 from builders.core.record import MCQRecord
+from builders.core.sources import evaluation_split
 
 from .groups import CONFIG, NAME, ORIGINAL_CONFIG
 
@@ -26,7 +27,7 @@ def lm_eval_files(location: TaskLocation, configs: Mapping[str, Mapping[str, Seq
     manifest, tasks, slugs = [], [], {}
     for config, role in ((CONFIG, "plus"), (ORIGINAL_CONFIG, "original")):
         splits = configs[config]
-        test = "test" if "test" in splits else next(iter(splits))
+        test = evaluation_split(splits, "validation")
         demonstrations = Counter(r.category or "" for r in splits.get("validation") or ())
         task, members = f"{NAME}_{config}", []
         for category in sorted({r.category or "" for r in splits[test]}):

@@ -31,12 +31,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from builders.core.release_reader import load_release_split
 from builders.core.record import LETTERS
 from builders.core.errors import UserError
 from builders.core.predictions import (DUPLICATE, SCORES, Prediction, match_predictions, read_predictions,
                                        require_matches, resolve_prediction)
 from builders.core.tables import Statistics, Table
-from builders.evaluate import Runs, by_role
+from builders.core.results import Runs, by_role
 
 logger = logging.getLogger(__name__)
 
@@ -88,12 +89,7 @@ def item_from_row(row: Mapping[str, Any]) -> PlusItem:
 
 def load_items(dataset: str, config: str, split: str, revision: str | None) -> dict[str, PlusItem]:
     """question_id -> PlusItem of an MMLU-Pro+ release folder or Hub repo."""
-    import datasets
-
-    try:
-        rows = datasets.load_dataset(dataset, config, split=split, revision=revision)
-    except Exception as error:  # datasets raises many types; the user needs one line
-        raise UserError(f"cannot load {dataset} ({config}/{split}): {type(error).__name__}: {error}") from None
+    rows = load_release_split(dataset, config, split, revision)
     if "modification" not in rows.column_names:
         raise UserError(f"{dataset} has no 'modification' column: not an MMLU-Pro+ release")
     return items_by_question(item_from_row(row) for row in rows)

@@ -2,7 +2,8 @@
 
 ``configs`` (what each config changes), ``transforms`` (per-item transforms, demonstrations, prompts),
 ``prompts`` (the renderer the lm-eval tasks share), ``tasks`` (the lm-eval folder and manifest), ``checks``
-(the invariants) and ``builder`` (the build and its command line).
+(the invariants), ``builder`` (the build and its command line) and ``ranking`` (the paper's leaderboard
+sensitivity: its evaluation table, and ``python -m builders.metrics ranking``).
 """
 
 from .builder import BUILDER, Options, build_dataset, main

@@ -42,7 +42,7 @@ from builders.core.benchmarks import BENCHMARKS
 from builders.core.build import Build, Builder
 from builders.core.errors import UserError
 from builders.core.record import LETTERS, MCQRecord, list_of
-from builders.core.sources import LoadedSource
+from builders.core.sources import LoadedSource, evaluation_split
 from builders.core.tables import Statistics, Table
 from builders.perturbations import tasks
 from builders.perturbations.checks import checks
@@ -50,7 +50,7 @@ from builders.perturbations.configs import (NAME, SYMBOL_EXTENSIONS, SYMBOL_SETS
                                             parse_swaps, selected_specs)
 from builders.perturbations.transforms import (SAMPLERS, Demonstrations, ItemDraws, Perturbation, config_records,
                                                subject_group, trivial_questions)
-from builders.metrics import ranking
+from builders.perturbations import ranking
 
 logger = logging.getLogger(__name__)
 
@@ -192,7 +192,7 @@ def build(source: LoadedSource, options: Options) -> Build:
                       "in_prompt_demonstrations": tasks.IN_PROMPT_DEMONSTRATIONS,
                       "symbol_sets": {n: (SYMBOL_SETS[n], SYMBOL_EXTENSIONS[n]) for n in SYMBOL_SETS},
                       "trivial_count": len(trivial_questions()),
-                      "eval_split": tasks.eval_split(source), "fewshot_split": fewshot_split,
+                      "eval_split": evaluation_split(source.items, source.benchmark.fewshot_split), "fewshot_split": fewshot_split,
                       "left_out": left_out_configs(source, options.shots, specs)},
     )
 

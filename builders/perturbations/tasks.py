@@ -16,7 +16,7 @@ from typing import Sequence
 
 from builders.core import lm_eval_tasks
 from builders.core.build import TaskLocation
-from builders.core.sources import LoadedSource
+from builders.core.sources import LoadedSource, evaluation_split
 from builders.perturbations import prompts
 from builders.perturbations.configs import NAME, ConfigSpec
 from builders.perturbations.transforms import trivial_questions
@@ -32,14 +32,6 @@ IN_PROMPT_DEMONSTRATIONS = (
 
 # The metric each scoring method is read by: hybrid and cloze are length-normalised (the paper's setting).
 METRICS = {"symbol": "acc", "hybrid": "acc_norm", "cloze": "acc_norm"}
-
-
-def eval_split(source: LoadedSource) -> str:
-    splits = [s for s in source.benchmark.splits if s in source.items]
-    for preferred in ("test", "validation"):
-        if preferred in splits:
-            return preferred
-    return next((s for s in splits if s != source.benchmark.fewshot_split), splits[0])
 
 
 def task_name(prefix: str, config: str, method: str) -> str:
@@ -78,7 +70,7 @@ def task_utils(spec: ConfigSpec, location: TaskLocation, fewshot_split: str | No
 
 def task_files(specs: Sequence[ConfigSpec], source: LoadedSource, prefix: str,
                location: TaskLocation) -> dict[str, bytes]:
-    split = eval_split(source)
+    split = evaluation_split(source.items, source.benchmark.fewshot_split)
     files = {f"{lm_eval_tasks.TASKS_DIR}/README.md": tasks_readme(specs, prefix, location).encode()}
     entries = []
     for spec in specs:

@@ -104,12 +104,14 @@ def mbpp_problem(row: Mapping[str, Any], ctx: RowContext) -> Problem:
                    tuple(tests), source_config=ctx.config)
 
 
-HUMANEVAL = Benchmark("humaneval", "openai/openai_humaneval", None, ("test",), humaneval_problem, "mit",
-                      SOURCE_CITATIONS, "HumanEval")
-MBPP = Benchmark("mbpp", "google-research-datasets/mbpp", "full", ("train", "test", "validation", "prompt"),
-                 mbpp_problem, "cc-by-4.0", SOURCE_CITATIONS, "MBPP")
-BENCHMARK = Benchmark("python_io", HUMANEVAL.hub_id, None, ("test", "train", "validation", "prompt"), None,
-                      "cc-by-4.0", SOURCE_CITATIONS, "PythonIO (HumanEval + MBPP)", parts=(HUMANEVAL, MBPP))
+HUMANEVAL = Benchmark(name="humaneval", hub_id="openai/openai_humaneval", config=None, splits=("test",),
+                      to_item=humaneval_problem, license="mit", citation=SOURCE_CITATIONS, pretty_name="HumanEval")
+MBPP = Benchmark(name="mbpp", hub_id="google-research-datasets/mbpp", config="full",
+                 splits=("train", "test", "validation", "prompt"), to_item=mbpp_problem, license="cc-by-4.0",
+                 citation=SOURCE_CITATIONS, pretty_name="MBPP")
+BENCHMARK = Benchmark(name="python_io", hub_id=HUMANEVAL.hub_id, config=None,
+                      splits=("test", "train", "validation", "prompt"), to_item=None, license="cc-by-4.0", citation=SOURCE_CITATIONS,
+                      pretty_name="PythonIO (HumanEval + MBPP)", parts=(HUMANEVAL, MBPP))
 
 
 # ---- the program shown --------------------------------------------------------------------------------

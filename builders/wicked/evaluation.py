@@ -7,7 +7,7 @@ from statistics import fmean
 from typing import Any, Mapping
 
 from builders.core.tables import Statistics, Table
-from builders.evaluate import Runs, by_role, mean_std
+from builders.core.results import Runs, by_role, mean_std
 
 
 def evaluation_table(runs: Runs, manifest: Mapping[str, Any], options: argparse.Namespace) -> Statistics:

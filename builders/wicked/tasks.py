@@ -9,7 +9,7 @@ from typing import Any
 from builders.core import lm_eval_tasks
 from builders.core.build import TaskLocation
 from builders.core.record import MCQRecord
-from builders.core.sources import LoadedSource
+from builders.core.sources import LoadedSource, evaluation_split
 
 from .transform import NAME
 
@@ -37,8 +37,7 @@ class TaskPlan:
     @classmethod
     def for_source(cls, source: LoadedSource, variants: int) -> "TaskPlan":
         splits = list(source.items)
-        eval_split = next((s for s in ("test", "validation") if s in splits),
-                          next((s for s in splits if s != source.benchmark.fewshot_split), splits[0]))
+        eval_split = evaluation_split(source.items, source.benchmark.fewshot_split)
         fewshot = source.benchmark.fewshot_split
         usable = fewshot in splits and fewshot != eval_split
         pool = Counter(_subject(r) for r in source.items[fewshot]) if usable else Counter()

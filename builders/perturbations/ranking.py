@@ -25,13 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from builders.core.release_reader import load_release_split
 from builders.core.cli import check_writable_folder
 from builders.core.record import LETTERS
 from builders.core.errors import UserError
 from builders.core.predictions import (DUPLICATE, SCORES, Prediction, match_predictions, read_predictions,
                                        require_matches, resolve_prediction)
 from builders.core.tables import Statistics, Table
-from builders.evaluate import Runs, by_role
+from builders.core.results import Runs, by_role
 
 logger = logging.getLogger(__name__)
 MAJOR_SHIFT = 0.75  # k_τ at or below which a ranking shift is major (Alzahrani et al., 2024)
@@ -226,13 +227,7 @@ def build_side(name: str, predictions: Sequence[Prediction], items: Mapping[str,
 
 def load_dataset_items(dataset: str, config: str, split: str, revision: str | None) -> dict[str, DatasetItem]:
     """``id -> (answer, labels, question id)`` of one config's split, from a release folder or a Hub repo."""
-    import datasets
-
-    try:
-        rows = datasets.load_dataset(dataset, config, split=split, revision=revision)
-    except Exception as error:  # datasets raises many types; the user needs one line
-        raise UserError(f"cannot load {dataset} config {config!r} split {split!r}: {type(error).__name__}: "
-                        f"{str(error).strip().splitlines()[0] if str(error).strip() else ''}") from None
+    rows = load_release_split(dataset, config, split, revision)
     items = {}
     for row in rows:
         labels = row.get("labels") or list(LETTERS[: len(row["choices"])])

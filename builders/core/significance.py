@@ -1,0 +1,105 @@
+"""When a shortcut's score says something: beyond sampling noise, by a practical margin, not the source's own.
+
+The shortcut audit's listed rules (:mod:`.audit`) and its choices-only model (:mod:`.adversary`) are judged by the
+same rules, here, so that the two cannot drift apart: a one-sided binomial test at :data:`WARN_P_VALUE` for the
+whole family of rows (Bonferroni), a margin over chance of :data:`MIN_MARGIN` points or :data:`MIN_RATIO` times
+chance, a row too small to judge, and a cue inherited from an unchanged source.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Callable, Sequence
+
+import numpy as np
+
+MIN_MARGIN = 0.05  # a shortcut worth a warning: at least 5 points above chance ...
+MIN_RATIO = 1.5  # ... or at least 1.5 times chance, whichever is smaller (a 10-option release: 15% against 10%)
+WARN_P_VALUE = 0.01
+TOO_SMALL_MARGIN = 0.20  # a row that could not warn on a rule this far above chance is too small to judge
+
+
+def binomial_p_value(correct: int, n: int, chance: float) -> float:
+    """How likely guessing at ``chance`` gets ``correct`` of ``n`` or more right (one-sided binomial)."""
+    from scipy.stats import binom
+
+    return float(binom.sf(correct - 1, n, min(max(chance, 0.0), 1.0))) if n else 1.0
+
+
+def significantly_above_chance(accuracy: float, chance: float, n: int, tests: int) -> bool:
+    """Guessing at chance scores ``accuracy`` over ``n`` items with a one-sided binomial p below
+    :data:`WARN_P_VALUE`, Bonferroni-corrected over the ``tests`` rows of the family (rules or adversary rows)."""
+    return binomial_p_value(round(accuracy * n), n, chance) * tests < WARN_P_VALUE
+
+
+def practically_large(accuracy: float, chance: float) -> bool:
+    """Whether a rule is far enough above chance to matter: :data:`MIN_MARGIN` points or :data:`MIN_RATIO`
+    times chance, whichever is smaller (so a 10-option release is held to the same relative standard)."""
+    return accuracy - chance >= min(MIN_MARGIN, (MIN_RATIO - 1) * chance) - 1e-12
+
+
+def detectable_margin(n: int, chance: float, tests: int) -> float | None:
+    """The smallest margin above chance that would warn on ``n`` items (None: not even a perfect score would)."""
+    from scipy.stats import binom
+
+    if n == 0:
+        return None
+    correct = np.arange(n + 1)
+    p_values = binom.sf(correct - 1, n, min(max(chance, 0.0), 1.0)) * tests
+    warnable = [k for k in correct if p_values[k] < WARN_P_VALUE and practically_large(k / n, chance)]
+    return warnable[0] / n - chance if warnable else None
+
+
+def too_small(n: int, chance: float, tests: int) -> bool:
+    """Whether a rule :data:`TOO_SMALL_MARGIN` above chance could go unseen on ``n`` items."""
+    margin = detectable_margin(n, chance, tests)
+    return margin is None or margin > TOO_SMALL_MARGIN
+
+
+def status(warns: bool, inherent: str | None, small: bool) -> str:
+    if warns:
+        return "WARNING"
+    if inherent:
+        return f"inherent: {inherent}"
+    return "too few items to judge" if small else "ok"
+
+
+INHERITED = "inherited from the source"
+
+
+def inherit_from_source(rows: Sequence, unchanged_config: str | None, rule: Callable, scored: Callable) -> list:
+    """Rows (rule or choices-only model) marked inherent when the cue is the source's: on ``unchanged_config`` (the
+    source unchanged) a row that would warn is the source's own cue, and a row of another config (same rule, same
+    split) whose margin over chance is not larger than that one's beyond sampling noise inherits it. A config that
+    adds to the cue still warns. The reason carries the source row's figures. ``scored``: a row's item count."""
+    if unchanged_config is None:
+        return list(rows)
+    source = {(row.split, rule(row)): row for row in rows if row.config == unchanged_config and row.warns}
+    marked = []
+    for row in rows:
+        own = source.get((row.split, rule(row)))
+        if own is not None and row.inherent is None and not _adds_to(row, own, scored):
+            where = ("the source's own options carry it" if row is own else
+                     f"`{unchanged_config}` (the source unchanged) scores {own.accuracy:.1%} against chance {own.chance:.1%}")
+            row = replace(row, inherent=f"{INHERITED}: {where}")
+        marked.append(row)
+    return marked
+
+
+def _adds_to(row, own, scored: Callable) -> bool:
+    """Whether ``row`` beats chance by more than ``own`` does, beyond noise (one-sided two-proportion z-test at
+    :data:`WARN_P_VALUE`)."""
+    n, m = scored(row), scored(own)
+    pooled = (row.accuracy * n + own.accuracy * m) / (n + m)
+    spread = math.sqrt(pooled * (1 - pooled) * (1 / n + 1 / m))
+    excess = (row.accuracy - row.chance) - (own.accuracy - own.chance)
+    return excess > 0 and (spread == 0 or excess / spread > ONE_SIDED_Z)
+
+
+ONE_SIDED_Z = 2.326348  # the one-sided normal quantile of WARN_P_VALUE
+
+
+THRESHOLD_WORDS = (f"beyond sampling noise (one-sided binomial p < {WARN_P_VALUE} over the whole audit, "
+                   f"Bonferroni-corrected) and by at least {MIN_MARGIN * 100:.0f} points or {MIN_RATIO:g} times chance, "
+                   f"whichever is smaller")
