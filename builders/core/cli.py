@@ -12,6 +12,7 @@ the build, validation, writing or publishing, and the end-of-run summary.
 from __future__ import annotations
 
 import argparse
+import copy
 import contextlib
 import logging
 import math
@@ -41,15 +42,28 @@ DELIVERY_OPTIONS = {"output", "push", "version", "private", "config", "log_level
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows a default once, and only when there is one worth showing."""
+    """Shows a default once, and only when there is one worth showing, also for an option without help text."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
-        # by identity: 0 == False, so `in (None, False, ...)` hid every default of 0 (--seed among them)
-        nothing = action.default is None or action.default is False or action.default is argparse.SUPPRESS \
-            or action.default == []
-        if nothing or "%(default)" in (action.help or ""):
+        if not shows_a_default(action) or "%(default)" in (action.help or ""):
             return action.help or ""
         return super()._get_help_string(action)
+
+    def _format_action(self, action: argparse.Action) -> str:
+        if not action.help and shows_a_default(action):  # argparse writes no help line, so no default, without help
+            action = copy.copy(action)
+            action.help = "(default: %(default)s)"
+        return super()._format_action(action)
+
+
+def shows_a_default(action: argparse.Action) -> bool:
+    # by identity: 0 == False, so `in (None, False, ...)` hid every default of 0 (--seed among them)
+    return not (action.default is None or action.default is False or action.default is argparse.SUPPRESS
+                or action.default == [])
+
+
+class RawDescriptionHelpFormatter(argparse.RawDescriptionHelpFormatter, HelpFormatter):
+    """:class:`HelpFormatter` that keeps the description's and the epilog's own line breaks."""
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -58,6 +72,10 @@ class ArgumentParser(argparse.ArgumentParser):
     Parse inside ``exit_code``."""
 
     builder_name: str | None = None  # a builder's parser: --config checks the file is this builder's
+
+    def __init__(self, *args: Any, formatter_class: type[argparse.HelpFormatter] = HelpFormatter, **kwargs: Any):
+        # every command's --help shows its defaults, and so do its subcommands' (add_parser makes this class)
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise UserError(message)
