@@ -73,9 +73,10 @@ class ArgumentParser(argparse.ArgumentParser):
 
     builder_name: str | None = None  # a builder's parser: --config checks the file is this builder's
 
-    def __init__(self, *args: Any, formatter_class: type[argparse.HelpFormatter] = HelpFormatter, **kwargs: Any):
+    def __init__(self, **kwargs: Any):
         # every command's --help shows its defaults, and so do its subcommands' (add_parser makes this class)
-        super().__init__(*args, formatter_class=formatter_class, **kwargs)
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(**kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise UserError(message)
