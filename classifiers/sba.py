@@ -19,8 +19,9 @@ import logging
 from pathlib import Path
 from typing import Sequence
 
-from builders.core.cli import (ArgumentParser, HelpFormatter, check_writable_file, check_writable_folder, exit_code,
-                               nonnegative_int, number, positive_float, positive_int, share, unit_interval)
+from builders.core.cli import (ArgumentParser, HelpFormatter, RawDescriptionHelpFormatter, check_writable_file,
+                               check_writable_folder, exit_code, nonnegative_int, number, positive_float, positive_int,
+                               share, unit_interval)
 from builders.core.errors import UserError
 
 from .data import label_provenance, labelled_only, read_labelled, write_jsonl
@@ -351,7 +352,7 @@ def run_predict(args: argparse.Namespace) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(prog="python -m classifiers.sba", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     formatter_class=RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")

@@ -152,3 +152,17 @@ FIXTURE_SIZES = {
     "truthful_qa": {"validation": 6},
     "arc_challenge": {"test": 4, "train": 1},
 }
+
+
+def read_lm_eval_task(path: Path, function_prefix: str = "") -> dict[str, Any]:
+    """A task's YAML file as lm-eval reads it: the template it ``include:``s, then its own keys (which win, key by
+    key); a ``!function`` reference is its text after ``function_prefix``."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!function", lambda loader, node: function_prefix + loader.construct_scalar(node))
+    own = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=Loader)
+    include = own.pop("include", None)
+    return {**(read_lm_eval_task(Path(path).parent / include, function_prefix) if include else {}), **own}

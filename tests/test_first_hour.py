@@ -3,6 +3,8 @@ a quick and quiet command line."""
 
 from __future__ import annotations
 
+import argparse
+import re
 import shutil
 import subprocess
 import sys
@@ -17,7 +19,6 @@ from builders.contrast_sets import builder as contrast_sets
 from builders.core import cli
 from builders.core.sources import SAMPLES_DIR
 from builders.__main__ import commands
-from builders.registry import BUILDERS, load_builder
 from fixtures import write_benchmark
 
 REPO = Path(__file__).resolve().parents[1]
@@ -187,21 +188,53 @@ def test_a_bad_flag_and_help_load_no_heavy_library(command):
         assert sorted(name for name in imported if name.split(".")[0] in HEAVY or name in HEAVY) == []
 
 
-def test_help_shows_every_default_the_seed_included():
-    """`--help` hid every default equal to 0 (`0 in (None, False, ...)` is true): --seed among them."""
+def command_parsers(monkeypatch) -> dict[str, argparse.ArgumentParser]:
+    """``{"evaluate": parser, "metrics ranking": parser, ...}``: the parser of every command of ``mcqforge`` and of
+    each of its subcommands, as ``mcqforge COMMAND --help`` builds and prints it."""
+    from builders.__main__ import commands, main as mcqforge
 
-    result = subprocess.run([sys.executable, "-m", "builders.wicked", "--help"], capture_output=True, text=True,
-                            cwd=REPO, env={"COLUMNS": "400", "PATH": "/usr/bin:/bin"}, timeout=120)
-    [seed] = [line for line in result.stdout.splitlines() if line.strip().startswith("--seed")]
-    assert seed.split()[-2:] == ["(default:", "0)"]
-    for name in BUILDERS:
-        parser = cli.builder_parser(load_builder(name))
-        formatter = parser._get_formatter()
-        with_a_default = [action for action in parser._actions if action.option_strings and not (
-            action.default is None or action.default is False or action.default in ([], "==SUPPRESS=="))]
-        hidden = [action.option_strings[0] for action in with_a_default
-                  if "default" not in formatter._get_help_string(action)]
-        assert hidden == [], name
+    printed: list[argparse.ArgumentParser] = []
+    print_help = argparse.ArgumentParser.print_help
+    monkeypatch.setattr(argparse.ArgumentParser, "print_help",
+                        lambda parser, file=None: (printed.append(parser), print_help(parser, file))[1])
+    parsers = {}
+    for command in commands():
+        with pytest.raises(SystemExit) as exited:
+            mcqforge([command, "--help"])
+        assert exited.value.code == 0 and printed, command
+        parsers[command] = printed.pop()
+    for command, parser in list(parsers.items()):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.update({f"{command} {name}": sub for name, sub in action.choices.items()})
+    return parsers
+
+
+def test_every_commands_help_shows_every_default_the_seed_included(monkeypatch, capsys):
+    """`--help` hid every default equal to 0 (`0 in (None, False, ...)` is true): --seed among them; and evaluate,
+    export, metrics and sba showed none of theirs (`evaluate --batch-size`: 8, `--log-level`: WARNING)."""
+    monkeypatch.setenv("COLUMNS", "400")
+    parsers = command_parsers(monkeypatch)
+    assert {"evaluate", "export", "metrics ranking", "sba label", "sba train", "wicked", "math_mc"} <= set(parsers)
+    hidden = []
+    for name, parser in parsers.items():
+        text = parser.format_help()
+        blocks = {}  # each option's lines: the option, and its help (group titles are not indented)
+        for block in re.split(r"\n  (?=-)", text)[1:]:
+            first, *rest = block.splitlines()
+            blocks[first.split()[0].rstrip(",")] = " ".join([first, *(line for line in rest if line[:1] == " ")])
+        for action in parser._actions:
+            if action.option_strings and not (action.default is None or action.default is False
+                                              or action.default in ([], argparse.SUPPRESS)):
+                if "default" not in blocks[action.option_strings[0]]:
+                    hidden.append(f"{name} {action.option_strings[0]}")
+        if "--seed" in blocks:
+            assert blocks["--seed"].endswith("(default: 0)"), name
+    assert hidden == []
+    seeded = sorted(name for name, parser in parsers.items() if "--seed" in parser.format_help())
+    assert seeded == sorted(["wicked", "gsm_mc", "math_mc", "python_io", "mmlu_pro_plus", "contrast_sets",
+                             "perturbations", "sba sample", "sba train"])
+    assert "--batch-size BATCH_SIZE (default: 8)" in " ".join(parsers["evaluate"].format_help().split())
 
 
 def _stderr_of(command: list[str], terminal: bool) -> str:

@@ -1,15 +1,23 @@
 """The inspect_ai tasks every release carries (``inspect/``), run with inspect itself on a sample release of every
 builder, and read from the Hub at the release tag once published.
 
-The model is inspect's built-in ``mockllm/model``, answering "ANSWER: A" to every question: each task's accuracy is
-then the share of its items whose gold is A, counted here from the release's Parquet files. (Its outputs carry
-their token usage, so that mockllm does not fetch tiktoken's vocabulary from the internet to count tokens.)
+The model answers "ANSWER: A" to every question: each task's accuracy is then the share of its items whose gold is
+A, counted here from the release's Parquet files. ``inspect eval`` itself runs against an OpenAI-compatible server
+on 127.0.0.1 (llmock, the ``openai-api`` provider); the Python API test uses inspect's built-in ``mockllm/model``.
+
+Why not ``inspect eval ... --model mockllm/model`` from the command line: mockllm's default answers carry no token
+usage, so inspect (0.3.285) counts each prompt's tokens itself (``MockLLM._ensure_default_usage`` ->
+``Model.count_tokens`` -> ``count_text_tokens``), with tiktoken's ``o200k_base`` vocabulary, which tiktoken downloads
+on first use (into ``TIKTOKEN_CACHE_DIR``) and checks against its SHA-256: offline, with no cached copy, the command
+fails with a ``ConnectionError``. Nothing on the command line gives mockllm a usage; every provider of a real model
+reports one. The README says so, and how to copy tiktoken's cache to an offline machine.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +28,7 @@ import pytest
 from builders.core.build import TaskLocation
 from builders.core.inspect_tasks import task_files
 from builders.registry import BUILDERS
+from llm_server import start_llmock
 
 inspect_ai = pytest.importorskip("inspect_ai")
 
@@ -66,17 +75,30 @@ def share_of_gold_a(release: Path, config: str, split: str) -> float:
 
 
 @pytest.mark.slow
-def test_every_builders_release_runs_its_inspect_tasks(releases, monkeypatch):
-    from inspect_ai import eval as inspect_eval
+def test_the_inspect_eval_command_runs_every_builders_release_offline(releases, tmp_path):
+    """The README's command, `inspect eval inspect/tasks.py --model MODEL`, run as a user runs it, offline, on a sample
+    release of every builder. The model is an OpenAI-compatible server on 127.0.0.1 (llmock) answering "ANSWER: A":
+    inspect's `mockllm/model` cannot run offline from the command line (see the module docstring)."""
+    from inspect_ai.log import read_eval_log
 
     assert sorted(SAMPLE_OPTIONS) == sorted(BUILDERS)
-    monkeypatch.chdir(releases)  # inspect takes task files by relative path
-    logs = inspect_eval([f"{builder}/inspect/tasks.py" for builder in SAMPLE_OPTIONS], model=mock_model(), limit=LIMIT,
-                        display="none", log_dir=str(releases / ".inspect-logs"))
+    logs_dir = tmp_path / "logs"
+    with start_llmock(responder=lambda call: "ANSWER: A") as server:
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "LLMOCK_BASE_URL":
+               server.openai_base_url, "LLMOCK_API_KEY": "none",
+               "TIKTOKEN_CACHE_DIR": str(tmp_path / "empty")}  # no vocabulary a developer's machine has cached
+        result = subprocess.run(["inspect", "eval", *[f"{builder}/inspect/tasks.py" for builder in SAMPLE_OPTIONS],
+                                 "--model", "openai-api/llmock/model", "--limit", str(LIMIT), "--display", "none",
+                                 "--log-format", "json", "--log-dir", str(logs_dir)],
+                                capture_output=True, text=True, cwd=releases, env=env, timeout=900)
+        asked = len(server.chat_requests)
+    assert result.returncode == 0, result.stderr[-3000:]
+    logs = [read_eval_log(str(path)) for path in sorted(logs_dir.glob("*.json"))]
     expected = {task: (builder, *where) for builder in SAMPLE_OPTIONS
                 for task, where in expected_tasks(releases / builder).items()}
     assert sorted(log.eval.task for log in logs) == sorted(expected)
     assert len(logs) == 3 + 3 * 2 + 2 + 2 + 29  # WiCkeD, the sets builders, MMLU-Pro+, contrast sets, perturbations
+    assert asked == len(logs) * LIMIT
     for log in logs:
         builder, config, split = expected[log.eval.task]
         assert log.status == "success", (log.eval.task, log.error)
@@ -141,6 +163,8 @@ def test_the_task_file_names_every_config_and_is_pinned_like_the_lm_eval_tasks()
     assert "inspect eval inspect/tasks.py@perturbations_original --model MODEL --limit 100" in readme
 
 
-def test_the_readme_shows_the_inspect_command():
+def test_the_readme_shows_the_inspect_command_and_what_it_needs_offline():
     readme = (REPO / "README.md").read_text()
     assert "inspect eval inspect/tasks.py --model" in readme
+    assert "`openai-api/NAME/MODEL`, with `NAME_BASE_URL` and `NAME_API_KEY` set), which run offline" in readme
+    assert "tiktoken's `o200k_base` vocabulary" in readme and "export TIKTOKEN_CACHE_DIR=" in readme

@@ -16,6 +16,7 @@ from builders.core import cli
 from builders.core.record import MCQRecord
 from builders.core.errors import ValidationFailed
 from builders.core.validate import validate
+from fixtures import read_lm_eval_task
 
 MATH_TEST = [
     {"problem": r"Compute $\frac{2}{4}$.", "level": "Level 1", "type": "Prealgebra",
@@ -236,8 +237,8 @@ def test_sample_builds_offline_with_lm_eval_tasks_by_type(tmp_path):
     assert (gold_of["math/test/3"], gold_of["math/test/6"], gold_of["math/test/10"]) == ("odd", "36", "12")
     tasks = sorted(p.name for p in (out / "lm_eval").glob("math_mc_set_0*.yaml"))
     assert tasks == ["math_mc_set_0.yaml", "math_mc_set_0_algebra.yaml", "math_mc_set_0_prealgebra.yaml"]
-    header = (out / "lm_eval" / "math_mc_set_0_algebra.yaml").read_text()
-    assert "about high school math." in header and "only_algebra" in header
+    task = read_lm_eval_task(out / "lm_eval" / "math_mc_set_0_algebra.yaml")
+    assert "about high school math." in task["description"] and task["process_docs"] == "utils.only_algebra"
     card = (out / "README.md").read_text()
     assert "Surface-form cues" in card and "form_cue" in card
     # Issue 22.5: the card's counts are this 12-row build's, never MATH test's "14 ambiguous and 76 multi-value".

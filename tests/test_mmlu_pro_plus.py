@@ -31,7 +31,7 @@ from builders.core.sources import load_source
 from builders.core.errors import UserError, ValidationFailed
 from builders.core.record import MCQRecord
 from builders.core.validate import validate
-from fixtures import write_jsonl
+from fixtures import read_lm_eval_task, write_jsonl
 from llm_server import ScriptedError, fast_client
 
 LETTERS = "ABCDEFGHIJKL"
@@ -683,8 +683,8 @@ def test_each_category_is_shown_demonstrations_of_its_own_category(tmp_path):
     utils = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(utils)
     for category in set(test["category"]):
-        task = yaml.load((tasks / f"mmlu_pro_plus_default_{slug[category]}.yaml").read_text(), Loader=yaml.BaseLoader)
-        assert task["num_fewshot"] == str(min(5, validation[category]))
+        task = read_lm_eval_task(tasks / f"mmlu_pro_plus_default_{slug[category]}.yaml")
+        assert task["num_fewshot"] == min(5, validation[category])
         assert task["description"] == f"The following are multiple choice questions (with answers) about {category}.\n\n"
         kept = getattr(utils, f"only_{slug[category]}")(Dataset.from_dict({"category": ["math", "law", category]}))
         assert kept["category"] == [category] * (1 + (category in ("math", "law")))

@@ -26,7 +26,7 @@ from builders.core.sources import load_source
 from builders.core.errors import ValidationFailed
 from builders.core.predictions import read_predictions
 from builders.core.validate import validate
-from fixtures import write_benchmark, write_jsonl
+from fixtures import read_lm_eval_task, write_benchmark, write_jsonl
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -691,7 +691,7 @@ TaskLoader.add_constructor("!function", lambda loader, node: "!function " + load
 
 
 def read_task(folder: Path, name: str) -> dict:
-    return yaml.load((folder / f"{name}.yaml").read_text(), Loader=TaskLoader)
+    return read_lm_eval_task(folder / f"{name}.yaml", "!function ")
 
 
 def load_utils(path: Path):
@@ -705,7 +705,8 @@ def test_task_folders_for_every_config_and_method(tmp_path):
     out = tmp_path / "out"
     assert perturbations.main(["--source", str(write_source(tmp_path)), "--output", str(out)]) == 0
     tasks = out / "lm_eval"
-    assert sorted(p.name for p in tasks.iterdir()) == sorted(CONFIGS + ["README.md", "manifest.json"])
+    assert sorted(p.name for p in tasks.iterdir()) == sorted(
+        CONFIGS + ["README.md", "manifest.json", "utils.py", "_default_template_yaml"])
     for config in CONFIGS:
         folder = tasks / config
         assert sorted(p.name for p in folder.iterdir()) == sorted(

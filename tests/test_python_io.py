@@ -31,6 +31,7 @@ from builders.python_io.values import (
     normalize_predictions,
     parse_literal,
 )
+from fixtures import read_lm_eval_task
 
 needs_bwrap = pytest.mark.skipif(
     find_bwrap() is None and not os.environ.get("CI"),
@@ -560,9 +561,9 @@ def test_the_sample_builds_with_no_options_and_carries_lm_eval_tasks(tmp_path):
     manifest = json.loads((out / "lm_eval" / "manifest.json").read_text())
     tasks = sorted(entry["task"] for entry in manifest["tasks"])
     assert tasks == sorted(f"python_io_set_{k}" for k in range(10))
-    task = (out / "lm_eval" / "python_io_set_0.yaml").read_text()
-    assert "The following are multiple choice questions (with answers) about Python program reasoning." in task
-    assert "num_fewshot: 5" in task and "fewshot_split: train" in task
+    task = read_lm_eval_task(out / "lm_eval" / "python_io_set_0.yaml")
+    assert task["description"] == "The following are multiple choice questions (with answers) about Python program reasoning.\n\n"
+    assert (task["num_fewshot"], task["fewshot_split"]) == (5, "train")
     card = (out / "README.md").read_text()
     assert "SysV shared memory" in card  # the memory limit in force is on the card
 

@@ -20,7 +20,7 @@ from builders.core.sources import load_source
 from builders.core.errors import ValidationFailed
 from builders.core.options import NOTA_TEXT
 from builders.core.validate import validate
-from fixtures import ARC, MMLU_TEST, write_benchmark, write_jsonl
+from fixtures import ARC, MMLU_TEST, read_lm_eval_task, write_benchmark, write_jsonl
 from fixtures_mmlu_references import FORMS, NONE_LIKE, PROSE_REFERENCES, TRUTHFUL_QA_NO_COMMENT
 
 REPO = Path(__file__).resolve().parents[1]
@@ -205,7 +205,7 @@ def test_card_mentions_nota_demonstrations_only_where_the_tasks_show_some(tmp_pa
     card = " ".join((tmp_path / "out" / "README.md").read_text().split())
     folder = tmp_path / "out" / "lm_eval"
     members = yaml.safe_load((folder / f"wicked_{name}_variant_0.yaml").read_text())["task"]
-    tasks = [yaml.load((folder / f"{member}.yaml").read_text(), Loader=_FunctionLoader) for member in members]
+    tasks = [read_lm_eval_task(folder / f"{member}.yaml") for member in members]
     # the fixture's subjects have 0 to 3 demonstrations each: a subject shows those it has
     assert {task.get("fewshot_split") for task in tasks} - {None} == ({"dev"} if shots else set())
     assert (max(task["num_fewshot"] for task in tasks) > 0) == (shots == 5)
@@ -363,7 +363,7 @@ def test_task_folder_builds_the_five_shot_mmlu_prompt_with_lm_evals_few_shot_mac
     folder = release / "lm_eval"
     configs = ("original", "variant_0", "variant_1")
     assert sorted(p.name for p in folder.iterdir()) == sorted(
-        ["README.md", "manifest.json", "utils.py", "wicked_mmlu_variants.yaml",
+        ["README.md", "manifest.json", "utils.py", "_default_template_yaml", "wicked_mmlu_variants.yaml",
          *[f"wicked_mmlu_{c}.yaml" for c in configs],
          *[f"wicked_mmlu_{c}_high_school_geography.yaml" for c in configs]])
     manifest = json.loads((folder / "manifest.json").read_text())
@@ -379,8 +379,7 @@ def test_task_folder_builds_the_five_shot_mmlu_prompt_with_lm_evals_few_shot_mac
 
     manager = TaskManager(include_path=str(folder))
     for config in configs:
-        task = yaml.load((folder / f"wicked_mmlu_{config}_high_school_geography.yaml").read_text(),
-                         Loader=_FunctionLoader)
+        task = read_lm_eval_task(folder / f"wicked_mmlu_{config}_high_school_geography.yaml")
         assert (task["num_fewshot"], task["fewshot_split"]) == (5, "dev")
         assert task["fewshot_config"] == {"sampler": "first_n"}
         [(_, built)] = get_task_dict([f"wicked_mmlu_{config}"], manager).items()
@@ -393,11 +392,6 @@ def test_task_folder_builds_the_five_shot_mmlu_prompt_with_lm_evals_few_shot_mac
         assert ("None of the above" in demos) == (config != "original")  # the few-shot split is transformed too
 
 
-class _FunctionLoader(yaml.SafeLoader):
-    pass
-
-
-_FunctionLoader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
 
 
 @pytest.mark.slow

@@ -22,7 +22,6 @@ prints the calibration of another embedder on a labelled set (rows ``{"first", "
 
 from __future__ import annotations
 
-import argparse
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,11 +134,11 @@ def calibrate(pairs: Sequence[LabelledPair], embedder, cache) -> Calibration:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from builders.core.cli import ArgumentParser, exit_code
+    from builders.core.cli import ArgumentParser, RawDescriptionHelpFormatter, exit_code
     from builders.core.embeddings import EmbeddingCache, resolve_embedder
 
     parser = ArgumentParser(prog="python -m builders.contrast_sets.calibration", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                                     formatter_class=RawDescriptionHelpFormatter)
     parser.add_argument("pairs", help="JSONL of labelled option pairs: {\"first\", \"second\", \"equivalent\"}")
     parser.add_argument("--embedder", default=None, help="as the builder's --embedder (default: packaged MiniLM)")
 

@@ -23,34 +23,28 @@ from builders.core.sources import evaluation_split
 NAME = "contrast_sets"
 # task -> (config, manifest role, prompt function in utils.py)
 TASKS = {
-    f"{NAME}_question_and_choices": ("contrast", "question_and_choices", "utils.mc_text"),
-    f"{NAME}_choices_only": ("choices_only", "choices_only", "utils.choices_only_text"),
+    f"{NAME}_question_and_choices": ("contrast", "question_and_choices", lm_eval_tasks.Function("utils.mc_text")),
+    f"{NAME}_choices_only": ("choices_only", "choices_only", lm_eval_tasks.Function("utils.choices_only_text")),
 }
 DESCRIPTION = "The following are multiple choice questions (with answers).\n\n"
 CHOICES_ONLY_DESCRIPTION = "The following are the options of multiple choice questions (with answers).\n\n"
 
-UTILS_EXTRA = '''
-
-def choices_only_text(doc):
-    """The lettered options and "Answer:", without the question (the choices-only prompt)."""
-    lines = [f"{LETTERS[i]}. {choice}" for i, choice in enumerate(doc["choices"])]
-    return "\\n".join(lines + ["Answer:"])
-'''
 
 
 def contrast_tasks(configs: Mapping[str, Mapping[str, Sequence[MCQRecord]]], location: TaskLocation) -> dict[str, bytes]:
-    files: dict[str, bytes] = {}
+    tasks: dict[str, tuple[dict[str, Any], str]] = {}
     manifest = []
     split = evaluation_split(configs["contrast"])
     for task, (config, role, prompt) in TASKS.items():
         description = CHOICES_ONLY_DESCRIPTION if role == "choices_only" else DESCRIPTION
-        files[f"{lm_eval_tasks.TASKS_DIR}/{task}.yaml"] = lm_eval_tasks.to_yaml(
+        tasks[f"{lm_eval_tasks.TASKS_DIR}/{task}.yaml"] = (
             lm_eval_tasks.multiple_choice_task(task, config, location, split, description=description,
                                                doc_to_text=prompt),
-            comment=f"{role.replace('_', ' ')}: config {config!r}, split {split!r} of this release")
+            f"{role.replace('_', ' ')}: config {config!r}, split {split!r} of this release")
         manifest.append({"task": task, "config": config, "split": split, "role": role})
-    files[f"{lm_eval_tasks.TASKS_DIR}/{NAME}.yaml"] = lm_eval_tasks.to_yaml(lm_eval_tasks.group(NAME, list(TASKS)))
-    files[f"{lm_eval_tasks.TASKS_DIR}/utils.py"] = (lm_eval_tasks.UTILS + UTILS_EXTRA).encode()
+    files = {**lm_eval_tasks.templated(tasks),
+             f"{lm_eval_tasks.TASKS_DIR}/{NAME}.yaml": lm_eval_tasks.to_yaml(lm_eval_tasks.group(NAME, list(TASKS))),
+             lm_eval_tasks.UTILS: lm_eval_tasks.utils_module()}
     files[lm_eval_tasks.MANIFEST] = lm_eval_tasks.manifest(NAME, location, manifest)
     files[f"{lm_eval_tasks.TASKS_DIR}/README.md"] = _readme(split).encode()
     return files

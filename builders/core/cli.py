@@ -12,6 +12,7 @@ the build, validation, writing or publishing, and the end-of-run summary.
 from __future__ import annotations
 
 import argparse
+import copy
 import contextlib
 import logging
 import os
@@ -44,15 +45,28 @@ logger = logging.getLogger(__name__)
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows a default once, and only when there is one worth showing."""
+    """Shows a default once, and only when there is one worth showing, also for an option without help text."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
-        # by identity: 0 == False, so `in (None, False, ...)` hid every default of 0 (--seed among them)
-        nothing = action.default is None or action.default is False or action.default is argparse.SUPPRESS \
-            or action.default == []
-        if nothing or "%(default)" in (action.help or ""):
+        if not shows_a_default(action) or "%(default)" in (action.help or ""):
             return action.help or ""
         return super()._get_help_string(action)
+
+    def _format_action(self, action: argparse.Action) -> str:
+        if not action.help and shows_a_default(action):  # argparse writes no help line, so no default, without help
+            action = copy.copy(action)
+            action.help = "(default: %(default)s)"
+        return super()._format_action(action)
+
+
+def shows_a_default(action: argparse.Action) -> bool:
+    # by identity: 0 == False, so `in (None, False, ...)` hid every default of 0 (--seed among them)
+    return not (action.default is None or action.default is False or action.default is argparse.SUPPRESS
+                or action.default == [])
+
+
+class RawDescriptionHelpFormatter(argparse.RawDescriptionHelpFormatter, HelpFormatter):
+    """:class:`HelpFormatter` that keeps the description's and the epilog's own line breaks."""
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -61,6 +75,11 @@ class ArgumentParser(argparse.ArgumentParser):
     Parse inside ``exit_code``."""
 
     builder_name: str | None = None  # a builder's parser: --config checks the file is this builder's
+
+    def __init__(self, **kwargs: Any):
+        # every command's --help shows its defaults, and so do its subcommands' (add_parser makes this class)
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(**kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise UserError(message)

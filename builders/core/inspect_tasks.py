@@ -73,6 +73,10 @@ inspect eval inspect/tasks.py@{first} --model MODEL --limit 100
 |---|---|---|
 {rows}
 
+`MODEL` is any inspect model (`hf/PATH`, `vllm/PATH`, `openai-api/NAME/MODEL`, ...). inspect's `mockllm/model` counts
+tokens with tiktoken's `o200k_base` vocabulary, which tiktoken downloads on first use: offline, point
+`TIKTOKEN_CACHE_DIR` at a copy of tiktoken's cache from a connected machine.
+
 The papers' own prompt formats, demonstrations and scoring methods are those of the `lm_eval/` tasks, which
 `python -m builders evaluate` runs to write each paper's table.
 """

@@ -1,5 +1,6 @@
 """The lm-evaluation-harness task folder every release carries (``lm_eval/``), in lm-eval's own conventions:
-one YAML file per task, shared settings through ``include:``, groups that aggregate, and a ``utils.py``.
+one YAML file per task, the settings its tasks share in one template that each ``include:``s
+(:func:`templated`), groups that aggregate, and a ``utils.py``.
 
 Every task reads its config through ``custom_dataset: !function utils.load_release``: the release's own
 Parquet files when the task folder sits inside the release folder (a local build, or a downloaded
@@ -8,15 +9,18 @@ release folder and on the Hub, and a published release is pinned to its tag::
 
     lm_eval --model hf --model_args pretrained=MODEL --include_path RELEASE/lm_eval --tasks TASK
 
-:data:`UTILS` is the ``utils.py`` every folder starts from: the loader and the MMLU-style
-multiple-choice prompt (lm-eval's ``mmlu`` layout, with as many lettered options as the item has). A
-builder appends its own functions to it.
+The ``utils.py`` every folder carries is :mod:`builders.core.lm_eval_utils`, a real module read as a resource
+(:func:`utils_module`): the loader and the MMLU-style multiple-choice prompts (lm-eval's ``mmlu`` layout, with as
+many lettered options as the item has), followed by the release's ``only_<value>`` filters, each written out by
+name (:func:`value_filters`).
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
 import re
+from importlib import resources
 from typing import Any, Iterable, Mapping, Sequence
 
 import yaml
@@ -25,44 +29,14 @@ from .build import TaskLocation
 
 TASKS_DIR = "lm_eval"
 MANIFEST = f"{TASKS_DIR}/manifest.json"
-
-UTILS = '''"""lm-eval hooks for this mcqforge release (written by mcqforge; needs only the standard library and
-datasets). ``load_release`` reads this release; the prompt functions render lm-eval's MMLU layout."""
-
-from pathlib import Path
-
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+UTILS = f"{TASKS_DIR}/utils.py"
+TEMPLATE = f"{TASKS_DIR}/_default_template_yaml"  # lm-eval's name (mmlu): not a .yaml file, so never a task itself
 
 
-def load_release(config, repo=None, revision=None, **_):
-    """The config's Parquet files in the release folder around this file, else the Hub repo at the tag."""
-    import datasets
-
-    for folder in Path(__file__).resolve().parents:
-        if (folder / "build_config.yaml").is_file():
-            files = sorted((folder / config).glob("*.parquet"))
-            if files:
-                splits = {}
-                for file in files:
-                    splits.setdefault(file.name.split("-")[0], []).append(str(file))
-                return datasets.load_dataset("parquet", data_files=splits)
-            break
-    if repo is None:
-        raise FileNotFoundError(f"no Parquet files of config {config!r} beside this task folder, and no Hub repo")
-    return datasets.load_dataset(repo, config, revision=revision)
-
-
-def mc_text(doc):
-    """The question, its lettered options, and "Answer:" (lm-eval's MMLU prompt)."""
-    lines = [doc["question"].strip()]
-    lines += [f"{LETTERS[i]}. {choice}" for i, choice in enumerate(doc["choices"])]
-    return "\\n".join(lines + ["Answer:"])
-
-
-def mc_choices(doc):
-    return list(LETTERS[: len(doc["choices"])])
-'''
-
+def utils_module(filters: str = "") -> bytes:
+    """``lm_eval/utils.py``: :mod:`builders.core.lm_eval_utils` as it is in the package, then ``filters``
+    (:func:`value_filters`)."""
+    return resources.files("builders.core").joinpath("lm_eval_utils.py").read_bytes() + filters.encode()
 
 class Function(str):
     """A YAML ``!function`` reference, e.g. ``Function("utils.load_release")``."""
@@ -88,10 +62,14 @@ def dataset_settings(location: TaskLocation, config: str) -> dict[str, Any]:
 
 def multiple_choice_task(task: str, config: str, location: TaskLocation, test_split: str, *,
                          description: str | None = None, fewshot_split: str | None = None, num_fewshot: int = 0,
-                         doc_to_text: str = "utils.mc_text", doc_to_choice: str = "utils.mc_choices",
+                         doc_to_text: str = Function("utils.mc_text"), doc_to_choice: str = Function("utils.mc_choices"),
                          process_docs: str | None = None, metrics: Sequence[str] = ("acc",),
-                         tag: str | None = None, version: float = 1.0, **extra: Any) -> dict[str, Any]:
-    """A ``multiple_choice`` task in lm-eval's MMLU layout: the letter after "Answer:" is scored."""
+                         tag: str | None = None, metadata: Mapping[str, Any] | None = None,
+                         **extra: Any) -> dict[str, Any]:
+    """A ``multiple_choice`` task, by default in lm-eval's MMLU layout: the letter after "Answer:" is scored.
+
+    ``doc_to_text`` and ``doc_to_choice`` are a column's name, or a :class:`Function` of ``utils.py``;
+    ``process_docs`` names a function of ``utils.py``; ``metadata`` adds to ``{"version": 1.0}``."""
     entry: dict[str, Any] = {"task": task, **({"tag": tag} if tag else {}), **dataset_settings(location, config),
                              "test_split": test_split, "output_type": "multiple_choice"}
     if fewshot_split and num_fewshot:
@@ -103,11 +81,28 @@ def multiple_choice_task(task: str, config: str, location: TaskLocation, test_sp
         entry["description"] = description
     if process_docs:
         entry["process_docs"] = Function(process_docs)
-    entry.update({"doc_to_text": Function(doc_to_text), "doc_to_choice": Function(doc_to_choice),
-                  "doc_to_target": "answer",
+    entry.update({"doc_to_text": doc_to_text, "doc_to_choice": doc_to_choice, "doc_to_target": "answer",
                   "metric_list": [{"metric": m, "aggregation": "mean", "higher_is_better": True} for m in metrics],
-                  "metadata": {"version": version}, **extra})
+                  "metadata": {"version": 1.0, **(metadata or {})}, **extra})
     return entry
+
+
+def templated(tasks: Mapping[str, tuple[Mapping[str, Any], str]]) -> dict[str, bytes]:
+    """The YAML files of ``{path: (task entry, comment)}`` and their template (:data:`TEMPLATE`): the keys every
+    task sets to the same value are written once in the template, and each task file ``include:``s it and sets
+    only what differs. (lm-eval merges an include key by key: a task's own key replaces the template's whole.)
+    A ``!function`` in the template names a function of ``lm_eval/utils.py``, the template's folder."""
+    entries = list(tasks.values())
+    first = entries[0][0] if entries else {}
+    shared = {key: value for key, value in first.items() if key != "task" and all(
+        key in entry and type(entry[key]) is type(value) and entry[key] == value for entry, _ in entries)}
+    files = {TEMPLATE: to_yaml(shared, "The settings every task of this folder shares: each task's YAML file "
+                                       "`include:`s this file and sets what differs.")} if shared else {}
+    for path, (entry, comment) in tasks.items():
+        include = posixpath.relpath(TEMPLATE, posixpath.dirname(path))
+        own = {key: value for key, value in entry.items() if key not in shared}
+        files[path] = to_yaml({**({"include": include} if shared else {}), **own}, comment)
+    return files
 
 
 def slug(value: str, taken: Iterable[str] = ()) -> str:
@@ -121,26 +116,13 @@ def slug(value: str, taken: Iterable[str] = ()) -> str:
 
 
 def value_filters(column: str, slugs: Mapping[str, str]) -> str:
-    """``utils.py`` code defining ``only_<slug>(dataset)`` for each ``{value: slug}``: a task's ``process_docs``
-    that keeps the docs whose ``column`` is that value (its demonstrations too). It is made from a literal
-    table, so no data text is ever code."""
-    if not slugs:
-        return ""
-    table = {slug: value for value, slug in slugs.items()}
-    return f'''
-
-VALUES = {table!r}
-
-
-def _only(value):
-    def keep(dataset):
-        return dataset.filter(lambda doc: (doc[{column!r}] or "") == value)
-    return keep
-
-
-for _slug, _value in VALUES.items():
-    globals()[f"only_{{_slug}}"] = _only(_value)
-'''
+    """``utils.py`` code defining ``only_<slug>(dataset)`` for each ``{value: slug}``, written out by name: a
+    task's ``process_docs`` that keeps the docs whose ``column`` is that value (its demonstrations too). The
+    value is a string literal (``repr``), so no data text is ever code."""
+    functions = [f"\n\ndef only_{slug}(dataset):\n    return keep_value(dataset, {column!r}, {value!r})\n"
+                 for value, slug in slugs.items()]
+    return "".join(["\n\n# ---- this release's filters (written by mcqforge): one per value of a column ----\n",
+                    *functions]) if functions else ""
 
 
 def group(name: str, tasks: Sequence[str], metrics: Sequence[str] = ("acc",), weight_by_size: bool = False) -> dict[str, Any]:

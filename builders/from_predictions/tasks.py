@@ -32,7 +32,8 @@ def set_tasks(builder: str, topic: str, configs: Mapping[str, Mapping[str, Seque
     """``lm_eval/`` for a release whose configs are ``set_0`` ... ``set_{K-1}`` (and ``default``)."""
     description = f"The following are multiple choice questions (with answers) about {topic}.\n\n"
     sets = sorted((name for name in configs if name.startswith("set_")), key=lambda n: int(n.split("_")[1]))
-    files: dict[str, bytes] = {}
+    tasks: dict[str, tuple[dict[str, Any], str]] = {}
+    groups: dict[str, bytes] = {}
     manifest, subjects = [], {}
     for name in sets:
         splits = configs[name]
@@ -45,18 +46,18 @@ def set_tasks(builder: str, topic: str, configs: Mapping[str, Mapping[str, Seque
             for subject in sorted({r.subject or "" for r in splits[test]}):
                 slug = subjects.setdefault(subject, lm_eval_tasks.slug(subject, subjects.values()))
                 member = f"{task}_{slug}"
-                files[f"{lm_eval_tasks.TASKS_DIR}/{member}.yaml"] = lm_eval_tasks.to_yaml(
-                    lm_eval_tasks.multiple_choice_task(member, name, location, test, process_docs=f"utils.only_{slug}",
-                                                       **common))
+                tasks[f"{lm_eval_tasks.TASKS_DIR}/{member}.yaml"] = (lm_eval_tasks.multiple_choice_task(
+                    member, name, location, test, process_docs=f"utils.only_{slug}", **common),
+                    f"{builder}, config {name!r}, subject {subject!r}")
                 members.append(member)
-            files[f"{lm_eval_tasks.TASKS_DIR}/{task}.yaml"] = lm_eval_tasks.to_yaml(
+            groups[f"{lm_eval_tasks.TASKS_DIR}/{task}.yaml"] = lm_eval_tasks.to_yaml(
                 lm_eval_tasks.group(task, members, weight_by_size=True))
         else:
-            files[f"{lm_eval_tasks.TASKS_DIR}/{task}.yaml"] = lm_eval_tasks.to_yaml(
-                lm_eval_tasks.multiple_choice_task(task, name, location, test, **common))
+            tasks[f"{lm_eval_tasks.TASKS_DIR}/{task}.yaml"] = (
+                lm_eval_tasks.multiple_choice_task(task, name, location, test, **common), f"{builder}, config {name!r}")
         manifest.append({"task": task, "config": name, "split": test, "role": "set", "set": int(name.split("_")[1])})
-    utils = lm_eval_tasks.UTILS + lm_eval_tasks.value_filters("subject", subjects)
-    files[f"{lm_eval_tasks.TASKS_DIR}/utils.py"] = utils.encode()
+    files = {**lm_eval_tasks.templated(tasks), **groups,
+             lm_eval_tasks.UTILS: lm_eval_tasks.utils_module(lm_eval_tasks.value_filters("subject", subjects))}
     files[lm_eval_tasks.MANIFEST] = lm_eval_tasks.manifest(builder, location, manifest)
     files[f"{lm_eval_tasks.TASKS_DIR}/README.md"] = _readme(builder, sets, by_subject).encode()
     return files

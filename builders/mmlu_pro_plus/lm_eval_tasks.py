@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from builders.core.build import TaskLocation
 from builders.core.record import MCQRecord
@@ -23,7 +23,8 @@ def lm_eval_files(location: TaskLocation, configs: Mapping[str, Mapping[str, Seq
     thought) also reads this release through its Hub columns."""
     from builders.core import lm_eval_tasks as lt
 
-    files: dict[str, bytes] = {}
+    members_of: dict[str, tuple[dict[str, Any], str]] = {}
+    groups: dict[str, bytes] = {}
     manifest, tasks, slugs = [], [], {}
     for config, role in ((CONFIG, "plus"), (ORIGINAL_CONFIG, "original")):
         splits = configs[config]
@@ -34,16 +35,18 @@ def lm_eval_files(location: TaskLocation, configs: Mapping[str, Mapping[str, Seq
             slug = slugs.setdefault(category, lt.slug(category, slugs.values()))
             shots = min(SHOTS, demonstrations[category])  # a small sample may hold fewer demonstrations
             member = f"{task}_{slug}"
-            files[f"{lt.TASKS_DIR}/{member}.yaml"] = lt.to_yaml(lt.multiple_choice_task(
+            members_of[f"{lt.TASKS_DIR}/{member}.yaml"] = (lt.multiple_choice_task(
                 member, config, location, test, fewshot_split="validation" if shots else None, num_fewshot=shots,
                 description=f"The following are multiple choice questions (with answers) about {category}.\n\n",
-                process_docs=f"utils.only_{slug}", doc_to_target="answer_index"))
+                process_docs=f"utils.only_{slug}", doc_to_target="answer_index"),
+                f"{NAME}, config {config!r}, category {category!r}: {shots}-shot")
             members.append(member)
-        files[f"{lt.TASKS_DIR}/{task}.yaml"] = lt.to_yaml(lt.group(task, members, weight_by_size=True))
+        groups[f"{lt.TASKS_DIR}/{task}.yaml"] = lt.to_yaml(lt.group(task, members, weight_by_size=True))
         manifest.append({"task": task, "config": config, "split": test, "role": role})
         tasks.append(task)
-    files[f"{lt.TASKS_DIR}/{NAME}_all.yaml"] = lt.to_yaml(lt.group(f"{NAME}_all", tasks, weight_by_size=False))
-    files[f"{lt.TASKS_DIR}/utils.py"] = (lt.UTILS + lt.value_filters("category", slugs)).encode()
+    files = {**lt.templated(members_of), **groups,
+             f"{lt.TASKS_DIR}/{NAME}_all.yaml": lt.to_yaml(lt.group(f"{NAME}_all", tasks, weight_by_size=False)),
+             lt.UTILS: lt.utils_module(lt.value_filters("category", slugs))}
     files[lt.MANIFEST] = lt.manifest(NAME, location, manifest)
     files[f"{lt.TASKS_DIR}/README.md"] = f"""# lm-evaluation-harness tasks
 

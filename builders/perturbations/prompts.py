@@ -1,10 +1,11 @@
 """MMLU-style prompts for the perturbation datasets, shared by the builder and the lm-eval task folders.
 
 The builder renders the ``prompt`` column (symbol scoring) with these functions, and copies this file
-verbatim into every lm-eval task folder of a release as ``utils.py``, followed by that task's ``TASK``
-constants; the hybrid and cloze tasks render their prompts with it. One renderer, so the dataset's
-``prompt`` and what lm-eval scores cannot drift apart. It therefore imports nothing from mcqforge:
-only the standard library, and ``datasets`` when a task needs its demonstrations.
+verbatim into every config folder of a release's lm-eval tasks as ``lm_eval/<config>/utils.py``, followed by
+that config's ``TASK`` constants; the hybrid and cloze tasks render their prompts with it. One renderer, so the
+dataset's ``prompt`` and what lm-eval scores cannot drift apart. It therefore imports nothing from mcqforge:
+only the standard library, and, when a task needs its demonstrations, the release loader of ``lm_eval/utils.py``
+(the folder above; :mod:`builders.core.lm_eval_utils`), which needs ``datasets``.
 
 A prompt is the instruction, the demonstrations, then the question (MMLU's layout, as in lm-eval's
 ``mmlu`` task):
@@ -28,8 +29,10 @@ options and scores each option's text. Demonstrations are answered the way the m
 
 from __future__ import annotations
 
+import importlib.util
 from functools import lru_cache
-from typing import Any, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
 
 METHODS = ("symbol", "hybrid", "cloze")
 ANSWER_PREFIX = "Answer:"
@@ -116,8 +119,20 @@ def _demonstration(demo_id: str) -> Mapping[str, Any]:
 def _fewshot_documents() -> dict[str, Mapping[str, Any]]:
     """The task's few-shot split (same dataset, config and revision as the YAML), and trivial questions."""
     documents = {row["id"]: row for row in TASK.get("trivial", [])}
-    if TASK.get("fewshot_split"):  # load_release: the release loader written before this file in utils.py
-        loaded = load_release(TASK["dataset_name"], TASK.get("repo"), TASK.get("revision"))  # noqa: F821 (in utils.py)
+    if TASK.get("fewshot_split"):
+        loaded = release_loader()(TASK["dataset_name"], TASK.get("repo"), TASK.get("revision"))
         split = loaded[TASK["fewshot_split"]]
         documents.update({row["id"]: row for row in split})
     return documents
+
+
+def release_loader() -> Callable[..., Any]:
+    """``load_release`` of the release's ``lm_eval/utils.py``, the folder above this file's in a release (this
+    file is ``lm_eval/<config>/utils.py`` there). A task folder is no package: the module is loaded by its path."""
+    path = Path(__file__).resolve().parent.parent / "utils.py"
+    spec = importlib.util.spec_from_file_location("mcqforge_release_loader", path)
+    if not path.is_file() or spec is None or spec.loader is None:
+        raise FileNotFoundError(f"{path}: the release loader of this task folder is missing")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.load_release

@@ -2,17 +2,18 @@
 
 Every task reads its config of the release (:func:`builders.core.lm_eval_tasks.dataset_settings`) and is
 evaluated zero-shot: the demonstrations are already in each prompt. ``symbol`` scores the label after the
-``prompt`` column; ``hybrid`` and ``cloze`` score each option's text after a prompt that ``utils.py``
-renders with the builder's own renderer (:mod:`.prompts`, copied into the file), from the ``fewshot`` ids.
-``manifest.json`` gives ``python -m builders.evaluate`` each task's config, split, role (`original` for the
+``prompt`` column; ``hybrid`` and ``cloze`` score each option's text after a prompt that the config folder's
+``utils.py`` renders with the builder's own renderer (:mod:`.prompts`, copied into the file), from the ``fewshot``
+ids. What the tasks share is in ``lm_eval/_default_template_yaml``, whose loader is ``lm_eval/utils.py``
+(:mod:`builders.core.lm_eval_utils`). ``manifest.json`` gives ``python -m builders.evaluate`` each task's config, split, role (`original` for the
 baselines, `perturbed` otherwise), family, scoring method and baseline config.
 """
 
 from __future__ import annotations
 
 import pprint
-from pathlib import Path
-from typing import Sequence
+from importlib import resources
+from typing import Any, Sequence
 
 from builders.core import lm_eval_tasks
 from builders.core.build import TaskLocation
@@ -38,21 +39,17 @@ def task_name(prefix: str, config: str, method: str) -> str:
     return f"{prefix}_{config}_{method}"
 
 
-def task_yaml(task: str, config: str, method: str, location: TaskLocation, split: str) -> bytes:
+def task_entry(task: str, config: str, method: str, location: TaskLocation, split: str) -> dict[str, Any]:
     if method == "symbol":  # the options are shown; the label tokens are scored
-        text, choice, metrics = "prompt", "labels", ["acc"]
+        text, choice, metrics = "prompt", "labels", ("acc",)
     else:  # hybrid shows the options, cloze hides them; both score each option's text
-        text, choice, metrics = lm_eval_tasks.Function(f"utils.{method}_text"), "choices", ["acc", "acc_norm"]
-    entry = {"task": task, **lm_eval_tasks.dataset_settings(location, config), "test_split": split,
-             "output_type": "multiple_choice", "num_fewshot": 0, "doc_to_text": text, "doc_to_choice": choice,
-             "doc_to_target": "answer",
-             "metric_list": [{"metric": m, "aggregation": "mean", "higher_is_better": True} for m in metrics],
-             "metadata": {"version": 1.0, "scoring": method}}
-    return lm_eval_tasks.to_yaml(entry, f"mcqforge perturbations, config {config!r}, {method} scoring.\n"
-                                 "The demonstrations are already in every prompt: evaluate it zero-shot (no --num_fewshot).")
+        text, choice, metrics = lm_eval_tasks.Function(f"utils.{method}_text"), "choices", ("acc", "acc_norm")
+    return lm_eval_tasks.multiple_choice_task(task, config, location, split, doc_to_text=text, doc_to_choice=choice,
+                                              metrics=metrics, metadata={"scoring": method})
 
 
-def task_utils(spec: ConfigSpec, location: TaskLocation, fewshot_split: str | None) -> str:
+def task_utils(spec: ConfigSpec, location: TaskLocation, fewshot_split: str | None) -> bytes:
+    """The config folder's ``utils.py``: :mod:`.prompts` as it is in the package, then the config's ``TASK``."""
     constants = {
         "dataset_name": spec.name,
         "repo": location.repo_id,
@@ -62,26 +59,31 @@ def task_utils(spec: ConfigSpec, location: TaskLocation, fewshot_split: str | No
         "answer_prefix": spec.answer_prefix,
         "trivial": list(trivial_questions()) if spec.demonstrations == "trivial" else [],
     }
-    source = Path(prompts.__file__).read_text(encoding="utf-8")
-    return (source + "\n\n# ---- the release loader (mcqforge's shared lm-eval utils) ----\n\n" + lm_eval_tasks.UTILS
-            + "\n\n# ---- this task (written by mcqforge's perturbations builder) ----\n\n"
-            + f"TASK = {pprint.pformat(constants, width=110, sort_dicts=False)}\n")
+    source = resources.files(__package__).joinpath("prompts.py").read_text(encoding="utf-8")
+    return (source + "\n\n# ---- this task (written by mcqforge's perturbations builder) ----\n\n"
+            + f"TASK = {pprint.pformat(constants, width=110, sort_dicts=False)}\n").encode()
 
 
 def task_files(specs: Sequence[ConfigSpec], source: LoadedSource, prefix: str,
                location: TaskLocation) -> dict[str, bytes]:
     split = evaluation_split(source.items, source.benchmark.fewshot_split)
-    files = {f"{lm_eval_tasks.TASKS_DIR}/README.md": tasks_readme(specs, prefix, location).encode()}
+    tasks: dict[str, tuple[dict[str, Any], str]] = {}
+    files = {f"{lm_eval_tasks.TASKS_DIR}/README.md": tasks_readme(specs, prefix, location).encode(),
+             lm_eval_tasks.UTILS: lm_eval_tasks.utils_module()}  # the loader the template names
     entries = []
     for spec in specs:
         folder = f"{lm_eval_tasks.TASKS_DIR}/{spec.name}"
-        files[f"{folder}/utils.py"] = task_utils(spec, location, source.benchmark.fewshot_split).encode()
+        files[f"{folder}/utils.py"] = task_utils(spec, location, source.benchmark.fewshot_split)
         for method in prompts.METHODS:
             task = task_name(prefix, spec.name, method)
-            files[f"{folder}/{task}.yaml"] = task_yaml(task, spec.name, method, location, split)
+            tasks[f"{folder}/{task}.yaml"] = (task_entry(task, spec.name, method, location, split),
+                                              f"mcqforge perturbations, config {spec.name!r}, {method} scoring.\n"
+                                              "The demonstrations are already in every prompt: evaluate it zero-shot "
+                                              "(no --num_fewshot).")
             entries.append({"task": task, "config": spec.name, "split": split,
                             "role": "perturbed" if spec.baseline else "original", "family": spec.family,
                             "scoring": method, "metric": METRICS[method], "baseline": spec.baseline})
+    files.update(lm_eval_tasks.templated(tasks))
     files[lm_eval_tasks.MANIFEST] = lm_eval_tasks.manifest(NAME, location, entries,
                                                            demonstrations=IN_PROMPT_DEMONSTRATIONS)
     return files

@@ -63,9 +63,10 @@ class TaskPlan:
         slugs: dict[str, str] = {}
         for subject, _ in self.subjects:
             slugs[subject] = lm_eval_tasks.slug(subject, slugs.values())
-        utils = lm_eval_tasks.UTILS + lm_eval_tasks.value_filters(self.subject_column, slugs)
-        files = {f"{folder}/utils.py": utils.encode(),
+        filters = lm_eval_tasks.value_filters(self.subject_column, slugs)
+        files = {lm_eval_tasks.UTILS: lm_eval_tasks.utils_module(filters),
                  f"{folder}/README.md": self.readme(location).encode()}
+        tasks: dict[str, tuple[dict[str, Any], str]] = {}
         manifest = []
         for config in self.configs:
             members = []
@@ -78,7 +79,7 @@ class TaskPlan:
                 comment = (f"WiCkeD {self.benchmark}, config {config!r}, subject {subject!r}: lm-eval's MMLU prompt, "
                            f"{shots}-shot: the subject's first items of the config's "
                            f"{self.fewshot_split or 'none'} split.")
-                files[f"{folder}/{member}.yaml"] = lm_eval_tasks.to_yaml(entry, comment)
+                tasks[f"{folder}/{member}.yaml"] = (entry, comment)
                 members.append(member)
             files[f"{folder}/{self.task(config)}.yaml"] = lm_eval_tasks.to_yaml(
                 lm_eval_tasks.group(self.task(config), members, weight_by_size=True),
@@ -86,6 +87,7 @@ class TaskPlan:
                 "(subjects weighted by size).")
             role = {"role": "original"} if config == "original" else {"role": "variant", "variant": int(config.split("_")[1])}
             manifest.append({"task": self.task(config), "config": config, "split": self.eval_split, **role})
+        files.update(lm_eval_tasks.templated(tasks))
         variants = [self.task(c) for c in self.configs if c != "original"]
         files[f"{folder}/{self.group}.yaml"] = lm_eval_tasks.to_yaml(
             lm_eval_tasks.group(self.group, variants),

@@ -1,0 +1,153 @@
+"""The ``lm_eval/`` folder every release carries: its ``utils.py`` is a real module of the package
+(``builders.core.lm_eval_utils``), its tasks share one ``include:`` template, and every filter is a function
+written out by name. Checked with lm-eval's own loader (``TaskManager``) on sample releases."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from datasets import Dataset
+
+from builders.core import lm_eval_tasks, lm_eval_utils
+from builders.core.build import TaskLocation
+from fixtures import read_lm_eval_task
+
+REPO = Path(__file__).resolve().parents[1]
+LOCATION = TaskLocation("org/release", "v1.0.0")
+
+
+def load_module(path: Path):
+    spec = importlib.util.spec_from_file_location(f"release_utils_{abs(hash(path))}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def pyflakes(path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--isolated", "--select", "F",
+                           str(path)], capture_output=True, text=True)
+
+
+def test_utils_py_is_the_package_module_and_its_prompts_render_the_mmlu_layout():
+    assert lm_eval_tasks.utils_module() == (REPO / "builders" / "core" / "lm_eval_utils.py").read_bytes()
+    doc = {"question": " Capital of Italy? ", "choices": ["Rome", "Milan", "Turin"], "answer": 0}
+    assert lm_eval_utils.mc_text(doc) == "Capital of Italy?\nA. Rome\nB. Milan\nC. Turin\nAnswer:"
+    assert lm_eval_utils.choices_only_text(doc) == "A. Rome\nB. Milan\nC. Turin\nAnswer:"
+    assert lm_eval_utils.mc_choices(doc) == ["A", "B", "C"]
+    docs = Dataset.from_dict({"subject": ["law", None, "math", "law"], "id": ["a", "b", "c", "d"]})
+    assert lm_eval_utils.keep_value(docs, "subject", "law")["id"] == ["a", "d"]
+    assert lm_eval_utils.keep_value(docs, "subject", "")["id"] == ["b"]  # a missing value counts as ""
+
+
+def test_filters_are_functions_written_out_by_name_with_the_value_a_literal():
+    """Regression: the filters were made in a loop with ``globals()[f"only_{slug}"]``, so ``only_algebra`` could not
+    be found by reading utils.py, and no linter saw them."""
+    tricky = 'it\'s "quoted"\n{x}'
+    code = lm_eval_tasks.value_filters("category", {"Algebra": "algebra", tricky: "it_s_quoted_x"})
+    utils = lm_eval_tasks.utils_module(code).decode()
+    assert "globals()" not in utils
+    tree = ast.parse(utils)
+    functions = [node.name for node in tree.body if isinstance(node, ast.FunctionDef)]
+    assert functions[-2:] == ["only_algebra", "only_it_s_quoted_x"]
+    assert "def only_algebra(dataset):\n    return keep_value(dataset, 'category', 'Algebra')\n" in utils
+    namespace: dict = {}
+    exec(compile(utils, "utils.py", "exec"), namespace)  # noqa: S102 (the module mcqforge writes, not data)
+    docs = Dataset.from_dict({"category": ["Algebra", tricky, "Geometry"]})
+    assert namespace["only_it_s_quoted_x"](docs)["category"] == [tricky]
+    assert namespace["only_algebra"](docs)["category"] == ["Algebra"]
+    assert lm_eval_tasks.value_filters("subject", {}) == ""
+
+
+def test_tasks_include_one_template_holding_what_they_share_and_set_only_what_differs():
+    def task(name, config, text, shots):
+        return lm_eval_tasks.multiple_choice_task(name, config, LOCATION, "test", doc_to_text=text,
+                                                  fewshot_split="dev" if shots else None, num_fewshot=shots)
+
+    files = lm_eval_tasks.templated({
+        "lm_eval/a/t1.yaml": (task("t1", "a", lm_eval_tasks.Function("utils.prompt"), 5), "one"),
+        "lm_eval/b/t2.yaml": (task("t2", "b", "prompt", 5), "two"),  # a column named like the function
+        "lm_eval/t3.yaml": (task("t3", "c", lm_eval_tasks.Function("utils.prompt"), 0), "three")})
+    assert sorted(files) == ["lm_eval/_default_template_yaml", "lm_eval/a/t1.yaml", "lm_eval/b/t2.yaml",
+                             "lm_eval/t3.yaml"]
+    template = yaml.safe_load(files["lm_eval/_default_template_yaml"].replace(b"!function", b""))
+    assert list(template) == ["custom_dataset", "test_split", "output_type", "doc_to_choice", "doc_to_target",
+                              "metric_list", "metadata"]
+    t1 = yaml.load(files["lm_eval/a/t1.yaml"].decode(), Loader=yaml.BaseLoader)
+    assert t1["include"] == "../_default_template_yaml"
+    assert sorted(t1) == ["dataset_kwargs", "doc_to_text", "fewshot_config", "fewshot_split", "include", "num_fewshot",
+                          "task"]
+    t3 = yaml.load(files["lm_eval/t3.yaml"].decode(), Loader=yaml.BaseLoader)
+    assert t3["include"] == "_default_template_yaml" and "fewshot_split" not in t3  # nor in the template
+    assert files["lm_eval/b/t2.yaml"].startswith(b"# two\ninclude: ../_default_template_yaml\ntask: t2\n")
+
+
+@pytest.fixture(scope="module")
+def math_mc_release(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("math_mc") / "release"
+    result = subprocess.run([sys.executable, "-m", "builders", "math_mc", "--source", "sample", "--sets", "2",
+                             "--output", str(out), "--log-level", "WARNING"], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return out
+
+
+def test_lm_evals_task_manager_loads_the_templated_tasks_and_their_named_filters(math_mc_release):
+    from lm_eval.tasks import TaskManager
+
+    folder = math_mc_release / "lm_eval"
+    members = sorted(p.name for p in folder.glob("math_mc_set_*_*.yaml"))
+    assert members == [f"math_mc_set_{k}_{s}.yaml" for k in range(2) for s in ("algebra", "prealgebra")]
+    for member in members:  # each task file holds only what differs from the template
+        own = yaml.load((folder / member).read_text(), Loader=yaml.BaseLoader)
+        assert sorted(own) == ["dataset_kwargs", "include", "process_docs", "task"]
+        assert own["include"] == "_default_template_yaml"
+    utils = (folder / "utils.py").read_text()
+    defined = {node.name for node in ast.parse(utils).body if isinstance(node, ast.FunctionDef)}
+    assert {"only_algebra", "only_prealgebra", "load_release", "mc_text", "mc_choices"} <= defined
+    assert "globals()" not in utils
+    assert pyflakes(folder / "utils.py").returncode == 0
+
+    loaded = TaskManager(include_path=str(folder), include_defaults=False).load(["math_mc_set_0", "math_mc_set_1"])
+    assert loaded["group_map"] == {f"math_mc_set_{k}": [f"math_mc_set_{k}_algebra", f"math_mc_set_{k}_prealgebra"]
+                                   for k in range(2)}
+    for name, task in loaded["tasks"].items():
+        subject = name.rsplit("_", 1)[1]
+        merged = read_lm_eval_task(folder / f"{name}.yaml")
+        assert merged["process_docs"] == f"utils.only_{subject}"
+        assert task.config.process_docs.__name__ == f"only_{subject}"  # found by name in utils.py
+        assert task.config.description == merged["description"] == (
+            "The following are multiple choice questions (with answers) about high school math.\n\n")
+        assert (task.config.num_fewshot, task.config.fewshot_split) == (5, "test")
+        assert task.config.doc_to_text.__name__ == "mc_text"
+        docs = list(task.test_docs())
+        assert len(docs) == 6 and {doc["subject"].lower() for doc in docs} == {subject}
+
+
+def test_perturbations_config_utils_lint_and_load_demonstrations_through_the_release_loader(tmp_path):
+    """Regression: the prompts module called ``load_release``, which existed only once the builder had pasted the
+    shared utils after it (ruff F821, silenced with ``noqa``). Each config folder's ``utils.py`` now lints clean
+    and finds the loader of ``lm_eval/utils.py`` itself."""
+    from lm_eval.tasks import TaskManager
+
+    out = tmp_path / "release"
+    result = subprocess.run([sys.executable, "-m", "builders", "perturbations", "--source", "sample", "--only",
+                             "shuffle", "--output", str(out), "--log-level", "WARNING"],
+                            capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "noqa" not in (REPO / "builders" / "perturbations" / "prompts.py").read_text()
+    for utils in sorted((out / "lm_eval").rglob("utils.py")):
+        assert pyflakes(utils).returncode == 0, pyflakes(utils).stdout
+    loaded = TaskManager(include_path=str(out / "lm_eval" / "shuffle"), include_defaults=False).load(
+        ["perturbations_mmlu_shuffle_hybrid"])
+    [task] = loaded["tasks"].values()
+    doc = task.test_docs()[0]
+    assert task.config.custom_dataset.__name__ == "load_release"  # from the template, in lm_eval/utils.py
+    demonstrations = load_module(out / "lm_eval" / "shuffle" / "utils.py")._fewshot_documents()
+    assert [d for d in doc["fewshot"] if d != doc["id"]] and all(d in demonstrations for d in doc["fewshot"]
+                                                                   if d != doc["id"])
+    assert task.doc_to_text(doc).count("\nAnswer: ") == len(doc["fewshot"])
