@@ -45,6 +45,7 @@ from .build import Build, TaskLocation
 from .errors import UserError, ValidationFailed
 from .progress import bar
 from .record import record_features
+from .steps import outcome_table
 from .validate import ValidationReport
 
 if TYPE_CHECKING:
@@ -517,7 +518,7 @@ def render_card(build: Build, report: ValidationReport, release: ReleaseInfo,
         "build_config_yaml": build_config_text(build).strip(),
         "report": report,
         "validation_markdown": report.to_markdown(),
-        "exclusion_reasons": report.exclusion_reasons,
+        "outcome_table": outcome_table(build.outcomes, build.exclusions),
         "statistics": build.statistics,
         "has_lm_eval": build.lm_eval_tasks is not None,
         "changelog": changelog,

@@ -370,7 +370,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
     items = {split: [open_item(v) for v in verified if v.pair.problem.split == split]
              for split in OUTPUT_SPLITS if split in extracted.rows_in}
     options = mc.SetOptions(NAME, args.choices, args.sets, args.seed, args.draw)
-    configs, exclusions = mc.build_sets(items, pools, options, source.dataset,
+    configs, exclusions, outcomes = mc.build_sets(items, pools, options, source.dataset,
                                         no_predictions={v.pair.id for v in verified} - set(matched))
     configs = _with_provenance(configs, {v.pair.id: v.pair.problem for v in verified})
     for rejected in extracted.rejected + failed:
@@ -393,6 +393,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         configs=configs,
         metadata_features={name: METADATA_FEATURES for name in configs},
         exclusions=exclusions,
+        outcomes=outcomes,
         checks=[*mc.make_checks(golds, equivalence.same, pools),
                 mc.second_reading_check("one_gold_literal_eval", "with the standard library's ast.literal_eval and "
                                         "==, apart from the builder's value keys", golds, literally_equal),
