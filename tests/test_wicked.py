@@ -286,8 +286,8 @@ def test_real_mmlu_references_are_copied_unchanged_with_the_reason(tmp_path):
 def test_validator_catches_a_reference_the_builder_misses(tmp_path, monkeypatch):
     """Issue 12.8: the validator's reference check is independent: with the builder's detector blinded, the 79 real
     reference items are altered in each of 2 variants, and the build is refused."""
-    monkeypatch.setattr(wicked, "position_dependent_reason", lambda choices: None)
-    monkeypatch.setattr(wicked, "none_like_option", lambda choices: None)  # it would keep the bare "None." items
+    monkeypatch.setattr(wicked.transform, "position_dependent_reason", lambda choices: None)
+    monkeypatch.setattr(wicked.transform, "none_like_option", lambda choices: None)  # it would keep the bare "None." items
     source, _ = _reference_source(tmp_path)
     build = wicked.build(source, wicked_args(variants=2))
     assert all(r.metadata["removed_index"] is not None for r in build.configs["variant_0"]["test"])
@@ -305,7 +305,7 @@ def test_validator_catches_an_altered_reference_in_a_mixed_build(tmp_path, monke
         missed = any(c.strip().lower() == "both a and b." for c in choices)
         return None if missed else options.position_dependent_reason(choices)
 
-    monkeypatch.setattr(wicked, "position_dependent_reason", blind)
+    monkeypatch.setattr(wicked.transform, "position_dependent_reason", blind)
     source, references = _reference_source(tmp_path)
     missed = sum(any(c.strip().lower() == "both a and b." for c in item["choices"]) for item in references)
     assert missed == 11
@@ -584,8 +584,8 @@ def test_validator_refuses_a_build_whose_builder_rules_are_blinded(monkeypatch):
     """Issue 22.1: with the builder's detectors returning nothing, every real item and every form above is altered in
     each of 2 variants, and the validator's separately written reading refuses the build: one violation per
     item and variant."""
-    monkeypatch.setattr(wicked, "position_dependent_reason", lambda choices: None)
-    monkeypatch.setattr(wicked, "none_like_option", lambda choices: None)
+    monkeypatch.setattr(wicked.transform, "position_dependent_reason", lambda choices: None)
+    monkeypatch.setattr(wicked.transform, "none_like_option", lambda choices: None)
     rows = _mmlu_rows(PROSE_REFERENCES + NONE_LIKE) + [
         {"question": f"Question {i}?", "subject": "biology", "answer": 0,
          "choices": ["Mitochondria make ATP", "Ribosomes make lipids", "The nucleus digests food", form]}

@@ -1,0 +1,11 @@
+"""WiCkeD: replace one uniformly chosen option with "None of the above" (the builder is :mod:`.builder`)."""
+
+from .builder import BUILDER, build, build_dataset, main
+from .card_statistics import statistics
+from .checks import CHECKS
+from .evaluation import evaluation_table
+from .sba import SBADecisions, SBAVerdict, labelled_shares, sba_key
+from .transform import skip_reason, wicked_variant
+
+__all__ = ["BUILDER", "CHECKS", "SBADecisions", "SBAVerdict", "build", "build_dataset", "evaluation_table",
+           "labelled_shares", "main", "sba_key", "skip_reason", "statistics", "wicked_variant"]

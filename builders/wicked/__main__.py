@@ -1,0 +1,3 @@
+from .builder import main
+
+raise SystemExit(main())

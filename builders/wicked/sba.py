@@ -1,0 +1,151 @@
+"""The SBA decision: the classifier or the judge, once per distinct item, and what the card says about it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from builders.core import llm
+from builders.core.record import MCQRecord
+from classifiers.sba_model import EVALUATIONS_FILE
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class KnownSBAShare:
+    """What a reading of a build without SBA detection found: of the items keyed "None of the above", how many
+    still had an acceptable option (so two defensible answers: NOTA and that option)."""
+
+    nota_keyed: int
+    still_acceptable: int
+    reading: str
+
+    @property
+    def share(self) -> float:
+        return self.still_acceptable / self.nota_keyed
+
+
+# Benchmarks whose share of single-best-answer items is known to be high: without SBA detection, a large part of
+# the items whose gold was removed keep an acceptable option.
+KNOWN_SBA_SHARES = {
+    "commonsense_qa": KnownSBAShare(11, 6, "a 60-item reading of a WiCkeD CommonsenseQA build without SBA detection "
+                                           "(mcqforge issue 22)"),
+}
+
+
+@dataclass(frozen=True)
+class SBAVerdict:
+    """What decided whether an item is SBA: a classifier score, a judge's label (None: the judgement failed)."""
+
+    is_sba: bool
+    score: float | None = None
+    judge: str | None = None
+    judge_failed: bool = False
+
+
+NOT_JUDGED = SBAVerdict(False)
+
+
+def sba_key(record: MCQRecord) -> tuple:
+    return record.question, record.choices, record.answer
+
+
+@dataclass
+class SBADecisions:
+    """The verdict for each distinct (question, choices, answer), and what the card says about how."""
+
+    verdicts: dict[tuple, SBAVerdict]
+    card: dict[str, Any] | None  # None: no SBA detection (--sba-classifier none)
+    labelled: tuple[dict[str, Any], ...] = ()  # the classifier's recorded evaluations on labelled questions
+
+    def verdict(self, record: MCQRecord) -> SBAVerdict:
+        return self.verdicts.get(sba_key(record), NOT_JUDGED)
+
+
+def decide_sba(records: Sequence[MCQRecord], args: argparse.Namespace, benchmark: str) -> SBADecisions:
+    keys = list(dict.fromkeys(sba_key(r) for r in records))
+    if args.sba_judge:
+        return judge_sba(keys, args)
+    if args.sba_classifier.lower() == "none":
+        return SBADecisions({}, None)
+    return classify_sba(keys, args, benchmark)
+
+
+def classify_sba(keys: Sequence[tuple], args: argparse.Namespace, benchmark: str) -> SBADecisions:
+    from classifiers.sba_model import SBAClassifier
+
+    classifier = SBAClassifier.load(args.sba_classifier, threshold=args.sba_threshold)
+    scores = classifier.scores(keys, batch_size=args.sba_batch_size)
+    verdicts = {key: SBAVerdict(float(score) >= classifier.threshold, float(score)) for key, score in zip(keys, scores, strict=True)}
+    card = {"method": "classifier", "name": classifier.name, "revision": classifier.revision,
+            "threshold": classifier.threshold, "input": classifier.input_format}
+    return SBADecisions(verdicts, card, labelled_shares(args.sba_classifier, classifier.revision, benchmark))
+
+
+def judge_sba(keys: Sequence[tuple], args: argparse.Namespace) -> SBADecisions:
+    """Ask the judge about each distinct item with the version-2 labelling template, through the one LLM
+    client (concurrency, retries, on-disk cache: a rerun pays for nothing twice). A reply that does not
+    parse, names no valid alternative, or fails is no verdict: the item is copied unchanged."""
+    from classifiers.labelling import label_with_llm, load_template
+
+    template = load_template()
+    rows = [{"id": f"item-{i}", "question": q, "choices": list(c), "answer": a} for i, (q, c, a) in enumerate(keys)]
+    with llm.LLMSettings.from_args(args).client(args.sba_judge) as client:
+        run = label_with_llm(rows, client, template)
+    logger.info("SBA judge: %s", run.usage)
+    verdicts = {key: SBAVerdict(row["label"] == "SBA", judge=row["label"], judge_failed=row["label"] is None)
+                for key, row in zip(keys, run.rows, strict=True)}
+    counts = Counter(row["label"] or "failed" for row in run.rows)
+    card = {"method": "judge", "name": args.sba_judge, "template": template.version, "questions": len(keys),
+            "sba": counts["SBA"], "sca": counts["SCA"], "failed": counts["failed"]}
+    return SBADecisions(verdicts, card)
+
+
+def labelled_shares(classifier: str, revision: str, benchmark: str) -> tuple[dict[str, Any], ...]:
+    """What ``classifiers.sba evaluate --record`` measured for this benchmark on labelled questions."""
+    return tuple({"labels": Path(str(e.get("labels_file", "?"))).name, **e["per_source"][benchmark],
+                  "model_threshold": e.get("threshold")}
+                 for e in recorded_evaluations(classifier, revision) if benchmark in (e.get("per_source") or {}))
+
+
+def recorded_evaluations(classifier: str, revision: str) -> list[dict[str, Any]]:
+    """The evaluations stored with the classifier: in its folder, or in its Hub repo (none when absent)."""
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError
+
+    path = Path(classifier)
+    try:
+        if not path.is_dir():
+            commit = revision if re.fullmatch(r"[0-9a-f]{40}", revision) else None
+            path = Path(hf_hub_download(classifier, EVALUATIONS_FILE, revision=commit)).parent
+        file = path / EVALUATIONS_FILE
+        return json.loads(file.read_text(encoding="utf-8")) if file.is_file() else []
+    except (OSError, ValueError, EntryNotFoundError) as error:
+        logger.info("no recorded evaluation for %s (%s)", classifier, str(error).splitlines()[0][:120])
+        return []
+
+
+def undetected_sba(benchmark: str, sba: SBADecisions, configs) -> dict[str, Any] | None:
+    """Without SBA detection on a benchmark known to hold many SBA items: the share of NOTA-keyed items expected
+    to be incoherent (still having an acceptable option), warned in the log and stated in the card."""
+    known = KNOWN_SBA_SHARES.get(benchmark)
+    if sba.card is not None or known is None:
+        return None
+    altered = [r for records in configs["variant_0"].values() for r in records if r.metadata["removed_index"] is not None]
+    nota_keyed = sum(r.metadata["nota_is_answer"] for r in altered)
+    expected = known.share * nota_keyed / len(altered) if altered else 0.0
+    warning = {"reading": known.reading, "nota_keyed_read": known.nota_keyed, "still_acceptable": known.still_acceptable,
+               "share_of_nota_keyed": known.share, "share_of_altered": expected}
+    logger.warning("--sba-classifier none on %s, a benchmark with many single-best-answer items: in %s, %d of %d items "
+                   "keyed 'None of the above' still had an acceptable option; about %.0f%% of this build's altered "
+                   "items (variant_0) are expected to have two defensible answers", benchmark, known.reading,
+                   known.still_acceptable, known.nota_keyed, 100 * expected)
+    return warning
+

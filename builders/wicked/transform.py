@@ -1,0 +1,58 @@
+"""The per-item transform: which items NOTA would make incoherent, and the replacement of one option by it."""
+
+from __future__ import annotations
+
+from builders.core.options import NOTA_TEXT, none_like_option, position_dependent_reason
+from builders.core.record import MCQRecord
+from builders.core.rng import item_rng
+from builders.core.sources import duplicate_option
+
+from .sba import SBAVerdict
+
+NAME = "wicked"  # the builder's name, and the purpose its items' generators are drawn for
+SBA_SKIP = "single_best_answer"
+DUPLICATE_SKIP = "duplicate_choices"
+JUDGE_FAILED_SKIP = "sba_judge_failed"
+NONE_LIKE_SKIP = "none_like_option"
+
+
+def add_nota(record: MCQRecord, seed: int, variant: int, nota_position: str) -> MCQRecord:
+    """Remove one uniformly drawn option and add NOTA; the gold is tracked by index."""
+    rng = item_rng(seed, record.content_key, NAME, variant)
+    size = len(record.choices)
+    removed = int(rng.integers(size))
+    nota_index = size - 1 if nota_position == "last" else int(rng.integers(size))
+    kept = [i for i in range(size) if i != removed]
+    choices = [record.choices[i] for i in kept]
+    choices.insert(nota_index, NOTA_TEXT)
+    if removed == record.answer:
+        answer = nota_index
+    else:
+        position = kept.index(record.answer)
+        answer = position + (position >= nota_index)
+    return record.replace(choices=choices, answer=answer).with_metadata(
+        removed_index=removed, nota_index=nota_index, nota_is_answer=removed == record.answer,
+    )
+
+
+def skip_reason(record: MCQRecord) -> str | None:
+    """Why adding NOTA to this item would be incoherent, or None."""
+    if duplicate_option(record.choices) is not None:
+        return DUPLICATE_SKIP
+    reason = position_dependent_reason(record.choices)
+    if reason is None and none_like_option(record.choices) is not None:
+        return NONE_LIKE_SKIP  # "None, because ...", "I have no comment.": NOTA would be a second "no answer"
+    return reason
+
+
+def wicked_variant(record: MCQRecord, verdict: SBAVerdict, reason: str | None, seed: int, variant: int,
+                   nota_position: str) -> MCQRecord:
+    if reason is None and verdict.judge_failed:
+        reason = JUDGE_FAILED_SKIP
+    elif reason is None and verdict.is_sba:
+        reason = SBA_SKIP
+    unchanged = record.with_metadata(
+        is_sba=verdict.is_sba, sba_score=verdict.score, sba_judge=verdict.judge, removed_index=None,
+        nota_index=None, nota_is_answer=False, original_answer_index=record.answer, skip_reason=reason,
+    )
+    return unchanged if reason else add_nota(unchanged, seed, variant, nota_position)
