@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import datasets
@@ -277,9 +278,12 @@ def test_real_mmlu_references_are_copied_unchanged_with_the_reason(tmp_path):
         assert [(r.question, r.choices, r.answer) for r in records] == [
             (o.question, o.choices, o.answer) for o in build.configs["original"]["test"]]
         assert build.configs[f"variant_{k}"]["dev"][0].metadata["skip_reason"] == "has_option_combination"
-    shares = build.statistics.tables[1]
+    shares = build.statistics.tables[0]
     assert shares.title == "Altered and flagged SBA"
     assert shares.rows[0][:3] == ("test", 78, 0.0) and shares.rows[0][4] == 1.0
+    # counted once for every variant: the outcome table's copies are the skip reasons, none altered
+    assert build.outcomes.reasons("test", "every variant") == dict(sorted(Counter(expected).items()))
+    assert build.outcomes.total("altered") == 0 and build.outcomes.total() == 79
     assert validate(build).passed
 
 
@@ -506,14 +510,17 @@ def test_card_reports_altered_flagged_and_labelled_shares(tmp_path):
                if wicked.skip_reason(r) is None}
     sba = wicked.SBADecisions(flagged, {"method": "classifier", "name": str(model), "revision": "rev", "threshold": 0.5,
                                         "input": "question_choices"}, labelled)
-    configs = {"original": build.configs["original"], "variant_0": {
-        split: [wicked.wicked_variant(r, sba.verdict(r), wicked.skip_reason(r), 0, 0, "last") for r in records]
-        for split, records in build.configs["original"].items()}}
+    originals = build.configs["original"]
+    variant, outcomes = wicked.variant_records(originals, sba, {r.id: wicked.skip_reason(r) for r in records}, 0, 0,
+                                               "last")
+    configs = {"original": originals, "variant_0": variant}
+    assert outcomes.total("altered", split="test") == 4 and outcomes.reasons("test") == {
+        "has_all_of_the_above": 1, "has_none_of_the_above": 1, "has_option_combination": 1, "single_best_answer": 1}
     tables = {table.title: table for table in wicked.statistics(configs, sba).tables}
     shares = tables["Altered and flagged SBA"]
     assert shares.rows[0] == ("test", 8, 4 / 8, 1 / 8, 3 / 8, 0.0, 0.0, 0.0)
     assert list(tables["SBA on labelled questions"].rows) == [("eval.jsonl", 40, 0.2, 0.25, 0.8, 1.0, 0.31)]
-    assert "scored 8 distinct items; 1 reached the threshold 0.5" in tables["Items altered and copied unchanged"].note
+    assert "scored 8 distinct items; 1 reached the threshold 0.5" in shares.note
 
 
 # ---- issue 22.1: options that refer to others in prose, and options that already mean "none" ------------------

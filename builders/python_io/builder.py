@@ -373,6 +373,8 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
     configs, exclusions, outcomes = mc.build_sets(items, pools, options, source.dataset,
                                         no_predictions={v.pair.id for v in verified} - set(matched))
     configs = _with_provenance(configs, {v.pair.id: v.pair.problem for v in verified})
+    # Extraction makes one row per assert of a problem, and verification runs the calls in sandbox batches: neither
+    # is a per-item step. Their rejections are excluded here; the sets' steps count every verified item.
     for rejected in extracted.rejected + failed:
         exclusions.add(rejected.problem.split, rejected.id, rejected.problem.source_index, rejected.step, rejected.error)
     rows_in = Counter(extracted.rows_in)
