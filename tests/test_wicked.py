@@ -22,7 +22,7 @@ from builders.core.sources import load_source
 from builders.core.errors import ValidationFailed
 from builders.core.options import NOTA_TEXT
 from builders.core.validate import validate
-from fixtures import ARC, MMLU_TEST, write_benchmark, write_jsonl
+from fixtures import ARC, MMLU_TEST, outcome_rows, write_benchmark, write_jsonl
 from fixtures_mmlu_references import FORMS, NONE_LIKE, PROSE_REFERENCES, TRUTHFUL_QA_NO_COMMENT
 
 REPO = Path(__file__).resolve().parents[1]
@@ -186,6 +186,22 @@ def test_build_config_rebuilds_the_same_release(tmp_path):
     assert wicked.main(["--config", config, "--source", str(folder), "--output", str(tmp_path / "out2")]) == 0
     assert _parquet_hashes(tmp_path / "out1") == _parquet_hashes(tmp_path / "out2")
     assert (tmp_path / "out1" / "build_config.yaml").read_text() == (tmp_path / "out2" / "build_config.yaml").read_text()
+
+
+def test_card_shows_the_outcome_table_with_exact_counts(tmp_path):
+    """Issue 21: the card's one table of what became of every row, counted once for every variant: altered, copied
+    unchanged with the reason (`metadata.skip_reason`), excluded with the reason."""
+    folder = write_benchmark("mmlu", tmp_path)
+    write_jsonl(folder / "test.jsonl", [*MMLU_TEST, {**MMLU_TEST[0], "choices": ["4"]}])  # one option: malformed
+    assert wicked.main(["--source", str(folder), "--sba-classifier", "none", "--variants", "3",
+                        "--output", str(tmp_path / "out")]) == 0
+    assert outcome_rows((tmp_path / "out" / "README.md").read_text()) == [
+        ("every variant", "test", "altered", "–", 5),
+        ("every variant", "test", "copied unchanged", "has_all_of_the_above", 1),
+        ("every variant", "test", "copied unchanged", "has_none_of_the_above", 1),
+        ("every variant", "test", "copied unchanged", "has_option_combination", 1),
+        ("every variant", "dev", "altered", "–", 3),
+        ("every config", "test", "excluded", "malformed_row", 1)]
 
 
 @pytest.mark.parametrize("name", ["mmlu", "mmlu_pro", "mmlu_redux", "commonsense_qa", "truthful_qa", "arc_challenge"])
