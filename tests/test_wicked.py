@@ -149,6 +149,15 @@ def test_validation_refuses_a_broken_build(tmp_path):
         validate(build)
 
 
+def test_validation_refuses_an_outcome_table_that_loses_a_row(tmp_path):
+    """Issue 21: the card's outcome table is checked like the configs: altered + copied + excluded = rows in."""
+    build = build_fixture(tmp_path)
+    assert validate(build).passed
+    build.outcomes.counts["every variant", "test", "altered", ""] -= 1
+    with pytest.raises(ValidationFailed, match="every variant/test: 8 rows in != 7 altered or copied unchanged"):
+        validate(build)
+
+
 def test_output_does_not_depend_on_order_or_subset(tmp_path):
     full = build_fixture(tmp_path / "a", name="arc_challenge")
     rows = list(reversed(ARC["test"][1:]))  # ARC items carry their own ids
