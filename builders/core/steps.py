@@ -112,17 +112,19 @@ class Outcomes:
 
     def total(self, outcome: str | None = None, *, split: str | None = None, configs: str | None = None) -> int:
         """Items with this outcome (None: any) in this split and configs (None: any)."""
-        return sum(n for (c, s, o, _), n in self.counts.items()
-                   if (outcome is None or o == outcome) and (split is None or s == split)
-                   and (configs is None or c == configs))
+        return sum(n for _, n in self._select(outcome, split, configs))
 
     def reasons(self, split: str | None = None, configs: str | None = None) -> dict[str, int]:
         """{reason: items copied unchanged}, sorted."""
         found: Counter = Counter()
-        for (c, s, o, reason), n in self.counts.items():
-            if o == COPIED and (split is None or s == split) and (configs is None or c == configs):
-                found[reason] += n
+        for (_, _, _, reason), n in self._select(COPIED, split, configs):
+            found[reason] += n
         return dict(sorted(found.items()))
+
+    def _select(self, outcome: str | None, split: str | None, configs: str | None):
+        wanted = (configs, split, outcome)
+        return ((key, n) for key, n in self.counts.items()
+                if all(want is None or want == have for want, have in zip(wanted, key[:3], strict=True)))
 
 
 def item_location(item: Any) -> tuple[str, int]:
