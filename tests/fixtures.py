@@ -166,3 +166,11 @@ def read_lm_eval_task(path: Path, function_prefix: str = "") -> dict[str, Any]:
     own = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=Loader)
     include = own.pop("include", None)
     return {**(read_lm_eval_task(Path(path).parent / include, function_prefix) if include else {}), **own}
+
+
+def outcome_rows(card: str) -> list[tuple[str, str, str, str, int]]:
+    """The card's one outcome table (:func:`builders.core.steps.outcome_table`), read back from its Markdown:
+    (configs, split, outcome, reason or "–", items) per row."""
+    section = card.split("### Items altered, copied unchanged and excluded", 1)[1].split("\n## ", 1)[0]
+    rows = [line.strip("|").split("|") for line in section.splitlines() if line.startswith("| ")][1:]
+    return [(c.strip(), s.strip(), o.strip(), r.strip(), int(n.strip().replace(",", ""))) for c, s, o, r, n in rows]

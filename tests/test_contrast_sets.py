@@ -23,7 +23,7 @@ from builders.core.sources import load_source
 from builders.core.errors import UserError, ValidationFailed
 from builders.core.record import MCQRecord
 from builders.core.validate import validate
-from fixtures import write_jsonl
+from fixtures import outcome_rows, write_jsonl
 
 # ---- a tiny UnifiedQA-layout fixture: <dir>/<source>/<split>.jsonl -------------------------------------
 # Option texts are single words whose MiniLM similarities stay below 0.75 (under the default threshold), so
@@ -342,6 +342,12 @@ def test_release_is_byte_identical_cold_or_warm_and_loads(tmp_path):
     assert len(edges) == 7 and sum(e["matched"] for e in edges) == 5
     card = (tmp_path / "cold1" / "README.md").read_text()
     assert "sentence-transformers/all-MiniLM-L6-v2" in card and "a matching of **5 pairs**" in card
+    every = "every config"  # every matched row is a question of each config; the rest are excluded
+    assert outcome_rows(card) == [
+        (every, "test", "altered", "–", 8), (every, "test", "excluded", "no_contrast_partner", 1),
+        (every, "test", "excluded", "position_dependent_gold", 1),
+        (every, "test", "excluded", "unmatched_in_maximum_matching", 1),
+        (every, "train", "altered", "–", 2), (every, "train", "excluded", "no_contrast_partner", 1)]
 
 
 def test_publish_to_the_hub_and_load_back(local_hub, tmp_path, cache_dir):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import datasets
 import pytest
+from fixtures import outcome_rows
 
 from builders.math_mc import builder as math_mc
 from builders.math_mc import equivalence, forms, plain
@@ -103,6 +104,9 @@ def test_publish_and_load_back(local_hub, files, tmp_path):
     assert remote["choices"] == local["choices"]
     card = (tmp_path / "out" / "README.md").read_text()
     assert "ambiguous_gold" in card and "math-verify" in card
+    assert outcome_rows(card) == [  # 6 rows in = 3 altered + 3 excluded, each by the step that left it out
+        ("every config", "test", "altered", "–", 3), ("every config", "test", "excluded", "ambiguous_gold", 1),
+        ("every config", "test", "excluded", "no_gold_answer", 1), ("every config", "test", "excluded", "pool_too_small", 1)]
 
 
 

@@ -31,7 +31,7 @@ from builders.core.sources import load_source
 from builders.core.errors import UserError, ValidationFailed
 from builders.core.record import MCQRecord
 from builders.core.validate import validate
-from fixtures import read_lm_eval_task, write_jsonl
+from fixtures import outcome_rows, read_lm_eval_task, write_jsonl
 from llm_server import ScriptedError, fast_client
 
 LETTERS = "ABCDEFGHIJKL"
@@ -787,7 +787,10 @@ def test_real_items_are_left_unchanged_each_with_its_reason(tmp_path):
     assert sorted(rows[1304]["metadata"]["pair_indices"]) == [1, 2]
     assert not rows[1304]["choices"][-1].startswith("Both Both")
     card = (out / "README.md").read_text()
-    assert "| no_pairable_option | 1 |" in card and "| has_pair_option | 1 |" in card
+    assert outcome_rows(card) == [  # the 6 rows: 3 altered, 3 copied unchanged with their `unchanged_reason`
+        ("default", "test", "altered", "–", 3), ("default", "test", "copied unchanged", "has_pair_option", 1),
+        ("default", "test", "copied unchanged", "no_pairable_option", 1),
+        ("default", "test", "copied unchanged", "options_read_alike", 1)]
 
 
 def test_an_option_starting_with_both_is_never_named_in_a_pair():

@@ -26,7 +26,7 @@ from builders.core.sources import load_source
 from builders.core.errors import ValidationFailed
 from builders.core.predictions import read_predictions
 from builders.core.validate import validate
-from fixtures import read_lm_eval_task, write_benchmark, write_jsonl
+from fixtures import outcome_rows, read_lm_eval_task, write_benchmark, write_jsonl
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -549,6 +549,25 @@ def test_cli_build_is_byte_identical_and_loads(tmp_path):
     assert row["labels"] == ["œ", "§", "З", "ü", "ß", "Ж"] and row["metadata"]["permutation"] == [0, 1, 2, 3, 4, 5]
     card = (tmp_path / "out1" / "README.md").read_text()
     assert "| derangement_moves_every_option |" in card and "`ß Ж ø ¶ Ð þ`" in card
+    rows = outcome_rows(card)  # the one outcome table: per config and split, rows in = altered + copied unchanged
+    for config in CONFIGS:
+        assert sum(n for c, split, _, _, n in rows if c == config and split == "test") == 14, config
+        assert sum(n for c, split, _, _, n in rows if c == config and split == "dev") == 6, config
+    assert [row[1:] for row in rows if row[0] == "original"] == [
+        ("test", "copied unchanged", "baseline_config", 13), ("test", "copied unchanged", "duplicate_choices", 1),
+        ("dev", "copied unchanged", "baseline_config", 6)]
+    assert [row[1:] for row in rows if row[0] == "gold_at_E"] == [
+        ("test", "altered", "–", 1), ("test", "copied unchanged", "duplicate_choices", 1),
+        ("test", "copied unchanged", "fewer_options_than_gold_position", 7),
+        ("test", "copied unchanged", "has_all_of_the_above", 1), ("test", "copied unchanged", "has_letter_reference", 1),
+        ("test", "copied unchanged", "has_none_of_the_above", 1),
+        ("test", "copied unchanged", "has_option_combination", 2),
+        ("dev", "copied unchanged", "fewer_options_than_gold_position", 5),
+        ("dev", "copied unchanged", "has_all_of_the_above", 1)]
+    assert [row[1:] for row in rows if row[0] == "symbols_rare"] == [  # relabelling breaks only references to a label
+        ("test", "altered", "–", 10), ("test", "copied unchanged", "duplicate_choices", 1),
+        ("test", "copied unchanged", "has_letter_reference", 1), ("test", "copied unchanged", "has_option_combination", 2),
+        ("dev", "altered", "–", 6)]
 
 
 def test_output_does_not_depend_on_order_or_subset(tmp_path):

@@ -15,6 +15,7 @@ from pathlib import Path
 import datasets
 import pyarrow.parquet as pq
 import pytest
+from fixtures import outcome_rows
 
 from builders.core.sources import load_source
 from builders.python_io import builder as python_io, problems as python_io_pairs
@@ -359,6 +360,15 @@ def test_build_from_real_format_predictions(tmp_path):
     card = (out / "README.md").read_text()
     assert "| 3 | 5 | 11 |" in card  # 5 of the 16 verified items have a pool of at least 2
     assert "| test | 11 | 4 | 1684 |" in card and "| train | 5 | 1 | 966 |" in card
+    excluded = {"assert_in_loop_or_branch": 1, "call_uses_test_variables": 1, "duplicate_call": 1,
+                "expected_not_a_literal": 1, "no_predictions": 6, "not_a_direct_call": 1, "not_an_equality_assert": 2,
+                "output_not_a_literal": 1, "pool_too_small": 1, "program_failed": 1, "reference_output_mismatch": 1,
+                "reference_timeout": 1}  # extraction's, verification's and the sets' exclusions in one table
+    assert outcome_rows(card) == [
+        ("every config", "test", "altered", "–", 4),
+        *[("every config", "test", "excluded", reason, n) for reason, n in excluded.items()],
+        ("every config", "train", "altered", "–", 1), ("every config", "train", "excluded", "no_predictions", 4)]
+    assert 4 + sum(excluded.values()) == 22  # the test split's rows in
     for reason in ["call_not_among_items", "gold_disagrees", "item_not_verified", "unknown_id",
                    "duplicate_model_item", "no_id_or_call"]:
         assert re.search(rf"\| {reason} \| 1 \|", card), reason

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import datasets
@@ -20,7 +21,7 @@ from builders.core.sources import load_source
 from builders.core.errors import ValidationFailed
 from builders.core.options import NOTA_TEXT
 from builders.core.validate import validate
-from fixtures import ARC, MMLU_TEST, read_lm_eval_task, write_benchmark, write_jsonl
+from fixtures import ARC, MMLU_TEST, outcome_rows, read_lm_eval_task, write_benchmark, write_jsonl
 from fixtures_mmlu_references import FORMS, NONE_LIKE, PROSE_REFERENCES, TRUTHFUL_QA_NO_COMMENT
 
 REPO = Path(__file__).resolve().parents[1]
@@ -147,6 +148,15 @@ def test_validation_refuses_a_broken_build(tmp_path):
         validate(build)
 
 
+def test_validation_refuses_an_outcome_table_that_loses_a_row(tmp_path):
+    """Issue 21: the card's outcome table is checked like the configs: altered + copied + excluded = rows in."""
+    build = build_fixture(tmp_path)
+    assert validate(build).passed
+    build.outcomes.counts["every variant", "test", "altered", ""] -= 1
+    with pytest.raises(ValidationFailed, match="every variant/test: 8 rows in != 7 altered or copied unchanged"):
+        validate(build)
+
+
 def test_output_does_not_depend_on_order_or_subset(tmp_path):
     full = build_fixture(tmp_path / "a", name="arc_challenge")
     rows = list(reversed(ARC["test"][1:]))  # ARC items carry their own ids
@@ -184,6 +194,22 @@ def test_build_config_rebuilds_the_same_release(tmp_path):
     assert wicked.main(["--config", config, "--source", str(folder), "--output", str(tmp_path / "out2")]) == 0
     assert _parquet_hashes(tmp_path / "out1") == _parquet_hashes(tmp_path / "out2")
     assert (tmp_path / "out1" / "build_config.yaml").read_text() == (tmp_path / "out2" / "build_config.yaml").read_text()
+
+
+def test_card_shows_the_outcome_table_with_exact_counts(tmp_path):
+    """Issue 21: the card's one table of what became of every row, counted once for every variant: altered, copied
+    unchanged with the reason (`metadata.skip_reason`), excluded with the reason."""
+    folder = write_benchmark("mmlu", tmp_path)
+    write_jsonl(folder / "test.jsonl", [*MMLU_TEST, {**MMLU_TEST[0], "choices": ["4"]}])  # one option: malformed
+    assert wicked.main(["--source", str(folder), "--sba-classifier", "none", "--variants", "3",
+                        "--output", str(tmp_path / "out")]) == 0
+    assert outcome_rows((tmp_path / "out" / "README.md").read_text()) == [
+        ("every variant", "test", "altered", "–", 5),
+        ("every variant", "test", "copied unchanged", "has_all_of_the_above", 1),
+        ("every variant", "test", "copied unchanged", "has_none_of_the_above", 1),
+        ("every variant", "test", "copied unchanged", "has_option_combination", 1),
+        ("every variant", "dev", "altered", "–", 3),
+        ("every config", "test", "excluded", "malformed_row", 1)]
 
 
 @pytest.mark.parametrize("name", ["mmlu", "mmlu_pro", "mmlu_redux", "commonsense_qa", "truthful_qa", "arc_challenge"])
@@ -276,9 +302,12 @@ def test_real_mmlu_references_are_copied_unchanged_with_the_reason(tmp_path):
         assert [(r.question, r.choices, r.answer) for r in records] == [
             (o.question, o.choices, o.answer) for o in build.configs["original"]["test"]]
         assert build.configs[f"variant_{k}"]["dev"][0].metadata["skip_reason"] == "has_option_combination"
-    shares = build.statistics.tables[1]
+    shares = build.statistics.tables[0]
     assert shares.title == "Altered and flagged SBA"
     assert shares.rows[0][:3] == ("test", 78, 0.0) and shares.rows[0][4] == 1.0
+    # counted once for every variant: the outcome table's copies are the skip reasons, none altered
+    assert build.outcomes.reasons("test", "every variant") == dict(sorted(Counter(expected).items()))
+    assert build.outcomes.total("altered") == 0 and build.outcomes.total() == 79
     assert validate(build).passed
 
 
@@ -499,14 +528,17 @@ def test_card_reports_altered_flagged_and_labelled_shares(tmp_path):
                if wicked.skip_reason(r) is None}
     sba = wicked.SBADecisions(flagged, {"method": "classifier", "name": str(model), "revision": "rev", "threshold": 0.5,
                                         "input": "question_choices"}, labelled)
-    configs = {"original": build.configs["original"], "variant_0": {
-        split: [wicked.wicked_variant(r, sba.verdict(r), wicked.skip_reason(r), 0, 0, "last") for r in records]
-        for split, records in build.configs["original"].items()}}
+    originals = build.configs["original"]
+    variant, outcomes = wicked.variant_records(originals, sba, {r.id: wicked.skip_reason(r) for r in records}, 0, 0,
+                                               "last")
+    configs = {"original": originals, "variant_0": variant}
+    assert outcomes.total("altered", split="test") == 4 and outcomes.reasons("test") == {
+        "has_all_of_the_above": 1, "has_none_of_the_above": 1, "has_option_combination": 1, "single_best_answer": 1}
     tables = {table.title: table for table in wicked.statistics(configs, sba).tables}
     shares = tables["Altered and flagged SBA"]
     assert shares.rows[0] == ("test", 8, 4 / 8, 1 / 8, 3 / 8, 0.0, 0.0, 0.0)
     assert list(tables["SBA on labelled questions"].rows) == [("eval.jsonl", 40, 0.2, 0.25, 0.8, 1.0, 0.31)]
-    assert "scored 8 distinct items; 1 reached the threshold 0.5" in tables["Items altered and copied unchanged"].note
+    assert "scored 8 distinct items; 1 reached the threshold 0.5" in shares.note
 
 
 # ---- issue 22.1: options that refer to others in prose, and options that already mean "none" ------------------

@@ -21,7 +21,7 @@ import time
 from collections import Counter, defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 from builders.core.record import Value
@@ -36,7 +36,7 @@ from builders.core.options import position_dependent_reason
 from builders.core.record import MCQRecord
 from builders.core.rng import item_rng
 from builders.core.sources import LoadedSource, duplicate_option
-from builders.core.steps import Exclude, ExclusionLog
+from builders.core.steps import Exclude, ExclusionLog, Outcomes, run_steps
 from builders.core.tables import Statistics, Table
 
 from .calibration import DEFAULT_THRESHOLD, MATCHER_PRECISION, MEASURED, PAPER_THRESHOLD
@@ -263,25 +263,27 @@ class Mined:
     pairs: list[ContrastPair]
     embedder: Embedder
     embedding_stats: EmbeddingStats
-    not_mined: list[tuple[MCQRecord, Exclude]] = field(default_factory=list)
+    not_mined: ExclusionLog = field(default_factory=ExclusionLog)
 
 
-def eligible_records(records: Sequence[MCQRecord]) -> tuple[list[MCQRecord], list[tuple[MCQRecord, Exclude]]]:
+def eligible_records(items: Mapping[str, Sequence[MCQRecord]]) -> tuple[list[MCQRecord], ExclusionLog]:
     """Items whose options repeat a text (whitespace-normalised; case matters) have no well-defined set of
     distractors, and "All of the above" or "A and B" cannot be the answer of a two-option question: such items
-    are not mined, and each is counted with its reason (a blank question is a malformed row, excluded on reading)."""
-    eligible, not_mined = [], []
-    for record in records:
-        duplicate = duplicate_option(record.choices)
-        reason = position_dependent_reason((record.gold,))
-        if duplicate is not None:
-            not_mined.append((record, Exclude("duplicate_choices", f"choices[{duplicate}]",
-                                              f"repeats an earlier option: {record.choices[duplicate]!r}")))
-        elif reason:
-            not_mined.append((record, Exclude("position_dependent_gold", f"choices[{record.answer}]", reason)))
-        else:
-            eligible.append(record)
-    return eligible, not_mined
+    are not mined, and each is excluded with its reason (a blank question is a malformed row, excluded on reading)."""
+    not_mined = ExclusionLog()
+    eligible, _ = run_steps(items, [("mine", minable)], exclusions=not_mined)  # the matching counts the rest
+    return [record for records in eligible.values() for record in records], not_mined
+
+
+def minable(record: MCQRecord) -> MCQRecord:
+    duplicate = duplicate_option(record.choices)
+    if duplicate is not None:
+        raise Exclude("duplicate_choices", f"choices[{duplicate}]",
+                      f"repeats an earlier option: {record.choices[duplicate]!r}")
+    reason = position_dependent_reason((record.gold,))
+    if reason:
+        raise Exclude("position_dependent_gold", f"choices[{record.answer}]", reason)
+    return record
 
 
 def resolve_threshold(args: argparse.Namespace) -> float:
@@ -317,8 +319,8 @@ class Options:
                    encoding=Encoding(args.batch_size, args.batch_tokens, args.embed_threads))
 
 
-def mine(records: Sequence[MCQRecord], options: Options, stopwatch: Stopwatch) -> Mined:
-    eligible, not_mined = eligible_records(records)
+def mine(items: Mapping[str, Sequence[MCQRecord]], options: Options, stopwatch: Stopwatch) -> Mined:
+    eligible, not_mined = eligible_records(items)
     pool = make_pool(eligible, options.cross_source, options.cross_split)
     with stopwatch.stage("embed"):
         embedder = resolve_embedder(options.embedder, options.embed_dtype)
@@ -335,14 +337,14 @@ def mine(records: Sequence[MCQRecord], options: Options, stopwatch: Stopwatch) -
 
 def build(source: LoadedSource, options: Options, stopwatch: Stopwatch | None = None) -> Build:
     stopwatch = stopwatch or Stopwatch()
-    records = [r for split in source.items.values() for r in split]
-    mined = mine(records, options, stopwatch)
+    mined = mine(source.items, options, stopwatch)
     if not mined.pairs:
         raise UserError(f"no contrast pair among {len(mined.pool)} items ({len(mined.edges)} edges): try a larger "
                         "source, --cross-split, or a lower --threshold")
     with stopwatch.stage("configs"):
         configs, first_at_a, random_gold_first = make_configs(source, mined, options)
         exclusions = make_exclusions(source, mined)
+        outcomes = paired_outcomes(mined)
     adapter_features = dict(source.benchmark.metadata_features)
     features = {config: {**adapter_features, **PAIR_FEATURES} for config in CONTRAST_CONFIGS}
     features["random_pairs"] = {**adapter_features, **RANDOM_FEATURES}
@@ -356,6 +358,7 @@ def build(source: LoadedSource, options: Options, stopwatch: Stopwatch | None = 
         configs=configs,
         metadata_features=features,
         exclusions=exclusions,
+        outcomes=outcomes,
         checks=CHECKS,
         statistics=statistics(mined, summary, first_at_a, random_gold_first, options),
         extra_files={"contrast_edges.jsonl": edges_jsonl(mined)},
@@ -406,8 +409,7 @@ def make_exclusions(source: LoadedSource, mined: Mined) -> ExclusionLog:
     """Every source row that is in no pair, with the reason; they are left out of every config."""
     log = ExclusionLog()
     log.extend(source.exclusions)
-    for record, reason in mined.not_mined:
-        log.add(record.source_split, record.id, record.source_index, "mine", reason)
+    log.extend(mined.not_mined)
     paired = {r.id for p in mined.pairs for r in (p.first, p.second)}
     for v, record in enumerate(mined.pool.records):
         if record.id in paired:
@@ -419,6 +421,17 @@ def make_exclusions(source: LoadedSource, mined: Mined) -> ExclusionLog:
     return log
 
 
+def paired_outcomes(mined: Mined) -> Outcomes:
+    """Every row in a pair is altered: it is a question of every config (its contrast question, its original,
+    a random pair, the choices only). The matching pairs rows across the whole source, so it is no per-item step:
+    its rows are counted here, and those it leaves out are excluded by :func:`make_exclusions`."""
+    outcomes = Outcomes()
+    for pair in mined.pairs:
+        for record in (pair.first, pair.second):
+            outcomes.altered(record.source_split)
+    return outcomes
+
+
 # ---- statistics for the card -------------------------------------------------------------------------
 
 
@@ -428,7 +441,7 @@ def graph_summary(source: LoadedSource, mined: Mined, options: Options) -> dict:
     components = np.unique(mined.matching.component[with_edges]) if len(mined.pool) else np.empty(0)
     questions = 2 * len(mined.pairs)
     identical = mined.edges.identical(mined.pool)
-    not_mined = Counter(reason.reason for _, reason in mined.not_mined)
+    not_mined = Counter(entry.reason for entry in mined.not_mined.entries)
     return {
         "rows_in": rows_in,
         "not_mined_duplicate_choices": not_mined["duplicate_choices"],

@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .record import MCQRecord
 from .sources import Benchmark, LoadedSource
-from .steps import ExclusionLog
+from .steps import ExclusionLog, Outcomes
 from .tables import Statistics
 
 Configs = dict[str, dict[str, list[MCQRecord]]]
@@ -54,7 +54,9 @@ class Build:
     once by the release writer. ``lm_eval_tasks`` renders the release's lm-eval task folder for where
     the release is read from. ``baselines`` are the builder's own shortcut-audit rules, and
     ``inherent_baselines`` names the baselines (or the choices-only model, ``choices_only_model``) that beat
-    chance by design, with the reason (keyed ``"<config>/<name>"`` or ``"<name>"``). ``unchanged_config`` names the
+    chance by design, with the reason (keyed ``"<config>/<name>"`` or ``"<name>"``). ``outcomes`` counts the
+    items altered and copied unchanged (:func:`.steps.run_steps`), shown with the exclusions in the card's one
+    outcome table (:func:`.steps.outcome_table`). ``unchanged_config`` names the
     config that holds the source unchanged (WiCkeD's `original`): a shortcut it carries is the source's, and
     another config no further above chance on that rule is marked as inheriting it (:func:`.audit.inherit_from_source`).
     """
@@ -79,6 +81,9 @@ class Build:
     baselines: list[Baseline] = field(default_factory=list)
     inherent_baselines: dict[str, str] = field(default_factory=dict)
     unchanged_config: str | None = None
+    # what the builder's steps did with the rows they kept: altered, or copied unchanged with the reason
+    # (:func:`.steps.run_steps`); the card's outcome table adds ``exclusions`` to them
+    outcomes: Outcomes = field(default_factory=Outcomes)
 
     def __post_init__(self) -> None:
         if self.rows_in is None:

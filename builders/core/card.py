@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .build import Build, TaskLocation
 from .build_config import build_config_text
 from .record import record_features
+from .steps import outcome_table
 from .validate import ValidationReport
 from .version import PACKAGE_DIR, __version__
 
@@ -138,7 +139,7 @@ def render_card(build: Build, report: ValidationReport, release: ReleaseInfo,
         "build_config_yaml": build_config_text(build).strip(),
         "report": report,
         "validation_markdown": report.to_markdown(),
-        "exclusion_reasons": report.exclusion_reasons,
+        "outcome_table": outcome_table(build.outcomes, build.exclusions),
         "statistics": build.statistics,
         "has_lm_eval": build.lm_eval_tasks is not None,
         "changelog": changelog,

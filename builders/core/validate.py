@@ -54,6 +54,17 @@ def _accounting(build: Build) -> Iterable[str]:
                 yield f"{config}: split {split!r} ({rows_in} rows in) is missing"
 
 
+def _outcomes_accounting(build: Build) -> Iterable[str]:
+    """The card's outcome table leaves no row out: per configs and split of ``Build.outcomes``, the rows
+    altered or copied unchanged plus those excluded are the rows in."""
+    assert build.rows_in is not None, "Build.__post_init__ sets it"
+    for configs in dict.fromkeys(key[0] for key in build.outcomes.counts):
+        for split, rows_in in build.rows_in.items():
+            kept, excluded = build.outcomes.total(split=split, configs=configs), build.exclusions.count(split, configs)
+            if rows_in != kept + excluded:
+                yield f"{configs}/{split}: {rows_in} rows in != {kept} altered or copied unchanged + {excluded} excluded"
+
+
 def _duplicates_only_as_copied(build: Build) -> Iterable[str]:
     """Two equal options (after whitespace normalisation; case matters) are allowed only in an item copied
     unchanged from a source item that has them."""
@@ -79,6 +90,8 @@ COMMON_CHECKS = [
     Check("no_duplicate_choices", "no two options are equal after whitespace normalisation, except in items "
           "copied unchanged from a source item that has them", _duplicates_only_as_copied),
     Check("rows_accounted", "rows in = rows out + rows excluded, per config and split", _accounting),
+    Check("outcomes_accounted", "the outcome table's rows altered + copied unchanged + excluded = rows in, per "
+          "configs and split", _outcomes_accounting),
 ]
 
 

@@ -17,7 +17,7 @@ from builders.core.record import Value
 from builders.core.build import Build, Check, Configs
 from builders.core.record import LETTERS, MCQRecord, OpenItem, list_of
 from builders.core.rng import item_rng
-from builders.core.steps import Exclude, ExclusionLog
+from builders.core.steps import Exclude, ExclusionLog, Outcomes, run_steps
 from builders.core.tables import Statistics, Table
 
 from .pools import Candidate, Pool, distractor_models, summarize_pools
@@ -124,33 +124,32 @@ def make_record(item: OpenItem, distractors: Sequence[Option], rng: np.random.Ge
 def build_sets(items: Mapping[str, Sequence[OpenItem]], pools: Mapping[str, Pool] | None, options: SetOptions,
                dataset: str, random_distractors: RandomDistractors | None = None,
                no_predictions: set[str] | frozenset = frozenset(),
-               excluded_items: Mapping[str, Exclude] | None = None) -> tuple[Configs, ExclusionLog]:
+               excluded_items: Mapping[str, Exclude] | None = None) -> tuple[Configs, ExclusionLog, Outcomes]:
     """Every config and split; items without enough distractors, and those in ``excluded_items`` (item id ->
-    why: a suspect key), are excluded from every config."""
+    why: a suspect key), are excluded from every config. Every other item is altered: one record per set."""
     needed = options.choices - 1
-    names = config_names(options.sets)
-    configs: Configs = {name: {} for name in names}
+
+    def check_key(item: OpenItem) -> OpenItem:
+        if excluded_items and item.id in excluded_items:
+            raise excluded_items[item.id]
+        return item
+
+    def make_sets(item: OpenItem) -> list[MCQRecord]:
+        pool = pools.get(item.id) if pools is not None else None
+        if pools is not None and (pool is None or pool.size < needed):
+            reason = "no_predictions" if item.id in no_predictions else "pool_too_small"
+            size = pool.size if pool is not None else 0
+            raise Exclude(reason, "pool", f"{size} distractors, {needed} needed")
+        return [_set_record(item, pool, k, options, dataset, random_distractors) for k in range(options.sets)]
+
     exclusions = ExclusionLog()
-    for split, split_items in items.items():
-        for name in names:
-            configs[name][split] = []
-        for item in split_items:
-            if excluded_items and item.id in excluded_items:
-                exclusions.add(split, item.id, item.index, "key", excluded_items[item.id])
-                continue
-            pool = pools.get(item.id) if pools is not None else None
-            if pools is not None and (pool is None or pool.size < needed):
-                reason = "no_predictions" if item.id in no_predictions else "pool_too_small"
-                size = pool.size if pool is not None else 0
-                exclusions.add(split, item.id, item.index, "distractors",
-                               Exclude(reason, "pool", f"{size} distractors, {needed} needed"))
-                continue
-            for k in range(options.sets):
-                record = _set_record(item, pool, k, options, dataset, random_distractors)
-                configs[f"set_{k}"][split].append(record)
-                if k == 0:
-                    configs["default"][split].append(record)
-    return configs, exclusions
+    sets, outcomes = run_steps(items, [("key", check_key), ("distractors", make_sets)], exclusions=exclusions)
+    configs: Configs = {name: {} for name in config_names(options.sets)}
+    for split, records in sets.items():
+        configs["default"][split] = [item_sets[0] for item_sets in records]
+        for k in range(options.sets):
+            configs[f"set_{k}"][split] = [item_sets[k] for item_sets in records]
+    return configs, exclusions, outcomes
 
 
 def _set_record(item: OpenItem, pool: Pool | None, k: int, options: SetOptions, dataset: str,

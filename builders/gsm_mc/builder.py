@@ -202,12 +202,12 @@ def build(source: LoadedSource, options: Options) -> Build:
         statistics = mc.pool_statistics(list(pools.values()), options.choices)
         statistics.add(unit_table(pools.values(), options.keep_unit_multiples))
         statistics.add(consensus.suspect_table(suspects, len(all_items), options.keep_suspect_keys))
-        configs, exclusions = mc.build_sets(items, pools, set_options, source.dataset, no_predictions=unanswered,
+        configs, exclusions, outcomes = mc.build_sets(items, pools, set_options, source.dataset, no_predictions=unanswered,
                                             excluded_items=consensus.excluded_items(suspects, options.keep_suspect_keys))
         if not options.keep_suspect_keys:
             checks.append(consensus.no_suspect_check(pool_rows(pools.values())))
     else:
-        configs, exclusions = mc.build_sets(items, None, set_options, source.dataset,
+        configs, exclusions, outcomes = mc.build_sets(items, None, set_options, source.dataset,
                                             random_distractors=random_options(options.keep_unit_multiples))
     exclusions.extend(source.exclusions)
     statistics.add(mc.position_table(configs))
@@ -222,6 +222,7 @@ def build(source: LoadedSource, options: Options) -> Build:
         configs=configs,
         metadata_features={name: {**mc.METADATA_FEATURES, **source.benchmark.metadata_features} for name in configs},
         exclusions=exclusions,
+        outcomes=outcomes,
         checks=[*mc.make_checks(golds, equivalence.equal, pools, random_ok), one_numeric_gold(golds),
                 *([] if options.keep_unit_multiples else [NO_UNIT_MULTIPLE]), NO_ROUNDED_GOLD, *checks],
         statistics=statistics,

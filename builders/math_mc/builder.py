@@ -36,7 +36,7 @@ from builders.core.audit import only_two_options
 from builders.core.build import Baseline, Build, Builder
 from builders.core.record import MCQRecord, OpenItem
 from builders.core.sources import Benchmark, LoadedSource, RowContext
-from builders.core.steps import Exclude, ExclusionLog
+from builders.core.steps import Exclude, ExclusionLog, run_steps
 from builders.core.tables import Statistics, Table
 from builders.from_predictions import collect, consensus, sets as mc
 from builders.from_predictions.tasks import set_tasks, sets_table
@@ -139,19 +139,19 @@ def gold_boxes(solution: str) -> list[str]:
 
 
 def drop_ambiguous_golds(items: dict[str, list[OpenItem]], equivalence: MathEquivalence) -> ExclusionLog:
-    """Remove (in place) items whose boxed answers are not all equivalent to the gold."""
+    """Remove (in place) items whose boxed answers are not all equivalent to the gold. What becomes of the
+    others is counted once, by the sets' steps (:func:`~builders.from_predictions.sets.build_sets`)."""
     exclusions = ExclusionLog()
     equivalence.prepare([[i.gold, *i.gold_alternatives] for s in items.values() for i in s if i.gold_alternatives])
-    for split, split_items in items.items():
-        kept = []
-        for item in split_items:
-            differing = [a for a in item.gold_alternatives if not equivalence.same(item.gold, a)]
-            if differing:
-                exclusions.add(split, item.id, item.index, "gold",
-                               Exclude("ambiguous_gold", "solution", f"boxed {differing[0]!r} and {item.gold!r}"))
-            else:
-                kept.append(item)
-        items[split] = kept
+
+    def unambiguous_gold(item: OpenItem) -> OpenItem:
+        differing = [a for a in item.gold_alternatives if not equivalence.same(item.gold, a)]
+        if differing:
+            raise Exclude("ambiguous_gold", "solution", f"boxed {differing[0]!r} and {item.gold!r}")
+        return item
+
+    kept, _ = run_steps(items, [("gold", unambiguous_gold)], exclusions=exclusions)
+    items.update(kept)
     return exclusions
 
 
@@ -167,7 +167,7 @@ def build(source: LoadedSource, options: Options) -> Build:
         equivalence.close()  # every pair validation asks was judged above; a miss would restart workers
     set_options = mc.SetOptions(NAME, options.choices, options.sets, options.seed, options.draw)
     suspects = consensus.suspects(pools)
-    configs, exclusions = mc.build_sets(items, pools, set_options, source.dataset, no_predictions=unanswered,
+    configs, exclusions, outcomes = mc.build_sets(items, pools, set_options, source.dataset, no_predictions=unanswered,
                                         excluded_items=consensus.excluded_items(suspects, options.keep_suspect_keys))
     exclusions.extend(source.exclusions)
     exclusions.extend(gold_exclusions)
@@ -186,6 +186,7 @@ def build(source: LoadedSource, options: Options) -> Build:
         configs=configs,
         metadata_features={name: {**mc.METADATA_FEATURES, **EXTRA_METADATA} for name in configs},
         exclusions=exclusions,
+        outcomes=outcomes,
         checks=[*mc.make_checks({item.id: item.gold for item in all_items}, equivalence.same, pools),
                 one_correct_option_check(options.equivalence_workers, max(10.0, options.equivalence_timeout)),
                 *option_form_checks(),

@@ -54,6 +54,7 @@ from builders.core.errors import UserError
 from builders.core.llm import LLMSettings
 from builders.core.record import LETTERS, MCQRecord, list_of
 from builders.core.sources import LoadedSource, RowContext
+from builders.core.steps import Outcomes, Skip, run_steps
 from builders.core.tables import Statistics, Table, counts_table
 
 from .audit import audit_table, export_audit_command, import_audit_command, read_verdicts
@@ -70,6 +71,7 @@ from .metrics import evaluation_table
 from .similarity import DEFAULT_SIMILARITY_CUTOFF, SimilarityScorer
 
 logger = logging.getLogger(__name__)
+SPLIT_NOT_MODIFIED = "split_not_modified"  # the unchanged_reason of every item of a split --modify-splits leaves out
 
 # MMLU-Pro's Hub columns (``TIGER-Lab/MMLU-Pro``), so that the release loads in the upstream lm-eval
 # ``mmlu_pro_plus`` task: ``answer`` is the gold letter there (the integer gold is ``answer_index``, and
@@ -160,12 +162,15 @@ class SplitOutcome:
     built: dict[str, int]
     tried: list[Proposal] = field(default_factory=list)
     ineligible: Counter = field(default_factory=Counter)
+    outcomes: Outcomes = field(default_factory=Outcomes)  # altered, or copied unchanged with `unchanged_reason`
 
 
 def modify_split(records: Sequence[MCQRecord], shares: Mapping[str, float], seed: int,
                  propose: Callable[[Sequence[MCQRecord]], list[Proposal]] | None, model: str | None,
-                 layout: str = DEFAULT_LAYOUT) -> SplitOutcome:
-    """Assign every record to a group with exact counts, by the per-item ranking, and apply the group."""
+                 layout: str = DEFAULT_LAYOUT, split: str = "test") -> SplitOutcome:
+    """Assign every record to a group with exact counts, by the per-item ranking, and apply the group. The
+    assignment ranks the split's items against each other (and asks for TPP options in batches), so it is no
+    per-item step; applying each item's group is (:func:`~builders.core.steps.run_steps`)."""
     requested = apportion(len(records), shares)
     ineligible = {r.id: ineligible_reason(r) for r in records}
     ranked = sorted(records, key=lambda r: rank_key(seed, r))
@@ -180,23 +185,28 @@ def modify_split(records: Sequence[MCQRecord], shares: Mapping[str, float], seed
     for group in (PFPP, CFPP):
         takers = [r for r in open_ if r.id not in groups and can_take(group, r)][: requested[group]]
         groups.update((r.id, group) for r in takers)
-    out = []
-    for record in records:
-        group, extra = groups.get(record.id, UNCHANGED), {"tpp_rejection": rejected.get(record.id),
-                                                           "ineligible_reason": ineligible[record.id]}
-        if group == UNCHANGED:
-            extra["unchanged_reason"] = unchanged_reason(record, ineligible[record.id], rejected.get(record.id))
+
+    def extra(record: MCQRecord) -> dict[str, Any]:
+        return {"tpp_rejection": rejected.get(record.id), "ineligible_reason": ineligible[record.id]}
+
+    def apply_group(record: MCQRecord) -> MCQRecord:
+        group = groups.get(record.id, UNCHANGED)
         if group == TPP:
-            out.append(make_tpp(record, accepted[record.id], model, seed, layout, **extra))
-        elif group == PFPP:
-            out.append(make_pfpp(record, seed, layout, **extra))
-        elif group == CFPP:
-            out.append(make_cfpp(record, seed, **extra))
-        else:
-            out.append(with_group(record, UNCHANGED, **extra))
+            return make_tpp(record, accepted[record.id], model, seed, layout, **extra(record))
+        if group == PFPP:
+            return make_pfpp(record, seed, layout, **extra(record))
+        if group == CFPP:
+            return make_cfpp(record, seed, **extra(record))
+        raise Skip(unchanged_reason(record, ineligible[record.id], rejected.get(record.id)))
+
+    def copy(record: MCQRecord, reason: str) -> MCQRecord:
+        return with_group(record, UNCHANGED, **extra(record), unchanged_reason=reason)
+
+    applied, outcomes = run_steps({split: records}, [("modify", apply_group)], copy=copy, configs=CONFIG)
+    out = applied[split]
     built = Counter(r.columns["modification"] for r in out)
     outcome = SplitOutcome(out, requested, {g: built[g] for g in GROUPS}, tried,
-                           Counter(v for v in ineligible.values() if v))
+                           Counter(v for v in ineligible.values() if v), outcomes)
     if outcome.built != requested:
         logger.warning("group counts %s differ from the requested %s: too few eligible items or accepted TPP "
                        "options", outcome.built, requested)
@@ -281,10 +291,11 @@ def build(source: LoadedSource, options: Options) -> Build:
         for split, records in source.items.items():
             if split in modify:
                 outcomes[split] = modify_split(records, shares, options.seed, generator.propose if generator else None,
-                                               generator.model if generator else None, options.layout)
+                                               generator.model if generator else None, options.layout, split)
             else:
-                copied = [with_group(r, UNCHANGED, unchanged_reason="split_not_modified") for r in records]
+                copied = [with_group(r, UNCHANGED, unchanged_reason=SPLIT_NOT_MODIFIED) for r in records]
                 outcomes[split] = SplitOutcome(copied, {}, {UNCHANGED: len(copied)})
+                outcomes[split].outcomes.copied(split, SPLIT_NOT_MODIFIED, CONFIG, len(copied))
     finally:
         if generator is not None and generator.client is not None:
             generator.client.close()
@@ -305,6 +316,7 @@ def build(source: LoadedSource, options: Options) -> Build:
         metadata_features={CONFIG: {**source_metadata, **METADATA_FEATURES}, ORIGINAL_CONFIG: source_metadata},
         extra_columns={CONFIG: COLUMN_FEATURES, ORIGINAL_CONFIG: HUB_FEATURES},
         exclusions=source.exclusions,
+        outcomes=Outcomes().update(*(o.outcomes for o in outcomes.values())),
         checks=CHECKS,
         statistics=statistics(outcomes, context),
         extra_files=extra_files(rejections, audit),
@@ -365,18 +377,11 @@ def statistics(outcomes: Mapping[str, SplitOutcome], context: Mapping[str, Any])
             if outcome.requested or outcome.built.get(group)]
     tried = [p for o in outcomes.values() for p in o.tried]
     reasons = Counter(p.reason or "accepted" for p in tried)
-    unchanged = Counter(r.metadata["unchanged_reason"] for o in outcomes.values() for r in o.records
-                        if r.columns["modification"] == UNCHANGED)
     statistics = Statistics([
         Table("Modification groups", ("split", "group", "requested", "built"), rows),
         counts_table("TPP generation", reasons, "outcome", "TPP candidates",
                      note=f"{len(tried)} candidates asked, {reasons.get('accepted', 0)} accepted; every rejected one "
                           "fell back to another group and is listed in `tpp_rejections.jsonl`."),
-        counts_table("Why items are unchanged", unchanged, "reason (`metadata.unchanged_reason`)",
-                     note="Every item of the `unchanged` group, with its reason: ineligible items (the options already "
-                          "refer to each other, hold a pair option, or read alike), items none of whose options can "
-                          "be named in a pair, items whose TPP option was rejected, items the ranking put in the "
-                          "unchanged share, and splits that are not modified."),
     ])
     statistics.add(layout_table(outcomes, context.get("layout", DEFAULT_LAYOUT)))
     if context.get("audit"):

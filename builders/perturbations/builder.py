@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import logging
 import re
-from collections import Counter
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -43,6 +42,7 @@ from builders.core.build import Build, Builder
 from builders.core.errors import UserError
 from builders.core.record import LETTERS, MCQRecord, list_of
 from builders.core.sources import LoadedSource, evaluation_split
+from builders.core.steps import Outcomes
 from builders.core.tables import Statistics, Table
 from builders.perturbations import tasks
 from builders.perturbations.checks import checks
@@ -166,10 +166,11 @@ def build(source: LoadedSource, options: Options) -> Build:
     swaps = options.swap_pairs
     if any(spec.order == "swap_fixed" for spec in specs):
         check_swaps_fit(options.swaps, swaps, source)
-    configs = {}
+    configs, outcomes = {}, Outcomes()
     for spec in specs:
-        configs[spec.name] = config_records(spec, source.items, fewshot_split,
-                                            Perturbation(spec, draws, swaps, fewshot_split), demonstrations)
+        configs[spec.name], counted = config_records(spec, source.items, fewshot_split,
+                                                     Perturbation(spec, draws, swaps, fewshot_split), demonstrations)
+        outcomes.update(counted)
         logger.info("built config %s", spec.name)
     metadata = {**source.benchmark.metadata_features, **PERTURBATION_FEATURES}
     task_prefix = options.task_prefix or f"{NAME}_{source.benchmark.name}"
@@ -182,6 +183,7 @@ def build(source: LoadedSource, options: Options) -> Build:
         configs=configs,
         metadata_features={spec.name: metadata for spec in specs},
         exclusions=source.exclusions,
+        outcomes=outcomes,
         checks=checks(specs, source, options.shots, options.fewshot_sampler),
         statistics=statistics(specs, configs, fewshot_split, options),
         lm_eval_tasks=lambda location: tasks.task_files(specs, source, task_prefix, location),
@@ -240,8 +242,8 @@ def statistics(specs: Sequence[ConfigSpec], configs: Mapping[str, Mapping[str, l
         Table("Rows per config", ("config", "family", "compared with", *[f"{s} rows" for s in splits],
                                   "demonstrations per prompt"), rows,
               note="Every config keeps every source item; items that cannot take a config's change are copied "
-                   "unchanged (next table)."),
-        copied_unchanged_table(specs, configs, fewshot_split),
+                   "unchanged (the table \"Items altered, copied unchanged and excluded\")."),
+        unchanged_demonstration_table(specs, configs, fewshot_split),
         Table("Symbol sets", ("set", "the 4 symbols", "extension (options 5 and beyond)"),
               [(n, " ".join(SYMBOL_SETS[n]), " ".join(SYMBOL_EXTENSIONS[n])) for n in SYMBOL_SETS]),
     ])
@@ -259,28 +261,23 @@ def demonstrations_text(spec: ConfigSpec, options: Options, fewshot_split: str |
     return kinds[spec.demonstrations] + (", then the item" if spec.context_answer else "")
 
 
-def copied_unchanged_table(specs: Sequence[ConfigSpec], configs: Mapping[str, Mapping[str, list[MCQRecord]]],
-                           fewshot_split: str | None) -> Table:
-    """Per config and split with an item copied unchanged: items per reason, and prompts whose
-    demonstrations include such an item (shown unchanged, never dropped)."""
-    counts: dict[tuple[str, str], Counter] = {}
-    shown: dict[tuple[str, str], int] = {}
+def unchanged_demonstration_table(specs: Sequence[ConfigSpec], configs: Mapping[str, Mapping[str, list[MCQRecord]]],
+                                  fewshot_split: str | None) -> Table:
+    """Per config and split: the prompts whose demonstrations include an item copied unchanged (shown unchanged,
+    never dropped). The items themselves are counted in the card's outcome table."""
+    rows = []
     for spec in specs:
         splits = configs[spec.name]
         unchanged = {r.id for r in splits.get(fewshot_split or "", []) if r.metadata["skip_reason"]}
         for split, records in splits.items():
-            counter = Counter(r.metadata["skip_reason"] for r in records if r.metadata["skip_reason"])
             with_demo = sum(1 for r in records if unchanged.intersection(r.columns["fewshot"]))
-            if counter or with_demo:
-                counts[spec.name, split], shown[spec.name, split] = counter, with_demo
-    reasons = sorted({reason for counter in counts.values() for reason in counter})
-    return Table("Items copied unchanged", ("config", "split", *reasons, "prompts with an unchanged demonstration"),
-                 [(config, split, *[counter[r] for r in reasons], shown[config, split])
-                  for (config, split), counter in counts.items()],
+            if with_demo:
+                rows.append((spec.name, split, with_demo))
+    return Table("Prompts with an unchanged demonstration", ("config", "split", "prompts"), rows,
                  note="Items whose options cannot be reordered or relabelled are copied unchanged (source order, "
                       "letters) with `metadata.skip_reason`, in the configs and splits that change options; items "
                       "with duplicated options carry `duplicate_choices` in every config and split. As demonstrations "
-                      "they are shown unchanged.")
+                      "they are shown unchanged: these prompts show one.")
 
 
 BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [BENCHMARKS[name] for name in BENCHMARK_NAMES], add_arguments,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -30,6 +30,7 @@ from builders.core.options import LABEL_REASONS, position_dependent_reason
 from builders.core.record import LETTERS, MCQRecord, normalize_text
 from builders.core.rng import item_rng
 from builders.core.sources import duplicate_option
+from builders.core.steps import Outcomes, Skip, run_steps
 from builders.perturbations import prompts
 from builders.perturbations.configs import NAME, ConfigSpec, symbols
 
@@ -276,11 +277,43 @@ class PromptRenderer:
 # ---- one config -----------------------------------------------------------------------------------------------
 
 
+BASELINE = "baseline_config"  # the outcome of every item of `original` and `original_zero_shot`: the source itself
+
+
+def config_fields(spec: ConfigSpec, items: Mapping[str, Sequence[MCQRecord]], perturbation: Perturbation
+                  ) -> tuple[dict[str, list[dict[str, Any]]], Outcomes]:
+    """Every item's fields in this config, and what became of the items: altered where the config's change
+    (options, labels, prompt) reaches the item, else copied unchanged with its ``skip_reason`` (a baseline config
+    copies every item, as :data:`BASELINE` where it has no other reason)."""
+    fields: dict[str, list[dict[str, Any]]] = {}
+    outcomes = Outcomes()
+    for split, records in items.items():
+        step, copy = partial(_transformed, perturbation, split), partial(_copied, perturbation, split)
+        ran, counted = run_steps({split: records}, [(spec.name, step)], copy=copy, configs=spec.name)
+        fields[split] = ran[split]
+        outcomes.update(counted)
+    return fields, outcomes
+
+
+def _transformed(perturbation: Perturbation, split: str, record: MCQRecord) -> dict[str, Any]:
+    new = perturbation.fields(record, split)
+    reason = new["metadata"]["skip_reason"] or (BASELINE if perturbation.spec.baseline is None else None)
+    if reason:
+        raise Skip(reason)
+    return new
+
+
+def _copied(perturbation: Perturbation, split: str, record: MCQRecord, reason: str) -> dict[str, Any]:
+    return perturbation.fields(record, split)  # the source's options and letters, with the ``skip_reason``
+
+
 def config_records(spec: ConfigSpec, items: Mapping[str, Sequence[MCQRecord]], fewshot_split: str | None,
-                   perturbation: Perturbation, demonstrations: Demonstrations) -> dict[str, list[MCQRecord]]:
-    """Every item of every split in this config, with its labels, demonstrations and prompt. The few-shot
-    split is transformed first: its items are the demonstrations, as the config shows them."""
-    fields = {split: [perturbation.fields(r, split) for r in records] for split, records in items.items()}
+                   perturbation: Perturbation, demonstrations: Demonstrations
+                   ) -> tuple[dict[str, list[MCQRecord]], Outcomes]:
+    """Every item of every split in this config, with its labels, demonstrations and prompt, and what became
+    of the items. The few-shot split is transformed first: its items are the demonstrations, as the config
+    shows them."""
+    fields, outcomes = config_fields(spec, items, perturbation)
     fewshot = list(zip(items.get(fewshot_split or "", []), fields.get(fewshot_split or "", []), strict=True))
     pool = {r.id: row_view(r, f) for r, f in fewshot}
     movable = None
@@ -304,4 +337,4 @@ def config_records(spec: ConfigSpec, items: Mapping[str, Sequence[MCQRecord]], f
                                       metadata={**new["metadata"], "context_answer": context},
                                       columns={"labels": new["labels"], "fewshot": fewshot, "prompt": prompt}))
         configured[split] = out
-    return configured
+    return configured, outcomes

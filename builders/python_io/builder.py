@@ -388,9 +388,11 @@ def build(source: LoadedSource, options: Options) -> Build:
     items = {split: [open_item(v) for v in verified if v.pair.problem.split == split]
              for split in OUTPUT_SPLITS if split in extracted.rows_in}
     set_options = mc.SetOptions(NAME, options.choices, options.sets, options.seed, options.draw)
-    configs, exclusions = mc.build_sets(items, pools, set_options, source.dataset,
+    configs, exclusions, outcomes = mc.build_sets(items, pools, set_options, source.dataset,
                                         no_predictions={v.pair.id for v in verified} - set(matched))
     configs = _with_provenance(configs, {v.pair.id: v.pair.problem for v in verified})
+    # Extraction makes one row per assert of a problem, and verification runs the calls in sandbox batches: neither
+    # is a per-item step. Their rejections are excluded here; the sets' steps count every verified item.
     for rejected in extracted.rejected + failed:
         exclusions.add(rejected.problem.split, rejected.id, rejected.problem.source_index, rejected.step, rejected.error)
     rows_in = Counter(extracted.rows_in)
@@ -411,6 +413,7 @@ def build(source: LoadedSource, options: Options) -> Build:
         configs=configs,
         metadata_features={name: METADATA_FEATURES for name in configs},
         exclusions=exclusions,
+        outcomes=outcomes,
         checks=[*mc.make_checks(golds, equivalence.same, pools),
                 mc.second_reading_check("one_gold_literal_eval", "with the standard library's ast.literal_eval and "
                                         "==, apart from the builder's value keys", golds, literally_equal),

@@ -5,7 +5,7 @@ from .card_statistics import statistics
 from .checks import CHECKS
 from .evaluation import evaluation_table
 from .sba import SBADecisions, SBAVerdict, labelled_shares, sba_key
-from .transform import skip_reason, wicked_variant
+from .transform import skip_reason, variant_records, wicked_variant
 
 __all__ = ["BUILDER", "CHECKS", "Options", "SBADecisions", "SBAVerdict", "build", "build_dataset", "evaluation_table",
-           "labelled_shares", "main", "sba_key", "skip_reason", "statistics", "wicked_variant"]
+           "labelled_shares", "main", "sba_key", "skip_reason", "statistics", "variant_records", "wicked_variant"]

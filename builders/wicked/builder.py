@@ -31,6 +31,7 @@ from builders.core.errors import UserError
 from builders.core.models import ModelToLoad
 from builders.core.record import Value
 from builders.core.sources import LoadedSource
+from builders.core.steps import Outcomes
 from classifiers.sba_model import BATCH_SIZE, PAPER_CLASSIFIER
 
 from .card_statistics import statistics
@@ -38,7 +39,7 @@ from .checks import CHECKS
 from .evaluation import evaluation_table
 from .sba import SBAOptions, decide_sba, undetected_sba
 from .tasks import TaskPlan
-from .transform import NAME, skip_reason, wicked_variant
+from .transform import NAME, skip_reason, variant_records
 
 BENCHMARK_NAMES = ["mmlu", "mmlu_pro", "mmlu_redux", "commonsense_qa", "truthful_qa", "arc_challenge"]
 METADATA_FEATURES = {
@@ -121,12 +122,12 @@ def build(source: LoadedSource, options: Options) -> Build:
     reasons = {r.id: skip_reason(r) for r in all_records}
     sba = decide_sba([r for r in all_records if reasons[r.id] is None], options.sba, source.benchmark.name)
     configs = {"original": dict(originals)}
+    outcomes = Outcomes()
     for variant in range(options.variants):
-        configs[f"variant_{variant}"] = {
-            split: [wicked_variant(r, sba.verdict(r), reasons[r.id], options.seed, variant, options.nota_position)
-                    for r in records]
-            for split, records in originals.items()
-        }
+        configs[f"variant_{variant}"], counted = variant_records(originals, sba, reasons, options.seed, variant,
+                                                                 options.nota_position)
+        if variant == 0:  # every variant alters and copies the same items (variant_records)
+            outcomes = counted
     benchmark_features = dict(source.benchmark.metadata_features)
     metadata_features = {name: benchmark_features for name in configs}
     metadata_features.update({name: {**benchmark_features, **METADATA_FEATURES} for name in configs if name != "original"})
@@ -142,6 +143,7 @@ def build(source: LoadedSource, options: Options) -> Build:
         configs=configs,
         metadata_features=metadata_features,
         exclusions=source.exclusions,
+        outcomes=outcomes,
         checks=CHECKS,
         statistics=statistics(configs, sba),
         card_context={"sba": sba.card, "variants": options.variants, "nota_position": options.nota_position,

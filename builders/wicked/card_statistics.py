@@ -1,4 +1,5 @@
-"""The card's statistics: items altered and copied unchanged, SBA on labelled questions, NOTA-answer rates."""
+"""The card's statistics: the shares altered and flagged SBA, SBA on labelled questions, NOTA-answer rates (the
+items altered and copied unchanged are counted in the card's outcome table, :func:`builders.core.steps.outcome_table`)."""
 
 from __future__ import annotations
 
@@ -6,17 +7,14 @@ from collections import Counter
 
 import numpy as np
 
-from builders.core.tables import Statistics, Table, counts_table
+from builders.core.tables import Statistics, Table
 
 from .sba import SBADecisions
 from .transform import DUPLICATE_SKIP, JUDGE_FAILED_SKIP, NONE_LIKE_SKIP, SBA_SKIP
 
 
 def statistics(configs, sba: SBADecisions) -> Statistics:
-    first = configs["variant_0"]
-    outcomes = Counter(r.metadata["skip_reason"] or "altered" for records in first.values() for r in records)
-    tables = [counts_table("Items altered and copied unchanged", outcomes, "outcome", "items (all splits)", sba_note(sba)),
-              altered_and_flagged(first)]
+    tables = [altered_and_flagged(configs["variant_0"], sba_note(sba))]
     if sba.labelled:
         tables.append(Table(
             "SBA on labelled questions",
@@ -43,7 +41,7 @@ def sba_note(sba: SBADecisions) -> str:
             "unchanged.")
 
 
-def altered_and_flagged(records_by_split) -> Table:
+def altered_and_flagged(records_by_split, how_flagged: str = "") -> Table:
     rows = []
     for split, records in records_by_split.items():
         reasons = Counter(r.metadata["skip_reason"] or "altered" for r in records)
@@ -54,7 +52,7 @@ def altered_and_flagged(records_by_split) -> Table:
     shares = ("altered", "flagged SBA", "options refer to options", "an option means none", "duplicate options",
               "judge failed")
     return Table("Altered and flagged SBA", ("split", "items", *shares), rows,
-                 note="Shares of each split's items (the same in every variant).", percent=shares)
+                 note=f"Shares of each split's items (the same in every variant). {how_flagged}".strip(), percent=shares)
 
 
 def nota_rates(configs) -> list[Table]:

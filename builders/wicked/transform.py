@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Mapping, Sequence
+
 from builders.core.options import NOTA_TEXT, none_like_option, position_dependent_reason
 from builders.core.record import MCQRecord
 from builders.core.rng import item_rng
 from builders.core.sources import duplicate_option
+from builders.core.steps import Outcomes, Skip, run_steps
 
-from .sba import SBAVerdict
+from .sba import SBADecisions, SBAVerdict
 
 NAME = "wicked"  # the builder's name, and the purpose its items' generators are drawn for
 SBA_SKIP = "single_best_answer"
 DUPLICATE_SKIP = "duplicate_choices"
 JUDGE_FAILED_SKIP = "sba_judge_failed"
 NONE_LIKE_SKIP = "none_like_option"
+EVERY_VARIANT = "every variant"  # the configs the outcome table's counts hold in
 
 
 def add_nota(record: MCQRecord, seed: int, variant: int, nota_position: str) -> MCQRecord:
@@ -45,14 +49,41 @@ def skip_reason(record: MCQRecord) -> str | None:
     return reason
 
 
-def wicked_variant(record: MCQRecord, verdict: SBAVerdict, reason: str | None, seed: int, variant: int,
-                   nota_position: str) -> MCQRecord:
+def why_unchanged(reason: str | None, verdict: SBAVerdict) -> str | None:
+    """Why the item is copied unchanged: NOTA would make it incoherent, or it is SBA, or its judgement failed."""
     if reason is None and verdict.judge_failed:
-        reason = JUDGE_FAILED_SKIP
-    elif reason is None and verdict.is_sba:
-        reason = SBA_SKIP
-    unchanged = record.with_metadata(
+        return JUDGE_FAILED_SKIP
+    if reason is None and verdict.is_sba:
+        return SBA_SKIP
+    return reason
+
+
+def with_verdict(record: MCQRecord, verdict: SBAVerdict, reason: str | None) -> MCQRecord:
+    """The record with WiCkeD's metadata, as an item copied unchanged for ``reason`` (None: before NOTA)."""
+    return record.with_metadata(
         is_sba=verdict.is_sba, sba_score=verdict.score, sba_judge=verdict.judge, removed_index=None,
         nota_index=None, nota_is_answer=False, original_answer_index=record.answer, skip_reason=reason,
     )
-    return unchanged if reason else add_nota(unchanged, seed, variant, nota_position)
+
+
+def wicked_variant(record: MCQRecord, verdict: SBAVerdict, reason: str | None, seed: int, variant: int,
+                   nota_position: str) -> MCQRecord:
+    """The item with NOTA added; :class:`Skip` with the reason where it is copied unchanged."""
+    reason = why_unchanged(reason, verdict)
+    if reason:
+        raise Skip(reason)
+    return add_nota(with_verdict(record, verdict, None), seed, variant, nota_position)
+
+
+def variant_records(items: Mapping[str, Sequence[MCQRecord]], sba: SBADecisions, reasons: Mapping[str, str | None],
+                    seed: int, variant: int, nota_position: str) -> tuple[dict[str, list[MCQRecord]], Outcomes]:
+    """One variant's config, and what became of the items (the same in every variant: the verdicts and reasons
+    are the item's, the variant draws only which option NOTA replaces)."""
+
+    def step(record: MCQRecord) -> MCQRecord:
+        return wicked_variant(record, sba.verdict(record), reasons[record.id], seed, variant, nota_position)
+
+    def copy(record: MCQRecord, reason: str) -> MCQRecord:
+        return with_verdict(record, sba.verdict(record), reason)
+
+    return run_steps(items, [(NAME, step)], copy=copy, configs=EVERY_VARIANT)
