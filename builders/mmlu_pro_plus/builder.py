@@ -56,7 +56,7 @@ from builders.core.sources import LoadedSource, RowContext
 from builders.core.tables import Statistics, Table, counts_table
 
 from .audit import audit_table, export_audit_command, import_audit_command, read_verdicts
-from .baselines import BASELINES, INHERENT_BASELINES
+from .baselines import BASELINES, INHERENT_BASELINES, pair_member_inherent
 from .generation import (DEFAULT_LENGTH_RATIO, DEFAULT_LENGTH_SLACK, TEMPLATE_FILES, PregeneratedOptions, Proposal,
                          TPPGenerator, load_template, read_tpp_options, select_tpp,
                          tpp_options_file)
@@ -278,9 +278,15 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         card_context=context,
         lm_eval_tasks=lambda location: lm_eval_files(location, configs),
         baselines=BASELINES,
-        inherent_baselines=INHERENT_BASELINES,
+        inherent_baselines={**INHERENT_BASELINES, **pair_member_inherent(*pair_counts(configs[CONFIG]), args.layout)},
         unchanged_config=ORIGINAL_CONFIG,
     )
+
+
+def pair_counts(splits: Mapping[str, Sequence[MCQRecord]]) -> tuple[int, int]:
+    """(PFPP items, items with a pair) over the splits."""
+    groups = Counter(r.columns["modification"] for records in splits.values() for r in records)
+    return groups[PFPP], groups[PFPP] + groups[CFPP] + groups[TPP]
 
 
 def with_hub_columns(record: MCQRecord) -> MCQRecord:
