@@ -95,12 +95,21 @@ def _draw(candidates: Sequence[Candidate], count: int, rng: np.random.Generator,
 # picked it in 33-38% of GSM-MC's items (chance 25%), by "the number nearer the options' median". A pool of 3 or 4
 # candidates cannot hide the key by itself (a quarter of GSM8K's kept items have exactly 3), so the tilt is set for
 # the release as a whole: it is the one that makes the key's mean advantage zero in every column over all of
-# GSM8K test's pools from the shared predictions (`python benchmarks/gsm_mc_cues.py --calibrate RELEASE` refits
-# it; fitted on half of the items, it leaves the choices-only model at 24.5% on the other half). A constant, so
-# that an item's options depend on nothing but the seed, the item and its pool.
+# GSM8K test's pools from the shared predictions, one per number of options (`python benchmarks/gsm_mc_cues.py
+# --calibrate RELEASE` refits it from a release's pools; fitted on half of the items, the 4-option tilt left the
+# choices-only model at 24.5% on the other half). Constants, so that an item's options depend on nothing but the
+# seed, the item and its pool.
 BALANCE_COLUMNS = ("rank", "extreme", "mean_distance", "nearest_mean", "farthest_mean", "median_distance",
                    "nearest_median")
-BALANCE_TILT = (-0.34, -0.85, -2.56, -0.08, -0.74, 6.99, -0.43)
+BALANCE_TILTS = {  # options per item -> tilt, fitted with the smallest ridge (1e-4, 1e-3, 1e-2) that keeps it within 20
+    2: (0.29, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
+    3: (0.15, -0.03, -3.25, 0.03, -1.28, 4.78, 0.03),
+    4: (-0.34, -0.85, -2.56, -0.08, -0.74, 6.99, -0.43),
+    5: (-1.32, 0.47, 2.08, 1.33, -0.22, 4.41, 0.58),
+    6: (-0.04, 0.75, 1.71, 1.1, -0.08, 9.13, -0.8),
+    7: (-2.18, 0.77, 5.17, 2.12, 2.43, 11.9, -0.41),
+    8: (-0.13, 2.34, 2.34, 0.62, 1.71, 3.56, -0.73),
+}
 MAX_SUBSETS = 5000  # larger pools are cut to their most frequent candidates first
 
 
@@ -139,10 +148,12 @@ def of_the_keys_kind(pool: Pool, count: int, value: Callable[[str], float]) -> l
 
 
 def balanced_subsets(pool: Pool, count: int, value: Callable[[str], float],
-                     tilt: Sequence[float] = BALANCE_TILT) -> tuple[list[Candidate], np.ndarray, np.ndarray]:
+                     tilt: Sequence[float] | None = None) -> tuple[list[Candidate], np.ndarray, np.ndarray]:
     """The candidates considered, every ``count``-subset of them (as index rows) and each subset's probability:
-    the product of its candidates' model counts, tilted by ``exp(tilt . key_advantages)``."""
+    the product of its candidates' model counts, tilted by ``exp(tilt . key_advantages)`` (by default the tilt
+    fitted for ``count`` + 1 options)."""
     candidates, subsets, advantages, log_counts = _subsets(pool, count, value)
+    tilt = BALANCE_TILTS[count + 1] if tilt is None else tilt
     scores = log_counts + advantages @ np.asarray(tilt, dtype=float)
     weights = np.exp(scores - scores.max())
     return candidates, subsets, weights / weights.sum()
@@ -165,7 +176,7 @@ def fit_balance_tilt(pools: Iterable[Pool], count: int, value: Callable[[str], f
                      ridge: float = 1e-4) -> tuple[float, ...]:
     """The tilt under which the key's mean advantage is zero in every column over ``pools`` (those with at least
     ``count`` candidates): the dual of a maximum-entropy problem, convex; the ridge keeps it finite where no tilt
-    reaches zero. How :data:`BALANCE_TILT` was found (``benchmarks/gsm_mc_cues.py --calibrate``)."""
+    reaches zero. How :data:`BALANCE_TILTS` were found (``benchmarks/gsm_mc_cues.py --calibrate``)."""
     from scipy.optimize import minimize
     from scipy.special import logsumexp
 
@@ -185,8 +196,8 @@ def fit_balance_tilt(pools: Iterable[Pool], count: int, value: Callable[[str], f
 
 
 def draw_balanced(pool: Pool, count: int, rng: np.random.Generator, value: Callable[[str], float],
-                  tilt: Sequence[float] = BALANCE_TILT) -> list[Candidate]:
-    """``count`` candidates of the key's kind, weighted by model count and tilted (:data:`BALANCE_TILT`) so that,
+                  tilt: Sequence[float] | None = None) -> list[Candidate]:
+    """``count`` candidates of the key's kind, weighted by model count and tilted (:data:`BALANCE_TILTS`) so that,
     over a release, the key sits among its options' values (rank, nearness to their mean and median) as any
     option does."""
     if count == 0:
