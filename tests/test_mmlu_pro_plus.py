@@ -508,10 +508,10 @@ def pair_rule_audit(layout: str, declared: bool) -> dict[str, object]:
     from types import SimpleNamespace
 
     from builders.core import audit
-    from builders.mmlu_pro_plus.baselines import BASELINES, PAIR_MEMBER_RULES, pair_member_inherent
+    from builders.mmlu_pro_plus.baselines import BASELINES, PAIR_MEMBER_RULES, inherent_baselines
 
     records = mpp.modify_split(layout_records(), parse_ratios("0:1:1:1"), 0, None, None, layout).records
-    inherent = pair_member_inherent(*mpp.pair_counts({"test": records}), layout) if declared else {}
+    inherent = inherent_baselines(*mpp.pair_counts({"test": records}), layout) if declared else {}
     build = SimpleNamespace(baselines=BASELINES, inherent_baselines=inherent, unchanged_config=None, params={"seed": 0},
                             source=SimpleNamespace(benchmark=SimpleNamespace(fewshot_split=None)),
                             configs={"default": {"test": records}})
@@ -523,7 +523,9 @@ def test_without_tpp_a_named_option_answers_half_the_pfpp_items_and_is_declared_
     with a pair (chance about 9%): a PFPP pair names the answer by definition and a CFPP pair does not, so no
     layout can hide it. It warns when nothing declares it; the builder declares it inherent in the random layout
     with the figure the shares give, and not in the paper's layout, whose order cue (the answer named first) is
-    not the design's."""
+    not the design's (nor is the choices-only model declared there, as it reads that order too)."""
+    from builders.mmlu_pro_plus.baselines import inherent_baselines
+
     undeclared = pair_rule_audit("random", declared=False)
     assert undeclared["pair_first_named"].warns and undeclared["pair_second_named"].warns
     first, second = (round(undeclared[rule].accuracy * undeclared[rule].applies)
@@ -534,6 +536,8 @@ def test_without_tpp_a_named_option_answers_half_the_pfpp_items_and_is_declared_
     assert all("half of the 134 PFPP items of the 267 with a pair, 25.1%" in row.inherent for row in declared.values())
     paper = pair_rule_audit("paper", declared=True)
     assert paper["pair_first_named"].warns and paper["pair_first_named"].inherent is None
+    assert "default/choices_only_model" not in inherent_baselines(134, 267, "paper")
+    assert "default/choices_only_model" in inherent_baselines(134, 267, "random")
     assert round(paper["pair_first_named"].accuracy * 267) == 134  # every PFPP item: the answer is named first
 
 

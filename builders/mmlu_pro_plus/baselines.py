@@ -110,9 +110,17 @@ INHERENT_BASELINES = {
 PAIR_MEMBER_RULES = ("pair_first_named", "pair_second_named", "pair_if_just_before_else_first_named")
 
 
-def pair_member_inherent(pfpp_items: int, items_with_pair: int, layout: str) -> dict[str, str]:
-    """The pair-member rules declared inherent, with the accuracy the group shares give them (random layout only)."""
-    if layout == "paper" or not items_with_pair:
+def inherent_baselines(pfpp_items: int, items_with_pair: int, layout: str) -> dict[str, str]:
+    """What the build declares inherent: in the random layout, :data:`INHERENT_BASELINES` and the pair-member rules
+    with the accuracy the group shares give them; in the paper's layout, whose order cue is not the design's, neither
+    the pair-member rules nor the choices-only model (which reads that order too)."""
+    if layout == "paper":
+        return {name: reason for name, reason in INHERENT_BASELINES.items() if not name.endswith("/choices_only_model")}
+    return {**INHERENT_BASELINES, **pair_member_inherent(pfpp_items, items_with_pair)}
+
+
+def pair_member_inherent(pfpp_items: int, items_with_pair: int) -> dict[str, str]:
+    if not items_with_pair:
         return {}
     expected = pfpp_items / items_with_pair / 2
     reason = (f"a PFPP pair names the answer and a wrong option (the group's definition), a CFPP or TPP pair no "

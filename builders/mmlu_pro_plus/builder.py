@@ -56,7 +56,7 @@ from builders.core.sources import LoadedSource, RowContext
 from builders.core.tables import Statistics, Table, counts_table
 
 from .audit import audit_table, export_audit_command, import_audit_command, read_verdicts
-from .baselines import BASELINES, INHERENT_BASELINES, pair_member_inherent
+from .baselines import BASELINES, inherent_baselines
 from .generation import (DEFAULT_LENGTH_RATIO, DEFAULT_LENGTH_SLACK, TEMPLATE_FILES, PregeneratedOptions, Proposal,
                          TPPGenerator, load_template, read_tpp_options, select_tpp,
                          tpp_options_file)
@@ -278,7 +278,7 @@ def build(source: LoadedSource, args: argparse.Namespace) -> Build:
         card_context=context,
         lm_eval_tasks=lambda location: lm_eval_files(location, configs),
         baselines=BASELINES,
-        inherent_baselines={**INHERENT_BASELINES, **pair_member_inherent(*pair_counts(configs[CONFIG]), args.layout)},
+        inherent_baselines=inherent_baselines(*pair_counts(configs[CONFIG]), args.layout),
         unchanged_config=ORIGINAL_CONFIG,
     )
 
