@@ -27,12 +27,18 @@ from builders.registry import builder_module
 
 def builds(data: Path) -> dict[str, tuple[str, list[str]]]:
     gsm = ["--source", str(data / "gsm8k")]
+    # the shared MATH predictions answer a few hundred questions: most items have no distractor pool
+    math = ["--source", str(data / "math"), "--predictions", str(data / "predictions" / "math_test.jsonl")]
     return {
         "wicked-mmlu": ("wicked", ["--benchmark", "mmlu", "--source", str(data / "mmlu"), "--sba-classifier", "none"]),
         "wicked-mmlu-pro": ("wicked", ["--benchmark", "mmlu_pro", "--source", str(data / "mmlu_pro"),
                                        "--sba-classifier", "none"]),
         "gsm-random": ("gsm_mc", [*gsm, "--distractors", "random"]),
         "gsm-predictions": ("gsm_mc", [*gsm, "--predictions", str(data / "predictions" / "gsm8k_test.jsonl")]),
+        "gsm-predictions-weighted": ("gsm_mc", [*gsm, "--predictions", str(data / "predictions" / "gsm8k_test.jsonl"),
+                                                "--draw", "weighted"]),
+        **{f"math-{n}": ("math_mc", [*math, "--choices", str(n), "--max-excluded", "1"]) for n in (2, 3, 4)},
+        "pro-plus-0111": ("mmlu_pro_plus", ["--source", str(data / "mmlu_pro"), "--ratios", "0:1:1:1"]),
     }
 
 

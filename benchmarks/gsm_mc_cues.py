@@ -4,7 +4,13 @@ integer options; none: a uniform guess), and which of issue 22's known defects r
 distractors that are the key in another unit).
 
     python benchmarks/gsm_mc_cues.py RELEASE [RELEASE ...]
+    python benchmarks/gsm_mc_cues.py --calibrate RELEASE   # refit the balanced draw's tilt from its pools.jsonl
+
+``--calibrate`` fits :data:`builders.from_predictions.sets.BALANCE_TILTS` for the release's number of options: the tilt under which the key's mean
+advantage (:func:`~builders.from_predictions.sets.key_advantages`) is zero in every column over all the release's
+pools (:func:`~builders.from_predictions.sets.fit_balance_tilt`).
 """
+
 
 from __future__ import annotations
 
@@ -49,11 +55,35 @@ def cues(release: Path) -> dict:
             "known wrong keys released": sorted(released), "records with a known other-unit distractor": other_unit}
 
 
+def calibrate(release: Path, largest: float = 20.0) -> tuple[float, ...]:
+    """The balanced draw's tilt fitted on the pools of the release's kept items, for its number of options, with the
+    smallest ridge that keeps every column's tilt within ``largest`` (where no tilt evens the key out, as with few
+    pools of 8 options, the unridged fit runs off to near-deterministic draws)."""
+    import json
+
+    from builders.from_predictions.pools import Candidate, Pool
+    from builders.from_predictions.sets import fit_balance_tilt
+    from builders.gsm_mc.builder import float_value
+
+    kept = {row["id"] for file in release.glob("set_0/*.parquet") for row in pq.read_table(file, columns=["id"]).to_pylist()}
+    rows = [json.loads(line) for line in (release / "pools.jsonl").read_text().splitlines()]
+    pools = [Pool(row["question_id"], row["gold"], [Candidate(c["text"], tuple(c["models"])) for c in row["candidates"]])
+             for row in rows if row["question_id"] in kept]
+    choices = len(next(iter(pq.read_table(next(release.glob("set_0/*.parquet")), columns=["choices"]).to_pylist()))["choices"])
+    for ridge in (1e-4, 1e-3, 1e-2):
+        tilt = fit_balance_tilt(pools, choices - 1, float_value, ridge)
+        if max(abs(t) for t in tilt) <= largest:
+            break
+    return tilt
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("releases", nargs="+", type=Path)
-    for release in parser.parse_args().releases:
-        print(release.name, cues(release))
+    parser.add_argument("--calibrate", action="store_true", help="print the balanced draw's tilt fitted on the pools")
+    args = parser.parse_args()
+    for release in args.releases:
+        print(release.name, calibrate(release) if args.calibrate else cues(release))
 
 
 if __name__ == "__main__":

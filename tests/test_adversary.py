@@ -226,3 +226,32 @@ def test_numbers_too_large_for_floats_are_not_read_as_numbers():
     records = [record(i, [str(i), "1" * (300 + i), str(i + 7), str(2 * i + 1)], i % 4) for i in range(40)]
     row = assess(records)
     assert (row.items, row.scored) == (40, 40) and 0 <= row.accuracy <= 1
+
+
+def math_decimals(items: int, kind_filter: bool) -> list[MCQRecord]:
+    """MATH-MC with 2 options: an exact key (an integer or a fraction) and one model's wrong answer, a decimal
+    approximation in half of the items (what the shared build released before issue 23's last fixes); with
+    ``kind_filter`` the builder's rule leaves decimals beside exact keys out and an exact wrong answer is shown."""
+    from builders.math_mc import forms
+
+    rng = np.random.default_rng(5)
+    out = []
+    for i in range(items):
+        top, bottom = int(rng.integers(2, 400)), int(rng.choice([1, 7, 11, 13]))
+        key = str(top) if bottom == 1 else rf"\frac{{{top}}}{{{bottom}}}"
+        wrong = top + int(rng.choice([-1, 1])) * int(rng.integers(1, 30))
+        wrong += wrong % bottom == 0 and bottom > 1  # in lowest terms, as MATH's keys
+        exact = str(wrong) if bottom == 1 else rf"\frac{{{wrong}}}{{{bottom}}}"
+        candidates = [f"{wrong / bottom * 1.01:.2f}", exact] if rng.random() < 0.5 else [exact]
+        if kind_filter:
+            candidates = [c for c in candidates if forms.kind_mismatch(c, key) is None]
+        answer = int(rng.integers(2))
+        out.append(record(i, [key, candidates[0]] if answer == 0 else [candidates[0], key], answer))
+    return out
+
+
+def test_math_mc_decimal_distractors_are_found_and_their_removal_leaves_it_quiet():
+    found = assess(math_decimals(500, kind_filter=False))
+    assert found.warns and found.accuracy > 0.6, found
+    calm = assess(math_decimals(500, kind_filter=True))
+    assert not calm.warns and calm.accuracy < 0.55 and calm.features == (), calm

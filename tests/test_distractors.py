@@ -391,29 +391,90 @@ def test_generation_uses_the_cache_on_a_second_run(llm_server, tmp_path):
 
 # ---- the shared kernel, issue 22 / 23 / 25 ----------------------------------------------------------------
 
-def test_the_rank_draw_makes_the_keys_rank_uniform_where_the_weighted_draw_centres_it():
-    """Models' wrong answers scatter around the key (frequent ones close to it): drawn by frequency, the key sat
-    in the middle of its options; the rank draw first draws the key's rank, uniformly."""
-    from builders.from_predictions.sets import draw_by_rank, draw_from_pool
+def scattered_pools(items: int) -> list:
+    """Pools as models' wrong answers make them: near misses around the key (given by 1 to 3 models each) and
+    outliers (by one model), 3 to 7 distinct numbers."""
+    from builders.from_predictions.pools import Pool
 
-    counts = {"8": 6, "9": 9, "11": 9, "12": 6, "2": 1, "3": 1, "17": 1, "18": 1, "25": 1}
-    pool = build_pool("q", "10", [(f"{text}-{k}", text) for text, n in counts.items() for k in range(n)], Numbers())
+    rng = np.random.default_rng(7)
+    pools = []
+    for i in range(items):
+        key, wrong = int(rng.integers(2000, 9000)), {}
+        for _ in range(int(rng.integers(3, 8))):
+            outlier = rng.random() < 0.3
+            value = key + int(round(rng.normal(0, 600 if outlier else 100)))
+            if value != key:
+                wrong[str(value)] = 1 if outlier else int(rng.integers(1, 4))
+        candidates = sorted((Candidate(text, tuple(f"m{k}" for k in range(n))) for text, n in wrong.items()),
+                            key=lambda c: (-c.count, c.text))
+        if len(candidates) >= 3:
+            pools.append(Pool(f"q{i}", str(key), candidates))
+    return pools
 
-    def ranks(draw) -> list[int]:
-        found = [0] * 4
-        for seed in range(2000):
-            found[sum(float(c.text) < 10 for c in draw(np.random.default_rng(seed)))] += 1
-        return found
 
-    rank = ranks(lambda rng: draw_by_rank(pool, 3, rng, float))
-    weighted = ranks(lambda rng: draw_from_pool(pool, 3, rng, "weighted"))
-    assert all(450 <= n <= 550 for n in rank), rank
-    assert weighted[0] + weighted[3] < 500, weighted  # the key at either end in under a quarter of the sets
-    # a pool with 1 candidate below the key allows ranks 0 and 1 only, each half the time
-    lopsided = build_pool("q", "10", [("a", "9"), ("b", "11"), ("c", "12"), ("d", "13")], Numbers())
-    drawn = [sum(float(c.text) < 10 for c in draw_by_rank(lopsided, 3, np.random.default_rng(s), float))
-             for s in range(400)]
-    assert set(drawn) == {0, 1} and 170 <= drawn.count(0) <= 230
+def drawn_records(pools, draw) -> list:
+    from builders.core.rng import item_rng
+    from builders.from_predictions import sets as mc
+
+    records = []
+    for index, pool in enumerate(pools):
+        rng = item_rng(0, pool.question_id, "test", "set", 0)
+        item = OpenItem(pool.question_id, "test", index, "q", pool.gold, pool.gold, "")
+        records.append(mc.make_record(item, [mc.Option(c.text, mc.POOL, c.models) for c in draw(pool, rng)], rng, 0,
+                                      pool.size, "x"))
+    return records
+
+
+def test_the_balanced_draw_hides_the_key_that_the_weighted_draw_leaves_in_the_middle():
+    """Issue 23: drawn by frequency, the key sat near the middle of its options and was rarely the outlier; a
+    choices-only model found it in 33-38% of GSM-MC's items (chance 25%). The balanced draw, its tilt fitted on
+    one half of the pools, leaves the model at chance on the other half."""
+    from builders.core import adversary
+    from builders.from_predictions import sets as mc
+
+    pools = scattered_pools(600)
+    assert len(pools) == 599
+    fitting, held_out = pools[:300], pools[300:]
+    weighted = adversary.evaluate(drawn_records(held_out, lambda p, rng: mc.draw_from_pool(p, 3, rng, "weighted")), 0)
+    assert weighted.low > 0.30 and weighted.warns and "the number nearer the options' median" in weighted.features
+    tilt = mc.fit_balance_tilt(fitting, 3, float)
+    balanced = adversary.evaluate(drawn_records(held_out, lambda p, rng: mc.draw_balanced(p, 3, rng, float, tilt)), 0)
+    assert balanced.accuracy < 0.28 and not balanced.warns, balanced
+    # the untilted draw is the weighted draw over subsets: the key is as central as with the weighted draw
+    untilted = adversary.evaluate(drawn_records(held_out, lambda p, rng: mc.draw_balanced(p, 3, rng, float,
+                                                                                         (0.0,) * 7)), 0)
+    assert untilted.accuracy > 0.33
+
+
+def test_the_balanced_draw_takes_distractors_of_the_keys_kind_where_the_pool_has_enough():
+    """An integer key among fractions (or the only positive number) needs no knowledge: GSM8K's keys are
+    integers, and "an integer among non-integers" was among the choices-only model's strongest features."""
+    from builders.from_predictions.pools import Pool
+    from builders.from_predictions.sets import draw_balanced, of_the_keys_kind
+
+    def pool(gold: str, texts: str) -> Pool:
+        return Pool("q", gold, [Candidate(t, ("m",)) for t in texts.split()])
+
+    mixed = pool("12", "11 13.5 -12 14 2.5 24 6")
+    assert [c.text for c in of_the_keys_kind(mixed, 3, float)] == ["11", "14", "24", "6"]
+    assert all(float(c.text).is_integer() and float(c.text) > 0
+               for seed in range(50) for c in draw_balanced(mixed, 3, np.random.default_rng(seed), float))
+    assert [c.text for c in of_the_keys_kind(pool("2.5", "1.5 3.5 4 5 -1.5"), 2, float)] == ["1.5", "3.5"]
+    # too few of the key's kind: every candidate stays, so that the item is not lost
+    assert len(of_the_keys_kind(pool("12", "11 13.5 -12 2.5"), 3, float)) == 4
+
+
+def test_the_balanced_draw_is_weighted_by_frequency_and_bounded_on_large_pools():
+    from builders.from_predictions.pools import Pool
+    from builders.from_predictions.sets import MAX_SUBSETS, balanced_subsets
+
+    frequent = Pool("q", "10", [Candidate("9", tuple("abcdef")), Candidate("11", ("a",)), Candidate("12", ("a",))])
+    candidates, subsets, probabilities = balanced_subsets(frequent, 2, float, (0.0,) * 7)
+    chance_of = {tuple(candidates[i].text for i in row): p for row, p in zip(subsets.tolist(), probabilities, strict=True)}
+    assert chance_of == pytest.approx({("9", "11"): 6 / 13, ("9", "12"): 6 / 13, ("11", "12"): 1 / 13})
+    large = Pool("q", "0", [Candidate(str(k), ("m",) * (1 + k % 3)) for k in range(1, 41)])
+    candidates, subsets, _ = balanced_subsets(large, 7, float)
+    assert len(subsets) <= MAX_SUBSETS and len(candidates) == 14  # C(14, 7) = 3432, C(15, 7) = 6435
 
 
 def test_random_distractors_leave_no_cue_in_the_values():

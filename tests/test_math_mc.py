@@ -39,6 +39,7 @@ PREDICTIONS = [  # question_index, model, output
     (1, "e", r"$\boxed{6}$"),
     (3, "a", r"$\boxed{1.5}$"), (3, "b", r"$\boxed{2}$"),
     (5, "a", r"$\boxed{[0,1]}$"), (5, "b", r"$\boxed{(0,1)}$"), (5, "c", r"$\boxed{1}$"), (5, "d", r"$\boxed{[0, 1)}$"),
+    (5, "e", r"$\boxed{[1,2)}$"),  # "1", one value beside an interval, is left out (issue 23)
 ]
 
 
@@ -73,7 +74,7 @@ def test_golds_pools_sets_and_invariants(files, tmp_path):
     assert dict(zip(half.choices, half.metadata["choice_models"], strict=True)) == \
         {"1/4": ["d", "e"], "2": ["c"], "3": ["g"], r"\frac{1}{2}": []}
     assert sorted(three.choices) == ["3", "4", "5", "6"]
-    assert sorted(interval.choices) == ["(0,1)", "1", "[0,1)", "[0,1]"] and interval.gold == "[0,1)"  # one spacing
+    assert sorted(interval.choices) == ["(0,1)", "[0,1)", "[0,1]", "[1,2)"] and interval.gold == "[0,1)"  # one spacing
     assert (half.subject, half.metadata["level"], half.metadata["gold_text"]) == ("Prealgebra", "Level 1", r"\frac{1}{2}")
     report = {r["question_id"]: r for r in map(json.loads, (tmp_path / "pool.jsonl").read_text().splitlines())}
     assert sorted(report) == ["math/test/0", "math/test/1", "math/test/3", "math/test/5"]
@@ -220,14 +221,15 @@ def test_multi_value_golds_are_kept_and_counted_empty_boxes_are_not(tmp_path):
             {"problem": "Empty?", "level": "Level 2", "type": "Algebra", "solution": r"$\boxed{\text{}}$"},
             {"problem": "Pair?", "level": "Level 2", "type": "Algebra", "solution": r"$\boxed{(1, 2)}$"}]
     predictions = [{"question_index": 0, "model": m, "output": f"$\\boxed{{{a}}}$"}
-                   for m, a in [("a", "-2, 6"), ("b", "6"), ("c", "x = 6, x = -2"), ("d", "2, -6")]]
+                   for m, a in [("a", "-2, 6"), ("b", "6, 2"), ("c", "x = 6, x = -2"), ("d", "2, -6"), ("e", "6")]]
     source = write_jsonl(tmp_path / "math" / "test.jsonl", rows).parent
     args = parse(["--source", str(source), "--predictions", str(write_jsonl(tmp_path / "p.jsonl", predictions)),
                   "--choices", "3", "--sets", "1", "--equivalence-timeout", "20", "--equivalence-workers", "2"])
     result = math_mc.build(cli.load(math_mc.BUILDER, args), math_mc.Options.from_args(args))
     assert sorted((e.id, e.reason) for e in result.exclusions.entries) == [
         ("math/test/1", "no_gold_answer"), ("math/test/2", "no_predictions")]
-    assert sorted(result.configs["set_0"]["test"][0].choices) == ["2,-6", "6", "6,-2"]
+    # "6", one value beside the two roots, is no distractor (issue 23)
+    assert sorted(result.configs["set_0"]["test"][0].choices) == ["2,-6", "6,-2", "6,2"]
     assert result.statistics["Gold answers"].row("test")["of which multi-value"] == 1
 
 
@@ -430,7 +432,7 @@ def test_real_items_are_shown_in_one_normal_form_with_answers_of_the_keys_kind(t
     left_out = {row["candidate"]: row["left out"] for row in result.statistics["Candidates left out"].records()}
     assert {reason: n for reason, n in left_out.items() if n} == {
         forms.KIND_REASONS["equation"]: 1, forms.KIND_REASONS["variable"]: 3, forms.KIND_REASONS["words"]: 3,
-        forms.KIND_REASONS["undone"]: 2, math_mc.ROUNDED: 1}
+        forms.KIND_REASONS["undone"]: 2, forms.KIND_REASONS["decimal"]: 1}  # "0.377", also the gold rounded
     options = [c for r in records for c in r.choices]
     assert not [c for c in options if re.search(r"=|\\approx| |[0-9],[0-9]{3}(?![0-9])", c)]
     report = validate(result)
@@ -442,12 +444,12 @@ BLINDED = {  # the builder's rules switched off, on which items, with how many o
     # 3 options: each item shows its gold, its dropped real answer and the made-up one.
     "kind and rounding": ({"kind_mismatch": lambda answer, key: None, "rounds_to_gold": lambda gold, text, eq: False,
                            "letter_answer": lambda text: False}, KINDS, 3,
-                          ["arithmetic_left_undone", "letter_option", "plain_math_verify_distinct",
-                           "relation_only_in_some", "words_or_variables"]),
+                          ["arithmetic_left_undone", "decimal_beside_exact", "letter_option", "number_of_values",
+                           "plain_math_verify_distinct", "relation_only_in_some", "words_or_variables"]),
     "normal form": ({"kind_mismatch": lambda answer, key: None, "compact_spacing": lambda text: text,
                      "_last_side": lambda text: text}, NORMALISED, 2,
-                    ["arithmetic_left_undone", "one_spacing", "relation_only_in_some", "thousands_separator",
-                     "words_or_variables"]),
+                    ["arithmetic_left_undone", "decimal_beside_exact", "one_spacing", "relation_only_in_some",
+                     "thousands_separator", "words_or_variables"]),
 }
 
 
@@ -471,7 +473,14 @@ def test_kinds_and_spacing_beyond_the_fixtures():
     mismatch = {("C", "5"): "letter", ("(B), (D)", "12"): "letter", ("x+y=3", "7"): "equation",
                 ("5", "x^2+y^2=4"): "equation", ("none", "0"): "words", ("12", "even"): "words",
                 ("t^2", "x^2"): "variable", (r"\alpha+1", "2"): None, ("3i", "4"): None, ("east", "north"): None,
-                (r"4\cdot 6", "24"): "undone", (r"4\cdot6", r"2\cdot12"): None, ("2^{10}", "1000"): None}
+                (r"4\cdot 6", "24"): "undone", (r"4\cdot6", r"2\cdot12"): None, ("2^{10}", "1000"): None,
+                # issue 23, the 2-option build's last cues: decimals beside exact keys, a list beside one value,
+                # infinity beside a number, a factorial left undone, a fraction not in lowest terms
+                ("73.26", "145"): "decimal", (r"23.38\pi", r"25\pi"): "decimal", ("0", "87.5"): None,
+                ("1.5", "2.5"): None, ("1", "(0,1)"): "values", ("-5,1,4", "2"): "values", ("-1,-2,1", "-2,1"): None,
+                (r"\infty", "3"): "infinite", (r"(-\infty,\infty)", r"(-\infty,5)\cup(5,\infty)"): None,
+                (r"\frac{6!}{3!2!1!}", "120"): "undone", (r"-\frac{240}{9}", r"\frac{80}{3}"): "unreduced",
+                (r"\frac{3}{4}", r"\frac{2}{3}"): None}
     found = {(answer, key): forms.kind_mismatch(forms.option_form(answer), forms.option_form(key))
              for answer, key in mismatch}
     assert found == mismatch
@@ -481,6 +490,34 @@ def test_kinds_and_spacing_beyond_the_fixtures():
     assert {text: forms.option_form(text) for text in spellings} == spellings
     assert forms.option_form(r"h \approx 12{,}345", key="12346") == "12345"
     assert forms.option_form(r"h \approx 12{,}345", key=r"h \approx 12000") == r"h\approx12, 345"
+
+
+LAST_CUE_ITEMS = [  # (key, a real model's answer in the shared 2-option build that gave the key away); the problems
+    # are placeholders, and a made-up model "z" gives a plain wrong answer so that each item is still released
+    (f"Problem {k}.", [key], [("m1", given), ("z", plain)]) for k, (key, given, plain) in enumerate([
+        ("145", "73.26", "144"), ("(0,1)", "1", "(0,2)"), ("3", r"\infty", "2"), ("120", r"\frac{6!}{3!2!1!}", "90"),
+        (r"\frac{80}{3}", r"-\frac{240}{9}", r"\frac{70}{3}")])
+]
+
+
+def test_decimals_lists_infinity_and_unreduced_answers_are_not_distractors(tmp_path, monkeypatch):
+    """Issue 23: after the first fixes, the 2-option build's choices-only model still read "less punctuation"
+    and "the only option with a comma" (56-59% in 5 of 11 sets against 50%): models' decimals beside MATH's exact
+    keys ("73.26" beside 145), one value beside a list, infinity beside a count, "6!/(3!2!1!)", "-240/9". Each is
+    left out now, with its reason; with the builder's rule blinded, the validator's own checks refuse each."""
+    result = build_real_items(tmp_path, chosen=LAST_CUE_ITEMS)
+    assert [(r.choices[r.answer], r.choices[1 - r.answer]) for r in result.configs["set_0"]["test"]] == [
+        ("145", "144"), ("(0,1)", "(0,2)"), ("3", "2"), ("120", "90"), (r"\frac{80}{3}", r"\frac{70}{3}")]
+    left_out = {row["candidate"]: row["left out"] for row in result.statistics["Candidates left out"].records()}
+    assert {reason: n for reason, n in left_out.items() if n} == {
+        forms.KIND_REASONS[kind]: 1 for kind in ("decimal", "values", "infinite", "undone", "unreduced")}
+    validate(result)
+    monkeypatch.setattr(math_mc, "kind_mismatch", lambda answer, key: None)
+    blinded = build_real_items(tmp_path / "blind", choices=3, chosen=LAST_CUE_ITEMS)
+    with pytest.raises(ValidationFailed) as failure:
+        validate(blinded)
+    assert sorted(dict(re.findall(r"(\w+) \((\d+): ", str(failure.value)))) == [
+        "arithmetic_left_undone", "decimal_beside_exact", "infinity_beside_finite", "lowest_terms", "number_of_values"]
 
 
 BARE_ARGUMENT_ITEMS = [  # MATH's golds with TeX's one-token arguments, models' answers with braces (full build)

@@ -501,6 +501,45 @@ def test_the_default_layout_breaks_it():
     assert 0.35 <= first / pfpp <= 0.65 and before / tpp <= 0.35 and rule / modified < 0.25
 
 
+def pair_rule_audit(layout: str, declared: bool) -> dict[str, object]:
+    """The pair rules' audit rows of a `--ratios 0:1:1:1` modification of 400 records, with the builder's inherent
+    declarations or without them."""
+    from types import SimpleNamespace
+
+    from builders.core import audit
+    from builders.mmlu_pro_plus.baselines import BASELINES, PAIR_MEMBER_RULES, inherent_baselines
+
+    records = mpp.modify_split(layout_records(), parse_ratios("0:1:1:1"), 0, None, None, layout).records
+    inherent = inherent_baselines(*mpp.pair_counts({"test": records}), layout) if declared else {}
+    build = SimpleNamespace(baselines=BASELINES, inherent_baselines=inherent, unchanged_config=None, params={"seed": 0},
+                            source=SimpleNamespace(benchmark=SimpleNamespace(fewshot_split=None)),
+                            configs={"default": {"test": records}})
+    return {row.baseline: row for row in audit.audit(build) if row.baseline in PAIR_MEMBER_RULES}
+
+
+def test_without_tpp_a_named_option_answers_half_the_pfpp_items_and_is_declared_inherent():
+    """Issue 23: at `--ratios 0:1:1:1` a rule that picks one of the pair's named options answers 25% of the items
+    with a pair (chance about 9%): a PFPP pair names the answer by definition and a CFPP pair does not, so no
+    layout can hide it. It warns when nothing declares it; the builder declares it inherent in the random layout
+    with the figure the shares give, and not in the paper's layout, whose order cue (the answer named first) is
+    not the design's (nor is the choices-only model declared there, as it reads that order too)."""
+    from builders.mmlu_pro_plus.baselines import inherent_baselines
+
+    undeclared = pair_rule_audit("random", declared=False)
+    assert undeclared["pair_first_named"].warns and undeclared["pair_second_named"].warns
+    first, second = (round(undeclared[rule].accuracy * undeclared[rule].applies)
+                     for rule in ("pair_first_named", "pair_second_named"))
+    assert (undeclared["pair_first_named"].applies, first, second) == (267, 51, 83)  # 51 + 83: all 134 PFPP items
+    declared = pair_rule_audit("random", declared=True)
+    assert not any(row.warns for row in declared.values())
+    assert all("half of the 134 PFPP items of the 267 with a pair, 25.1%" in row.inherent for row in declared.values())
+    paper = pair_rule_audit("paper", declared=True)
+    assert paper["pair_first_named"].warns and paper["pair_first_named"].inherent is None
+    assert "default/choices_only_model" not in inherent_baselines(134, 267, "paper")
+    assert "default/choices_only_model" in inherent_baselines(134, 267, "random")
+    assert round(paper["pair_first_named"].accuracy * 267) == 134  # every PFPP item: the answer is named first
+
+
 def test_tpp_position_and_pair_order_are_drawn_per_item_content():
     records = layout_records(60)
     positions = {tpp_position(0, r, "random") for r in records}
@@ -582,9 +621,10 @@ def test_the_sample_builds_offline_with_its_pregenerated_options(tmp_path):
              for r in report["audit"]}
     assert audit[("default", "always_both")] == (8, 4, True)  # the TPP share, declared inherent
     assert audit[("default", "always_last")] == (12, 4, True)
-    assert audit[("default", "pair_first_named")] == (8, 0, False)
-    assert audit[("default", "pair_second_named")] == (8, 2, False)
-    assert audit[("default", "pair_if_just_before_else_first_named")] == (8, 1, False)
+    # a named option is the answer in half of the PFPP items by the groups' design: declared inherent (issue 23)
+    assert audit[("default", "pair_first_named")] == (8, 0, True)
+    assert audit[("default", "pair_second_named")] == (8, 2, True)
+    assert audit[("default", "pair_if_just_before_else_first_named")] == (8, 1, True)
     assert audit[("default", "pair_if_twelve_options")] == (8, 4, True)  # the option-count cue, declared inherent
     assert ("original", "pair_first_named") not in audit
     models = {r["config"]: r for r in report["adversary"]}

@@ -40,8 +40,8 @@ MAX_SETS = 1000  # each set is a config of the release
 
 def add_distractor_arguments(parser: argparse.ArgumentParser, title: str, random_allowed: bool,
                              numeric: bool = False) -> argparse._ArgumentGroup:
-    """The options of a builder whose distractors are models' answers; ``numeric`` answers allow the 'rank'
-    draw (the default then)."""
+    """The options of a builder whose distractors are models' answers; ``numeric`` answers allow the
+    'balanced' draw (the default then)."""
     group = parser.add_argument_group(title)
     group.add_argument("--predictions", nargs="+", action="extend", default=[], metavar="[MODEL=]PATH",
                        help="predictions: lm-evaluation-harness samples_<task>_*.jsonl logs, or plain JSON lines "
@@ -56,14 +56,14 @@ def add_distractor_arguments(parser: argparse.ArgumentParser, title: str, random
     group.add_argument("--distractors", choices=["pool", "random"] if random_allowed else ["pool"], default="pool",
                        help="'pool': models' wrong answers" + ("; 'random': random numbers near the gold "
                                                               "(the paper's ablation)" if random_allowed else ""))
-    draws = ["rank", "weighted", "uniform"] if numeric else ["weighted", "uniform"]
+    draws = ["balanced", "weighted", "uniform"] if numeric else ["weighted", "uniform"]
     group.add_argument("--draw", choices=draws, default=draws[0],
                        help="how a set draws from the pool: 'weighted' by how many models gave each wrong answer "
                             "(frequent ones are the plausible ones), 'uniform' as the paper"
-                            + ("; 'rank' (default) first draws the key's rank among the numeric options uniformly, "
-                               "then the distractors below and above it weighted by frequency, so that the key's "
-                               "rank is no cue (models' wrong answers scatter around the key, which the 'weighted' "
-                               "draw leaves in the middle)" if numeric else ""))
+                            + ("; 'balanced' (default) weighted too, of the key's kind (integer or not, sign) and "
+                               "tilted so that the key's place among the numeric options (rank, nearness to their "
+                               "mean and median) is no cue (models' wrong answers scatter around the key, which the "
+                               "'weighted' draw leaves in the middle)" if numeric else ""))
     add_llm_arguments(cli.runtime_group(parser, "LLM endpoint for --generate-with"))
     runtime = cli.runtime_group(parser, "side outputs")
     runtime.add_argument("--save-predictions", type=Path, metavar="PATH",

@@ -7,8 +7,10 @@ item and the pool. Configs are ``default`` (= ``set_0``) and ``set_0`` ... ``set
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
+from itertools import combinations
 from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -45,8 +47,8 @@ class SetOptions:
     choices: int
     sets: int
     seed: int
-    draw: str = "weighted"  # or "uniform", or "rank" (numeric answers: needs ``value``)
-    value: Callable[[str], float] | None = None  # an answer's numeric value, for the "rank" draw
+    draw: str = "weighted"  # or "uniform", or "balanced" (numeric answers: needs ``value``)
+    value: Callable[[str], float] | None = None  # an answer's numeric value, for the "balanced" draw
 
 
 @dataclass(frozen=True)
@@ -66,9 +68,9 @@ def config_names(sets: int) -> list[str]:
 def draw_from_pool(pool: Pool, count: int, rng: np.random.Generator, draw: str,
                    value: Callable[[str], float] | None = None) -> list[Candidate]:
     """``count`` distinct candidates, uniformly or with probability proportional to their model count; the
-    "rank" draw (numeric answers) first draws how many of them lie below the key (:func:`draw_by_rank`)."""
-    if draw == "rank":
-        return draw_by_rank(pool, count, rng, value)
+    "balanced" draw (numeric answers) also evens out where the key sits among its options (:func:`draw_balanced`)."""
+    if draw == "balanced":
+        return draw_balanced(pool, count, rng, value)
     return _draw(pool.candidates, count, rng, weighted=draw == "weighted")
 
 
@@ -85,24 +87,123 @@ def _draw(candidates: Sequence[Candidate], count: int, rng: np.random.Generator,
     return [candidates[int(i)] for i in sorted(chosen)]
 
 
-def feasible_ranks(below: int, above: int, count: int) -> list[int]:
-    """The key's possible ranks (distractors below it) when ``count`` are drawn from ``below`` + ``above``."""
-    return [rank for rank in range(count + 1) if rank <= below and count - rank <= above]
+# ---- the balanced draw (numeric answers) ---------------------------------------------------------------------
+
+# Where the key sits among its options, as the columns of :func:`key_advantages`, and the tilt the balanced draw
+# gives each. Models' wrong answers scatter around the key, with outliers (x10, a wrong unit), so a draw by
+# frequency alone leaves the key near the middle of its options and rarely the outlier: a choices-only model
+# picked it in 33-38% of GSM-MC's items (chance 25%), by "the number nearer the options' median". A pool of 3 or 4
+# candidates cannot hide the key by itself (a quarter of GSM8K's kept items have exactly 3), so the tilt is set for
+# the release as a whole: it is the one that makes the key's mean advantage zero in every column over all of
+# GSM8K test's pools from the shared predictions, one per number of options (`python benchmarks/gsm_mc_cues.py
+# --calibrate RELEASE` refits it from a release's pools; fitted on half of the items, the 4-option tilt left the
+# choices-only model at 24.5% on the other half). Constants, so that an item's options depend on nothing but the
+# seed, the item and its pool.
+BALANCE_COLUMNS = ("rank", "extreme", "mean_distance", "nearest_mean", "farthest_mean", "median_distance",
+                   "nearest_median")
+BALANCE_TILTS = {  # options per item -> tilt, fitted with the smallest ridge (1e-4, 1e-3, 1e-2) that keeps it within 20
+    2: (0.29, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
+    3: (0.15, -0.03, -3.25, 0.03, -1.28, 4.78, 0.03),
+    4: (-0.34, -0.85, -2.56, -0.08, -0.74, 6.99, -0.43),
+    5: (-1.32, 0.47, 2.08, 1.33, -0.22, 4.41, 0.58),
+    6: (-0.04, 0.75, 1.71, 1.1, -0.08, 9.13, -0.8),
+    7: (-2.18, 0.77, 5.17, 2.12, 2.43, 11.9, -0.41),
+    8: (-0.13, 2.34, 2.34, 0.62, 1.71, 3.56, -0.73),
+}
+MAX_SUBSETS = 5000  # larger pools are cut to their most frequent candidates first
 
 
-def draw_by_rank(pool: Pool, count: int, rng: np.random.Generator, value: Callable[[str], float]) -> list[Candidate]:
-    """The key's rank among the options (how many distractors lie below it) uniformly among the ranks the pool
-    allows, then that many candidates below the key and the rest above it, each side weighted by model count.
-    Models' wrong answers scatter around the key, so a plain weighted draw leaves the key in the middle of its
-    options, a cue that needs no knowledge ("pick the middle value")."""
-    gold = value(pool.gold)
-    values = [value(c.text) for c in pool.candidates]
-    below = [c for c, v in zip(pool.candidates, values, strict=True) if v < gold]
-    above = [c for c, v in zip(pool.candidates, values, strict=True) if v > gold]
-    ranks = feasible_ranks(len(below), len(above), count)
-    rank = ranks[int(rng.integers(len(ranks)))]
-    chosen = {c.text for c in [*_draw(below, rank, rng, True), *_draw(above, count - rank, rng, True)]}
-    return [c for c in pool.candidates if c.text in chosen]
+def key_advantages(values: np.ndarray) -> np.ndarray:
+    """For option sets ``values`` (one row per set, the key in column 0, distinct numbers), the key's features
+    (:data:`BALANCE_COLUMNS`) minus their mean over the set's options: zero on average when the key looks like
+    any option."""
+    n = values.shape[1]
+    rank = (values[:, :, None] > values[:, None, :]).sum(2)
+    to_mean = np.abs(values - values.mean(1, keepdims=True))
+    to_median = np.abs(values - np.median(values, 1, keepdims=True))
+    features = [rank / (n - 1), (rank == 0) | (rank == n - 1),
+                _scaled(to_mean), _is_min(to_mean), to_mean == to_mean.max(1, keepdims=True),
+                _scaled(to_median), _is_min(to_median)]
+    stacked = np.stack([f.astype(float) for f in features], axis=2)
+    return stacked[:, 0, :] - stacked.mean(axis=1)
+
+
+def _scaled(distance: np.ndarray) -> np.ndarray:
+    return distance / np.maximum(distance.max(1, keepdims=True), 1e-300)
+
+
+def _is_min(distance: np.ndarray) -> np.ndarray:
+    return distance == distance.min(1, keepdims=True)
+
+
+def of_the_keys_kind(pool: Pool, count: int, value: Callable[[str], float]) -> list[Candidate]:
+    """The candidates of the key's kind (an integer or not, the sign) when there are ``count`` of them, else all:
+    a key that is the only integer among fractions, or the only positive number, needs no knowledge."""
+    def kind(text: str) -> tuple[bool, bool]:
+        number = value(text)
+        return float(number).is_integer(), number < 0
+
+    alike = [c for c in pool.candidates if kind(c.text) == kind(pool.gold)]
+    return alike if len(alike) >= count else list(pool.candidates)
+
+
+def balanced_subsets(pool: Pool, count: int, value: Callable[[str], float],
+                     tilt: Sequence[float] | None = None) -> tuple[list[Candidate], np.ndarray, np.ndarray]:
+    """The candidates considered, every ``count``-subset of them (as index rows) and each subset's probability:
+    the product of its candidates' model counts, tilted by ``exp(tilt . key_advantages)`` (by default the tilt
+    fitted for ``count`` + 1 options)."""
+    candidates, subsets, advantages, log_counts = _subsets(pool, count, value)
+    tilt = BALANCE_TILTS[count + 1] if tilt is None else tilt
+    scores = log_counts + advantages @ np.asarray(tilt, dtype=float)
+    weights = np.exp(scores - scores.max())
+    return candidates, subsets, weights / weights.sum()
+
+
+def _subsets(pool: Pool, count: int, value: Callable[[str], float]) -> tuple[list[Candidate], np.ndarray,
+                                                                              np.ndarray, np.ndarray]:
+    """The candidates considered, their ``count``-subsets, the key's advantages in each and its log weight."""
+    candidates = of_the_keys_kind(pool, count, value)
+    while len(candidates) > count and math.comb(len(candidates), count) > MAX_SUBSETS:
+        candidates = candidates[:-1]  # the pool lists the most frequent first
+    subsets = np.array(list(combinations(range(len(candidates)), count)), dtype=int).reshape(-1, count)
+    values = np.array([value(c.text) for c in candidates], dtype=float)
+    options = np.column_stack([np.full(len(subsets), value(pool.gold)), values[subsets]])
+    log_counts = np.log(np.array([c.count for c in candidates], dtype=float))[subsets].sum(axis=1)
+    return candidates, subsets, key_advantages(options), log_counts
+
+
+def fit_balance_tilt(pools: Iterable[Pool], count: int, value: Callable[[str], float],
+                     ridge: float = 1e-4) -> tuple[float, ...]:
+    """The tilt under which the key's mean advantage is zero in every column over ``pools`` (those with at least
+    ``count`` candidates): the dual of a maximum-entropy problem, convex; the ridge keeps it finite where no tilt
+    reaches zero. How :data:`BALANCE_TILTS` were found (``benchmarks/gsm_mc_cues.py --calibrate``)."""
+    from scipy.optimize import minimize
+    from scipy.special import logsumexp
+
+    items = [_subsets(pool, count, value)[2:] for pool in pools if pool.size >= count]
+
+    def objective(tilt: np.ndarray) -> tuple[float, np.ndarray]:
+        total, gradient = 0.0, np.zeros_like(tilt)
+        for advantages, log_counts in items:
+            scores = log_counts + advantages @ tilt
+            normaliser = logsumexp(scores)
+            total += normaliser
+            gradient += np.exp(scores - normaliser) @ advantages
+        return total / len(items) + ridge * tilt @ tilt, gradient / len(items) + 2 * ridge * tilt
+
+    fitted = minimize(objective, np.zeros(len(BALANCE_COLUMNS)), jac=True, method="L-BFGS-B").x
+    return tuple(round(float(t), 2) for t in fitted)
+
+
+def draw_balanced(pool: Pool, count: int, rng: np.random.Generator, value: Callable[[str], float],
+                  tilt: Sequence[float] | None = None) -> list[Candidate]:
+    """``count`` candidates of the key's kind, weighted by model count and tilted (:data:`BALANCE_TILTS`) so that,
+    over a release, the key sits among its options' values (rank, nearness to their mean and median) as any
+    option does."""
+    if count == 0:
+        return []
+    candidates, subsets, probabilities = balanced_subsets(pool, count, value, tilt)
+    return [candidates[int(i)] for i in subsets[int(rng.choice(len(subsets), p=probabilities))]]
 
 
 def make_record(item: OpenItem, distractors: Sequence[Option], rng: np.random.Generator, set_index: int,

@@ -13,6 +13,7 @@ answer of the gold's kind, so that a reader would rule it out unread. Equivalenc
 
 from __future__ import annotations
 
+import math
 import re
 
 from builders.from_predictions.extract import MAX_BOXED_CHARS, brace_pairs
@@ -377,11 +378,24 @@ KIND_REASONS = {
     "equation": "an equation where the key is none, or the other way round",
     "words": "words where the key is a value, or the other way round",
     "variable": "a variable the key does not have",
-    "undone": "arithmetic left undone (a product, a quotient, a bracketed number) where the key has none",
+    "undone": "arithmetic left undone (a product, a quotient, a bracketed number or sum, a factorial) where the key has "
+              "none",
+    "decimal": "a decimal approximation where the key is exact",
+    "infinite": "infinity where the key is finite, or the other way round",
+    "unreduced": "a fraction not in lowest terms",
+    "values": "several values where the key is one, or the other way round",
 }
 # MATH's answers are simplified: "202\\times499", "2(123456790)^3+7" or "\\frac{(120-45)^2}{120^2}" beside a plain
-# key is ruled out unread. Powers and roots ("2^{2004}", "(\\frac23)^{15}") are answers in their own right.
-_UNDONE = re.compile(r"\\(?:times|cdot|div)(?![a-zA-Z])|\*|\(-?\d+(?:\.\d+)?(?:[-+]\d+(?:\.\d+)?)*\)")
+# key is ruled out unread, as a sum left in brackets ("2(\\sqrt{5}+1)" beside "2\\sqrt{5}", "2(x-1)+2(x-2)^2" beside
+# "3x^2-7x+4") or a factorial. Powers and roots ("2^{2004}", "(\\frac23)^{15}") are answers in their own right.
+_UNDONE = re.compile(r"\\(?:times|cdot|div)(?![a-zA-Z])|\*|\(-?\d+(?:\.\d+)?(?:[-+]\d+(?:\.\d+)?)*\)|[\d)}]!"
+                     r"|\([^(),]*[^(,\s+-]\s*[-+][^(),]*\)")  # a factorial, a bracketed sum: "2(\sqrt{5}+1)"
+# MATH's keys are exact: a model's decimal ("73.26", "0.381", "23.38\pi") beside a key with none is an
+# approximation a reader rules out unread (issue 23: with these and lists beside single values, the 2-option
+# build's choices-only model read "less punctuation" and "the only option with a comma").
+_DECIMAL_NUMBER = re.compile(r"(?<![\d.])\d*\.\d+")
+_INFINITY = re.compile(r"\\infty(?![a-zA-Z])|∞")
+_NUMERIC_FRACTION = re.compile(r"\\[dt]?frac\{(\d+)\}\{(\d+)\}")
 
 
 def letter_answer(text: str) -> bool:
@@ -419,6 +433,14 @@ def kind_mismatch(answer: str, key: str) -> str | None:
         return "variable"  # the imaginary unit is a number
     if _UNDONE.search(answer) and not _UNDONE.search(key):
         return "undone"
+    if _DECIMAL_NUMBER.search(answer) and not _DECIMAL_NUMBER.search(key):
+        return "decimal"
+    if ("," in answer) != ("," in key):  # thousands separators are gone from the normal form
+        return "values"
+    if bool(_INFINITY.search(answer)) != bool(_INFINITY.search(key)):
+        return "infinite"
+    if any(math.gcd(int(top), int(bottom)) > 1 for top, bottom in _NUMERIC_FRACTION.findall(answer)):
+        return "unreduced"  # MATH's keys are in lowest terms: "-\frac{240}{9}" beside "\frac{80}{3}"
     return None
 
 

@@ -9,7 +9,12 @@ out, without the problem:
 * ``words_or_variables``: a run of three or more letters outside LaTeX commands in the key but not in a
   distractor or the other way ("No Solution", "undefined" beside 3); beside a key without words, a letter the
   key lacks (the imaginary unit ``i`` aside) ("x" or "Q + 3P + 20" beside 5);
-* ``arithmetic_left_undone``: a product, quotient or bracketed number in a distractor whose key has none;
+* ``arithmetic_left_undone``: a product, quotient, bracketed number, bracketed sum or factorial in a distractor
+  whose key has none;
+* ``decimal_beside_exact``: a number with a decimal point in a distractor whose key has none;
+* ``number_of_values``: a list (a comma) beside a key that is one value, or one value beside a list;
+* ``infinity_beside_finite``: infinity in a distractor and not in the key, or the other way;
+* ``lowest_terms``: a numeric fraction in a distractor whose numerator and denominator share a factor;
 * ``letter_option``: an option that is only capital letters, as the release's own option labels ("C", "(B)");
 * ``one_spacing``: a space that stands beside a symbol (other than a comma's before three digits) or between a
   command and a digit, outside ``\\text{}``: every option is spelled with MATH's compact spacing;
@@ -29,7 +34,8 @@ _RELATION = re.compile(r"=|\\approx(?![A-Za-z])|≈|\\simeq(?![A-Za-z])")
 _GROUPED_NUMBER = re.compile(r"[0-9](?:,|\{,\}|,\\!)[0-9]{3}(?![0-9])")
 _LATEX_NAME = re.compile(r"\\operatorname\*?\{[^{}]*\}|\\(?:begin|end)\{[^{}]*\}|\\[A-Za-z]+")
 _LONG_RUN = re.compile(r"[A-Za-z]{3,}")
-_UNDONE = re.compile(r"\\(?:times|cdot|div)(?![A-Za-z])|[*×·÷]|\(\s*[-+]?[0-9.]+(?:\s*[-+]\s*[0-9.]+)*\s*\)")
+_UNDONE = re.compile(r"\\(?:times|cdot|div)(?![A-Za-z])|[*×·÷]|\(\s*[-+]?[0-9.]+(?:\s*[-+]\s*[0-9.]+)*\s*\)"
+                     r"|[0-9)}]\s*!|\([^(),]*[A-Za-z0-9}]\s*[-+]\s*[^(),]*\)")
 _LABELS = re.compile(r"\s*\(?[A-Z]\)?(?:\s*,\s*\(?[A-Z]\)?)*\s*")
 # "\frac3", "\sqrt[3]2" (a first argument without braces) or "\frac{3}4" (a second one)
 _BARE_ARGUMENT = re.compile(r"\\(?:[dt]?frac|sqrt)(?![A-Za-z])\s*(?:\[[^\]]*\]\s*)?(?=[^{\s\[])"
@@ -65,6 +71,34 @@ def _words_or_variables(key: str, option: str) -> str | None:
 def _undone(key: str, option: str) -> str | None:
     if _UNDONE.search(option) and not _UNDONE.search(key):
         return "leaves arithmetic undone where the key is simplified"
+    return None
+
+
+def _decimal(key: str, option: str) -> str | None:
+    point = re.compile(r"[0-9]\.[0-9]|(?:^|[^0-9])\.[0-9]")
+    return "writes a decimal where the key is exact" if point.search(option) and not point.search(key) else None
+
+
+def _values(key: str, option: str) -> str | None:
+    def listed(text: str) -> bool:  # a comma that is not a thousands separator (``thousands_separator`` sees those)
+        return "," in _GROUPED_NUMBER.sub("0", text)
+    if listed(key) != listed(option):
+        return "lists several values where the key is one, or the other way"
+    return None
+
+
+def _infinity(key: str, option: str) -> str | None:
+    def infinite(text: str) -> bool:
+        return "∞" in text or any(name == "infty" for name in re.findall(r"\\([A-Za-z]+)", text))
+    return "holds infinity where the key does not, or the other way" if infinite(key) != infinite(option) else None
+
+
+def _lowest_terms(key: str, option: str) -> str | None:
+    from fractions import Fraction
+
+    for top, bottom in re.findall(r"frac\s*\{\s*([0-9]+)\s*\}\s*\{\s*([0-9]+)\s*\}", option):
+        if int(bottom) and Fraction(int(top), int(bottom)).denominator != int(bottom):
+            return f"writes \\frac{{{top}}}{{{bottom}}}, not in lowest terms"
     return None
 
 
@@ -111,6 +145,14 @@ def option_form_checks() -> list[Check]:
               "lacks", _violations(_words_or_variables, distractors_only=True)),
         Check("arithmetic_left_undone", "no distractor leaves a product, quotient or bracketed number undone "
               "where the key has none", _violations(_undone, distractors_only=True)),
+        Check("decimal_beside_exact", "no distractor writes a decimal where the key has none",
+              _violations(_decimal, distractors_only=True)),
+        Check("number_of_values", "a distractor lists several values only where the key does",
+              _violations(_values, distractors_only=True)),
+        Check("infinity_beside_finite", "infinity stands only beside infinity",
+              _violations(_infinity, distractors_only=True)),
+        Check("lowest_terms", "every numeric fraction of a distractor is in lowest terms",
+              _violations(_lowest_terms, distractors_only=True)),
         Check("letter_option", "no option is a bare letter, as the release's own option labels",
               _violations(_label, distractors_only=False)),
         Check("one_spacing", "every option is in MATH's compact spacing",

@@ -58,7 +58,7 @@ from builders.core.steps import Outcomes, Skip, run_steps
 from builders.core.tables import Statistics, Table, counts_table
 
 from .audit import audit_table, export_audit_command, import_audit_command, read_verdicts
-from .baselines import BASELINES, INHERENT_BASELINES
+from .baselines import BASELINES, inherent_baselines
 from .generation import (DEFAULT_LENGTH_RATIO, DEFAULT_LENGTH_SLACK, TEMPLATE_FILES, PregeneratedOptions, Proposal,
                          TPPGenerator, load_template, read_tpp_options, select_tpp,
                          tpp_options_file)
@@ -323,9 +323,15 @@ def build(source: LoadedSource, options: Options) -> Build:
         card_context=context,
         lm_eval_tasks=lambda location: lm_eval_files(location, configs),
         baselines=BASELINES,
-        inherent_baselines=INHERENT_BASELINES,
+        inherent_baselines=inherent_baselines(*pair_counts(configs[CONFIG]), args.layout),
         unchanged_config=ORIGINAL_CONFIG,
     )
+
+
+def pair_counts(splits: Mapping[str, Sequence[MCQRecord]]) -> tuple[int, int]:
+    """(PFPP items, items with a pair) over the splits."""
+    groups = Counter(r.columns["modification"] for records in splits.values() for r in records)
+    return groups[PFPP], groups[PFPP] + groups[CFPP] + groups[TPP]
 
 
 def with_hub_columns(record: MCQRecord) -> MCQRecord:
