@@ -582,3 +582,31 @@ def test_help_of_the_prediction_builders_shows_the_consensus_rule(builder_module
     assert exit_info.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
     assert f"--keep-suspect-keys keep the items whose key most models contradict (consensus check: {RULE.describe()})" in text
+
+
+def test_the_rank_draw_makes_the_keys_rank_uniform_where_the_weighted_draw_centres_it():
+    """Models' wrong answers scatter around the key (frequent ones close to it): drawn by frequency, the key sat
+    in the middle of its options; the rank draw (kept to rebuild releases made before the balanced draw) first
+    draws the key's rank, uniformly."""
+    from builders.from_predictions.sets import draw_by_rank, draw_from_pool
+
+    counts = {"8": 6, "9": 9, "11": 9, "12": 6, "2": 1, "3": 1, "17": 1, "18": 1, "25": 1}
+    pool = build_pool("q", "10", [(f"{text}-{k}", text) for text, n in counts.items() for k in range(n)], Numbers())
+
+    def ranks(draw) -> list[int]:
+        found = [0] * 4
+        for seed in range(2000):
+            found[sum(float(c.text) < 10 for c in draw(np.random.default_rng(seed)))] += 1
+        return found
+
+    rank = ranks(lambda rng: draw_by_rank(pool, 3, rng, float))
+    weighted = ranks(lambda rng: draw_from_pool(pool, 3, rng, "weighted"))
+    assert all(450 <= n <= 550 for n in rank), rank
+    assert weighted[0] + weighted[3] < 500, weighted  # the key at either end in under a quarter of the sets
+    # a pool with 1 candidate below the key allows ranks 0 and 1 only, each half the time
+    lopsided = build_pool("q", "10", [("a", "9"), ("b", "11"), ("c", "12"), ("d", "13")], Numbers())
+    drawn = [sum(float(c.text) < 10 for c in draw_by_rank(lopsided, 3, np.random.default_rng(s), float))
+             for s in range(400)]
+    assert set(drawn) == {0, 1} and 170 <= drawn.count(0) <= 230
+
+

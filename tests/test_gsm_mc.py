@@ -532,3 +532,20 @@ def test_gsm8k_platinum_sample_builds_offline(tmp_path):
     assert "**Source: GSM8K-Platinum**" in card and "55 matched" in card and "`question_not_found`: 5" in card
     loaded = datasets.load_dataset(str(tmp_path / "out"), "set_0")["test"]
     assert loaded.num_rows == 11 and loaded[5]["metadata"]["cleaning_status"] == "revised"
+
+
+def test_a_release_built_with_the_former_default_rank_draw_rebuilds_from_its_config(tmp_path):
+    """Releases made before the balanced draw record `draw: rank`; their build_config.yaml must still rebuild them
+    (the draw was once removed, which made such a config an error)."""
+    import yaml
+
+    first = tmp_path / "a" / "build_config.yaml"
+    assert gsm_mc.main(["--source", "sample", "--draw", "rank", "--output", str(tmp_path / "a"), "--no-progress"]) == 0
+    assert yaml.safe_load(first.read_text())["params"]["draw"] == "rank"
+    assert gsm_mc.main(["--config", str(first), "--source", "sample", "--output", str(tmp_path / "b"),
+                        "--no-progress"]) == 0
+    assert (tmp_path / "b" / "build_config.yaml").read_text() == first.read_text()
+    parquet = sorted((tmp_path / "a").rglob("*.parquet"))
+    assert len(parquet) == 11
+    assert [p.read_bytes() for p in parquet] == [(tmp_path / "b" / p.relative_to(tmp_path / "a")).read_bytes()
+                                                 for p in parquet]

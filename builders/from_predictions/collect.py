@@ -56,14 +56,15 @@ def add_distractor_arguments(parser: argparse.ArgumentParser, title: str, random
     group.add_argument("--distractors", choices=["pool", "random"] if random_allowed else ["pool"], default="pool",
                        help="'pool': models' wrong answers" + ("; 'random': random numbers near the gold "
                                                               "(the paper's ablation)" if random_allowed else ""))
-    draws = ["balanced", "weighted", "uniform"] if numeric else ["weighted", "uniform"]
+    draws = ["balanced", "weighted", "uniform", "rank"] if numeric else ["weighted", "uniform"]
     group.add_argument("--draw", choices=draws, default=draws[0],
                        help="how a set draws from the pool: 'weighted' by how many models gave each wrong answer "
                             "(frequent ones are the plausible ones), 'uniform' as the paper"
                             + ("; 'balanced' (default) weighted too, of the key's kind (integer or not, sign) and "
                                "tilted so that the key's place among the numeric options (rank, nearness to their "
                                "mean and median) is no cue (models' wrong answers scatter around the key, which the "
-                               "'weighted' draw leaves in the middle)" if numeric else ""))
+                               "'weighted' draw leaves in the middle); 'rank', the default before 'balanced', draws the key's rank "
+                               "uniformly first (kept to rebuild older releases)" if numeric else ""))
     add_llm_arguments(cli.runtime_group(parser, "LLM endpoint for --generate-with"))
     runtime = cli.runtime_group(parser, "side outputs")
     runtime.add_argument("--save-predictions", type=Path, metavar="PATH",

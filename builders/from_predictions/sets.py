@@ -47,8 +47,8 @@ class SetOptions:
     choices: int
     sets: int
     seed: int
-    draw: str = "weighted"  # or "uniform", or "balanced" (numeric answers: needs ``value``)
-    value: Callable[[str], float] | None = None  # an answer's numeric value, for the "balanced" draw
+    draw: str = "weighted"  # or "uniform", or "balanced" or "rank" (numeric answers: need ``value``)
+    value: Callable[[str], float] | None = None  # an answer's numeric value, for the "balanced" and "rank" draws
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,8 @@ def draw_from_pool(pool: Pool, count: int, rng: np.random.Generator, draw: str,
     "balanced" draw (numeric answers) also evens out where the key sits among its options (:func:`draw_balanced`)."""
     if draw == "balanced":
         return draw_balanced(pool, count, rng, value)
+    if draw == "rank":
+        return draw_by_rank(pool, count, rng, value)
     return _draw(pool.candidates, count, rng, weighted=draw == "weighted")
 
 
@@ -85,6 +87,26 @@ def _draw(candidates: Sequence[Candidate], count: int, rng: np.random.Generator,
         weights = counts / counts.sum()
     chosen = rng.choice(len(candidates), size=count, replace=False, p=weights)
     return [candidates[int(i)] for i in sorted(chosen)]
+
+
+def feasible_ranks(below: int, above: int, count: int) -> list[int]:
+    """The key's possible ranks (distractors below it) when ``count`` are drawn from ``below`` + ``above``."""
+    return [rank for rank in range(count + 1) if rank <= below and count - rank <= above]
+
+
+def draw_by_rank(pool: Pool, count: int, rng: np.random.Generator, value: Callable[[str], float]) -> list[Candidate]:
+    """The key's rank among the options (how many distractors lie below it) uniformly among the ranks the pool
+    allows, then that many candidates below the key and the rest above it, each side weighted by model count.
+    The default of releases before the balanced draw, kept so that their ``build_config.yaml`` still rebuilds
+    them: it evens out the key's rank but not its nearness to the options' mean and median."""
+    gold = value(pool.gold)
+    values = [value(c.text) for c in pool.candidates]
+    below = [c for c, v in zip(pool.candidates, values, strict=True) if v < gold]
+    above = [c for c, v in zip(pool.candidates, values, strict=True) if v > gold]
+    ranks = feasible_ranks(len(below), len(above), count)
+    rank = ranks[int(rng.integers(len(ranks)))]
+    chosen = {c.text for c in [*_draw(below, rank, rng, True), *_draw(above, count - rank, rng, True)]}
+    return [c for c in pool.candidates if c.text in chosen]
 
 
 # ---- the balanced draw (numeric answers) ---------------------------------------------------------------------
