@@ -323,7 +323,7 @@ def build(source: LoadedSource, options: Options) -> Build:
         card_context=context,
         lm_eval_tasks=lambda location: lm_eval_files(location, configs),
         baselines=BASELINES,
-        inherent_baselines=inherent_baselines(*pair_counts(configs[CONFIG]), args.layout),
+        inherent_baselines=inherent_baselines(*pair_counts(configs[CONFIG]), options.layout),
         unchanged_config=ORIGINAL_CONFIG,
     )
 
