@@ -19,9 +19,9 @@ import logging
 from pathlib import Path
 from typing import Sequence
 
+from builders.core.argtypes import nonnegative_int, number, positive_float, positive_int, share, unit_interval
 from builders.core.cli import (ArgumentParser, HelpFormatter, RawDescriptionHelpFormatter, check_writable_file,
-                               check_writable_folder, exit_code, nonnegative_int, number, positive_float, positive_int,
-                               share, unit_interval)
+                               check_writable_folder, exit_code)
 from builders.core.errors import UserError
 
 from .data import label_provenance, labelled_only, read_labelled, write_jsonl

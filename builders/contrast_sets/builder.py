@@ -26,7 +26,7 @@ from typing import Iterator, Mapping, Sequence
 import numpy as np
 from builders.core.record import Value
 
-from builders.core import api, cli
+from builders.core import api, argtypes, cli
 from builders.core.benchmarks import BENCHMARKS
 from builders.core.build import Build, Builder, Check
 from builders.core.embeddings import (Embedder, EmbeddingCache, EmbeddingStats, Encoding, embed_texts, embedder_to_load,
@@ -85,7 +85,7 @@ CITATION = """@inproceedings{balepur2024choicesonly,
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("contrast sets")
-    group.add_argument("--threshold", type=cli.unit_interval, default=None,
+    group.add_argument("--threshold", type=argtypes.unit_interval, default=None,
                        help=f"cosine similarity (compared at two decimals) at or above which two option texts are "
                             f"equivalent (default: {DEFAULT_THRESHOLD}, calibrated for the packaged MiniLM; the paper "
                             f"used {PAPER_THRESHOLD} with its own embedder; required with --embedder)")
@@ -107,10 +107,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     runtime = cli.runtime_group(parser, "embedding")
     runtime.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR,
                          help="embedding cache, keyed by (embedder, revision, text hash); 'none' disables it")
-    runtime.add_argument("--batch-size", type=cli.positive_int, default=256, help="most texts per embedding batch")
-    runtime.add_argument("--batch-tokens", type=cli.positive_int, default=1024,
+    runtime.add_argument("--batch-size", type=argtypes.positive_int, default=256, help="most texts per embedding batch")
+    runtime.add_argument("--batch-tokens", type=argtypes.positive_int, default=1024,
                          help="most padded tokens per embedding batch (texts are batched longest first)")
-    runtime.add_argument("--embed-threads", type=cli.positive_int, default=1,
+    runtime.add_argument("--embed-threads", type=argtypes.positive_int, default=1,
                          help="torch threads while embedding on CPU; more pay off only on an otherwise idle machine")
 
 

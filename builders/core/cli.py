@@ -23,13 +23,11 @@ from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
 from . import progress
-# The argparse types and runtime_group are defined in .argtypes and .build_config; the builders declare their
-# options with them as cli.positive_int, cli.runtime_group(...), hence the explicit re-exports (`name as name`).
-from .argtypes import (MAX_TIMEOUT_S as MAX_TIMEOUT_S, nonnegative_int as nonnegative_int, number as number,
-                       positive_float as positive_float, positive_int, seconds as seconds, share,
-                       unit_interval as unit_interval, whole_number as whole_number)
+from .argtypes import positive_int, share
 from .build import Build, Builder
 from .build_config import BUILD_CONFIG_FILE, arguments_as_built, load_build_config, parse_args, recorded_params
+# builders put their runtime options in ``cli.runtime_group(parser, title)``: the build config defines it (what it
+# holds is never recorded), the command line is where a builder reaches for it
 from .build_config import runtime_group as runtime_group
 from .card import ReleaseInfo
 from .errors import UserError, raised_by_an_interrupt

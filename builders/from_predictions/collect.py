@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
-from builders.core import cli
+from builders.core import argtypes, cli
 from builders.core.errors import UserError
 from builders.core.llm import ChatRequest, LLMSettings, add_llm_arguments
 from builders.core.predictions import (
@@ -49,9 +49,9 @@ def add_distractor_arguments(parser: argparse.ArgumentParser, title: str, random
                             "recursively; MODEL= names the model")
     group.add_argument("--generate-with", nargs="+", action="extend", default=[], metavar="MODEL",
                        help="ask these models for predictions (greedy, the benchmark's standard few-shot prompt)")
-    group.add_argument("--max-tokens", type=cli.positive_int, default=None, help="longest generation (default: the prompt's)")
-    group.add_argument("--choices", type=cli.whole_number(2, 8), default=4, help="options per question, 2 to 8")
-    group.add_argument("--sets", type=cli.whole_number(1, MAX_SETS), default=10,
+    group.add_argument("--max-tokens", type=argtypes.positive_int, default=None, help="longest generation (default: the prompt's)")
+    group.add_argument("--choices", type=argtypes.whole_number(2, 8), default=4, help="options per question, 2 to 8")
+    group.add_argument("--sets", type=argtypes.whole_number(1, MAX_SETS), default=10,
                        help="independent draws of distractors and order (configs set_0...)")
     group.add_argument("--distractors", choices=["pool", "random"] if random_allowed else ["pool"], default="pool",
                        help="'pool': models' wrong answers" + ("; 'random': random numbers near the gold "

@@ -31,7 +31,7 @@ from typing import Sequence
 
 from builders.core.record import Value
 
-from builders.core import api, cli, fields
+from builders.core import api, argtypes, cli, fields
 from builders.core.audit import only_two_options
 from builders.core.build import Baseline, Build, Builder
 from builders.core.record import MCQRecord, OpenItem
@@ -92,13 +92,13 @@ MATH = Benchmark(name="math", hub_id="EleutherAI/hendrycks_math", config=None, s
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = collect.add_distractor_arguments(parser, "MATH-MC distractors", random_allowed=False)
-    group.add_argument("--equivalence-timeout", type=cli.seconds, default=10.0,
+    group.add_argument("--equivalence-timeout", type=argtypes.seconds, default=10.0,
                        help="hard wall-clock limit (seconds) of one math-verify comparison; a comparison that "
                             "times out proves nothing, so the candidate is left out")
     consensus.add_arguments(group)
     parser.set_defaults(splits=["test"])
     cli.runtime_group(parser, "math-verify").add_argument(
-        "--equivalence-workers", type=cli.positive_int, default=None, help="math-verify worker processes (default: one per CPU)")
+        "--equivalence-workers", type=argtypes.positive_int, default=None, help="math-verify worker processes (default: one per CPU)")
 
 
 @dataclass(frozen=True)

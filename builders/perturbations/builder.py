@@ -36,7 +36,7 @@ from typing import Mapping, Sequence
 
 from builders.core.record import Value
 
-from builders.core import api, cli
+from builders.core import api, argtypes, cli
 from builders.core.benchmarks import BENCHMARKS
 from builders.core.build import Build, Builder
 from builders.core.errors import UserError
@@ -76,7 +76,7 @@ CITATION = """@inproceedings{alzahrani2024benchmarks,
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("perturbations")
-    group.add_argument("--shots", type=cli.nonnegative_int, default=5,
+    group.add_argument("--shots", type=argtypes.nonnegative_int, default=5,
                        help="demonstrations per prompt (gold_at_<L> and original_zero_shot are zero-shot)")
     group.add_argument("--fewshot-sampler", choices=SAMPLERS, default="first_n",
                        help="which of the subject's few-shot items are shown: the first --shots in source order "

@@ -34,7 +34,7 @@ from typing import Any
 
 from builders.core.record import Value
 
-from builders.core import api, cli
+from builders.core import api, argtypes, cli
 from builders.core.build import Build, Builder, Check
 from builders.core.predictions import (PROBLEMS_FILE, MatchReport, Prediction, PredictionError, Unmatched,
                                        match_predictions, read_predictions, require_matches, require_texts,
@@ -261,13 +261,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = collect.add_distractor_arguments(parser, "PythonIO distractors", random_allowed=False)
     group.add_argument("--keep-docstrings", action="store_true",
                        help="show the programs with their docstrings (their examples often give the answer away)")
-    group.add_argument("--max-output-chars", type=cli.positive_int, default=DEFAULT_MAX_OUTPUT_CHARS,
+    group.add_argument("--max-output-chars", type=argtypes.positive_int, default=DEFAULT_MAX_OUTPUT_CHARS,
                        help="longest value (as text) kept as an option; longer golds exclude the item")
-    group.add_argument("--call-timeout", type=cli.seconds, default=5.0, help="seconds one call may run")
+    group.add_argument("--call-timeout", type=argtypes.seconds, default=5.0, help="seconds one call may run")
     sandbox = cli.runtime_group(parser, "sandbox (every reference program runs only here; predictions are read, never run)")
     sandbox.add_argument("--unsafe-no-sandbox", action="store_true",
                          help="run the programs as plain subprocesses when bubblewrap is unavailable (NOT isolated)")
-    sandbox.add_argument("--sandbox-workers", type=cli.positive_int, default=None, help="parallel sandboxes (default: CPU count)")
+    sandbox.add_argument("--sandbox-workers", type=argtypes.positive_int, default=None, help="parallel sandboxes (default: CPU count)")
 
 
 def check_arguments(args: argparse.Namespace) -> None:

@@ -24,7 +24,7 @@ import argparse
 from dataclasses import dataclass
 from typing import Sequence
 
-from builders.core import api, cli, llm
+from builders.core import api, argtypes, cli, llm
 from builders.core.benchmarks import BENCHMARKS
 from builders.core.build import Build, Builder
 from builders.core.errors import UserError
@@ -66,12 +66,12 @@ MAX_VARIANTS = 1000  # each variant is a config of the release
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("WiCkeD")
-    group.add_argument("--variants", type=cli.whole_number(1, MAX_VARIANTS), default=5,
+    group.add_argument("--variants", type=argtypes.whole_number(1, MAX_VARIANTS), default=5,
                        help="number of independent WiCkeD variants (configs variant_0...)")
     group.add_argument("--sba-classifier", default=PAPER_CLASSIFIER, metavar="ID|PATH|none",
                        help="SBA classifier (Hub id or local folder, e.g. the output of `classifiers.sba train`); "
                             "'none' treats every item as non-SBA")
-    group.add_argument("--sba-threshold", type=cli.share, default=None,
+    group.add_argument("--sba-threshold", type=argtypes.share, default=None,
                        help="P(SBA) at or above which an item is copied unchanged (default: the classifier config's, else 0.5)")
     group.add_argument("--sba-judge", metavar="MODEL", default=None,
                        help="decide SBA with this LLM instead of the classifier: one request per distinct item, with "
@@ -81,7 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--redux-keep-all", action="store_true",
                        help="mmlu_redux: keep every item, not only error_type == 'ok'")
     runtime = cli.runtime_group(parser, "SBA classifier")
-    runtime.add_argument("--sba-batch-size", type=cli.positive_int, default=BATCH_SIZE,
+    runtime.add_argument("--sba-batch-size", type=argtypes.positive_int, default=BATCH_SIZE,
                          help="sequences per classifier forward pass (scores do not depend on it)")
     llm.add_llm_arguments(cli.runtime_group(parser, "SBA judge endpoint"))
 

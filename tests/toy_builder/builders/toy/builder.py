@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from builders.core import api, cli
+from builders.core import api, argtypes, cli
 from builders.core.benchmarks import BENCHMARKS
 from builders.core.build import Build, Builder
 from builders.core.errors import UserError
@@ -33,7 +33,7 @@ METADATA_FEATURES = {"skip_reason": Value("string"), "original_answer_index": Va
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("Toy")
-    group.add_argument("--shuffles", type=cli.whole_number(1, MAX_SHUFFLES), default=2,
+    group.add_argument("--shuffles", type=argtypes.whole_number(1, MAX_SHUFFLES), default=2,
                        help="number of shuffled configs")
     group.add_argument("--config-prefix", default="shuffle", help="the shuffled configs are PREFIX_0, PREFIX_1...")
 
