@@ -98,6 +98,33 @@ def test_a_version_without_its_v_suggests_the_tag(local_hub, tmp_path, capsys):
                                        "tagged vX.Y.Z)\n")
 
 
+def test_offline_a_release_not_fetched_yet_is_one_line_that_says_why(local_hub, tmp_path):
+    """With HF_HUB_OFFLINE=1 (offline clusters), `evaluate REPO@TAG` said only "cannot fetch ... from the Hub
+    (LocalEntryNotFoundError)", and `@1.0.0` got no hint; a release fetched once stays readable offline."""
+    import os
+
+    repo = "mcqforge/wicked-offline"
+    assert wicked.main(["--source", "sample", "--sba-classifier", "none", "--push", repo, "--version", "1.0.0",
+                        "--log-level", "WARNING"]) == 0
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "MCQFORGE_CACHE": str(tmp_path / "cache")}
+
+    def evaluate(spec: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "builders.evaluate", spec, "--model", "dummy", "--limit", "2"],
+                              capture_output=True, text=True, cwd=REPO, env=env, timeout=600)
+
+    for spec, hint in ((f"{repo}@v1.0.0", ""), (f"{repo}@1.0.0", "; did you mean @v1.0.0? (releases are tagged vX.Y.Z)")):
+        result = evaluate(spec)
+        cache = tmp_path / "cache" / "releases" / f"{repo.replace('/', '--')}--{spec.partition('@')[2]}"
+        assert (result.returncode, result.stderr) == (2, f"error: cannot read {spec}: HF_HUB_OFFLINE is set and it is "
+                                                         f"not in the release cache ({cache}); fetch it once where the "
+                                                         f"Hub is reachable{hint}\n")
+    online = subprocess.run([sys.executable, "-m", "builders.evaluate", f"{repo}@v1.0.0", "--model", "dummy", "--limit",
+                             "2"], capture_output=True, text=True, cwd=REPO, timeout=600,
+                            env={**env, "HF_HUB_OFFLINE": "0"})
+    assert online.returncode == 0, online.stderr[-2000:]
+    assert evaluate(f"{repo}@v1.0.0").returncode == 0  # fetched once: read from the cache, offline
+
+
 def test_open_ended_scores_that_name_no_evaluated_model_are_refused(tmp_path, capsys):
     """Keys of --open-ended-scores that matched no model were ignored ("0 models have both scores")."""
     from builders import evaluate

@@ -25,7 +25,7 @@ def open_release(spec: str, patterns: Sequence[str]) -> Path:
     repo, sep, tag = spec.partition("@")
     if not sep or not repo or not tag:
         raise UserError(f"{spec}: expected a release folder or REPO@vX.Y.Z")
-    from huggingface_hub import snapshot_download
+    from huggingface_hub import constants, snapshot_download
 
     try:
         # real files, not the cache's links into blobs/: lm-eval resolves a YAML file's links and then looks for
@@ -33,8 +33,12 @@ def open_release(spec: str, patterns: Sequence[str]) -> Path:
         return Path(snapshot_download(repo, repo_type="dataset", revision=tag, local_dir=release_cache(repo, tag),
                                       allow_patterns=list(patterns)))
     except Exception as error:  # huggingface_hub raises many types; the user needs one line
-        hint = tag_hint(tag) if type(error).__name__ == "RevisionNotFoundError" else ""
-        raise UserError(f"cannot fetch {spec} from the Hub ({type(error).__name__}){hint}") from None
+        name = type(error).__name__
+        hint = tag_hint(tag) if name in ("RevisionNotFoundError", "LocalEntryNotFoundError") else ""
+        if constants.HF_HUB_OFFLINE:  # offline clusters: a fetched release stays readable, others cannot be fetched
+            raise UserError(f"cannot read {spec}: HF_HUB_OFFLINE is set and it is not in the release cache "
+                            f"({release_cache(repo, tag)}); fetch it once where the Hub is reachable{hint}") from None
+        raise UserError(f"cannot fetch {spec} from the Hub ({name}){hint}") from None
 
 
 def release_cache(repo: str, tag: str) -> Path:
