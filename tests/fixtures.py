@@ -174,3 +174,12 @@ def outcome_rows(card: str) -> list[tuple[str, str, str, str, int]]:
     section = card.split("### Items altered, copied unchanged and excluded", 1)[1].split("\n## ", 1)[0]
     rows = [line.strip("|").split("|") for line in section.splitlines() if line.startswith("| ")][1:]
     return [(c.strip(), s.strip(), o.strip(), r.strip(), int(n.strip().replace(",", ""))) for c, s, o, r, n in rows]
+
+
+def with_default_ctrl_c() -> None:
+    """``preexec_fn`` of a child a test sends Ctrl-C (SIGINT) to: a suite started in the background of a
+    non-interactive shell (``pytest &`` in a script, ``nohup``) ignores SIGINT, every child inherits that, and
+    Python then never raises KeyboardInterrupt; a terminal's Ctrl-C meets the default disposition."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

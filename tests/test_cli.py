@@ -18,7 +18,7 @@ import pytest
 from builders import wicked
 from builders.core.benchmarks import BENCHMARKS
 from builders.core.sources import load_source
-from fixtures import MMLU_TEST, write_benchmark, write_jsonl
+from fixtures import MMLU_TEST, with_default_ctrl_c, write_benchmark, write_jsonl
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -413,7 +413,7 @@ def test_ctrl_c_while_the_libraries_import_is_one_line(tmp_path):
     (tmp_path / "numpy.py").write_text("import time\ntime.sleep(60)\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
     process = subprocess.Popen([sys.executable, "-m", "builders.wicked", "--help"], cwd=REPO, env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=with_default_ctrl_c)
     time.sleep(1.0)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=60)

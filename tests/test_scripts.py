@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from fixtures import with_default_ctrl_c
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -105,7 +107,8 @@ def test_the_local_hub_script_serves_a_push_from_the_command_line(tmp_path):
     import signal
 
     server = subprocess.Popen([sys.executable, str(REPO / "scripts" / "local_hub.py"), "--port", "0", "--token",
-                               "hf_script"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               "hf_script"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              preexec_fn=with_default_ctrl_c)
     try:
         assert server.stdout.readline().startswith("local Hub at http://127.0.0.1:")
         exported = server.stdout.readline().split()
