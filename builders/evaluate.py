@@ -49,7 +49,7 @@ from builders.core.lm_eval_tasks import MANIFEST, TASKS_DIR
 from builders.core.build_config import BUILD_CONFIG_FILE
 from builders.core.predictions import choice_prediction
 from builders.core.release_reader import open_release
-from builders.core.results import Runs, TaskResult, by_role
+from builders.core.results import Runs, TableOptions, TaskResult, by_role
 from builders.core.tables import Statistics
 from builders.registry import BUILDERS, load_builder
 
@@ -307,7 +307,7 @@ def task_result(results: Mapping[str, Any], name: str, metric: str) -> TaskResul
 
 # ---- the papers' tables -----------------------------------------------------------------------------------
 
-def paper_table(builder: str | None) -> Callable[[Runs, Mapping[str, Any], argparse.Namespace], Statistics]:
+def paper_table(builder: str | None) -> Callable[[Runs, Mapping[str, Any], TableOptions], Statistics]:
     """The builder's ``evaluation_table``: the table its paper reports."""
     table = load_builder(builder).evaluation_table if builder in BUILDERS else None
     if table is None:
@@ -385,7 +385,7 @@ def evaluate(options: argparse.Namespace) -> Statistics:
                            options.fewshot_as_multiturn, options.system_instruction,
                            options.output / "samples" if options.log_samples else None)
     runs = {model.name: evaluate_model(folder, manifest, model, settings) for model in models}
-    tables = table(runs, manifest, options)
+    tables = table(runs, manifest, TableOptions(options.output, options.open_ended_scores))
     if options.output:
         write_outputs(tables, options.output)
     return tables

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import subprocess
@@ -17,13 +16,13 @@ from builders.perturbations import ranking
 from builders.core.argtypes import share_or_count
 from builders.core.errors import UserError
 from builders.core.release_reader import open_release
-from builders.core.results import TaskResult
+from builders.core.results import TableOptions, TaskResult
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def options(**values) -> argparse.Namespace:
-    return argparse.Namespace(**{"output": None, "open_ended_scores": None, **values})
+def options(**values) -> TableOptions:
+    return TableOptions(**values)
 
 
 def result(accuracy: float, items: dict | None = None) -> TaskResult:

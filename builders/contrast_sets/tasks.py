@@ -9,7 +9,6 @@ letter scored); the choices-only task shows the same options without the questio
 
 from __future__ import annotations
 
-import argparse
 import statistics
 from typing import Any, Mapping, Sequence
 
@@ -17,7 +16,7 @@ from builders.core import lm_eval_tasks
 from builders.core.build import TaskLocation
 from builders.core.record import MCQRecord
 from builders.core.tables import Statistics, Table
-from builders.core.results import Runs, by_role
+from builders.core.results import Runs, TableOptions, by_role
 from builders.core.sources import evaluation_split
 
 NAME = "contrast_sets"
@@ -73,7 +72,7 @@ python -m builders.evaluate RELEASE --model hf:MODEL   # accuracy with and witho
 # ---- the paper's table, for `python -m builders evaluate` ----------------------------------------------
 
 
-def evaluation_table(runs: Runs, manifest: Mapping[str, Any], options: argparse.Namespace) -> Statistics:
+def evaluation_table(runs: Runs, manifest: Mapping[str, Any], options: TableOptions) -> Statistics:
     full, only = by_role(manifest, "question_and_choices"), by_role(manifest, "choices_only")
     rows = []
     for model, tasks in runs.items():

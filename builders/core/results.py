@@ -1,7 +1,7 @@
 """What a model run on a release's lm-eval tasks gives the paper's tables: per-item results, read by role.
 
 ``python -m builders evaluate`` fills these; every builder's ``evaluation_table(runs, manifest, options)`` reads
-them, so that the builders and the command share types without importing each other.
+them (``options``: the :class:`TableOptions` of the command), so that the builders and the command share types without importing each other.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 
@@ -20,6 +21,15 @@ class TaskResult:
 
 
 Runs = Mapping[str, Mapping[str, TaskResult]]  # model -> task -> result
+
+
+@dataclass(frozen=True)
+class TableOptions:
+    """What a builder's evaluation table may use of the ``evaluate`` command's options: the folder its outputs
+    (charts) go to, and the models' open-ended scores (GSM-MC, MATH-MC, PythonIO: correlated with accuracy)."""
+
+    output: Path | None = None
+    open_ended_scores: Path | None = None
 
 
 def by_role(manifest: Mapping[str, Any], role: str) -> list[Mapping[str, Any]]:

@@ -11,7 +11,6 @@ set's.
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -21,7 +20,7 @@ from builders.core.build import TaskLocation
 from builders.core.errors import UserError
 from builders.core.record import MCQRecord
 from builders.core.tables import Statistics, Table
-from builders.core.results import Runs, by_role, mean_std
+from builders.core.results import Runs, TableOptions, by_role, mean_std
 from builders.core.sources import evaluation_split
 
 SHOTS = 5
@@ -81,7 +80,7 @@ python -m builders.evaluate RELEASE --model hf:MODEL   # accuracy per set, and t
 # ---- the paper's table, for `python -m builders evaluate` ----------------------------------------------
 
 
-def sets_table(runs: Runs, manifest: Mapping[str, Any], options: argparse.Namespace) -> Statistics:
+def sets_table(runs: Runs, manifest: Mapping[str, Any], options: TableOptions) -> Statistics:
     sets = by_role(manifest, "set")
     rows, means = [], {}
     for model, tasks in runs.items():

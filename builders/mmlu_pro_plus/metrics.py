@@ -37,7 +37,7 @@ from builders.core.errors import UserError
 from builders.core.predictions import (DUPLICATE, SCORES, Prediction, match_predictions, read_predictions,
                                        require_matches, resolve_prediction)
 from builders.core.tables import Statistics, Table
-from builders.core.results import Runs, by_role
+from builders.core.results import Runs, TableOptions, by_role
 
 logger = logging.getLogger(__name__)
 
@@ -367,7 +367,7 @@ def run(args: argparse.Namespace) -> int:
 # ---- the paper's table, for `python -m builders evaluate` ----------------------------------------------
 
 
-def evaluation_table(runs: Runs, manifest: Mapping[str, Any], options: argparse.Namespace) -> Statistics:
+def evaluation_table(runs: Runs, manifest: Mapping[str, Any], options: TableOptions) -> Statistics:
     [plus] = by_role(manifest, "plus")
     [original] = by_role(manifest, "original")
     group_rows, category_rows, ratio_rows = [], [], []

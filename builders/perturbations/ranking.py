@@ -32,7 +32,7 @@ from builders.core.errors import UserError
 from builders.core.predictions import (DUPLICATE, SCORES, Prediction, match_predictions, read_predictions,
                                        require_matches, resolve_prediction)
 from builders.core.tables import Statistics, Table
-from builders.core.results import Runs, by_role
+from builders.core.results import Runs, TableOptions, by_role
 
 logger = logging.getLogger(__name__)
 MAJOR_SHIFT = 0.75  # k_τ at or below which a ranking shift is major (Alzahrani et al., 2024)
@@ -435,7 +435,7 @@ def run(args: argparse.Namespace) -> int:
 # ---- the paper's table, for `python -m builders evaluate` ----------------------------------------------
 
 
-def evaluation_table(runs: Runs, manifest: Mapping[str, Any], options: argparse.Namespace) -> Statistics:
+def evaluation_table(runs: Runs, manifest: Mapping[str, Any], options: TableOptions) -> Statistics:
     # each perturbed config names its baseline config (original, or original_zero_shot for the zero-shot ones)
     originals = {(t["config"], t.get("scoring", "")): t for t in by_role(manifest, "original")}
     rows = []

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 from statistics import fmean
 from typing import Any, Mapping
 
 from builders.core.tables import Statistics, Table
-from builders.core.results import Runs, by_role, mean_std
+from builders.core.results import Runs, TableOptions, by_role, mean_std
 
 
-def evaluation_table(runs: Runs, manifest: Mapping[str, Any], options: argparse.Namespace) -> Statistics:
+def evaluation_table(runs: Runs, manifest: Mapping[str, Any], options: TableOptions) -> Statistics:
     originals, variants = by_role(manifest, "original"), by_role(manifest, "variant")
     rows = []
     for model, tasks in runs.items():

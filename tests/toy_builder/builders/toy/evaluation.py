@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 from typing import Any, Mapping
 
+from builders.core.results import TableOptions
 from builders.core.tables import Statistics, Table
 
 
 def evaluation_table(runs: Mapping[str, Mapping[str, Any]], manifest: Mapping[str, Any],
-                     options: argparse.Namespace) -> Statistics:
+                     options: TableOptions) -> Statistics:
     tasks = manifest["tasks"]
     columns = ("model", *[task["config"] for task in tasks])
     rows = [(model, *[results[task["task"]].accuracy for task in tasks]) for model, results in runs.items()]
