@@ -38,6 +38,7 @@ def utils_module(filters: str = "") -> bytes:
     (:func:`value_filters`)."""
     return resources.files("builders.core").joinpath("lm_eval_utils.py").read_bytes() + filters.encode()
 
+
 class Function(str):
     """A YAML ``!function`` reference, e.g. ``Function("utils.load_release")``."""
 

@@ -48,8 +48,9 @@ def task_entry(task: str, config: str, method: str, location: TaskLocation, spli
                                               metrics=metrics, metadata={"scoring": method})
 
 
-def task_utils(spec: ConfigSpec, location: TaskLocation, fewshot_split: str | None) -> bytes:
-    """The config folder's ``utils.py``: :mod:`.prompts` as it is in the package, then the config's ``TASK``."""
+def task_utils(prompts_source: str, spec: ConfigSpec, location: TaskLocation, fewshot_split: str | None) -> bytes:
+    """The config folder's ``utils.py``: ``prompts_source`` (the text of :mod:`.prompts` as it is in the package),
+    then the config's ``TASK``."""
     constants = {
         "dataset_name": spec.name,
         "repo": location.repo_id,
@@ -59,8 +60,7 @@ def task_utils(spec: ConfigSpec, location: TaskLocation, fewshot_split: str | No
         "answer_prefix": spec.answer_prefix,
         "trivial": list(trivial_questions()) if spec.demonstrations == "trivial" else [],
     }
-    source = resources.files(__package__).joinpath("prompts.py").read_text(encoding="utf-8")
-    return (source + "\n\n# ---- this task (written by mcqforge's perturbations builder) ----\n\n"
+    return (prompts_source + "\n\n# ---- this task (written by mcqforge's perturbations builder) ----\n\n"
             + f"TASK = {pprint.pformat(constants, width=110, sort_dicts=False)}\n").encode()
 
 
@@ -71,9 +71,11 @@ def task_files(specs: Sequence[ConfigSpec], source: LoadedSource, prefix: str,
     files = {f"{lm_eval_tasks.TASKS_DIR}/README.md": tasks_readme(specs, prefix, location).encode(),
              lm_eval_tasks.UTILS: lm_eval_tasks.utils_module()}  # the loader the template names
     entries = []
+    # read once, not once per config
+    prompts_source = resources.files(__package__).joinpath("prompts.py").read_text(encoding="utf-8")
     for spec in specs:
         folder = f"{lm_eval_tasks.TASKS_DIR}/{spec.name}"
-        files[f"{folder}/utils.py"] = task_utils(spec, location, source.benchmark.fewshot_split)
+        files[f"{folder}/utils.py"] = task_utils(prompts_source, spec, location, source.benchmark.fewshot_split)
         for method in prompts.METHODS:
             task = task_name(prefix, spec.name, method)
             tasks[f"{folder}/{task}.yaml"] = (task_entry(task, spec.name, method, location, split),
