@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import datasets
@@ -462,6 +463,28 @@ def test_the_gold_in_another_unit_or_rounded_is_left_out_and_every_prediction_co
         result.configs["set_0"]["test"] = original
 
 
+
+def test_the_validator_reads_the_questions_units_itself(tmp_path, monkeypatch):
+    """The validator's unit check shares no code with the pool filter's unit reading: with the builder's reading
+    of the question's units blinded, "21" (days, for 3 weeks), "60" (items, for 5 dozen), "400" (ounces, for 25
+    pounds), "2" (days, for 48 hours) and "28" stay among the options, and the validator refuses every one."""
+    from builders.gsm_mc import answers
+
+    monkeypatch.setattr(answers, "question_conversions", lambda question: ())
+    source = write_jsonl(tmp_path / "gsm8k" / "test.jsonl", OTHER_UNIT_SOURCE).parent
+    predictions = write_jsonl(tmp_path / "p.jsonl", [
+        {"question_index": i, "model": "abcdef"[k], "output": f"#### {answer}"}
+        for i, answers in enumerate(OTHER_UNIT_ANSWERS) for k, answer in enumerate(answers)])
+    argv = ["--source", str(source), "--predictions", str(predictions), "--sets", "3"]
+    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), gsm_mc.Options.from_args(parse(argv)))
+    other_unit = {f"gsm8k/test/{i}": value for i, value in enumerate(["21", "60", "400", "2", "28"])}
+    shown = [(r.id, c) for records in result.configs.values() for r in records["test"] for c in r.choices
+             if other_unit.get(r.id) == c]
+    assert {c for _, c in shown} == {"21", "60", "400", "2", "28"}
+    with pytest.raises(ValidationFailed) as failure:
+        validate(result)
+    assert dict(re.findall(r"(\w+) \((\d+): ", str(failure.value))) == {"no_unit_multiple": str(len(shown))}
+
 def test_float_artefacts_read_as_the_number_meant():
     from builders.gsm_mc.answers import normalize_number
 
@@ -549,3 +572,27 @@ def test_a_release_built_with_the_former_default_rank_draw_rebuilds_from_its_con
     assert len(parquet) == 11
     assert [p.read_bytes() for p in parquet] == [(tmp_path / "b" / p.relative_to(tmp_path / "a")).read_bytes()
                                                  for p in parquet]
+
+
+def test_the_validator_refuses_a_distractor_of_another_kind_the_balanced_draw_let_through(tmp_path, monkeypatch):
+    """Issue 23: the balanced draw takes distractors of the key's kind (an integer or not, its sign) where the
+    pool holds enough of them, so that "the only integer" or "the only positive number" is no cue. The validator
+    re-reads every option with exact fractions; with the draw's rule blinded, "5.5" and "-4" stand beside the
+    integer key 5 and validation fails."""
+    from builders.from_predictions import sets as mc
+
+    source = write_jsonl(tmp_path / "gsm8k" / "test.jsonl", [
+        real_item("Tom has 3 apples and buys 2 more. How many apples does he have?", "5")]).parent
+    answers = ["5", "5", "5", "6", "6", "4", "7", "8", "5.5", "-4"]
+    predictions = write_jsonl(tmp_path / "p.jsonl", [
+        {"question_index": 0, "model": f"m{k}", "output": f"#### {a}"} for k, a in enumerate(answers)])
+    argv = ["--source", str(source), "--predictions", str(predictions)]
+    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), gsm_mc.Options.from_args(parse(argv)))
+    drawn = {c for k in range(10) for c in result.configs[f"set_{k}"]["test"][0].choices}
+    assert drawn == {"4", "5", "6", "7", "8"}
+    validate(result)
+    monkeypatch.setattr(mc, "of_the_keys_kind", lambda pool, count, value: list(pool.candidates))
+    blinded = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), gsm_mc.Options.from_args(parse(argv)))
+    assert {"5.5", "-4"} & {c for k in range(10) for c in blinded.configs[f"set_{k}"]["test"][0].choices}
+    with pytest.raises(ValidationFailed, match="distractors_of_the_keys_kind"):
+        validate(blinded)

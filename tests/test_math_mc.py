@@ -480,7 +480,11 @@ def test_kinds_and_spacing_beyond_the_fixtures():
                 ("1.5", "2.5"): None, ("1", "(0,1)"): "values", ("-5,1,4", "2"): "values", ("-1,-2,1", "-2,1"): None,
                 (r"\infty", "3"): "infinite", (r"(-\infty,\infty)", r"(-\infty,5)\cup(5,\infty)"): None,
                 (r"\frac{6!}{3!2!1!}", "120"): "undone", (r"-\frac{240}{9}", r"\frac{80}{3}"): "unreduced",
-                (r"\frac{3}{4}", r"\frac{2}{3}"): None}
+                (r"\frac{3}{4}", r"\frac{2}{3}"): None,
+                # radicals not in simplest form, binomial coefficients left unevaluated
+                (r"\frac{\sqrt{96}}{2}", r"3\sqrt{5}"): "radical", (r"\sqrt{\frac{2}{3}}", "2"): "radical",
+                (r"\sqrt{1}", "2"): "radical", (r"\sqrt{8}", r"\sqrt{12}"): None, (r"2\sqrt{6}", r"3\sqrt{5}"): None,
+                (r"\sqrt[3]{16}", "2"): None, (r"\binom{6}{1}\binom{8}{4}", "1940"): "undone"}
     found = {(answer, key): forms.kind_mismatch(forms.option_form(answer), forms.option_form(key))
              for answer, key in mismatch}
     assert found == mismatch
@@ -496,28 +500,34 @@ LAST_CUE_ITEMS = [  # (key, a real model's answer in the shared 2-option build t
     # are placeholders, and a made-up model "z" gives a plain wrong answer so that each item is still released
     (f"Problem {k}.", [key], [("m1", given), ("z", plain)]) for k, (key, given, plain) in enumerate([
         ("145", "73.26", "144"), ("(0,1)", "1", "(0,2)"), ("3", r"\infty", "2"), ("120", r"\frac{6!}{3!2!1!}", "90"),
-        (r"\frac{80}{3}", r"-\frac{240}{9}", r"\frac{70}{3}")])
+        (r"\frac{80}{3}", r"-\frac{240}{9}", r"\frac{70}{3}"), (r"3\sqrt{5}", r"\frac{\sqrt{96}}{2}", r"2\sqrt{5}"),
+        ("1940", r"\binom{6}{1}\binom{8}{4}+\binom{6}{2}\binom{8}{3}", "1904")])
 ]
 
 
 def test_decimals_lists_infinity_and_unreduced_answers_are_not_distractors(tmp_path, monkeypatch):
     """Issue 23: after the first fixes, the 2-option build's choices-only model still read "less punctuation"
     and "the only option with a comma" (56-59% in 5 of 11 sets against 50%): models' decimals beside MATH's exact
-    keys ("73.26" beside 145), one value beside a list, infinity beside a count, "6!/(3!2!1!)", "-240/9". Each is
-    left out now, with its reason; with the builder's rule blinded, the validator's own checks refuse each."""
+    keys ("73.26" beside 145), one value beside a list, infinity beside a count, "6!/(3!2!1!)", "-240/9"; then
+    radicals not in simplest form ("\\sqrt{96}/2" beside 3\\sqrt{5}) and binomial coefficients left unevaluated beside
+    1940. Each is left out now, with its reason; with the builder's rule blinded, the validator's own checks
+    refuse each."""
     result = build_real_items(tmp_path, chosen=LAST_CUE_ITEMS)
     assert [(r.choices[r.answer], r.choices[1 - r.answer]) for r in result.configs["set_0"]["test"]] == [
-        ("145", "144"), ("(0,1)", "(0,2)"), ("3", "2"), ("120", "90"), (r"\frac{80}{3}", r"\frac{70}{3}")]
+        ("145", "144"), ("(0,1)", "(0,2)"), ("3", "2"), ("120", "90"), (r"\frac{80}{3}", r"\frac{70}{3}"),
+        (r"3\sqrt{5}", r"2\sqrt{5}"), ("1940", "1904")]
     left_out = {row["candidate"]: row["left out"] for row in result.statistics["Candidates left out"].records()}
     assert {reason: n for reason, n in left_out.items() if n} == {
-        forms.KIND_REASONS[kind]: 1 for kind in ("decimal", "values", "infinite", "undone", "unreduced")}
+        **{forms.KIND_REASONS[kind]: 1 for kind in ("decimal", "values", "infinite", "unreduced", "radical")},
+        forms.KIND_REASONS["undone"]: 2}
     validate(result)
     monkeypatch.setattr(math_mc, "kind_mismatch", lambda answer, key: None)
     blinded = build_real_items(tmp_path / "blind", choices=3, chosen=LAST_CUE_ITEMS)
     with pytest.raises(ValidationFailed) as failure:
         validate(blinded)
     assert sorted(dict(re.findall(r"(\w+) \((\d+): ", str(failure.value)))) == [
-        "arithmetic_left_undone", "decimal_beside_exact", "infinity_beside_finite", "lowest_terms", "number_of_values"]
+        "arithmetic_left_undone", "decimal_beside_exact", "infinity_beside_finite", "lowest_terms", "number_of_values",
+        "simplest_radicals"]
 
 
 BARE_ARGUMENT_ITEMS = [  # MATH's golds with TeX's one-token arguments, models' answers with braces (full build)

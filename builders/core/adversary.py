@@ -8,7 +8,8 @@ options rank, distance to the mean and median, integer or not, digits; typesetti
 position; words such as "both", "none", "all"). A logistic regression scores each option and the item's
 answer is the best-scored option (a ranking, so items with different option counts mix). Its accuracy is
 cross-validated with folds split by source question (variants or sets of one question never sit on both sides
-of a fold) and reported beside chance with a 95% Wilson interval, per config and split.
+of a fold), the folds drawn several times by content hash (:func:`repeats`) and the accuracies averaged, and reported
+beside chance with a 95% Wilson interval, per config and split.
 
 It warns, like a listed rule, when it beats chance beyond sampling noise (one-sided binomial test, Bonferroni
 over its rows) and by a practical margin (:func:`.audit.practically_large`). A builder may declare it inherent
@@ -36,6 +37,11 @@ from .tables import Table
 NAME = "choices_only_model"
 MAX_ITEMS = 2000  # per config and split: a 95% interval of at most +-2.2 points, in about a second
 FOLDS = 5
+# The folds are drawn anew until about PREDICTIONS predictions are averaged, at most MAX_REPEATS times: one draw of
+# 5 folds over a few hundred items moves the figure by 1-3 points (MATH-MC's 2-option sets, the same 365 items in
+# other layouts, read 50.7-57.3% with one draw, 52.2-54.5% with 14). Large splits need no more than one or two.
+PREDICTIONS = 5_000
+MAX_REPEATS = 20
 PAIRS = 3  # distractors paired with the gold per item for training
 SHOWN_FEATURES = 3
 WILSON_Z = 1.959964  # 95%
@@ -324,9 +330,8 @@ def source_groups(records: Sequence[MCQRecord]) -> np.ndarray:
 
 def evaluate(records: Sequence[MCQRecord], seed: int, config: str = "", split: str = "",
              inherent: str | None = None) -> AdversaryRow | None:
-    """Cross-validated accuracy of the choices-only model on ``records`` (None when there are too few source
-    questions to split into two folds)."""
-    from sklearn.model_selection import GroupKFold
+    """Cross-validated accuracy of the choices-only model on ``records``, the mean over :func:`repeats` draws of
+    :data:`FOLDS` folds (None when there are too few source questions to split into two folds)."""
     from threadpoolctl import threadpool_limits
 
     chosen = sample(records, seed)
@@ -335,17 +340,85 @@ def evaluate(records: Sequence[MCQRecord], seed: int, config: str = "", split: s
     if folds < 2:
         return None
     blocks = [option_features(r.choices) for r in chosen]
-    pairs = [_pairs(block, record, seed, i) for i, (block, record) in enumerate(zip(blocks, chosen, strict=True))]
+    ranking = Ranking(blocks, chosen, seed)
+    options = OptionMatrix(blocks, [r.answer for r in chosen])
+    contents = [r.content_key for r in chosen]
     correct = 0
     with threadpool_limits(1):  # small fits: threads only contend (7 times slower on 2 busy cores)
-        for train, test in GroupKFold(n_splits=folds).split(np.zeros(len(chosen)), groups=groups):
-            weights = _weights(_fit([pairs[i] for i in train], seed))
-            correct += sum(int(np.argmax(blocks[i] @ weights)) == chosen[i].answer for i in test)
-        features = strongest_features(_fit(pairs, seed))
-    accuracy = correct / len(chosen)
-    low, high = wilson_interval(correct, len(chosen))
+        for repeat in range(repeats(len(chosen))):
+            assigned = fold_assignment(contents, groups, folds, seed, repeat)
+            for fold in range(folds):
+                correct += int(options.answered(ranking.weights(assigned != fold))[assigned == fold].sum())
+        features = strongest_features(ranking.fit(np.ones(len(chosen), dtype=bool)))
+    accuracy = correct / (repeats(len(chosen)) * len(chosen))
+    low, high = wilson_interval(accuracy * len(chosen), len(chosen))
     chance = sum(1 / len(r.choices) for r in chosen) / len(chosen)
     return AdversaryRow(config, split, len(records), len(chosen), accuracy, chance, low, high, features, inherent)
+
+
+def repeats(items: int) -> int:
+    """How many times the folds are drawn for ``items`` items: until about :data:`PREDICTIONS` predictions."""
+    return max(1, min(MAX_REPEATS, math.ceil(PREDICTIONS / items)))
+
+
+class Ranking:
+    """The training rows of the ranking (:func:`_pairs`), stacked and standardised once for every fold's fit."""
+
+    def __init__(self, blocks: Sequence[np.ndarray], records: Sequence[MCQRecord], seed: int):
+        pairs = [_pairs(block, record, seed, i) for i, (block, record) in enumerate(zip(blocks, records, strict=True))]
+        rows = np.vstack([p[0] for p in pairs])
+        self.labels = np.concatenate([p[1] for p in pairs])
+        self.item = np.repeat(np.arange(len(pairs)), [len(p[1]) for p in pairs])
+        spread = rows.std(axis=0)
+        self.scale = np.where(spread > 0, spread, 1.0)
+        self.standardised = rows / self.scale
+        self.seed = seed
+
+    def fit(self, items: np.ndarray) -> np.ndarray | None:
+        """Weights on standardised features of a logistic regression on option differences without intercept (a
+        linear score whose argmax ranks), fitted on the rows of the ``items`` mask; None with one label only."""
+        from sklearn.linear_model import LogisticRegression
+
+        rows = items[self.item]
+        labels = self.labels[rows]
+        if labels.min() == labels.max():
+            return None
+        model = LogisticRegression(C=1.0, fit_intercept=False, solver="liblinear", random_state=self.seed)
+        return model.fit(self.standardised[rows], labels).coef_[0]
+
+    def weights(self, items: np.ndarray) -> np.ndarray:
+        """The score of an option's raw features (zeros when there was nothing to learn: the first option, the
+        argmax of equal scores, is picked)."""
+        fitted = self.fit(items)
+        return np.zeros(len(FEATURES)) if fitted is None else fitted / self.scale
+
+
+class OptionMatrix:
+    """Every option of every item as one matrix, so that a weight vector answers all items at once."""
+
+    def __init__(self, blocks: Sequence[np.ndarray], answers: Sequence[int]):
+        self.rows = np.vstack(blocks)
+        self.starts = np.cumsum([0, *(len(b) for b in blocks[:-1])])
+        self.gold_rows = self.starts + np.asarray(answers)
+
+    def answered(self, weights: np.ndarray) -> np.ndarray:
+        """Per item, whether its best-scored option (the first of equal scores) is the gold."""
+        scores = self.rows @ weights
+        best = np.repeat(np.maximum.reduceat(scores, self.starts), np.diff([*self.starts, len(scores)]))
+        first_best = np.minimum.reduceat(np.where(scores == best, np.arange(len(scores)), len(scores)), self.starts)
+        return first_best == self.gold_rows
+
+
+def fold_assignment(contents: Sequence[str], groups: np.ndarray, folds: int, seed: int, repeat: int) -> np.ndarray:
+    """Each item's fold in draw ``repeat``, from the items' content keys and source groups: the source questions,
+    ordered by a hash of (seed, draw, content), are dealt to the folds in turn, so that the folds hold as many
+    questions each and do not depend on the release's order."""
+    content: dict[int, str] = {}
+    for key, group in zip(contents, groups.tolist(), strict=True):
+        content[group] = min(content.get(group, key), key)
+    order = sorted(content, key=lambda g: (text_hash(f"{seed}\x1f{NAME}\x1f{repeat}\x1f{content[g]}"), content[g]))
+    fold_of = {group: position % folds for position, group in enumerate(order)}
+    return np.array([fold_of[group] for group in groups.tolist()])
 
 
 def _pairs(block: np.ndarray, record: MCQRecord, seed: int, index: int) -> tuple[np.ndarray, np.ndarray]:
@@ -357,42 +430,17 @@ def _pairs(block: np.ndarray, record: MCQRecord, seed: int, index: int) -> tuple
     return (block[record.answer] - block[drawn]) * signs[:, None], (signs > 0).astype(int)
 
 
-def _fit(pairs: Sequence[tuple[np.ndarray, np.ndarray]], seed: int):
-    """A logistic regression on option differences, without intercept: a linear score whose argmax ranks."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-
-    features = np.vstack([p[0] for p in pairs])
-    labels = np.concatenate([p[1] for p in pairs])
-    if len(set(labels.tolist())) < 2:
-        return None
-    model = make_pipeline(StandardScaler(with_mean=False),
-                          LogisticRegression(C=1.0, fit_intercept=False, max_iter=300, random_state=seed))
-    return model.fit(features, labels)
-
-
-def _weights(model) -> np.ndarray:
-    """The model's score of an option's raw features (zeros when there was nothing to learn: the first option,
-    the argmax of equal scores, is picked)."""
-    if model is None:
-        return np.zeros(len(FEATURES))
-    scaler, regression = model
-    return regression.coef_[0] / scaler.scale_
-
-
-def strongest_features(model, shown: int = SHOWN_FEATURES) -> tuple[str, ...]:
+def strongest_features(weights: np.ndarray | None, shown: int = SHOWN_FEATURES) -> tuple[str, ...]:
     """The features with the largest standardised weights, in words (with the direction the weight favours)."""
-    if model is None:
+    if weights is None:
         return ()
-    weights = model[-1].coef_[0]
     order = sorted(range(len(weights)), key=lambda i: (-abs(weights[i]), i))
     top = abs(weights[order[0]]) if order else 0.0
     return tuple(DESCRIPTIONS[FEATURES[i]][0 if weights[i] > 0 else 1] for i in order[:shown]
                  if top > 0 and abs(weights[i]) >= top / 4)
 
 
-def wilson_interval(successes: int, n: int, z: float = WILSON_Z) -> tuple[float, float]:
+def wilson_interval(successes: float, n: int, z: float = WILSON_Z) -> tuple[float, float]:
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
@@ -409,7 +457,8 @@ def adversary_table(rows: Sequence[AdversaryRow]) -> Table:
         note=(f"A logistic regression that sees only the options, never the question, scores each option from "
               f"features that describe it against the other options of its item (length, numbers, typesetting, "
               f"word overlap, options naming others, position, words such as \"both\" or \"none\"), and answers "
-              f"with the best-scored option. Accuracy is cross-validated ({FOLDS} folds, split by source question) "
+              f"with the best-scored option. Accuracy is cross-validated ({FOLDS} folds split by source question, drawn "
+              f"up to {MAX_REPEATS} times and averaged) "
               f"on at most {MAX_ITEMS:,} items per split (a seeded sample), beside chance. It warns above chance "
               f"{THRESHOLD_WORDS}; a row where a model {TOO_SMALL_MARGIN * 100:.0f} points above chance could not warn has "
               f"too few items to judge. Its strongest features are shown where it beats chance beyond noise."),

@@ -22,6 +22,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
+from fractions import Fraction
 from typing import Sequence
 
 from builders.core import api, cli, fields
@@ -60,7 +61,6 @@ from builders.gsm_mc.answers import (
     normalize_number,
     other_unit_values,
     parse_number,
-    question_conversions,
     random_distractors,
     unit_conversions,
     unit_multiple,
@@ -224,7 +224,8 @@ def build(source: LoadedSource, options: Options) -> Build:
         exclusions=exclusions,
         outcomes=outcomes,
         checks=[*mc.make_checks(golds, equivalence.equal, pools, random_ok), one_numeric_gold(golds),
-                *([] if options.keep_unit_multiples else [NO_UNIT_MULTIPLE]), NO_ROUNDED_GOLD, *checks],
+                *([] if options.keep_unit_multiples else [NO_UNIT_MULTIPLE]), NO_ROUNDED_GOLD,
+                *([keys_kind_check(pools)] if pools is not None and options.draw == "balanced" else []), *checks],
         statistics=statistics,
         extra_files={"pools.jsonl": pool_report(pools.values()).encode()} if pools is not None else {},
         lm_eval_tasks=lambda location: set_tasks(NAME, "grade school math", configs, location),
@@ -289,12 +290,29 @@ def unit_table(pools, kept: bool) -> Table:
     return Table("Correct answers in another form", ("candidate left out", "candidates"), rows, note=note)
 
 
-def _other_form_options(build: Build, items: dict[str, OpenItem]):
-    """Re-checked with floats, apart from the pool filter's exact fractions: no option is the gold ×/÷ a unit
-    factor (the general ones and those of the units the question names)."""
+# The validator's own reading of the units a question names (apart from answers.question_conversions): each
+# unit's words, and the factors of its conversions to the other units of the builder's documented list.
+_CHECKED_UNITS = (
+    (r"years?|yearly|annual(?:ly)?", (12, 52, 365)), (r"months?|monthly", (12,)), (r"weeks?|weekly", (52, 7, 168)),
+    (r"days?|daily", (365, 7, 24, 1440)), (r"hours?|hourly|hrs?", (168, 24, 3600)), (r"minutes?|mins?", (1440,)),
+    (r"seconds|secs?", (3600,)), (r"dozens?", (12,)), (r"pounds?|lbs?", (16,)), (r"ounces?|oz", (16,)),
+    (r"yards?", (3, 36)), (r"feet|foot|ft", (3, 12)), (r"inch(?:es)?", (36, 12)), (r"gallons?", (4, 8, 16)),
+    (r"quarts?", (4,)), (r"pints?", (8,)), (r"cups?", (16, 4)),
+)
+
+
+def _checked_factors(question: str) -> set[int]:
+    return {100, 1000, 60} | {factor for words, factors in _CHECKED_UNITS
+                              if re.search(rf"\b(?:{words})\b", question, re.IGNORECASE) for factor in factors}
+
+
+def _other_form_options(build: Build):
+    """Re-checked with floats and the validator's own unit reading, apart from the pool filter's exact fractions
+    and unit list: no option is the gold ×/÷ a unit factor (the general ones and those of the units the question
+    names)."""
     for config, split, records in build.records():
         for record in records:
-            factors = {100, 1000, 60} | {factor for _, factor in question_conversions(record.question)}
+            factors = _checked_factors(record.question)
             values = [float_value(c) for c in record.choices]
             gold = values[record.answer]
             for index, value in enumerate(values):
@@ -335,9 +353,32 @@ def one_numeric_gold(golds: dict[str, str]) -> Check:
 
 
 NO_UNIT_MULTIPLE = Check("no_unit_multiple", "no distractor equals the gold times or divided by 100, 1000, 60 or a "
-                         "conversion between units the question names", lambda build: _other_form_options(build, {}))
+                         "conversion between units the question names", _other_form_options)
 NO_ROUNDED_GOLD = Check("no_rounded_gold", "no decimal distractor is the gold rounded to the distractor's own decimals",
                         _rounded_gold_options)
+
+
+def keys_kind_check(pools: dict[str, Pool]) -> Check:
+    return Check("distractors_of_the_keys_kind", "the balanced draw: every distractor is of the key's kind (an "
+                 "integer or not, its sign) where the pool holds enough of that kind",
+                 lambda build: _kind_violations(build, pools))
+
+
+def _kind_violations(build: Build, pools: dict[str, Pool]):
+    """With exact fractions, apart from the draw's floats: a distractor of another kind than the key (an integer
+    among fractions, a sign) is drawn only when the pool holds too few candidates of the key's kind."""
+    def kind(text: str) -> tuple[bool, bool]:
+        number = Fraction(text.replace(",", ""))
+        return number.denominator == 1, number < 0
+
+    for config, split, records in build.records():
+        for record in records:
+            key = kind(record.gold)
+            alike = sum(kind(c.text) == key for c in pools[record.id].candidates)
+            odd = [c for i, c in enumerate(record.choices) if i != record.answer and kind(c) != key]
+            if odd and alike >= len(record.choices) - 1:
+                yield (f"{config}/{split} {record.id}: {odd} are not of the key {record.gold!r}'s kind, and the pool "
+                       f"holds {alike} candidates that are")
 
 
 def model_pools(source: LoadedSource, options: Options, items: list[OpenItem],

@@ -383,19 +383,26 @@ KIND_REASONS = {
     "decimal": "a decimal approximation where the key is exact",
     "infinite": "infinity where the key is finite, or the other way round",
     "unreduced": "a fraction not in lowest terms",
+    "radical": "a square root not in simplest form (a square factor or a fraction under it)",
     "values": "several values where the key is one, or the other way round",
 }
 # MATH's answers are simplified: "202\\times499", "2(123456790)^3+7" or "\\frac{(120-45)^2}{120^2}" beside a plain
 # key is ruled out unread, as a sum left in brackets ("2(\\sqrt{5}+1)" beside "2\\sqrt{5}", "2(x-1)+2(x-2)^2" beside
-# "3x^2-7x+4") or a factorial. Powers and roots ("2^{2004}", "(\\frac23)^{15}") are answers in their own right.
-_UNDONE = re.compile(r"\\(?:times|cdot|div)(?![a-zA-Z])|\*|\(-?\d+(?:\.\d+)?(?:[-+]\d+(?:\.\d+)?)*\)|[\d)}]!"
-                     r"|\([^(),]*[^(,\s+-]\s*[-+][^(),]*\)")  # a factorial, a bracketed sum: "2(\sqrt{5}+1)"
+# "3x^2-7x+4"), a factorial or a binomial coefficient ("\\binom{6}{1}\\binom{8}{4}+..." beside 1940). Powers and roots
+# ("2^{2004}", "(\\frac23)^{15}") are answers in their own right.
+_UNDONE = re.compile(r"\\(?:times|cdot|div|binom|dbinom|tbinom|choose)(?![a-zA-Z])|\*"
+                     r"|\(-?\d+(?:\.\d+)?(?:[-+]\d+(?:\.\d+)?)*\)"
+                     r"|[\d)}]!|\([^(),]*[^(,\s+-]\s*[-+][^(),]*\)")  # a factorial, a bracketed sum: "2(\sqrt{5}+1)"
 # MATH's keys are exact: a model's decimal ("73.26", "0.381", "23.38\pi") beside a key with none is an
 # approximation a reader rules out unread (issue 23: with these and lists beside single values, the 2-option
 # build's choices-only model read "less punctuation" and "the only option with a comma").
 _DECIMAL_NUMBER = re.compile(r"(?<![\d.])\d*\.\d+")
 _INFINITY = re.compile(r"\\infty(?![a-zA-Z])|∞")
 _NUMERIC_FRACTION = re.compile(r"\\[dt]?frac\{(\d+)\}\{(\d+)\}")
+# MATH's radicals are in simplest form: "\\frac{\\sqrt{96}}{2}" beside 3\\sqrt{5}, "\\sqrt{34}+\\sqrt{369}" beside 28,
+# "\\sqrt{\\frac{2}{3}}" beside 2 are ruled out unread.
+_SQUARE_ROOT_OF = re.compile(r"\\sqrt\{(\d{1,8})\}")  # a longer number is not tried
+_ROOT_OF_FRACTION = re.compile(r"\\sqrt\{[^{}]*(?:\\[dt]?frac(?![a-zA-Z])|/)")
 
 
 def letter_answer(text: str) -> bool:
@@ -441,7 +448,17 @@ def kind_mismatch(answer: str, key: str) -> str | None:
         return "infinite"
     if any(math.gcd(int(top), int(bottom)) > 1 for top, bottom in _NUMERIC_FRACTION.findall(answer)):
         return "unreduced"  # MATH's keys are in lowest terms: "-\frac{240}{9}" beside "\frac{80}{3}"
+    if _unsimplified_radical(answer) and not _unsimplified_radical(key):
+        return "radical"
     return None
+
+
+def _unsimplified_radical(text: str) -> bool:
+    """A square root of a fraction, or of a whole number with a square factor (``\\sqrt{96}``: 16 divides it) or
+    below 2."""
+    return bool(_ROOT_OF_FRACTION.search(text)) or any(
+        int(n) < 2 or any(int(n) % (k * k) == 0 for k in range(2, math.isqrt(int(n)) + 1))
+        for n in _SQUARE_ROOT_OF.findall(text))
 
 
 def _plain_letters(text: str) -> str:

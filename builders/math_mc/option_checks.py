@@ -9,12 +9,14 @@ out, without the problem:
 * ``words_or_variables``: a run of three or more letters outside LaTeX commands in the key but not in a
   distractor or the other way ("No Solution", "undefined" beside 3); beside a key without words, a letter the
   key lacks (the imaginary unit ``i`` aside) ("x" or "Q + 3P + 20" beside 5);
-* ``arithmetic_left_undone``: a product, quotient, bracketed number, bracketed sum or factorial in a distractor
-  whose key has none;
+* ``arithmetic_left_undone``: a product, quotient, bracketed number, bracketed sum, factorial or binomial
+  coefficient in a distractor whose key has none;
 * ``decimal_beside_exact``: a number with a decimal point in a distractor whose key has none;
 * ``number_of_values``: a list (a comma) beside a key that is one value, or one value beside a list;
 * ``infinity_beside_finite``: infinity in a distractor and not in the key, or the other way;
 * ``lowest_terms``: a numeric fraction in a distractor whose numerator and denominator share a factor;
+* ``simplest_radicals``: a square root of a whole number that sympy writes otherwise (``\\sqrt{96}``, which it
+  writes 4*sqrt(6)) or of a fraction, in a distractor whose key has none;
 * ``letter_option``: an option that is only capital letters, as the release's own option labels ("C", "(B)");
 * ``one_spacing``: a space that stands beside a symbol (other than a comma's before three digits) or between a
   command and a digit, outside ``\\text{}``: every option is spelled with MATH's compact spacing;
@@ -34,7 +36,7 @@ _RELATION = re.compile(r"=|\\approx(?![A-Za-z])|≈|\\simeq(?![A-Za-z])")
 _GROUPED_NUMBER = re.compile(r"[0-9](?:,|\{,\}|,\\!)[0-9]{3}(?![0-9])")
 _LATEX_NAME = re.compile(r"\\operatorname\*?\{[^{}]*\}|\\(?:begin|end)\{[^{}]*\}|\\[A-Za-z]+")
 _LONG_RUN = re.compile(r"[A-Za-z]{3,}")
-_UNDONE = re.compile(r"\\(?:times|cdot|div)(?![A-Za-z])|[*×·÷]|\(\s*[-+]?[0-9.]+(?:\s*[-+]\s*[0-9.]+)*\s*\)"
+_UNDONE = re.compile(r"\\(?:times|cdot|div|[dt]?binom|choose)(?![A-Za-z])|[*×·÷]|\(\s*[-+]?[0-9.]+(?:\s*[-+]\s*[0-9.]+)*\s*\)"
                      r"|[0-9)}]\s*!|\([^(),]*[A-Za-z0-9}]\s*[-+]\s*[^(),]*\)")
 _LABELS = re.compile(r"\s*\(?[A-Z]\)?(?:\s*,\s*\(?[A-Z]\)?)*\s*")
 # "\frac3", "\sqrt[3]2" (a first argument without braces) or "\frac{3}4" (a second one)
@@ -102,6 +104,23 @@ def _lowest_terms(key: str, option: str) -> str | None:
     return None
 
 
+def _radical(key: str, option: str) -> str | None:
+    found = _unsimplified_root(option)
+    return f"writes {found}, not in simplest radical form" if found and not _unsimplified_root(key) else None
+
+
+def _unsimplified_root(text: str) -> str | None:
+    import sympy
+
+    for argument in re.findall(r"\\sqrt\s*\{([^{}]*(?:\{[^{}]*\}[^{}]*)*)\}", text):
+        plain = argument.replace(" ", "")
+        if "frac" in plain or "/" in plain:
+            return f"\\sqrt{{{argument}}}"
+        if plain.isdigit() and len(plain) <= 8 and sympy.sqrt(int(plain)).is_Pow is False:
+            return f"\\sqrt{{{argument}}}"  # sympy takes the square factor out: 4*sqrt(6), or the root is whole
+    return None
+
+
 def _label(key: str, option: str) -> str | None:
     return "is a bare option letter" if _LABELS.fullmatch(option) else None
 
@@ -153,6 +172,8 @@ def option_form_checks() -> list[Check]:
               _violations(_infinity, distractors_only=True)),
         Check("lowest_terms", "every numeric fraction of a distractor is in lowest terms",
               _violations(_lowest_terms, distractors_only=True)),
+        Check("simplest_radicals", "every square root of a distractor is in simplest form where the key's are",
+              _violations(_radical, distractors_only=True)),
         Check("letter_option", "no option is a bare letter, as the release's own option labels",
               _violations(_label, distractors_only=False)),
         Check("one_spacing", "every option is in MATH's compact spacing",
