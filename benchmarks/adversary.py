@@ -37,8 +37,12 @@ def builds(data: Path) -> dict[str, tuple[str, list[str]]]:
         "gsm-predictions": ("gsm_mc", [*gsm, "--predictions", str(data / "predictions" / "gsm8k_test.jsonl")]),
         "gsm-predictions-weighted": ("gsm_mc", [*gsm, "--predictions", str(data / "predictions" / "gsm8k_test.jsonl"),
                                                 "--draw", "weighted"]),
+        # more options than most pools hold: 80 of the 203 items kept at 8 options have exactly 7 wrong answers
+        **{f"gsm-predictions-{n}": ("gsm_mc", [*gsm, "--predictions", str(data / "predictions" / "gsm8k_test.jsonl"),
+                                               "--choices", str(n), "--max-excluded", "1"]) for n in (7, 8)},
         **{f"math-{n}": ("math_mc", [*math, "--choices", str(n), "--max-excluded", "1"]) for n in (2, 3, 4)},
         "pro-plus-0111": ("mmlu_pro_plus", ["--source", str(data / "mmlu_pro"), "--ratios", "0:1:1:1"]),
+        "perturbations-mmlu": ("perturbations", ["--source", str(data / "mmlu")]),  # the largest release: 29 configs
     }
 
 

@@ -42,6 +42,7 @@ FOLDS = 5
 # other layouts, read 50.7-57.3% with one draw, 52.2-54.5% with 14). Large splits need no more than one or two.
 PREDICTIONS = 5_000
 MAX_REPEATS = 20
+MIN_REPEATED = 100  # a smaller split is judged on a margin of 10 points or more (its interval is that wide): one draw
 PAIRS = 3  # distractors paired with the gold per item for training
 SHOWN_FEATURES = 3
 WILSON_Z = 1.959964  # 95%
@@ -357,8 +358,9 @@ def evaluate(records: Sequence[MCQRecord], seed: int, config: str = "", split: s
 
 
 def repeats(items: int) -> int:
-    """How many times the folds are drawn for ``items`` items: until about :data:`PREDICTIONS` predictions."""
-    return max(1, min(MAX_REPEATS, math.ceil(PREDICTIONS / items)))
+    """How many times the folds are drawn for ``items`` items: until about :data:`PREDICTIONS` predictions, once
+    below :data:`MIN_REPEATED` items."""
+    return 1 if items < MIN_REPEATED else max(1, min(MAX_REPEATS, math.ceil(PREDICTIONS / items)))
 
 
 class Ranking:
@@ -458,7 +460,7 @@ def adversary_table(rows: Sequence[AdversaryRow]) -> Table:
               f"features that describe it against the other options of its item (length, numbers, typesetting, "
               f"word overlap, options naming others, position, words such as \"both\" or \"none\"), and answers "
               f"with the best-scored option. Accuracy is cross-validated ({FOLDS} folds split by source question, drawn "
-              f"up to {MAX_REPEATS} times and averaged) "
+              f"until about {PREDICTIONS:,} predictions are averaged, at most {MAX_REPEATS} times) "
               f"on at most {MAX_ITEMS:,} items per split (a seeded sample), beside chance. It warns above chance "
               f"{THRESHOLD_WORDS}; a row where a model {TOO_SMALL_MARGIN * 100:.0f} points above chance could not warn has "
               f"too few items to judge. Its strongest features are shown where it beats chance beyond noise."),
