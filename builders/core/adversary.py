@@ -8,8 +8,8 @@ options rank, distance to the mean and median, integer or not, digits; typesetti
 position; words such as "both", "none", "all"). A logistic regression scores each option and the item's
 answer is the best-scored option (a ranking, so items with different option counts mix). Its accuracy is
 cross-validated with folds split by source question (variants or sets of one question never sit on both sides
-of a fold), the folds drawn several times by content hash (:func:`repeats`) and the accuracies averaged, and reported
-beside chance with a 95% Wilson interval, per config and split.
+of a fold), the folds drawn several times by content hash (:func:`repeats`) and the accuracies averaged, and
+reported beside chance with a 95% Wilson interval, per config and split.
 
 It warns, like a listed rule, when it beats chance beyond sampling noise (one-sided binomial test, Bonferroni
 over its rows) and by a practical margin (:func:`.audit.practically_large`). A builder may declare it inherent
@@ -39,7 +39,7 @@ MAX_ITEMS = 2000  # per config and split: a 95% interval of at most +-2.2 points
 FOLDS = 5
 # The folds are drawn anew until about PREDICTIONS predictions are averaged, at most MAX_REPEATS times: one draw of
 # 5 folds over a few hundred items moves the figure by 1-3 points (MATH-MC's 2-option sets, the same 365 items in
-# other layouts, read 50.7-57.3% with one draw, 52.2-54.5% with 14). Large splits need no more than one or two.
+# other layouts, read 50.7-57.3% with one draw, 52.2-54.5% with 14); a sampled split of 2,000 items takes 3.
 PREDICTIONS = 5_000
 MAX_REPEATS = 20
 MIN_REPEATED = 100  # a smaller split is judged on a margin of 10 points or more (its interval is that wide): one draw
@@ -459,8 +459,8 @@ def adversary_table(rows: Sequence[AdversaryRow]) -> Table:
         note=(f"A logistic regression that sees only the options, never the question, scores each option from "
               f"features that describe it against the other options of its item (length, numbers, typesetting, "
               f"word overlap, options naming others, position, words such as \"both\" or \"none\"), and answers "
-              f"with the best-scored option. Accuracy is cross-validated ({FOLDS} folds split by source question, drawn "
-              f"until about {PREDICTIONS:,} predictions are averaged, at most {MAX_REPEATS} times) "
+              f"with the best-scored option. Accuracy is cross-validated ({FOLDS} folds split by source question, "
+              f"drawn until about {PREDICTIONS:,} predictions are averaged, at most {MAX_REPEATS} times) "
               f"on at most {MAX_ITEMS:,} items per split (a seeded sample), beside chance. It warns above chance "
               f"{THRESHOLD_WORDS}; a row where a model {TOO_SMALL_MARGIN * 100:.0f} points above chance could not warn has "
               f"too few items to judge. Its strongest features are shown where it beats chance beyond noise."),

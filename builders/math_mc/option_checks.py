@@ -36,8 +36,8 @@ _RELATION = re.compile(r"=|\\approx(?![A-Za-z])|≈|\\simeq(?![A-Za-z])")
 _GROUPED_NUMBER = re.compile(r"[0-9](?:,|\{,\}|,\\!)[0-9]{3}(?![0-9])")
 _LATEX_NAME = re.compile(r"\\operatorname\*?\{[^{}]*\}|\\(?:begin|end)\{[^{}]*\}|\\[A-Za-z]+")
 _LONG_RUN = re.compile(r"[A-Za-z]{3,}")
-_UNDONE = re.compile(r"\\(?:times|cdot|div|[dt]?binom|choose)(?![A-Za-z])|[*×·÷]|\(\s*[-+]?[0-9.]+(?:\s*[-+]\s*[0-9.]+)*\s*\)"
-                     r"|[0-9)}]\s*!|\([^(),]*[A-Za-z0-9}]\s*[-+]\s*[^(),]*\)")
+_UNDONE = re.compile(r"\\(?:times|cdot|div|[dt]?binom|choose)(?![A-Za-z])|[*×·÷]"
+                     r"|\(\s*[-+]?[0-9.]+(?:\s*[-+]\s*[0-9.]+)*\s*\)|[0-9)}]\s*!|\([^(),]*[A-Za-z0-9}]\s*[-+]\s*[^(),]*\)")
 _LABELS = re.compile(r"\s*\(?[A-Z]\)?(?:\s*,\s*\(?[A-Z]\)?)*\s*")
 # "\frac3", "\sqrt[3]2" (a first argument without braces) or "\frac{3}4" (a second one)
 _BARE_ARGUMENT = re.compile(r"\\(?:[dt]?frac|sqrt)(?![A-Za-z])\s*(?:\[[^\]]*\]\s*)?(?=[^{\s\[])"
