@@ -15,6 +15,7 @@ import pytest
 
 from builders import export
 from builders.gsm_mc import builder as gsm_mc
+from builders.core.record import LETTERS
 from builders.mmlu_pro_plus import builder as mmlu_pro_plus
 
 
@@ -149,7 +150,8 @@ def test_mmlu_pro_plus_layout_reads_back(plus_release, tmp_path):
         record = records[row["question_id"]]
         assert row["options"] == record["choices"] and row["answer_index"] == record["answer_index"]
         if row["is_modified"]:  # the TPP gold is the pair, last
-            assert row["options"][row["answer_index"]].startswith("Both ") and row["answer"] == "L"
+            assert row["options"][row["answer_index"]].startswith("Both ")
+            assert row["answer_index"] == len(row["options"]) - 1 and row["answer"] == LETTERS[row["answer_index"]]
     # The unmodified MMLU-Pro questions, with their 'N/A' padding dropped as MMLU-Pro's reader drops it.
     original = read_jsonl(tmp_path / "x" / "original" / "test.jsonl")
     assert len(original) == 12 and all("is_modified" not in row for row in original)

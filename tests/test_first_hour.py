@@ -4,10 +4,12 @@ a quick and quiet command line."""
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -45,6 +47,23 @@ def test_a_card_built_from_the_sample_claims_no_benchmark_license_or_source(tmp_
     assert "> Built from mcqforge's own small sample in the layout of `cais/mmlu`,\n> not from the benchmark" in built.text
     assert "Built from mcqforge's own small sample" not in card(copy).text
     assert (card(copy).data.license, card(copy).data.source_datasets) == ("mit", ["cais/mmlu"])
+
+
+def test_the_readmes_first_build_warns_of_no_shortcut_and_the_samples_keys_sit_at_every_letter(tmp_path):
+    """The embedded MMLU sample was written with 23 of its 30 keys at B or C (MMLU-Pro's 12 at A-C only): the
+    README's first build rightly warned that a choices-only model answered 60% of `variant_3` (chance 25%) from
+    the options alone. The keys now sit evenly, and the first build's audit is quiet."""
+    def keys(name: str, split: str, column: str) -> Counter:
+        lines = (SAMPLES_DIR / name / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()
+        return Counter(json.loads(line)[column] for line in lines)
+
+    assert keys("mmlu", "test", "answer") == {0: 8, 1: 7, 2: 7, 3: 8}
+    assert keys("mmlu", "dev", "answer") == {0: 2, 1: 1, 2: 2, 3: 1}
+    assert sorted(keys("mmlu_pro", "test", "answer_index")) == list(range(10))
+    out = tmp_path / "wicked-sample"
+    assert wicked.main(["--source", "sample", "--sba-classifier", "none", "--output", str(out)]) == 0
+    report = json.loads((out / "validation_report.json").read_text())
+    assert report["warnings"] == [] and len(report["adversary"]) == 6
 
 
 def test_a_card_with_license_other_names_it(tmp_path):

@@ -620,18 +620,18 @@ def test_the_sample_builds_offline_with_its_pregenerated_options(tmp_path):
     audit = {(r["config"], r["baseline"]): (r["applies"], round(r["accuracy"] * r["applies"]), bool(r["inherent"]))
              for r in report["audit"]}
     assert audit[("default", "always_both")] == (8, 4, True)  # the TPP share, declared inherent
-    assert audit[("default", "always_last")] == (12, 4, True)
+    assert audit[("default", "always_last")] == (12, 5, True)  # the 4 TPP pairs, and 9003 left unchanged with its key at J
     # a named option is the answer in half of the PFPP items by the groups' design: declared inherent (issue 23)
-    assert audit[("default", "pair_first_named")] == (8, 0, True)
-    assert audit[("default", "pair_second_named")] == (8, 2, True)
-    assert audit[("default", "pair_if_just_before_else_first_named")] == (8, 1, True)
+    assert audit[("default", "pair_first_named")] == (8, 1, True)
+    assert audit[("default", "pair_second_named")] == (8, 1, True)
+    assert audit[("default", "pair_if_just_before_else_first_named")] == (8, 2, True)
     assert audit[("default", "pair_if_twelve_options")] == (8, 4, True)  # the option-count cue, declared inherent
     assert ("original", "pair_first_named") not in audit
     models = {r["config"]: r for r in report["adversary"]}
-    # The sample's own gold positions: 7 of its 12 answers are C, which the choices-only model learns on
-    # `original`, the source unchanged: the source's cue, declared as inherited from it, not a warning.
-    assert models["default"]["inherent"] and models["original"]["accuracy"] > 0.5
-    assert models["original"]["inherent"] == "inherited from the source: the source's own options carry it"
+    # The sample's keys sit at every letter (they were at A-C only, which the choices-only model learnt on
+    # `original`): nothing in the source's options gives the answer away; the pair option is the design's.
+    assert models["default"]["inherent"] and models["original"]["accuracy"] < 0.25
+    assert models["original"]["inherent"] is None
     assert report["warnings"] == []
 
 
