@@ -146,12 +146,15 @@ def test_its_figure_depends_on_the_items_not_their_order_and_averages_several_dr
     splits average more draws (one draw of folds over 365 two-option items read 50.7-57.3% on MATH-MC's sets,
     which differ only in layout)."""
     records = key_shortest(300, 2, cue=False)
-    shuffled = [records[i] for i in np.random.default_rng(3).permutation(len(records))]
-    assert adversary.evaluate(shuffled, seed=5).accuracy == adversary.evaluate(records, seed=5).accuracy
+    found = adversary.evaluate(records, seed=5)
+    for order in (3, 4, 5):  # the whole row, bit for bit: the fits see their rows in content order
+        shuffled = [records[i] for i in np.random.default_rng(order).permutation(len(records))]
+        assert adversary.evaluate(shuffled, seed=5) == found
     groups = adversary.source_groups(records)
     folds = [adversary.fold_assignment([r.content_key for r in records], groups, 5, 5, draw) for draw in range(2)]
     assert sorted(np.bincount(folds[0]).tolist()) == [60] * 5 and (folds[0] != folds[1]).any()
-    assert [adversary.repeats(n) for n in (99, 100, 365, 886, 2000)] == [1, 20, 14, 6, 3]
+    assert [adversary.repeats(n) for n in (99, 100, 365, 886, 2000)] == [1, 20, 11, 5, 2]
+
 
 def test_folds_keep_the_variants_of_one_source_question_together():
     a, b = record(0, ["1", "2"], 0, source_index=7), record(1, ["3", "4"], 1, source_index=7)

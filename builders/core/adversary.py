@@ -39,8 +39,8 @@ MAX_ITEMS = 2000  # per config and split: a 95% interval of at most +-2.2 points
 FOLDS = 5
 # The folds are drawn anew until about PREDICTIONS predictions are averaged, at most MAX_REPEATS times: one draw of
 # 5 folds over a few hundred items moves the figure by 1-3 points (MATH-MC's 2-option sets, the same 365 items in
-# other layouts, read 50.7-57.3% with one draw, 52.2-54.5% with 14); a sampled split of 2,000 items takes 3.
-PREDICTIONS = 5_000
+# other layouts, read 50.7-57.3% with one draw, 52.2-54.5% with 14); a sampled split of 2,000 items takes 2.
+PREDICTIONS = 4_000
 MAX_REPEATS = 20
 MIN_REPEATED = 100  # a smaller split is judged on a margin of 10 points or more (its interval is that wide): one draw
 PAIRS = 3  # distractors paired with the gold per item for training
@@ -335,7 +335,9 @@ def evaluate(records: Sequence[MCQRecord], seed: int, config: str = "", split: s
     :data:`FOLDS` folds (None when there are too few source questions to split into two folds)."""
     from threadpoolctl import threadpool_limits
 
-    chosen = sample(records, seed)
+    # In content order: the fits' floating-point sums then run over the same rows in the same order, whatever the
+    # release's order (a shuffled release moved one prediction in 5,000 otherwise).
+    chosen = sorted(sample(records, seed), key=lambda r: (r.content_key, r.id))
     groups = source_groups(chosen)
     folds = min(FOLDS, len(set(groups.tolist())))
     if folds < 2:
@@ -367,7 +369,7 @@ class Ranking:
     """The training rows of the ranking (:func:`_pairs`), stacked and standardised once for every fold's fit."""
 
     def __init__(self, blocks: Sequence[np.ndarray], records: Sequence[MCQRecord], seed: int):
-        pairs = [_pairs(block, record, seed, i) for i, (block, record) in enumerate(zip(blocks, records, strict=True))]
+        pairs = [_pairs(block, record, seed) for block, record in zip(blocks, records, strict=True)]
         rows = np.vstack([p[0] for p in pairs])
         self.labels = np.concatenate([p[1] for p in pairs])
         self.item = np.repeat(np.arange(len(pairs)), [len(p[1]) for p in pairs])
@@ -423,12 +425,15 @@ def fold_assignment(contents: Sequence[str], groups: np.ndarray, folds: int, see
     return np.array([fold_of[group] for group in groups.tolist()])
 
 
-def _pairs(block: np.ndarray, record: MCQRecord, seed: int, index: int) -> tuple[np.ndarray, np.ndarray]:
+def _pairs(block: np.ndarray, record: MCQRecord, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Training rows of the ranking: the gold's features minus a distractor's (label 1) or the reverse (label
-    0), for up to :data:`PAIRS` distractors drawn per item (seeded by its content)."""
+    0), for up to :data:`PAIRS` distractors drawn per item, the signs alternating from a drawn one (both seeded
+    by its content, not its place)."""
     distractors = [j for j in range(len(block)) if j != record.answer]
-    drawn = item_rng(seed, record.content_key, NAME).permutation(distractors)[:PAIRS]
-    signs = np.array([1 if (index + k) % 2 == 0 else -1 for k in range(len(drawn))])
+    rng = item_rng(seed, record.content_key, NAME)
+    drawn = rng.permutation(distractors)[:PAIRS]
+    first = int(rng.integers(2))
+    signs = np.array([1 if (first + k) % 2 == 0 else -1 for k in range(len(drawn))])
     return (block[record.answer] - block[drawn]) * signs[:, None], (signs > 0).astype(int)
 
 
