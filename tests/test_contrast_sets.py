@@ -325,6 +325,18 @@ def test_validation_refuses_pairs_that_do_not_share_options(tmp_path, cache_dir)
         validate(build)
 
 
+@pytest.mark.parametrize("broken, check", [(dict(choices=("Pluto",), answer=0), "at_least_two_choices"),
+                                           (dict(answer=7), "answer_in_range")])
+def test_a_malformed_item_fails_validation_before_the_audit_reads_it(tmp_path, cache_dir, broken, check):
+    """The audit and the choices-only model read every item as well-formed: given a one-option item they raised
+    ZeroDivisionError (a traceback), not the validator's message naming the check."""
+    build = build_fixture(tmp_path, cache_dir)
+    records = build.configs["random_pairs"]["test"]
+    records[0] = records[0].replace(**broken)
+    with pytest.raises(ValidationFailed, match=f"validation failed, nothing written: {check} \\(1: "):
+        validate(build)
+
+
 def _release_digests(folder: Path) -> dict[str, str]:
     files = sorted(folder.rglob("*.parquet")) + [folder / "contrast_edges.jsonl"]
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}

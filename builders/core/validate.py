@@ -148,7 +148,10 @@ class ValidationReport:
 
 def validate(build: Build) -> ValidationReport:
     """Run the common invariants and the builder's own; raise ValidationFailed if any breaks."""
-    results = [_run_check(check, build) for check in COMMON_CHECKS + list(build.checks)]
+    # In stages: a builder's checks and the audit read every item as well-formed (two options or more, its gold in
+    # range), so a broken common invariant stops the build with its name, before they raise on it.
+    results = _run_stage(COMMON_CHECKS, build)
+    results += _run_stage(build.checks, build)
     audit_rows = shortcut_audit.audit(build)
     adversary_rows = choices_only.assess(build)
     rows_in = build.rows_in
@@ -168,12 +171,17 @@ def validate(build: Build) -> ValidationReport:
         warnings=shortcut_audit.warnings(audit_rows) + choices_only.warnings(adversary_rows),
         statistics=build.statistics.to_list(),
     )
-    if not report.passed:
-        failed = [f"{r.name} ({r.violations}: {r.examples[0]})" for r in results if not r.passed]
-        raise ValidationFailed("validation failed, nothing written: " + "; ".join(failed))
     for warning in report.warnings:
         logger.warning("shortcut audit: %s", warning)
     return report
+
+
+def _run_stage(checks: Iterable[Check], build: Build) -> list[CheckResult]:
+    results = [_run_check(check, build) for check in checks]
+    failed = [f"{r.name} ({r.violations}: {r.examples[0]})" for r in results if not r.passed]
+    if failed:
+        raise ValidationFailed("validation failed, nothing written: " + "; ".join(failed))
+    return results
 
 
 def _run_check(check: Check, build: Build) -> CheckResult:
