@@ -38,8 +38,8 @@ NAME = "choices_only_model"
 MAX_ITEMS = 2000  # per config and split: a 95% interval of at most +-2.2 points, in about a second
 FOLDS = 5
 # The folds are drawn anew until about PREDICTIONS predictions are averaged, at most MAX_REPEATS times: one draw of
-# 5 folds over a few hundred items moves the figure by 1-3 points (MATH-MC's 2-option sets, the same 365 items in
-# other layouts, read 50.7-57.3% with one draw, 52.2-54.5% with 14); a sampled split of 2,000 items takes 2.
+# 5 folds over a few hundred items moves the figure by 1-3 points (MATH-MC's 2-option sets, the same 360 items in
+# other layouts, read 50.7-57.3% with one draw, 51.9-54.7% with 11); a sampled split of 2,000 items takes 2.
 PREDICTIONS = 4_000
 MAX_REPEATS = 20
 MIN_REPEATED = 100  # a smaller split is judged on a margin of 10 points or more (its interval is that wide): one draw
