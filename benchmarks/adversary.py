@@ -20,8 +20,8 @@ from pathlib import Path
 
 from harness import REPO
 
-from builders.core import adversary
-from builders.core.significance import binomial_p_value
+from builders.core.validation import adversary
+from builders.core.validation.significance import binomial_p_value
 from builders.registry import builder_module
 
 

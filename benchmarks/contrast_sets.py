@@ -39,8 +39,8 @@ def child(argv: list[str]) -> None:
     """One build, stage by stage, as ``python -m builders.contrast_sets`` runs it; prints one JSON line."""
     sys.path.insert(0, str(REPO))
     from builders.contrast_sets import builder as cs
-    from builders.core import build_config, cli
-    from builders.core.release import write_release
+    from builders.core.pipeline import build_config, cli
+    from builders.core.release.writer import write_release
 
     stopwatch = cs.Stopwatch()
     stopwatch.seconds["imports"] = time.perf_counter() - STARTED

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import logging
+import os
 import re
 import resource
 import subprocess
@@ -48,10 +48,10 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script from anywhere
 
+from builders.core.items.record import OpenItem
 from builders.from_predictions.collect import make_pools
 from builders.math_mc.equivalence import MathEquivalence
 from builders.math_mc.forms import answer_key, boxed_contents, display_form
-from builders.core.record import OpenItem
 from builders.registry import BUILDERS
 
 HOSTILE = [r"2^{2^{40}}", r"10^{10^{10}}", r"9^{9^{9^{9}}}"]
@@ -188,7 +188,7 @@ def real_build(data: Path) -> None:
 
 def check_fast_path(data: Path, workers: int | None, timeout: float) -> None:
     """Every pair the real build judges, the builder's verdict against plain math-verify's."""
-    from builders.core import cli
+    from builders.core.pipeline import cli
     from builders.from_predictions import collect
     from builders.math_mc import builder as math_mc
     from builders.math_mc.forms import surface_key
@@ -268,9 +268,9 @@ def release_report(out: Path, workers: int | None) -> tuple[int, dict, int]:
     call different. Returns (items, those pairs, distinct pairs)."""
     import datasets
 
+    from builders.core.items.record import MCQRecord
     from builders.math_mc.builder import form_cue
     from builders.math_mc.plain import judge_pairs
-    from builders.core.record import MCQRecord
 
     records, pairs = {}, set()
     for k in range(10):

@@ -30,11 +30,11 @@ sys.path.insert(0, str(REPO))
 
 from builders import perturbations  # noqa: E402
 from builders.core import cli  # noqa: E402
-from builders.core.benchmarks import BENCHMARKS  # noqa: E402
-from builders.core.card import ReleaseInfo  # noqa: E402
-from builders.core.release import write_release  # noqa: E402
-from builders.core.sources import load_source  # noqa: E402
-from builders.core.validate import validate  # noqa: E402
+from builders.core.release.card import ReleaseInfo  # noqa: E402
+from builders.core.release.writer import write_release  # noqa: E402
+from builders.core.sources.benchmarks import BENCHMARKS  # noqa: E402
+from builders.core.sources.loading import load_source  # noqa: E402
+from builders.core.validation.validate import validate  # noqa: E402
 
 TARGET_SECONDS = 120
 

@@ -22,9 +22,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from builders.python_io import builder as python_io, problems as python_io_pairs
 from builders.core.sandbox import Sandbox
-from builders.core.sources import load_source
+from builders.core.sources.loading import load_source
+from builders.python_io import builder as python_io
+from builders.python_io import problems as python_io_pairs
 
 
 def peak_mb() -> float:

@@ -134,7 +134,7 @@ def evaluate(model: str, labels: Path, scored=None):
 
 def read_mmlu(data: Path):
     """The MMLU test questions as records (question, choices, answer index)."""
-    from builders.core.record import MCQRecord
+    from builders.core.items.record import MCQRecord
 
     return [MCQRecord(id=f"mmlu/test/{n}", question=row["question"], choices=tuple(row["choices"]), answer=row["answer"],
                       source="mmlu", source_config="all", source_split="test", source_index=n)

@@ -33,24 +33,24 @@ import importlib
 import importlib.util
 import io
 import json
-import os
 import logging
 import math
+import os
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from builders.core.argtypes import positive_int, share_or_count
-from builders.core.cli import ArgumentParser, check_writable_folder, exit_code
 from builders.core.errors import UserError
-from builders.core.lm_eval_tasks import MANIFEST, TASKS_DIR
-from builders.core.build_config import BUILD_CONFIG_FILE
-from builders.core.predictions import choice_prediction
-from builders.core.release_reader import open_release
-from builders.core.results import Runs, TableOptions, TaskResult, by_role
-from builders.core.tables import Statistics
+from builders.core.items.tables import Statistics
+from builders.core.pipeline.argtypes import positive_int, share_or_count
+from builders.core.pipeline.build_config import BUILD_CONFIG_FILE
+from builders.core.pipeline.cli import ArgumentParser, check_writable_folder, exit_code
+from builders.core.release.reader import open_release
+from builders.core.sources.predictions import choice_prediction
+from builders.core.tasks.lm_eval_tasks import MANIFEST, TASKS_DIR
+from builders.core.tasks.results import Runs, TableOptions, TaskResult, by_role
 from builders.registry import BUILDERS, load_builder
 
 logger = logging.getLogger(__name__)

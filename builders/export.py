@@ -21,16 +21,16 @@ from __future__ import annotations
 
 import json
 import sys
-
-import yaml
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from builders.core.cli import ArgumentParser, check_writable_folder, exit_code
+import yaml
+
 from builders.core.errors import UserError
-from builders.core.record import LETTERS
-from builders.core.build_config import BUILD_CONFIG_FILE
-from builders.core.release_reader import open_release
+from builders.core.items.record import LETTERS
+from builders.core.pipeline.build_config import BUILD_CONFIG_FILE
+from builders.core.pipeline.cli import ArgumentParser, check_writable_folder, exit_code
+from builders.core.release.reader import open_release
 
 
 def release_rows(spec: str) -> dict[str, dict[str, list[dict[str, Any]]]]:
@@ -108,7 +108,7 @@ def export(spec: str, layout: str, output: Path) -> list[Path]:
 
     ``output`` is new, empty, or an earlier export of the same release in the same layout (replaced whole); a
     folder holding anything else, another release's export included, is refused before any work."""
-    from builders.core.release import recover_interrupted, write_folder_atomically
+    from builders.core.release.writer import recover_interrupted, write_folder_atomically
 
     check_writable_folder(output)
     if Path(spec).is_dir() and Path(output).resolve().is_relative_to(Path(spec).resolve()):

@@ -5,7 +5,7 @@ A prompt template (``templates/sba_label_*.yaml``) turns one item into a :class:
 confidence) with :meth:`LabelTemplate.parse` and :func:`check_alternative`; anything else that asks an LLM
 whether an item is SBA (WiCkeD's build-time judge) reuses the two.
 
-Every call goes through :class:`builders.core.llm.LLMClient`: bounded concurrency, retries with
+Every call goes through :class:`builders.core.llm.settings.LLMClient`: bounded concurrency, retries with
 backoff on 429, 5xx and timeouts, and an on-disk reply cache whose key covers the model, the template
 version and the prompt (hence the question), so a killed run resumes and pays for nothing twice. A
 reply that does not parse into a label is asked for once more, then recorded unlabelled with the
@@ -26,7 +26,7 @@ import jinja2
 import yaml
 
 from builders.core.errors import UserError
-from builders.core.llm import ChatRequest, ChatResult, LLMClient
+from builders.core.llm.settings import ChatRequest, ChatResult, LLMClient
 
 from .data import LABELS, SBA, SCA, normalize_label, question_row, read_jsonl
 from .sba_model import LETTERS

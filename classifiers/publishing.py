@@ -1,6 +1,6 @@
 """``push``: publish a trained model folder to a Hub model repo with its model card, then tag the version.
 
-Publishing is the foundation's (:mod:`builders.core.publish`): the tag is refused if it exists, the
+Publishing is the foundation's (:mod:`builders.core.release.publish`): the tag is refused if it exists, the
 folder goes up as one commit, and the tag ``vX.Y.Z`` comes last.
 """
 
@@ -17,8 +17,8 @@ from typing import Any
 from huggingface_hub import ModelCard, ModelCardData
 
 from builders.core.errors import UserError
-from builders.core.publish import Published, prepare_release, publish_folder
-from builders.core.card import CARDS_DIR, ChangelogEntry, ReleaseInfo
+from builders.core.release.card import CARDS_DIR, ChangelogEntry, ReleaseInfo
+from builders.core.release.publish import Published, prepare_release, publish_folder
 
 from .sba_model import EVALUATIONS_FILE
 

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from builders.core.benchmarks import BENCHMARKS
-from builders.core.sources import load_source
 from builders.core.errors import UserError
-from builders.core.options import position_dependent_reason
-from builders.core.record import MCQRecord
-from builders.core.rng import item_rng
+from builders.core.items.record import MCQRecord
+from builders.core.items.referring import position_dependent_reason
+from builders.core.items.rng import item_rng
+from builders.core.sources.benchmarks import BENCHMARKS
+from builders.core.sources.loading import load_source
 
 from .data import write_jsonl
 

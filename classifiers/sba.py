@@ -19,10 +19,16 @@ import logging
 from pathlib import Path
 from typing import Sequence
 
-from builders.core.argtypes import nonnegative_int, number, positive_float, positive_int, share, unit_interval
-from builders.core.cli import (ArgumentParser, HelpFormatter, RawDescriptionHelpFormatter, check_writable_file,
-                               check_writable_folder, exit_code)
 from builders.core.errors import UserError
+from builders.core.pipeline.argtypes import nonnegative_int, number, positive_float, positive_int, share, unit_interval
+from builders.core.pipeline.cli import (
+    ArgumentParser,
+    HelpFormatter,
+    RawDescriptionHelpFormatter,
+    check_writable_file,
+    check_writable_folder,
+    exit_code,
+)
 
 from .data import label_provenance, labelled_only, read_labelled, write_jsonl
 from .sba_model import BATCH_SIZE
@@ -107,7 +113,7 @@ def run_sample(args: argparse.Namespace) -> None:
 
 
 def add_label(sub) -> None:
-    from builders.core.llm import add_llm_arguments
+    from builders.core.llm.settings import add_llm_arguments
 
     parser = sub.add_parser("label", formatter_class=HelpFormatter,
                             help="label questions SBA/SCA with an OpenAI-compatible model, or merge human labels")
@@ -150,7 +156,7 @@ def run_label(args: argparse.Namespace) -> None:
         if run.counts.get("unlabelled") == len(run.rows):
             raise UserError(f"--human {args.human}: no label for any of the {len(run.rows)} questions")
     else:
-        from builders.core.llm import LLMSettings, check_endpoint
+        from builders.core.llm.settings import LLMSettings, check_endpoint
 
         template = load_template(args.template or DEFAULT_TEMPLATE)
         settings = LLMSettings.from_args(args)

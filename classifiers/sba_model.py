@@ -35,7 +35,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from builders.core.errors import UserError
-from builders.core.sources import content_revision
+from builders.core.sources.loading import content_revision
 
 logger = logging.getLogger(__name__)
 
@@ -206,7 +206,8 @@ class SBAClassifier:
     def sequence_scores(self, encoded: Encoded, batch_size: int = BATCH_SIZE) -> np.ndarray:
         """P(positive) of every sequence: of the item (sequence model) or of one remaining option (cross-encoder)."""
         import torch
-        from builders.core.progress import bar
+
+        from builders.core.runtime.progress import bar
 
         result = np.empty(len(encoded.input_ids), dtype=np.float32)
         torch.set_num_threads(max(1, os.cpu_count() or 1))

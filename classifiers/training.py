@@ -33,7 +33,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from builders.core.errors import UserError
-from builders.core.rng import item_rng
+from builders.core.items.rng import item_rng
 
 from .data import LABELS, LabelledQuestion
 from .evaluation import metrics_at, threshold_for_recall

@@ -31,10 +31,9 @@ from typing import Any, Sequence
 
 import yaml
 
-from builders.core import build_config, cli
 from builders.core.errors import ReleaseError, UserError
+from builders.core.pipeline import build_config, cli
 from builders.registry import BUILDERS, load_builder
-
 
 # The options the train sets itself.
 TRAIN_OPTIONS = {"push", "version", "private"}

@@ -3,7 +3,7 @@
 ``REFERENCES``: every item of MMLU test (14,042) and dev (285) that the first detector missed (lower-case and
 prose references: "Both a and c", "a. and b. above", "both a and b." / "neither a nor b.", "A B and C",
 "(A), (B), and (C)", bare "Both" / "Neither" / "None", "a combination of these", "all the functions listed
-above", "All of (a) to (c)"), with the reason ``builders.core.options`` gives it (one item, "Options A and B", was caught before with
+above", "All of (a) to (c)"), with the reason ``builders.core.items.referring`` gives it (one item, "Options A and B", was caught before with
 another reason). ``CONTENT``: real items whose
 options look like references but are content (variables, roots, alleles, the question's numbered statements).
 ``row`` is the item's 0-based row in the split, for provenance only; the tests read nothing but this module.

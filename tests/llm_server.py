@@ -25,7 +25,7 @@ llmock's token counts are ``len(text) // 4`` of the prompt contents joined by sp
 
 Use from a test module::
 
-    from builders.core.llm import ChatRequest
+    from builders.core.llm.settings import ChatRequest
     from llm_server import fast_client  # the `llm_server` fixture comes from conftest (pytest_plugins)
 
     def test_labels(llm_server, tmp_path):
@@ -65,7 +65,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from builders.core.llm import LLMClient
+from builders.core.llm.settings import LLMClient
 
 CHAT_PATH = "/v1/chat/completions"
 

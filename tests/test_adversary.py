@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from builders import wicked
-from builders.core import adversary, audit
-from builders.core.record import MCQRecord
+from builders.core.items.record import MCQRecord
+from builders.core.validation import adversary, audit
 
 
 def record(i: int, choices, answer: int, source_index: int | None = None) -> MCQRecord:

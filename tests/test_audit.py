@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from builders.core import adversary, audit, significance
-from builders.core.record import MCQRecord
+from builders.core.items.record import MCQRecord
+from builders.core.validation import adversary, audit, significance
 
 
 def records(config: str, answers: list[int], choices=("w", "x", "y", "z")) -> list[MCQRecord]:

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from builders.core import build_config, cli
-from builders.core.sources import SAMPLES_DIR, content_revision
 from fixtures import MMLU_TEST
+
+from builders.core.pipeline import build_config, cli
+from builders.core.sources.loading import SAMPLES_DIR, content_revision
 
 BUILDERS = ("wicked", "gsm_mc", "math_mc", "python_io", "mmlu_pro_plus", "contrast_sets", "perturbations")
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from fixtures import MMLU_TEST, with_default_ctrl_c, write_benchmark, write_jsonl
 
 from builders import wicked
-from builders.core.benchmarks import BENCHMARKS
-from builders.core.sources import load_source
-from fixtures import MMLU_TEST, with_default_ctrl_c, write_benchmark, write_jsonl
+from builders.core.sources.benchmarks import BENCHMARKS
+from builders.core.sources.loading import load_source
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -148,7 +148,7 @@ def test_an_existing_tag_is_refused_before_loading(local_hub, tmp_path):
 
 SLOW_WRITER = """
 import sys, time
-from builders.core import release
+from builders.core.release import writer as release
 write = release.write_parquet
 def slow(*args, **kwargs):
     time.sleep(0.15)
@@ -216,7 +216,7 @@ def test_the_same_item_gets_the_same_draws_whatever_rows_surround_it(tmp_path):
 
 
 def wicked_args(*argv: str) -> wicked.Options:
-    from builders.core import cli
+    from builders.core.pipeline import cli
 
     return wicked.Options.from_args(cli.builder_parser(wicked.BUILDER).parse_args(["--sba-classifier", "none", *argv]))
 
@@ -334,7 +334,7 @@ def test_a_config_without_params_is_refused_not_ignored(tmp_path, capsys):
 def test_a_timeout_beyond_a_day_is_refused_naming_its_flag(module, flag, capsys):
     """--call-timeout 1e12 made every verification fail (a wait beyond threading.TIMEOUT_MAX overflows), and the
     error blamed the predictions (issue 25.6)."""
-    from builders.core import cli
+    from builders.core.pipeline import cli
     from builders.registry import builder_module
 
     builder = builder_module(module)
@@ -347,7 +347,7 @@ def test_a_timeout_beyond_a_day_is_refused_naming_its_flag(module, flag, capsys)
 
 def test_a_good_build_config_sets_typed_defaults_and_flags_still_win(tmp_path):
     from builders import contrast_sets
-    from builders.core import cli
+    from builders.core.pipeline import cli
 
     path = _config(tmp_path, "good", {"seed": 3, "variants": 2, "nota_position": "random", "strict": True,
                                       "splits": ["test"], "sba_threshold": 0.25})
@@ -392,7 +392,7 @@ def test_a_source_inside_the_output_is_refused(tmp_path, capsys):
 
 
 def test_an_error_raised_while_interrupted_is_an_interruption(capsys):
-    from builders.core.cli import exit_code
+    from builders.core.pipeline.cli import exit_code
 
     def broken_import():
         try:
@@ -427,8 +427,8 @@ def test_ctrl_c_while_the_libraries_import_is_one_line(tmp_path):
     ("file", lambda t: t / "a_file" / "x.jsonl", "cannot create it there"),
 ])
 def test_output_paths_are_checked_before_any_work(tmp_path, kind, make, expected):
-    from builders.core.cli import check_writable_file, check_writable_folder
     from builders.core.errors import UserError
+    from builders.core.pipeline.cli import check_writable_file, check_writable_folder
 
     (tmp_path / "a_file").write_text("x")
     check = check_writable_folder if kind == "folder" else check_writable_file

@@ -5,25 +5,25 @@ from __future__ import annotations
 import argparse
 import hashlib
 import itertools
-from collections import defaultdict
 import json
+from collections import defaultdict
 from pathlib import Path
 
 import datasets
 import numpy as np
 import pytest
+from fixtures import outcome_rows, write_jsonl
 
 from builders.contrast_sets import builder as cs
 from builders.contrast_sets import calibration, graph
 from builders.contrast_sets.equivalence import contradicts
-from builders.core import embeddings
-from builders.core import cli
-from builders.core.benchmarks import BENCHMARKS
-from builders.core.sources import load_source
 from builders.core.errors import UserError, ValidationFailed
-from builders.core.record import MCQRecord
-from builders.core.validate import validate
-from fixtures import outcome_rows, write_jsonl
+from builders.core.items.record import MCQRecord
+from builders.core.pipeline import cli
+from builders.core.runtime import embeddings
+from builders.core.sources.benchmarks import BENCHMARKS
+from builders.core.sources.loading import load_source
+from builders.core.validation.validate import validate
 
 # ---- a tiny UnifiedQA-layout fixture: <dir>/<source>/<split>.jsonl -------------------------------------
 # Option texts are single words whose MiniLM similarities stay below 0.75 (under the default threshold), so
@@ -680,7 +680,7 @@ def test_a_random_partner_comes_from_the_same_source_with_a_gold_of_similar_leng
 def test_questions_left_unpaired_by_the_mining_do_not_count_against_max_excluded(tmp_path, cache_dir):
     """Counting every exclusion against --max-excluded stopped `contrast_sets --benchmark unifiedqa` on the full
     data (93% of the questions have no partner, by design); unpaired questions are the method's selection."""
-    from builders.core.cli import check_excluded_share
+    from builders.core.pipeline.cli import check_excluded_share
     result = build_fixture(tmp_path, cache_dir)
     reasons = {e.reason for e in result.exclusions.entries}
     assert {"no_contrast_partner"} <= reasons

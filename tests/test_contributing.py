@@ -24,13 +24,13 @@ from types import SimpleNamespace
 
 import pyarrow.parquet as pq
 import pytest
+from fixtures import write_jsonl
 
 import builders
 from builders import __main__ as commands
 from builders import registry
-from builders.core import card
-from builders.core.build import TaskLocation
-from fixtures import write_jsonl
+from builders.core.pipeline.build import TaskLocation
+from builders.core.release import card
 
 TOY = Path(__file__).resolve().parent / "toy_builder"
 ROWS = [
@@ -171,8 +171,10 @@ def resolves(value, parts: list[str]) -> bool:
 
 def name_exists(name: str) -> bool:
     """A name of the template builder, of `builders.core` or of a dataclass a builder fills, a module or a dotted
-    path from the package (`builders.core.results.by_role`, `perturbations.ranking.evaluation_table`), or a test helper."""
-    from builders.core import build, record, rng, sources, steps, tables
+    path from the package (`builders.core.tasks.results.by_role`, `perturbations.ranking.evaluation_table`), or a test helper."""
+    from builders.core.items import record, rng, tables
+    from builders.core.pipeline import build, steps
+    from builders.core.sources import loading as sources
     from builders.wicked import builder as template
 
     parts = name.split(".")
@@ -181,7 +183,8 @@ def name_exists(name: str) -> bool:
     owners += [record.MCQRecord] if parts[0] == "record" else []  # `record.replace(...)`: a record's method
     if any(resolves(owner, parts[1:] if parts[0] == "record" else parts) for owner in owners):
         return True
-    for prefix in ("", "builders.", "builders.core."):
+    core_packages = [f"builders.core.{p.name}." for p in (REPO / "builders" / "core").iterdir() if (p / "__init__.py").exists()]
+    for prefix in ("", "builders.", "builders.core.", *core_packages):
         for cut in range(len(parts), 0, -1):
             module = prefix + ".".join(parts[:cut])
             if module_spec(module) is not None:

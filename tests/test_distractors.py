@@ -4,28 +4,28 @@ from __future__ import annotations
 
 import importlib
 import json
+import time
 from collections import Counter
 from fractions import Fraction
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from builders.core.errors import UserError
-from builders.core.llm import LLMSettings
-from builders.gsm_mc import answers as gsm8k
-from builders.math_mc import forms as math_answers
-from builders.core.predictions import match_predictions, read_predictions, require_texts, write_predictions
-from builders.core.record import OpenItem
+from builders.core.items.record import OpenItem
+from builders.core.llm.settings import LLMSettings
+from builders.core.runtime.workers import HardTimeoutPool, WorkerPoolError
+from builders.core.sources.predictions import match_predictions, read_predictions, require_texts, write_predictions
 from builders.from_predictions.collect import item_of
 from builders.from_predictions.consensus import RULE
 from builders.from_predictions.generate import generate_predictions
-from builders.math_mc.equivalence import MathEquivalence
 from builders.from_predictions.pools import Candidate, build_pool, pool_report, pool_rows, respell, summarize_pools
+from builders.gsm_mc import answers as gsm8k
 from builders.gsm_mc.prompts import GSM8K_EXEMPLARS, gsm8k_request
+from builders.math_mc import forms as math_answers
+from builders.math_mc.equivalence import MathEquivalence
 from builders.math_mc.prompts import MATH_EXEMPLARS, math_request
-from builders.core.workers import HardTimeoutPool, WorkerPoolError
 
 
 class Numbers:
@@ -334,8 +334,9 @@ def test_a_file_of_another_benchmark_is_one_error(tmp_path):
 
 
 def test_gsm_mc_refuses_math_predictions_in_one_line(tmp_path, capsys):
-    from builders.gsm_mc import builder as gsm_mc
     from test_gsm_mc import GSM8K_TEST
+
+    from builders.gsm_mc import builder as gsm_mc
 
     source = write_jsonl(tmp_path / "gsm8k" / "test.jsonl", GSM8K_TEST).parent
     math = write_jsonl(tmp_path / "math_test.jsonl", [
@@ -413,7 +414,7 @@ def scattered_pools(items: int) -> list:
 
 
 def drawn_records(pools, draw) -> list:
-    from builders.core.rng import item_rng
+    from builders.core.items.rng import item_rng
     from builders.from_predictions import sets as mc
 
     records = []
@@ -429,7 +430,7 @@ def test_the_balanced_draw_hides_the_key_that_the_weighted_draw_leaves_in_the_mi
     """Issue 23: drawn by frequency, the key sat near the middle of its options and was rarely the outlier; a
     choices-only model found it in 33-38% of GSM-MC's items (chance 25%). The balanced draw, its tilt fitted on
     one half of the pools, leaves the model at chance on the other half."""
-    from builders.core import adversary
+    from builders.core.validation import adversary
     from builders.from_predictions import sets as mc
 
     pools = scattered_pools(600)
@@ -544,7 +545,7 @@ def test_brace_matching_reads_boxes_as_before():
 
 def test_consensus_rule_on_pools_of_any_engine():
     """The consensus check reads only a pool's counts, so MATH-MC's pools (any engine) get the same rule."""
-    from builders.core.record import MCQRecord
+    from builders.core.items.record import MCQRecord
     from builders.from_predictions import consensus
     from builders.from_predictions.pools import LeftOut, leave_out
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from builders import evaluate, wicked
+from builders.core.errors import UserError
+from builders.core.pipeline.argtypes import share_or_count
+from builders.core.release.reader import open_release
+from builders.core.tasks.results import TableOptions, TaskResult
 from builders.from_predictions.tasks import sets_table
 from builders.perturbations import ranking
-from builders.core.argtypes import share_or_count
-from builders.core.errors import UserError
-from builders.core.release_reader import open_release
-from builders.core.results import TableOptions, TaskResult
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -109,8 +109,8 @@ def test_bad_models_and_releases_are_one_line(tmp_path):
 @pytest.mark.slow
 def test_a_published_sample_release_is_evaluated_with_smollm2_and_the_dummy_model(local_hub, smollm2, tmp_path):
     """build -> publish -> evaluate REPO@TAG -> the paper's per-set table, through the real lm-eval."""
+    from builders.core.pipeline import cli
     from builders.gsm_mc import builder as gsm_mc
-    from builders.core import cli
 
     repo = "mcqforge/gsm-mc-sample"
     assert cli.main(gsm_mc.BUILDER, ["--source", "sample", "--push", repo, "--version", "1.0.0",
@@ -156,6 +156,7 @@ def test_a_release_folder_is_evaluated_without_lm_evals_metadata_hint_per_task(t
     assert table["columns"][:7] == ["model", "original"] + [f"variant {k}" for k in range(5)]
     [row] = table["rows"]
     from collections import Counter
+
     from fixtures import MMLU_TEST
 
     # 2 items of each subject (each config is a group of one lm-eval task per subject)

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from builders import export
-from builders.core.record import LETTERS
+from builders.core.items.record import LETTERS
 from builders.gsm_mc import builder as gsm_mc
 from builders.mmlu_pro_plus import builder as mmlu_pro_plus
 

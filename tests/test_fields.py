@@ -1,5 +1,5 @@
 """One row-field reader (issue 21): every source adapter, multiple-choice or open-ended, reads its columns through
-``builders.core.fields``, so a wrong field is reported the same way whatever the source; and no builder reads rows
+``builders.core.sources.fields``, so a wrong field is reported the same way whatever the source; and no builder reads rows
 with another builder's code (``math_mc`` took ``text_field`` from the GSM-MC builder)."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from builders.core import fields
-from builders.core.benchmarks import mmlu_record
 from builders.core.errors import MalformedRow
-from builders.core.sources import RowContext
+from builders.core.sources import fields
+from builders.core.sources.benchmarks import mmlu_record
+from builders.core.sources.loading import RowContext
 from builders.gsm_mc.builder import gsm8k_item, platinum_item
 from builders.math_mc.builder import math_item
 from builders.python_io.problems import humaneval_problem, mbpp_problem

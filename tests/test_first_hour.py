@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fixtures import write_benchmark
 from huggingface_hub import DatasetCard
 
 from builders import wicked
-from builders.contrast_sets import builder as contrast_sets
-from builders.core import cli
-from builders.core.sources import SAMPLES_DIR
 from builders.__main__ import commands
-from fixtures import write_benchmark
+from builders.contrast_sets import builder as contrast_sets
+from builders.core.pipeline import cli
+from builders.core.sources.loading import SAMPLES_DIR
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -198,8 +198,8 @@ def test_another_builder_replaces_a_release_folder_only_with_force(tmp_path, cap
 def test_changelog_entries_are_readable_and_take_a_message(local_hub, tmp_path):
     """Changelog entries were Python-repr dumps of every parameter ("wicked from cais/mmlu @ sha256:... (limit=None,
     max_excluded=0.5, ...)")."""
-    from builders.core.card import read_changelog
-    from builders.core.sources import content_revision
+    from builders.core.release.card import read_changelog
+    from builders.core.sources.loading import content_revision
 
     repo = "mcqforge/wicked-changelog"
     base = ["--source", "sample", "--sba-classifier", "none", "--push", repo, "--log-level", "WARNING"]
@@ -237,7 +237,8 @@ def test_a_bad_flag_and_help_load_no_heavy_library(command):
 def command_parsers(monkeypatch) -> dict[str, argparse.ArgumentParser]:
     """``{"evaluate": parser, "metrics ranking": parser, ...}``: the parser of every command of ``mcqforge`` and of
     each of its subcommands, as ``mcqforge COMMAND --help`` builds and prints it."""
-    from builders.__main__ import commands, main as mcqforge
+    from builders.__main__ import commands
+    from builders.__main__ import main as mcqforge
 
     printed: list[argparse.ArgumentParser] = []
     print_help = argparse.ArgumentParser.print_help
@@ -370,7 +371,7 @@ def test_the_suite_caches_in_a_temporary_folder_and_marks_model_runs_slow(pytest
     """The tests left 565 MB in ~/.cache/mcqforge (SmolLM2 dequantised, LLM replies, embeddings)."""
     import os
 
-    from builders.core.cache import cache_root
+    from builders.core.runtime.cache import cache_root
 
     home_cache = Path.home() / ".cache" / "mcqforge"
     assert cache_root() == Path(os.environ["MCQFORGE_CACHE"]) and cache_root() != home_cache

@@ -12,10 +12,10 @@ import datasets
 import pytest
 from fixtures import outcome_rows
 
-from builders.gsm_mc import builder as gsm_mc
-from builders.core import cli
 from builders.core.errors import ValidationFailed
-from builders.core.validate import validate
+from builders.core.pipeline import cli
+from builders.core.validation.validate import validate
+from builders.gsm_mc import builder as gsm_mc
 
 GSM8K_TEST = [
     {"question": "Tom has 3 apples and buys 2 more. How many apples does he have?",
@@ -254,7 +254,7 @@ def test_random_distractors_of_a_large_gold_are_drawn_without_listing_the_interv
 def test_predictions_on_a_split_not_built_are_no_warning(tmp_path, caplog):
     """The sample's predictions cover train and test; a test-only build uses the 60 test ones and says nothing
     of the 30 train ones beyond an info line (they used to warn as 'no_item_at_question_index')."""
-    with caplog.at_level("INFO", logger="builders.core.predictions"):
+    with caplog.at_level("INFO", logger="builders.core.sources.predictions"):
         assert cli.main(gsm_mc.BUILDER, ["--source", "sample", "--output", str(tmp_path / "out")]) == 0
     [line] = [r for r in caplog.records if "not used" in r.getMessage()]
     assert line.levelname == "INFO" and "60 matched, 30 unmatched" in line.getMessage()
@@ -264,7 +264,7 @@ def test_predictions_on_a_split_not_built_are_no_warning(tmp_path, caplog):
 def test_the_float_recheck_catches_a_second_correct_option_the_builder_let_through():
     """The validator reads the options as floats itself: "1,000.0" beside a gold of 1000 is a second correct
     option whatever the builder's equivalence said."""
-    from builders.core.record import MCQRecord
+    from builders.core.items.record import MCQRecord
 
     class Released:  # what the check reads of a build: its records
         def __init__(self, records):

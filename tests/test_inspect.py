@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-
-from builders.core.build import TaskLocation
-from builders.core.inspect_tasks import task_files
-from builders.registry import BUILDERS
 from llm_server import start_llmock
+
+from builders.core.pipeline.build import TaskLocation
+from builders.core.tasks.inspect_tasks import task_files
+from builders.registry import BUILDERS
 
 inspect_ai = pytest.importorskip("inspect_ai")
 
@@ -122,7 +122,7 @@ def test_a_published_release_runs_its_inspect_tasks_from_the_hub_at_its_tag(loca
     from huggingface_hub import snapshot_download
     from inspect_ai import eval as inspect_eval
 
-    from builders.core import cli
+    from builders.core.pipeline import cli
     from builders.gsm_mc import builder as gsm_mc
 
     repo = "mcqforge/gsm-mc-inspect"
@@ -152,7 +152,7 @@ def test_the_task_file_names_every_config_and_is_pinned_like_the_lm_eval_tasks()
         {"task": "p_gold_at_A_symbol", "config": "gold_at_A", "split": "test"}]}
     files = task_files(json.dumps(manifest).encode(), TaskLocation("org/perturbed", "v2.0.0"))
     assert sorted(files) == ["inspect/README.md", "inspect/mcqforge_inspect.py", "inspect/tasks.py"]
-    assert files["inspect/mcqforge_inspect.py"] == (REPO / "builders" / "core" / "inspect_release.py").read_bytes()
+    assert files["inspect/mcqforge_inspect.py"] == (REPO / "builders" / "core" / "tasks" / "inspect_release.py").read_bytes()
     tasks = files["inspect/tasks.py"].decode()
     assert "REPO = 'org/perturbed'\nREVISION = 'v2.0.0'\n" in tasks
     assert tasks.count("@task\n") == 2

@@ -1,4 +1,4 @@
-"""builders.core.llm against a real HTTP server on 127.0.0.1 (llmock), with the real openai client."""
+"""builders.core.llm.settings against a real HTTP server on 127.0.0.1 (llmock), with the real openai client."""
 
 from __future__ import annotations
 
@@ -12,20 +12,6 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
-
-from builders.core import build_config, cli
-from builders.core.errors import UserError
-from builders.core.llm import (
-    ChatRequest,
-    EndpointError,
-    TooManyFailures,
-    LLMClient,
-    LLMSettings,
-    MissingAPIKeyError,
-    add_llm_arguments,
-    check_endpoint,
-    request_key,
-)
 from llm_server import (
     ChatCall,
     RawExchange,
@@ -36,6 +22,20 @@ from llm_server import (
     start_llmock,
     start_raw_server,
 )
+
+from builders.core.errors import UserError
+from builders.core.llm.settings import (
+    ChatRequest,
+    EndpointError,
+    LLMClient,
+    LLMSettings,
+    MissingAPIKeyError,
+    TooManyFailures,
+    add_llm_arguments,
+    check_endpoint,
+    request_key,
+)
+from builders.core.pipeline import build_config, cli
 
 SECRET = "sk-test-Zq8v1X7pLw0-never-log-me"
 
@@ -624,7 +624,7 @@ def test_the_user_info_of_a_url_is_scrubbed_from_errors_and_replies(llm_server):
 
 
 def test_scrub_text_hides_every_urls_user_info_and_nothing_else():
-    from builders.core.redact import scrub_text, scrub_url
+    from builders.core.runtime.redact import scrub_text, scrub_url
 
     assert scrub_url("https://user:p@ss@host:8/v1?x=1") == "https://***@host:8/v1?x=1"
     assert scrub_text("a http://u:p@h/x and HTTPS://token@h2 but git@github.com, mail@x.org and "

@@ -1,5 +1,5 @@
 """The ``lm_eval/`` folder every release carries: its ``utils.py`` is a real module of the package
-(``builders.core.lm_eval_utils``), its tasks share one ``include:`` template, and every filter is a function
+(``builders.core.tasks.lm_eval_utils``), its tasks share one ``include:`` template, and every filter is a function
 written out by name. Checked with lm-eval's own loader (``TaskManager``) on sample releases."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 from datasets import Dataset
-
-from builders.core import lm_eval_tasks, lm_eval_utils
-from builders.core.build import TaskLocation
 from fixtures import read_lm_eval_task
+
+from builders.core.pipeline.build import TaskLocation
+from builders.core.tasks import lm_eval_tasks, lm_eval_utils
 
 REPO = Path(__file__).resolve().parents[1]
 LOCATION = TaskLocation("org/release", "v1.0.0")
@@ -35,7 +35,7 @@ def pyflakes(path: Path) -> subprocess.CompletedProcess:
 
 
 def test_utils_py_is_the_package_module_and_its_prompts_render_the_mmlu_layout():
-    assert lm_eval_tasks.utils_module() == (REPO / "builders" / "core" / "lm_eval_utils.py").read_bytes()
+    assert lm_eval_tasks.utils_module() == (REPO / "builders" / "core" / "tasks" / "lm_eval_utils.py").read_bytes()
     doc = {"question": " Capital of Italy? ", "choices": ["Rome", "Milan", "Turin"], "answer": 0}
     assert lm_eval_utils.mc_text(doc) == "Capital of Italy?\nA. Rome\nB. Milan\nC. Turin\nAnswer:"
     assert lm_eval_utils.choices_only_text(doc) == "A. Rome\nB. Milan\nC. Turin\nAnswer:"

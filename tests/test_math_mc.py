@@ -9,15 +9,14 @@ from pathlib import Path
 
 import datasets
 import pytest
-from fixtures import outcome_rows
+from fixtures import outcome_rows, read_lm_eval_task
 
+from builders.core.errors import ValidationFailed
+from builders.core.items.record import MCQRecord
+from builders.core.pipeline import cli
+from builders.core.validation.validate import validate
 from builders.math_mc import builder as math_mc
 from builders.math_mc import equivalence, forms, plain
-from builders.core import cli
-from builders.core.record import MCQRecord
-from builders.core.errors import ValidationFailed
-from builders.core.validate import validate
-from fixtures import read_lm_eval_task
 
 MATH_TEST = [
     {"problem": r"Compute $\frac{2}{4}$.", "level": "Level 1", "type": "Prealgebra",

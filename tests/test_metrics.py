@@ -14,14 +14,19 @@ from pathlib import Path
 
 import datasets
 import pytest
+from fixtures import write_jsonl
 from scipy.stats import kendalltau
 
 import builders.metrics as metrics_cli
-from builders.perturbations import ranking as metrics
+from builders.core.sources.predictions import (
+    Prediction,
+    PredictionError,
+    read_predictions,
+    resolve_prediction,
+    write_predictions,
+)
 from builders.perturbations import builder as perturbations
-from builders.core.predictions import (Prediction, PredictionError, read_predictions, resolve_prediction,
-                                       write_predictions)
-from fixtures import write_jsonl
+from builders.perturbations import ranking as metrics
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -341,12 +346,13 @@ def test_module_command_line_lists_the_subcommands():
 def test_every_command_reads_predictions_with_the_one_reader(tmp_path, capsys):
     """Issue 14.2: the same file gives the same one-line error in every command that reads predictions
     (each had its own reader and message; PythonIO counted the row as unused)."""
-    from builders.gsm_mc import builder as gsm_mc
-    from builders.math_mc import builder as math_mc
-    from builders.python_io import builder as python_io
     from test_gsm_mc import GSM8K_TEST
     from test_math_mc import MATH_TEST
     from test_python_io import write_sources
+
+    from builders.gsm_mc import builder as gsm_mc
+    from builders.math_mc import builder as math_mc
+    from builders.python_io import builder as python_io
 
     bad = write_jsonl(tmp_path / "preds.jsonl", [{"model": "m", "question_index": 0, "output": "1"},
                                                  {"model": "m", "question_index": 1}])

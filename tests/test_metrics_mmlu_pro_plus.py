@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+from fixtures import write_jsonl
 
 import builders.metrics as metrics
-from builders.mmlu_pro_plus import metrics as mm
 from builders.core.errors import UserError
-from builders.core.predictions import Prediction, read_predictions
-from fixtures import write_jsonl
+from builders.core.sources.predictions import Prediction, read_predictions
+from builders.mmlu_pro_plus import metrics as mm
 
 TPP, PFPP, CFPP, UNCHANGED = mm.TPP, mm.PFPP, mm.CFPP, mm.UNCHANGED
 
@@ -119,8 +119,9 @@ def test_lm_eval_logs_join_on_question_id_and_record_id(tmp_path):
 
 
 def test_command_on_a_built_release(tmp_path, capsys):
-    from builders.mmlu_pro_plus import builder as mmlu_pro_plus
     from test_mmlu_pro_plus import source_rows
+
+    from builders.mmlu_pro_plus import builder as mmlu_pro_plus
 
     source = write_jsonl(tmp_path / "src" / "test.jsonl", source_rows()).parent
     assert mmlu_pro_plus.main(["--source", str(source), "--ratios", "0:1:1:1", "--output", str(tmp_path / "rel")]) == 0
@@ -146,9 +147,10 @@ def test_command_on_a_built_release(tmp_path, capsys):
 def test_ranking_reads_the_mmlu_pro_predictions_that_mmlu_pro_plus_reads(tmp_path):
     """Issue 15.5: MMLU-Pro's own result rows ``{question_id, model, pred}`` (letters) are read by both metrics
     commands; ranking maps a question_id to the release record that carries it."""
+    from test_mmlu_pro_plus import source_rows
+
     from builders.mmlu_pro_plus import builder as mmlu_pro_plus
     from builders.perturbations import builder as perturbations
-    from test_mmlu_pro_plus import source_rows
 
     rows = source_rows()
     source = write_jsonl(tmp_path / "src" / "test.jsonl", rows).parent

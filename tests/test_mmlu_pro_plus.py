@@ -15,24 +15,39 @@ from pathlib import Path
 
 import datasets
 import pytest
+from fixtures import outcome_rows, read_lm_eval_task, write_jsonl
+from llm_server import ScriptedError, fast_client
 
+from builders.core.errors import UserError, ValidationFailed
+from builders.core.items.record import MCQRecord
+from builders.core.pipeline import cli
+from builders.core.sources.benchmarks import BENCHMARKS
+from builders.core.sources.loading import load_source
+from builders.core.validation.validate import validate
 from builders.mmlu_pro_plus import builder as mpp
 from builders.mmlu_pro_plus.audit import AUDIT_FIELDS, wilson_interval
 from builders.mmlu_pro_plus.baselines import first_named_member, pair_if_just_before, pair_if_twelve_options
-from builders.mmlu_pro_plus.generation import (Proposal, TPPGenerator, max_option_chars, normalize_option, parse_reply,
-                                               rejection_reason)
+from builders.mmlu_pro_plus.generation import (
+    Proposal,
+    TPPGenerator,
+    max_option_chars,
+    normalize_option,
+    parse_reply,
+    rejection_reason,
+)
 from builders.mmlu_pro_plus.groups import CFPP, GROUPS, PFPP, TPP, UNCHANGED, apportion, parse_ratios, with_group
-from builders.mmlu_pro_plus.layout import (can_take, make_cfpp, make_pfpp, make_tpp, pair_order, pair_text, pairable,
-                                           tpp_position, wrong_pairable)
+from builders.mmlu_pro_plus.layout import (
+    can_take,
+    make_cfpp,
+    make_pfpp,
+    make_tpp,
+    pair_order,
+    pair_text,
+    pairable,
+    tpp_position,
+    wrong_pairable,
+)
 from builders.mmlu_pro_plus.similarity import CALIBRATION_PAIRS, DEFAULT_SIMILARITY_CUTOFF, SimilarityScorer
-from builders.core import cli
-from builders.core.benchmarks import BENCHMARKS
-from builders.core.sources import load_source
-from builders.core.errors import UserError, ValidationFailed
-from builders.core.record import MCQRecord
-from builders.core.validate import validate
-from fixtures import outcome_rows, read_lm_eval_task, write_jsonl
-from llm_server import ScriptedError, fast_client
 
 LETTERS = "ABCDEFGHIJKL"
 
@@ -506,7 +521,7 @@ def pair_rule_audit(layout: str, declared: bool) -> dict[str, object]:
     declarations or without them."""
     from types import SimpleNamespace
 
-    from builders.core import audit
+    from builders.core.validation import audit
     from builders.mmlu_pro_plus.baselines import BASELINES, PAIR_MEMBER_RULES, inherent_baselines
 
     records = mpp.modify_split(layout_records(), parse_ratios("0:1:1:1"), 0, None, None, layout).records

@@ -16,17 +16,17 @@ import datasets
 import numpy as np
 import pytest
 import yaml
-
-from builders.perturbations import configs, prompts, transforms
-from builders.perturbations import builder as perturbations
-from builders.core import cli
-from builders.core.benchmarks import BENCHMARKS
-from builders.core.record import LETTERS
-from builders.core.sources import load_source
-from builders.core.errors import ValidationFailed
-from builders.core.predictions import read_predictions
-from builders.core.validate import validate
 from fixtures import outcome_rows, read_lm_eval_task, write_benchmark, write_jsonl
+
+from builders.core.errors import ValidationFailed
+from builders.core.items.record import LETTERS
+from builders.core.pipeline import cli
+from builders.core.sources.benchmarks import BENCHMARKS
+from builders.core.sources.loading import load_source
+from builders.core.sources.predictions import read_predictions
+from builders.core.validation.validate import validate
+from builders.perturbations import builder as perturbations
+from builders.perturbations import configs, prompts, transforms
 
 REPO = Path(__file__).resolve().parents[1]
 

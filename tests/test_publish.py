@@ -11,17 +11,17 @@ from pathlib import Path
 import datasets
 import pytest
 import yaml
+from fixtures import MMLU_TEST, write_benchmark
 from huggingface_hub import DatasetCard, HfApi
 from huggingface_hub.errors import HfHubHTTPError
 
 from builders import wicked
-from builders.core import cli
+from builders.core.pipeline import cli
+from builders.core.release.card import read_changelog
+from builders.core.sources.benchmarks import BENCHMARKS
+from builders.core.sources.loading import SAMPLES_DIR, load_source
 from builders.gsm_mc.builder import BUILDER as GSM_MC
 from builders.python_io.builder import BUILDER as PYTHON_IO
-from builders.core.benchmarks import BENCHMARKS
-from builders.core.sources import SAMPLES_DIR, load_source
-from builders.core.card import read_changelog
-from fixtures import MMLU_TEST, write_benchmark
 
 REPO = Path(__file__).resolve().parents[1]
 BUILDERS = {"gsm_mc": GSM_MC, "python_io": PYTHON_IO}
@@ -200,7 +200,7 @@ def test_a_sample_build_rebuilds_from_its_build_config_with_the_samples_predicti
 def test_the_card_records_no_commit_of_a_repository_that_merely_holds_the_installed_package(tmp_path):
     """`git rev-parse HEAD` from the package folder answered for ANY enclosing repository: mcqforge installed in
     a virtual environment inside a user's project recorded that project's commit as "mcqforge git commit"."""
-    from builders.core.card import git_commit
+    from builders.core.release.card import git_commit
 
     def git(*args, cwd=tmp_path / "project"):
         return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,

@@ -15,13 +15,14 @@ from pathlib import Path
 import datasets
 import pyarrow.parquet as pq
 import pytest
-from fixtures import outcome_rows
+from fixtures import outcome_rows, read_lm_eval_task
 
-from builders.core.sources import load_source
-from builders.python_io import builder as python_io, problems as python_io_pairs
-from builders.core.record import MCQRecord
+from builders.core.items.record import MCQRecord
 from builders.core.sandbox import Limits, Sandbox, find_bwrap
+from builders.core.sources.loading import load_source
 from builders.from_predictions import sets as mc
+from builders.python_io import builder as python_io
+from builders.python_io import problems as python_io_pairs
 from builders.python_io.values import (
     MAX_LITERAL_DEPTH,
     NotALiteral,
@@ -32,7 +33,6 @@ from builders.python_io.values import (
     normalize_predictions,
     parse_literal,
 )
-from fixtures import read_lm_eval_task
 
 needs_bwrap = pytest.mark.skipif(
     find_bwrap() is None and not os.environ.get("CI"),
@@ -655,7 +655,7 @@ def test_malformed_and_empty_source_rows_are_counted_and_excluded(tmp_path, caps
 def test_distractors_equal_to_the_gold_up_to_float_rounding_are_dropped():
     """MBPP 293 and 731 of the real build offered 10.63014581273463 beside the gold 10.63014581273465, and
     204.2035 beside 204.20352248333654: options that working the program out cannot tell from the gold."""
-    from builders.core.predictions import Prediction
+    from builders.core.sources.predictions import Prediction
     problem = python_io_pairs.Problem("mbpp", "293", "test", 0, "import math\ndef f(w, h):\n    return math.sqrt(w*w + h*h)\n", ())
     pair = python_io_pairs.CallPair("mbpp/293/0", problem, 0, "f(7, 8)", "10.63014581273465")
     outputs = ["10.63014581273463", "10.630146", "10.6301", "9.0", "10", "[10.63014581273465]", "10.63014581273465"]

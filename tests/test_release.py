@@ -18,7 +18,7 @@ from llm_server import ScriptedError
 from test_cli import REPO, _release_state, one_error_line, run_cli
 
 from builders import wicked
-from builders.core import release
+from builders.core.release import writer as release
 from builders.gsm_mc import builder as gsm_mc
 from builders.math_mc import builder as math_mc
 

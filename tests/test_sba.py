@@ -14,16 +14,16 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from fixtures import MMLU_DEV, MMLU_TEST, write_benchmark, write_jsonl
+from llm_server import start_llmock
 
 from builders import wicked
 from builders.core.errors import UserError
-from builders.core.options import position_dependent_reason
+from builders.core.items.referring import position_dependent_reason
 from classifiers import sba
 from classifiers.evaluation import metrics_at, roc_auc, threshold_for_recall
 from classifiers.labelling import LabelReply, load_template, parse_reply
 from classifiers.sba_model import LETTERS, SBAClassifier
-from fixtures import MMLU_DEV, MMLU_TEST, write_benchmark, write_jsonl
-from llm_server import start_llmock
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -583,7 +583,7 @@ def test_benchmark_joins_each_label_row_to_its_key_as_the_labeller_saw_it(tmp_pa
 
 
 def test_benchmark_counts_wicked_s_altered_share_as_wicked_decides_it():
-    from builders.core.record import MCQRecord
+    from builders.core.items.record import MCQRecord
 
     bench = load_benchmark_module()
     choices = [("a", "b", "c", "d"), ("a", "b", "all of the above", "d"), ("a", "b", "c", "d"), ("a", "a", "c", "d"),

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from fixtures import with_default_ctrl_c
 
 REPO = Path(__file__).resolve().parents[1]
@@ -89,7 +88,7 @@ def test_a_train_s_options_become_the_words_a_build_config_s_would():
     import importlib.util
 
     from builders.contrast_sets import builder as contrast_sets
-    from builders.core import cli
+    from builders.core.pipeline import cli
 
     spec = importlib.util.spec_from_file_location("release_train", REPO / "scripts" / "release_train.py")
     release_train = importlib.util.module_from_spec(spec)

@@ -7,11 +7,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from builders.core.benchmarks import BENCHMARKS
-from builders.core.sources import Selection, duplicate_option, load_source, parse_spec
-from builders.core.errors import MalformedRow, SourceError
 from fixtures import FIXTURE_SIZES, MMLU_TEST, TRUTHFUL_QA, write_benchmark, write_jsonl
+
+from builders.core.errors import MalformedRow, SourceError
+from builders.core.sources.benchmarks import BENCHMARKS
+from builders.core.sources.loading import Selection, duplicate_option, load_source, parse_spec
 
 
 @pytest.mark.parametrize("name", sorted(FIXTURE_SIZES))
@@ -227,7 +227,7 @@ def test_one_evaluation_split_rule_for_every_builder():
     """Four builders chose the split their tasks score in four ways: a release with a train and a validation split
     scored train in GSM-MC's and MATH-MC's tasks but validation in WiCkeD's, and an empty test split was scored by
     WiCkeD and the perturbations but passed over by the contrast sets."""
-    from builders.core.sources import evaluation_split
+    from builders.core.sources.loading import evaluation_split
 
     assert evaluation_split({"train": [1], "test": [1], "validation": [1]}) == "test"
     assert evaluation_split({"train": [1], "validation": [1]}, "train") == "validation"
@@ -242,8 +242,8 @@ def test_a_benchmark_and_a_build_take_keywords_only():
     field, or reordering two strings, silently gave another benchmark."""
     import dataclasses
 
-    from builders.core.build import Build
-    from builders.core.sources import Benchmark
+    from builders.core.pipeline.build import Build
+    from builders.core.sources.loading import Benchmark
 
     with pytest.raises(TypeError):
         Benchmark("b", "org/b", None, ("test",), None, "mit", "", "B")  # type: ignore[misc]

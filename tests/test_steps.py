@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from builders.core.record import MCQRecord, OpenItem
-from builders.core.steps import (ALTERED, COPIED, EVERY_CONFIG, EXCLUDED, Exclude, ExclusionLog, Outcomes, Skip,
-                                 outcome_table, run_steps)
+from builders.core.items.record import MCQRecord, OpenItem
+from builders.core.pipeline.steps import (
+    ALTERED,
+    COPIED,
+    EVERY_CONFIG,
+    EXCLUDED,
+    Exclude,
+    ExclusionLog,
+    Outcomes,
+    Skip,
+    outcome_table,
+    run_steps,
+)
 
 
 def record(index: int, split: str = "test", question: str = "q") -> MCQRecord:

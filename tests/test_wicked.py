@@ -13,16 +13,16 @@ from pathlib import Path
 import datasets
 import pytest
 import yaml
-
-from builders import wicked
-from builders.core import cli
-from builders.core.benchmarks import BENCHMARKS
-from builders.core.sources import load_source
-from builders.core.errors import ValidationFailed
-from builders.core.options import NOTA_TEXT
-from builders.core.validate import validate
 from fixtures import ARC, MMLU_TEST, outcome_rows, read_lm_eval_task, write_benchmark, write_jsonl
 from fixtures_mmlu_references import FORMS, NONE_LIKE, PROSE_REFERENCES, TRUTHFUL_QA_NO_COMMENT
+
+from builders import wicked
+from builders.core.errors import ValidationFailed
+from builders.core.items.referring import NOTA_TEXT
+from builders.core.pipeline import cli
+from builders.core.sources.benchmarks import BENCHMARKS
+from builders.core.sources.loading import load_source
+from builders.core.validation.validate import validate
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -327,7 +327,7 @@ def test_validator_catches_a_reference_the_builder_misses(tmp_path, monkeypatch)
 
 def test_validator_catches_an_altered_reference_in_a_mixed_build(tmp_path, monkeypatch):
     """One missed form ("both a and b." only), everything else detected: exactly that item is caught, per variant."""
-    from builders.core import options
+    from builders.core.items import referring as options
 
     def blind(choices):
         missed = any(c.strip().lower() == "both a and b." for c in choices)

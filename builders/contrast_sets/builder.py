@@ -24,24 +24,42 @@ from dataclasses import dataclass, field
 from typing import Iterator, Mapping, Sequence
 
 import numpy as np
-from builders.core.record import Value
 
-from builders.core import api, argtypes, cli
-from builders.core.benchmarks import BENCHMARKS
-from builders.core.build import Build, Builder, Check
-from builders.core.embeddings import (Embedder, EmbeddingCache, EmbeddingStats, Encoding, embed_texts, embedder_to_load,
-                                      resolve_embedder)
 from builders.core.errors import UserError
-from builders.core.options import position_dependent_reason
-from builders.core.record import MCQRecord
-from builders.core.rng import item_rng
-from builders.core.sources import LoadedSource, duplicate_option
-from builders.core.steps import Exclude, ExclusionLog, Outcomes, run_steps
-from builders.core.tables import Statistics, Table
+from builders.core.items.record import MCQRecord, Value
+from builders.core.items.referring import position_dependent_reason
+from builders.core.items.rng import item_rng
+from builders.core.items.tables import Statistics, Table
+from builders.core.pipeline import api, argtypes, cli
+from builders.core.pipeline.build import Build, Builder, Check
+from builders.core.pipeline.steps import Exclude, ExclusionLog, Outcomes, run_steps
+from builders.core.runtime.embeddings import (
+    Embedder,
+    EmbeddingCache,
+    EmbeddingStats,
+    Encoding,
+    embed_texts,
+    embedder_to_load,
+    resolve_embedder,
+)
+from builders.core.sources.benchmarks import BENCHMARKS
+from builders.core.sources.loading import LoadedSource, duplicate_option
 
 from .calibration import DEFAULT_THRESHOLD, MATCHER_PRECISION, MEASURED, PAPER_THRESHOLD
-from .graph import (SIMILARITY_DECIMALS, CandidatePool, Edges, Matching, component_size_table, edge_weights, find_edges,
-                    gold_similarity, make_pool, maximum_matching, source_name, text_key)
+from .graph import (
+    SIMILARITY_DECIMALS,
+    CandidatePool,
+    Edges,
+    Matching,
+    component_size_table,
+    edge_weights,
+    find_edges,
+    gold_similarity,
+    make_pool,
+    maximum_matching,
+    source_name,
+    text_key,
+)
 from .tasks import contrast_tasks, evaluation_table
 
 logger = logging.getLogger(__name__)
@@ -652,5 +670,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def build_dataset(data, **options) -> api.BuildResult:
-    """Mine contrast sets from rows in memory (see :mod:`builders.core.api`)."""
+    """Mine contrast sets from rows in memory (see :mod:`builders.core.pipeline.api`)."""
     return api.build_dataset(BUILDER, data, **options)

@@ -100,7 +100,7 @@ def read_pairs(path: str | Path) -> list[LabelledPair]:
 
 def similarities(text_pairs: Sequence[tuple[str, str]], embedder, cache) -> np.ndarray:
     """The rounded similarity of each pair of texts, as the graph computes it (texts normalised as vertices)."""
-    from builders.core.embeddings import embed_texts
+    from builders.core.runtime.embeddings import embed_texts
 
     texts = sorted({text_key(t) for pair in text_pairs for t in pair})
     index = {t: i for i, t in enumerate(texts)}
@@ -134,8 +134,8 @@ def calibrate(pairs: Sequence[LabelledPair], embedder, cache) -> Calibration:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from builders.core.cli import ArgumentParser, RawDescriptionHelpFormatter, exit_code
-    from builders.core.embeddings import EmbeddingCache, resolve_embedder
+    from builders.core.pipeline.cli import ArgumentParser, RawDescriptionHelpFormatter, exit_code
+    from builders.core.runtime.embeddings import EmbeddingCache, resolve_embedder
 
     parser = ArgumentParser(prog="python -m builders.contrast_sets.calibration", description=__doc__,
                                      formatter_class=RawDescriptionHelpFormatter)

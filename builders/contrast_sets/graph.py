@@ -20,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from builders.core.record import MCQRecord, normalize_text
+from builders.core.items.record import MCQRecord, normalize_text
 
 from .equivalence import contradicts
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 import statistics
 from typing import Any, Mapping, Sequence
 
-from builders.core import lm_eval_tasks
-from builders.core.build import TaskLocation
-from builders.core.record import MCQRecord
-from builders.core.tables import Statistics, Table
-from builders.core.results import Runs, TableOptions, by_role
-from builders.core.sources import evaluation_split
+from builders.core.items.record import MCQRecord
+from builders.core.items.tables import Statistics, Table
+from builders.core.pipeline.build import TaskLocation
+from builders.core.sources.loading import evaluation_split
+from builders.core.tasks import lm_eval_tasks
+from builders.core.tasks.results import Runs, TableOptions, by_role
 
 NAME = "contrast_sets"
 # task -> (config, manifest role, prompt function in utils.py)

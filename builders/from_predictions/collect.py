@@ -10,10 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
-from builders.core import argtypes, cli
 from builders.core.errors import UserError
-from builders.core.llm import ChatRequest, LLMSettings, add_llm_arguments
-from builders.core.predictions import (
+from builders.core.items.record import OpenItem
+from builders.core.llm.settings import ChatRequest, LLMSettings, add_llm_arguments
+from builders.core.pipeline import argtypes, cli
+from builders.core.pipeline.steps import ExclusionLog
+from builders.core.sources.loading import SAMPLES_DIR, LoadedSource
+from builders.core.sources.predictions import (
     DUPLICATE,
     SPLIT_NOT_BUILT,
     MatchReport,
@@ -25,9 +28,6 @@ from builders.core.predictions import (
     require_texts,
     write_predictions,
 )
-from builders.core.record import OpenItem
-from builders.core.sources import SAMPLES_DIR, LoadedSource
-from builders.core.steps import ExclusionLog
 
 from .extract import MAX_OUTPUT_CHARS
 from .generate import GenerationRun, generate_predictions

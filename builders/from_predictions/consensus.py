@@ -21,9 +21,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from builders.core.build import Build, Check
-from builders.core.steps import Exclude
-from builders.core.tables import Table
+from builders.core.items.tables import Table
+from builders.core.pipeline.build import Build, Check
+from builders.core.pipeline.steps import Exclude
 
 from .pools import Pool
 

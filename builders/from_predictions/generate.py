@@ -1,6 +1,6 @@
 """Asking models for predictions on an OpenAI-compatible endpoint (vLLM, TGI, a hosted API).
 
-One :class:`~builders.core.llm.LLMClient` per model gives concurrency, retries with backoff on
+One :class:`~builders.core.llm.settings.LLMClient` per model gives concurrency, retries with backoff on
 429/5xx/timeouts, and the on-disk reply cache keyed by (model, prompt, question): a killed run
 resumes without repeating a call. A request that still fails is left out of the predictions and
 counted per model (a failed call is not the model's answer, so it is not "invalid" either).
@@ -12,8 +12,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from builders.core.llm import ChatRequest, LLMSettings
-from builders.core.predictions import Prediction
+from builders.core.llm.settings import ChatRequest, LLMSettings
+from builders.core.sources.predictions import Prediction
 
 logger = logging.getLogger(__name__)
 

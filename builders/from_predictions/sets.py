@@ -14,13 +14,12 @@ from itertools import combinations
 from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
-from builders.core.record import Value
 
-from builders.core.build import Build, Check, Configs
-from builders.core.record import LETTERS, MCQRecord, OpenItem, list_of
-from builders.core.rng import item_rng
-from builders.core.steps import Exclude, ExclusionLog, Outcomes, run_steps
-from builders.core.tables import Statistics, Table
+from builders.core.items.record import LETTERS, MCQRecord, OpenItem, Value, list_of
+from builders.core.items.rng import item_rng
+from builders.core.items.tables import Statistics, Table
+from builders.core.pipeline.build import Build, Check, Configs
+from builders.core.pipeline.steps import Exclude, ExclusionLog, Outcomes, run_steps
 
 from .pools import Candidate, Pool, distractor_models, summarize_pools
 

@@ -15,13 +15,13 @@ import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from builders.core import lm_eval_tasks
-from builders.core.build import TaskLocation
 from builders.core.errors import UserError
-from builders.core.record import MCQRecord
-from builders.core.tables import Statistics, Table
-from builders.core.results import Runs, TableOptions, by_role, mean_std
-from builders.core.sources import evaluation_split
+from builders.core.items.record import MCQRecord
+from builders.core.items.tables import Statistics, Table
+from builders.core.pipeline.build import TaskLocation
+from builders.core.sources.loading import evaluation_split
+from builders.core.tasks import lm_eval_tasks
+from builders.core.tasks.results import Runs, TableOptions, by_role, mean_std
 
 SHOTS = 5
 

@@ -25,19 +25,20 @@ from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 from fractions import Fraction
 from typing import Sequence
 
-from builders.core import api, cli, fields
-from builders.core.build import Build, Builder, Check
 from builders.core.errors import MalformedRow, UserError
-from builders.core.record import OpenItem, Value
-from builders.core.sources import (
+from builders.core.items.record import OpenItem, Value
+from builders.core.items.tables import Statistics, Table
+from builders.core.pipeline import api, cli
+from builders.core.pipeline.build import Build, Builder, Check
+from builders.core.pipeline.steps import Exclude
+from builders.core.sources import fields
+from builders.core.sources.loading import (
     Benchmark,
     LoadedSource,
     RowContext,
     Selection,
     load_source,
 )
-from builders.core.steps import Exclude
-from builders.core.tables import Statistics, Table
 from builders.from_predictions import collect, consensus
 from builders.from_predictions import sets as mc
 from builders.from_predictions.pools import (
@@ -426,5 +427,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def build_dataset(data, **options) -> api.BuildResult:
-    """Build GSM-MC from GSM8K rows in memory (see :mod:`builders.core.api`)."""
+    """Build GSM-MC from GSM8K rows in memory (see :mod:`builders.core.pipeline.api`)."""
     return api.build_dataset(BUILDER, data, **options)

@@ -29,25 +29,32 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Sequence
 
-from builders.core.record import Value
-
-from builders.core import api, argtypes, cli, fields
-from builders.core.audit import only_two_options
-from builders.core.build import Baseline, Build, Builder
-from builders.core.record import MCQRecord, OpenItem
-from builders.core.sources import Benchmark, LoadedSource, RowContext
-from builders.core.steps import Exclude, ExclusionLog, run_steps
-from builders.core.tables import Statistics, Table
-from builders.from_predictions import collect, consensus, sets as mc
+from builders.core.items.record import MCQRecord, OpenItem, Value
+from builders.core.items.tables import Statistics, Table
+from builders.core.pipeline import api, argtypes, cli
+from builders.core.pipeline.build import Baseline, Build, Builder
+from builders.core.pipeline.steps import Exclude, ExclusionLog, run_steps
+from builders.core.sources import fields
+from builders.core.sources.loading import Benchmark, LoadedSource, RowContext
+from builders.core.validation.audit import only_two_options
+from builders.from_predictions import collect, consensus
+from builders.from_predictions import sets as mc
+from builders.from_predictions.pools import Candidate, Pool, pool_report, pool_rows
 from builders.from_predictions.tasks import set_tasks, sets_table
 from builders.math_mc.equivalence import MathEquivalence
-from builders.math_mc.forms import (KIND_REASONS, boxed_contents, decimal_places, extract_answer, kind_mismatch,
-                                    letter_answer, non_answer, option_form)
-from builders.from_predictions.pools import Candidate, Pool, pool_report, pool_rows
+from builders.math_mc.forms import (
+    KIND_REASONS,
+    boxed_contents,
+    decimal_places,
+    extract_answer,
+    kind_mismatch,
+    letter_answer,
+    non_answer,
+    option_form,
+)
 from builders.math_mc.option_checks import option_form_checks
 from builders.math_mc.plain import one_correct_option_check
 from builders.math_mc.prompts import math_request
-
 
 logger = logging.getLogger(__name__)
 
@@ -425,5 +432,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def build_dataset(data, **options) -> api.BuildResult:
-    """Build MATH-MC from MATH rows in memory (see :mod:`builders.core.api`)."""
+    """Build MATH-MC from MATH rows in memory (see :mod:`builders.core.pipeline.api`)."""
     return api.build_dataset(BUILDER, data, **options)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Iterable, Sequence
 
-from builders.core.workers import HardTimeoutPool, Outcome, cpu_workers
+from builders.core.runtime.workers import HardTimeoutPool, Outcome, cpu_workers
 
 from .forms import surface_key
 

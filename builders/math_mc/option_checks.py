@@ -29,8 +29,8 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterable
 
-from builders.core.build import Build, Check
-from builders.core.record import MCQRecord
+from builders.core.items.record import MCQRecord
+from builders.core.pipeline.build import Build, Check
 
 _RELATION = re.compile(r"=|\\approx(?![A-Za-z])|≈|\\simeq(?![A-Za-z])")
 _GROUPED_NUMBER = re.compile(r"[0-9](?:,|\{,\}|,\\!)[0-9]{3}(?![0-9])")

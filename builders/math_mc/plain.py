@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from builders.core.build import Build, Check
-from builders.core.workers import HardTimeoutPool, cpu_workers
+from builders.core.pipeline.build import Build, Check
+from builders.core.runtime.workers import HardTimeoutPool, cpu_workers
 
 WORKER_FUNCTION = "builders.math_mc.plain:judge"
 PAIRS_PER_TASK = 8

@@ -8,7 +8,7 @@ exemplar or the layout changes, so that no stale reply is reused.
 
 from __future__ import annotations
 
-from builders.core.llm import ChatRequest
+from builders.core.llm.settings import ChatRequest
 
 MATH_TEMPLATE = "math-minerva-4shot-v1"
 

@@ -10,7 +10,7 @@ import argparse
 import logging
 from typing import Sequence
 
-from builders.core.cli import ArgumentParser, exit_code, run_metric
+from builders.core.pipeline.cli import ArgumentParser, exit_code, run_metric
 from builders.registry import METRICS, metric_module
 
 SUBCOMMANDS = METRICS  # name -> (help, module with add_arguments(parser) and run(args))

@@ -18,12 +18,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from builders.core import argtypes, cli
-from builders.core.release_reader import load_release_split
 from builders.core.errors import UserError
-from builders.core.record import LETTERS
-from builders.core.rng import item_rng
-from builders.core.tables import Table
+from builders.core.items.record import LETTERS
+from builders.core.items.rng import item_rng
+from builders.core.items.tables import Table
+from builders.core.pipeline import argtypes, cli
+from builders.core.release.reader import load_release_split
 
 from .groups import CFPP, CONFIG, GROUPS, NAME, PFPP, TPP, UNCHANGED
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from builders.core.build import Baseline
-from builders.core.record import MCQRecord
+from builders.core.items.record import MCQRecord
+from builders.core.pipeline.build import Baseline
 
 from .groups import CONFIG
 

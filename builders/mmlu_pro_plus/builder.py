@@ -43,29 +43,48 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from builders.core.record import Value
-
-from builders.core import api, argtypes, cli
-from builders.core.embeddings import embedder_to_load
-from builders.core.benchmarks import BENCHMARKS
-from builders.core.benchmarks import mmlu_pro_record
-from builders.core.build import Build, Builder, Check
 from builders.core.errors import UserError
-from builders.core.llm import LLMSettings
-from builders.core.record import LETTERS, MCQRecord, list_of
-from builders.core.sources import LoadedSource, RowContext
-from builders.core.steps import Outcomes, Skip, run_steps
-from builders.core.tables import Statistics, Table, counts_table
+from builders.core.items.record import LETTERS, MCQRecord, Value, list_of
+from builders.core.items.tables import Statistics, Table, counts_table
+from builders.core.llm.settings import LLMSettings
+from builders.core.pipeline import api, argtypes, cli
+from builders.core.pipeline.build import Build, Builder, Check
+from builders.core.pipeline.steps import Outcomes, Skip, run_steps
+from builders.core.runtime.embeddings import embedder_to_load
+from builders.core.sources.benchmarks import BENCHMARKS, mmlu_pro_record
+from builders.core.sources.loading import LoadedSource, RowContext
 
 from .audit import audit_table, export_audit_command, import_audit_command, read_verdicts
 from .baselines import BASELINES, inherent_baselines
-from .generation import (DEFAULT_LENGTH_RATIO, DEFAULT_LENGTH_SLACK, TEMPLATE_FILES, PregeneratedOptions, Proposal,
-                         TPPGenerator, load_template, read_tpp_options, select_tpp,
-                         tpp_options_file)
-from .groups import (CFPP, CONFIG, GROUPS, NAME, NON_LLM_TYPE, ORIGINAL_CONFIG, PAPER_COUNTS, PFPP, TPP, UNCHANGED,
-                     apportion, parse_ratios, rank_key, with_group)
-from .layout import (DEFAULT_LAYOUT, LAYOUTS, can_take, ineligible_reason, make_cfpp, make_pfpp, make_tpp,
-                     pair_text)
+from .generation import (
+    DEFAULT_LENGTH_RATIO,
+    DEFAULT_LENGTH_SLACK,
+    TEMPLATE_FILES,
+    PregeneratedOptions,
+    Proposal,
+    TPPGenerator,
+    load_template,
+    read_tpp_options,
+    select_tpp,
+    tpp_options_file,
+)
+from .groups import (
+    CFPP,
+    CONFIG,
+    GROUPS,
+    NAME,
+    NON_LLM_TYPE,
+    ORIGINAL_CONFIG,
+    PAPER_COUNTS,
+    PFPP,
+    TPP,
+    UNCHANGED,
+    apportion,
+    parse_ratios,
+    rank_key,
+    with_group,
+)
+from .layout import DEFAULT_LAYOUT, LAYOUTS, can_take, ineligible_reason, make_cfpp, make_pfpp, make_tpp, pair_text
 from .lm_eval_tasks import lm_eval_files
 from .metrics import evaluation_table
 from .similarity import DEFAULT_SIMILARITY_CUTOFF, SimilarityScorer
@@ -143,7 +162,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                                     default=64)
     group.add_argument("--audit-verdicts", type=Path, default=None, metavar="FILE",
                        help="verdicts from `import-audit` on the previous release, recorded in this release's card")
-    from builders.core.llm import add_llm_arguments
+    from builders.core.llm.settings import add_llm_arguments
 
     llm = parser.add_argument_group("TPP generation (any OpenAI-compatible endpoint)")
     llm.add_argument("--llm-model", default=None, help="model that writes the new TPP options (the paper used gpt-4o)")
@@ -170,7 +189,7 @@ def modify_split(records: Sequence[MCQRecord], shares: Mapping[str, float], seed
                  layout: str = DEFAULT_LAYOUT, split: str = "test") -> SplitOutcome:
     """Assign every record to a group with exact counts, by the per-item ranking, and apply the group. The
     assignment ranks the split's items against each other (and asks for TPP options in batches), so it is no
-    per-item step; applying each item's group is (:func:`~builders.core.steps.run_steps`)."""
+    per-item step; applying each item's group is (:func:`~builders.core.pipeline.steps.run_steps`)."""
     requested = apportion(len(records), shares)
     ineligible = {r.id: ineligible_reason(r) for r in records}
     ranked = sorted(records, key=lambda r: rank_key(seed, r))
@@ -653,5 +672,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def build_dataset(data, **options) -> api.BuildResult:
-    """Build MMLU-Pro+ from MMLU-Pro rows in memory (see :mod:`builders.core.api`)."""
+    """Build MMLU-Pro+ from MMLU-Pro rows in memory (see :mod:`builders.core.pipeline.api`)."""
     return api.build_dataset(BUILDER, data, **options)

@@ -22,9 +22,9 @@ from string import Template
 from typing import Any, Callable, Mapping, Sequence
 
 from builders.core.errors import UserError
-from builders.core.options import position_dependent_reason
-from builders.core.record import LETTERS, MCQRecord, normalize_text
-from builders.core.sources import SAMPLES_DIR
+from builders.core.items.record import LETTERS, MCQRecord, normalize_text
+from builders.core.items.referring import position_dependent_reason
+from builders.core.sources.loading import SAMPLES_DIR
 
 from .similarity import SimilarityScorer
 
@@ -157,7 +157,7 @@ class Proposal:
 
 @dataclass
 class TPPGenerator:
-    client: Any  # builders.core.llm.LLMClient
+    client: Any  # builders.core.llm.settings.LLMClient
     scorer: SimilarityScorer
     math_categories: frozenset[str]
     similarity_cutoff: float
@@ -172,7 +172,7 @@ class TPPGenerator:
 
     def propose(self, records: Sequence[MCQRecord]) -> list[Proposal]:
         """One round: a request per record, the rejection rules, then the similarity cut-off."""
-        from builders.core.llm import ChatRequest
+        from builders.core.llm.settings import ChatRequest
 
         self.rounds += 1
         templates = [load_template(template_kind(r, self.math_categories)) for r in records]
@@ -186,7 +186,7 @@ class TPPGenerator:
         return self._check_similarity(records, proposals)
 
     def _check(self, record: MCQRecord, template: PromptTemplate, max_chars: int, result) -> Proposal:
-        from builders.core.llm import UNPARSEABLE
+        from builders.core.llm.settings import UNPARSEABLE
 
         if not result.ok:
             reason = "malformed_reply" if result.error == UNPARSEABLE else "llm_error"

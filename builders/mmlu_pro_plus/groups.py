@@ -11,8 +11,8 @@ import math
 from typing import Any, Mapping
 
 from builders.core.errors import UserError
-from builders.core.record import MCQRecord
-from builders.core.rng import item_rng
+from builders.core.items.record import MCQRecord
+from builders.core.items.rng import item_rng
 
 NAME = "mmlu_pro_plus"
 CONFIG = "default"

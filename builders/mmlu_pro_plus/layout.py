@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from builders.core.options import position_dependent_reason
-from builders.core.record import MCQRecord, normalize_text
-from builders.core.rng import item_rng
+from builders.core.items.record import MCQRecord, normalize_text
+from builders.core.items.referring import position_dependent_reason
+from builders.core.items.rng import item_rng
 
 from .generation import BARE_LETTER, Proposal, normalize_option
 from .groups import CFPP, NAME, PFPP, TPP, with_group

@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Mapping, Sequence
 
-from builders.core.build import TaskLocation
-from builders.core.record import MCQRecord
-from builders.core.sources import evaluation_split
+from builders.core.items.record import MCQRecord
+from builders.core.pipeline.build import TaskLocation
+from builders.core.sources.loading import evaluation_split
 
 from .groups import CONFIG, NAME, ORIGINAL_CONFIG
-
 
 SHOTS = 5
 
@@ -21,7 +20,7 @@ def lm_eval_files(location: TaskLocation, configs: Mapping[str, Mapping[str, Seq
     are the first of that category in the unmodified validation split; the group's accuracy, weighted by size,
     is the config's. The letter after "Answer:" is scored. The upstream lm-eval ``mmlu_pro_plus`` task (chain of
     thought) also reads this release through its Hub columns."""
-    from builders.core import lm_eval_tasks as lt
+    from builders.core.tasks import lm_eval_tasks as lt
 
     members_of: dict[str, tuple[dict[str, Any], str]] = {}
     groups: dict[str, bytes] = {}

@@ -10,7 +10,7 @@ From one or more models' predictions on MMLU-Pro ("before") and on an MMLU-Pro+ 
   (PFPP + CFPP questions answered with the (wrong) pair option), with its counts; a zero denominator gives
   no ratio (null), never an infinity.
 
-Predictions are read by the one reader (:mod:`builders.core.predictions`) and joined on MMLU-Pro's
+Predictions are read by the one reader (:mod:`builders.core.sources.predictions`) and joined on MMLU-Pro's
 ``question_id``: a prediction names its question by ``question_id`` (MMLU-Pro's own result rows and lm-eval
 docs), or by ``id``, the release's record id (``mmlu_pro/test/70``) or the question id itself. Letters or indices are read against the options of each side:
 MMLU-Pro+ keeps the original options in place and appends its new ones, so a letter means the same
@@ -31,13 +31,20 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from builders.core.release_reader import load_release_split
-from builders.core.record import LETTERS
 from builders.core.errors import UserError
-from builders.core.predictions import (DUPLICATE, SCORES, Prediction, match_predictions, read_predictions,
-                                       require_matches, resolve_prediction)
-from builders.core.tables import Statistics, Table
-from builders.core.results import Runs, TableOptions, by_role
+from builders.core.items.record import LETTERS
+from builders.core.items.tables import Statistics, Table
+from builders.core.release.reader import load_release_split
+from builders.core.sources.predictions import (
+    DUPLICATE,
+    SCORES,
+    Prediction,
+    match_predictions,
+    read_predictions,
+    require_matches,
+    resolve_prediction,
+)
+from builders.core.tasks.results import Runs, TableOptions, by_role
 
 logger = logging.getLogger(__name__)
 

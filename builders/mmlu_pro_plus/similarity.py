@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from builders.core.embeddings import EmbeddingCache, Encoding, embed_texts, resolve_embedder
-from builders.core.record import text_hash
+from builders.core.items.record import text_hash
+from builders.core.runtime.embeddings import EmbeddingCache, Encoding, embed_texts, resolve_embedder
 
 # Cosine similarity (all-MiniLM-L6-v2) at or above which a new option "merely restates" the answer.
 # On CALIBRATION_PAIRS simple rewordings score 0.87-0.99 and acceptable alternatives 0.36-0.80.

@@ -34,23 +34,34 @@ import re
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from builders.core.record import Value
-
-from builders.core import api, argtypes, cli
-from builders.core.benchmarks import BENCHMARKS
-from builders.core.build import Build, Builder
 from builders.core.errors import UserError
-from builders.core.record import LETTERS, MCQRecord, list_of
-from builders.core.sources import LoadedSource, evaluation_split
-from builders.core.steps import Outcomes
-from builders.core.tables import Statistics, Table
-from builders.perturbations import tasks
+from builders.core.items.record import LETTERS, MCQRecord, Value, list_of
+from builders.core.items.tables import Statistics, Table
+from builders.core.pipeline import api, argtypes, cli
+from builders.core.pipeline.build import Build, Builder
+from builders.core.pipeline.steps import Outcomes
+from builders.core.sources.benchmarks import BENCHMARKS
+from builders.core.sources.loading import LoadedSource, evaluation_split
+from builders.perturbations import ranking, tasks
 from builders.perturbations.checks import checks
-from builders.perturbations.configs import (NAME, SYMBOL_EXTENSIONS, SYMBOL_SETS, ConfigSpec, config_specs,
-                                            parse_swaps, selected_specs)
-from builders.perturbations.transforms import (SAMPLERS, Demonstrations, ItemDraws, Perturbation, config_records,
-                                               subject_group, trivial_questions)
-from builders.perturbations import ranking
+from builders.perturbations.configs import (
+    NAME,
+    SYMBOL_EXTENSIONS,
+    SYMBOL_SETS,
+    ConfigSpec,
+    config_specs,
+    parse_swaps,
+    selected_specs,
+)
+from builders.perturbations.transforms import (
+    SAMPLERS,
+    Demonstrations,
+    ItemDraws,
+    Perturbation,
+    config_records,
+    subject_group,
+    trivial_questions,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -289,5 +300,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def build_dataset(data, **options) -> api.BuildResult:
-    """Build the perturbations from rows in memory (see :mod:`builders.core.api`)."""
+    """Build the perturbations from rows in memory (see :mod:`builders.core.pipeline.api`)."""
     return api.build_dataset(BUILDER, data, **options)

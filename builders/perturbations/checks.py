@@ -9,13 +9,18 @@ import re
 from collections import defaultdict
 from typing import Callable, Iterable, Iterator, Sequence
 
-from builders.core.build import Build, Check
-from builders.core.record import LETTERS, MCQRecord, normalize_text
-from builders.core.sources import LoadedSource
+from builders.core.items.record import LETTERS, MCQRecord, normalize_text
+from builders.core.pipeline.build import Build, Check
+from builders.core.sources.loading import LoadedSource
 from builders.perturbations import prompts
 from builders.perturbations.configs import ORIGINAL, ConfigSpec, symbols
-from builders.perturbations.transforms import (DUPLICATE_CHOICES, FEWER_OPTIONS, MORE_OPTIONS, subject_group,
-                                               trivial_questions)
+from builders.perturbations.transforms import (
+    DUPLICATE_CHOICES,
+    FEWER_OPTIONS,
+    MORE_OPTIONS,
+    subject_group,
+    trivial_questions,
+)
 
 Visit = tuple[ConfigSpec, str, MCQRecord, MCQRecord]  # spec, split, record, source record
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from builders.core.errors import UserError
-from builders.core.record import LETTERS
+from builders.core.items.record import LETTERS
 from builders.perturbations import prompts
 
 # The paper's two symbol sets; options beyond the fourth take the extension, in order. The common

@@ -5,7 +5,7 @@ verbatim into every config folder of a release's lm-eval tasks as ``lm_eval/<con
 that config's ``TASK`` constants; the hybrid and cloze tasks render their prompts with it. One renderer, so the
 dataset's ``prompt`` and what lm-eval scores cannot drift apart. It therefore imports nothing from mcqforge:
 only the standard library, and, when a task needs its demonstrations, the release loader of ``lm_eval/utils.py``
-(the folder above; :mod:`builders.core.lm_eval_utils`), which needs ``datasets``.
+(the folder above; :mod:`builders.core.tasks.lm_eval_utils`), which needs ``datasets``.
 
 A prompt is the instruction, the demonstrations, then the question (MMLU's layout, as in lm-eval's
 ``mmlu`` task):

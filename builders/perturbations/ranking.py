@@ -7,7 +7,7 @@ many models moved and the largest move; as Markdown, CSV, JSON and a PNG slope c
 
     python -m builders.metrics ranking --original results/original/ --perturbed results/shuffle/ --output out/
 
-Predictions are read by the one reader (:mod:`builders.core.predictions`): lm-eval sample logs, or plain
+Predictions are read by the one reader (:mod:`builders.core.sources.predictions`): lm-eval sample logs, or plain
 JSONL ``{model, id | question_id, output | pred}``; plain JSONL needs ``--dataset`` for the gold answers. A
 prediction names its item by ``id`` (the release's record id, or an lm-eval doc's ``id``), else by MMLU-Pro's
 ``question_id`` (mapped to the record carrying it in its metadata), else by lm-eval's ``doc_id``.
@@ -25,14 +25,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from builders.core.release_reader import load_release_split
-from builders.core.cli import check_writable_folder
-from builders.core.record import LETTERS
 from builders.core.errors import UserError
-from builders.core.predictions import (DUPLICATE, SCORES, Prediction, match_predictions, read_predictions,
-                                       require_matches, resolve_prediction)
-from builders.core.tables import Statistics, Table
-from builders.core.results import Runs, TableOptions, by_role
+from builders.core.items.record import LETTERS
+from builders.core.items.tables import Statistics, Table
+from builders.core.pipeline.cli import check_writable_folder
+from builders.core.release.reader import load_release_split
+from builders.core.sources.predictions import (
+    DUPLICATE,
+    SCORES,
+    Prediction,
+    match_predictions,
+    read_predictions,
+    require_matches,
+    resolve_prediction,
+)
+from builders.core.tasks.results import Runs, TableOptions, by_role
 
 logger = logging.getLogger(__name__)
 MAJOR_SHIFT = 0.75  # k_τ at or below which a ranking shift is major (Alzahrani et al., 2024)

@@ -1,11 +1,11 @@
 """The release's lm-eval folder: per config, one task per scoring method, a ``utils.py``, and the manifest.
 
-Every task reads its config of the release (:func:`builders.core.lm_eval_tasks.dataset_settings`) and is
+Every task reads its config of the release (:func:`builders.core.tasks.lm_eval_tasks.dataset_settings`) and is
 evaluated zero-shot: the demonstrations are already in each prompt. ``symbol`` scores the label after the
 ``prompt`` column; ``hybrid`` and ``cloze`` score each option's text after a prompt that the config folder's
 ``utils.py`` renders with the builder's own renderer (:mod:`.prompts`, copied into the file), from the ``fewshot``
 ids. What the tasks share is in ``lm_eval/_default_template_yaml``, whose loader is ``lm_eval/utils.py``
-(:mod:`builders.core.lm_eval_utils`). ``manifest.json`` gives ``python -m builders.evaluate`` each task's config, split, role (`original` for the
+(:mod:`builders.core.tasks.lm_eval_utils`). ``manifest.json`` gives ``python -m builders.evaluate`` each task's config, split, role (`original` for the
 baselines, `perturbed` otherwise), family, scoring method and baseline config.
 """
 
@@ -15,9 +15,9 @@ import pprint
 from importlib import resources
 from typing import Any, Sequence
 
-from builders.core import lm_eval_tasks
-from builders.core.build import TaskLocation
-from builders.core.sources import LoadedSource, evaluation_split
+from builders.core.pipeline.build import TaskLocation
+from builders.core.sources.loading import LoadedSource, evaluation_split
+from builders.core.tasks import lm_eval_tasks
 from builders.perturbations import prompts
 from builders.perturbations.configs import NAME, ConfigSpec
 from builders.perturbations.transforms import trivial_questions

@@ -26,11 +26,11 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from builders.core.options import LABEL_REASONS, position_dependent_reason
-from builders.core.record import LETTERS, MCQRecord, normalize_text
-from builders.core.rng import item_rng
-from builders.core.sources import duplicate_option
-from builders.core.steps import Outcomes, Skip, run_steps
+from builders.core.items.record import LETTERS, MCQRecord, normalize_text
+from builders.core.items.referring import LABEL_REASONS, position_dependent_reason
+from builders.core.items.rng import item_rng
+from builders.core.pipeline.steps import Outcomes, Skip, run_steps
+from builders.core.sources.loading import duplicate_option
 from builders.perturbations import prompts
 from builders.perturbations.configs import NAME, ConfigSpec, symbols
 

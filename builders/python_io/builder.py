@@ -32,21 +32,43 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from builders.core.record import Value
-
-from builders.core import api, argtypes, cli
-from builders.core.build import Build, Builder, Check
-from builders.core.predictions import (PROBLEMS_FILE, MatchReport, Prediction, PredictionError, Unmatched,
-                                       match_predictions, read_predictions, require_matches, require_texts,
-                                       write_predictions)
-from builders.core.record import MCQRecord, normalize_text
+from builders.core.items.record import MCQRecord, OpenItem, Value, normalize_text
+from builders.core.items.tables import Statistics, Table
+from builders.core.pipeline import api, argtypes, cli
+from builders.core.pipeline.build import Build, Builder, Check
+from builders.core.pipeline.steps import Exclude
 from builders.core.sandbox import Sandbox
-from builders.core.sources import LoadedSource, iter_json_lines
-from builders.core.steps import Exclude
-from builders.core.tables import Statistics, Table
-from builders.from_predictions import collect, sets as mc
+from builders.core.sources.loading import LoadedSource, iter_json_lines
+from builders.core.sources.predictions import (
+    PROBLEMS_FILE,
+    MatchReport,
+    Prediction,
+    PredictionError,
+    Unmatched,
+    match_predictions,
+    read_predictions,
+    require_matches,
+    require_texts,
+    write_predictions,
+)
+from builders.from_predictions import collect
+from builders.from_predictions import sets as mc
 from builders.from_predictions.pools import Pool, build_pool, pool_report, respell
 from builders.from_predictions.tasks import set_tasks, sets_table
+from builders.python_io.problems import (
+    BENCHMARK,
+    OUTPUT_SPLIT,
+    OUTPUT_SPLITS,
+    VERIFY_LIMITS,
+    CallPair,
+    Extracted,
+    Problem,
+    VerificationStats,
+    Verified,
+    call_signature,
+    extract_all,
+    verify_pairs,
+)
 from builders.python_io.values import (
     DEFAULT_MAX_OUTPUT_CHARS,
     NotALiteral,
@@ -56,21 +78,6 @@ from builders.python_io.values import (
     normalize_predictions,
     parse_literal,
     value_key,
-)
-from builders.core.record import OpenItem
-from builders.python_io.problems import (
-    BENCHMARK,
-    OUTPUT_SPLIT,
-    OUTPUT_SPLITS,
-    VERIFY_LIMITS,
-    Extracted,
-    CallPair,
-    Problem,
-    VerificationStats,
-    Verified,
-    call_signature,
-    extract_all,
-    verify_pairs,
 )
 
 logger = logging.getLogger(__name__)
@@ -92,7 +99,7 @@ PREDICTION_BENCHMARKS = ("humaneval", "mbpp")  # what a prediction row's "benchm
 
 
 class ItemIndex:
-    """The item a prediction is about, for :func:`builders.core.predictions.match_predictions`: by ``id`` (a plain
+    """The item a prediction is about, for :func:`builders.core.sources.predictions.match_predictions`: by ``id`` (a plain
     row's, or an lm-eval doc's), else by (``benchmark``, ``task_id``, call). The call is the row's ``input``, else
     the one of its task in the ``problems.jsonl`` beside its file (CodeMind's layout, which also gives the gold
     the prediction was made against: another gold means another question)."""
@@ -224,7 +231,7 @@ def prediction_prompt(pair: CallPair) -> str:
 def generate(pairs: Sequence[CallPair], options: Options) -> tuple[list[Prediction], dict[str, int]]:
     """Greedy output predictions of each ``--generate-with`` model, named by item id (cached; failed requests
     left out)."""
-    from builders.core.llm import ChatRequest
+    from builders.core.llm.settings import ChatRequest
     from builders.from_predictions.generate import generate_predictions
 
     by_id = {pair.id: pair for pair in pairs}
@@ -315,7 +322,7 @@ def open_item(verified: Verified) -> OpenItem:
 def without_text_clashes(pool: Pool) -> tuple[Pool, int]:
     """Drop candidates whose text equals the gold's or a more frequent candidate's up to whitespace
     (``'a  b'`` vs ``'a b'``): different values, but the shared validator refuses options that differ only
-    so. Case matters there (:func:`builders.core.record.normalize_text`), so ``'HEO'`` and ``'heo'`` both stay.
+    so. Case matters there (:func:`builders.core.items.record.normalize_text`), so ``'HEO'`` and ``'heo'`` both stay.
     Returns the pool and how many were dropped."""
     seen = {normalize_text(pool.gold)}
     kept = []

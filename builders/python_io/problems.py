@@ -1,6 +1,6 @@
 """PythonIO's items: (program, call, expected) pairs from HumanEval and MBPP asserts, verified in the sandbox.
 
-* the two sources, HumanEval and MBPP, as parts of one benchmark (read by :func:`builders.core.sources.load_source`);
+* the two sources, HumanEval and MBPP, as parts of one benchmark (read by :func:`builders.core.sources.loading.load_source`);
 * the program shown: the reference solution, newlines normalised, docstrings removed;
 * one row per ``assert``: a :class:`CallPair` when it reads ``assert f(args) == LITERAL`` with a self-contained
   call, else a :class:`Rejected` with the reason;
@@ -20,11 +20,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from builders.core import fields
 from builders.core.errors import MalformedRow
+from builders.core.pipeline.steps import Exclude
 from builders.core.sandbox import Limits, Sandbox, Unit, run_isolated
-from builders.core.sources import Benchmark, RowContext
-from builders.core.steps import Exclude
+from builders.core.sources import fields
+from builders.core.sources.loading import Benchmark, RowContext
 from builders.python_io.values import (
     DEFAULT_MAX_OUTPUT_CHARS,
     NotALiteral,

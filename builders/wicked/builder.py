@@ -24,14 +24,15 @@ import argparse
 from dataclasses import dataclass
 from typing import Sequence
 
-from builders.core import api, argtypes, cli, llm
-from builders.core.benchmarks import BENCHMARKS
-from builders.core.build import Build, Builder
 from builders.core.errors import UserError
-from builders.core.models import ModelToLoad
-from builders.core.record import Value
-from builders.core.sources import LoadedSource
-from builders.core.steps import Outcomes
+from builders.core.items.record import Value
+from builders.core.llm import settings as llm
+from builders.core.pipeline import api, argtypes, cli
+from builders.core.pipeline.build import Build, Builder
+from builders.core.pipeline.models import ModelToLoad
+from builders.core.pipeline.steps import Outcomes
+from builders.core.sources.benchmarks import BENCHMARKS
+from builders.core.sources.loading import LoadedSource
 from classifiers.sba_model import BATCH_SIZE, PAPER_CLASSIFIER
 
 from .card_statistics import statistics
@@ -164,6 +165,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def build_dataset(data, **options) -> api.BuildResult:
-    """Build WiCkeD from rows in memory (see :mod:`builders.core.api`)."""
+    """Build WiCkeD from rows in memory (see :mod:`builders.core.pipeline.api`)."""
     return api.build_dataset(BUILDER, data, **options)
 

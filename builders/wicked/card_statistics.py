@@ -1,5 +1,5 @@
 """The card's statistics: the shares altered and flagged SBA, SBA on labelled questions, NOTA-answer rates (the
-items altered and copied unchanged are counted in the card's outcome table, :func:`builders.core.steps.outcome_table`)."""
+items altered and copied unchanged are counted in the card's outcome table, :func:`builders.core.pipeline.steps.outcome_table`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections import Counter
 
 import numpy as np
 
-from builders.core.tables import Statistics, Table
+from builders.core.items.tables import Statistics, Table
 
 from .sba import SBADecisions
 from .transform import DUPLICATE_SKIP, JUDGE_FAILED_SKIP, NONE_LIKE_SKIP, SBA_SKIP

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from builders.core.build import Build, Check
-from builders.core.options import NOTA_TEXT
-from builders.core.validate import referring_options, says_no_answer
+from builders.core.items.referring import NOTA_TEXT
+from builders.core.pipeline.build import Build, Check
+from builders.core.validation.validate import referring_options, says_no_answer
 
 
 def _pairs(build: Build):

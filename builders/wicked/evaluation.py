@@ -5,8 +5,8 @@ from __future__ import annotations
 from statistics import fmean
 from typing import Any, Mapping
 
-from builders.core.tables import Statistics, Table
-from builders.core.results import Runs, TableOptions, by_role, mean_std
+from builders.core.items.tables import Statistics, Table
+from builders.core.tasks.results import Runs, TableOptions, by_role, mean_std
 
 
 def evaluation_table(runs: Runs, manifest: Mapping[str, Any], options: TableOptions) -> Statistics:

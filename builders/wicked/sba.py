@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from builders.core import llm
-from builders.core.record import MCQRecord
+from builders.core.items.record import MCQRecord
+from builders.core.llm import settings as llm
 from classifiers.sba_model import EVALUATIONS_FILE
 
 logger = logging.getLogger(__name__)

@@ -6,10 +6,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from builders.core import lm_eval_tasks
-from builders.core.build import TaskLocation
-from builders.core.record import MCQRecord
-from builders.core.sources import LoadedSource, evaluation_split
+from builders.core.items.record import MCQRecord
+from builders.core.pipeline.build import TaskLocation
+from builders.core.sources.loading import LoadedSource, evaluation_split
+from builders.core.tasks import lm_eval_tasks
 
 from .transform import NAME
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from builders.core.options import NOTA_TEXT, none_like_option, position_dependent_reason
-from builders.core.record import MCQRecord
-from builders.core.rng import item_rng
-from builders.core.sources import duplicate_option
-from builders.core.steps import Outcomes, Skip, run_steps
+from builders.core.items.record import MCQRecord
+from builders.core.items.referring import NOTA_TEXT, none_like_option, position_dependent_reason
+from builders.core.items.rng import item_rng
+from builders.core.pipeline.steps import Outcomes, Skip, run_steps
+from builders.core.sources.loading import duplicate_option
 
 from .sba import SBADecisions, SBAVerdict
 

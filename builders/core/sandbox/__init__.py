@@ -43,11 +43,21 @@ outside: deadline, output cap, verdict), :mod:`.runner` (:class:`Sandbox`), :mod
 evaluator, the call script).
 """
 
-from .cgroup import _find_cgroup
-from .host import INSTALL_HINT, SandboxUnavailable, find_bwrap
-from .isolated import Unit, json_rows, run_isolated
-from .limits import KiB, Limits, MiB, RunResult, Status, cpu_backstop, process_bytes, scratch_cap, shm_cap
-from .runner import Sandbox
+from builders.core.sandbox.cgroup import _find_cgroup
+from builders.core.sandbox.host import INSTALL_HINT, SandboxUnavailable, find_bwrap
+from builders.core.sandbox.isolated import Unit, json_rows, run_isolated
+from builders.core.sandbox.limits import (
+    KiB,
+    Limits,
+    MiB,
+    RunResult,
+    Status,
+    cpu_backstop,
+    process_bytes,
+    scratch_cap,
+    shm_cap,
+)
+from builders.core.sandbox.runner import Sandbox
 
 __all__ = [
     "INSTALL_HINT", "KiB", "Limits", "MiB", "RunResult", "Sandbox", "SandboxUnavailable", "Status", "Unit",

@@ -9,7 +9,7 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
-from .limits import Limits
+from builders.core.sandbox.limits import Limits
 
 logger = logging.getLogger(__name__)
 

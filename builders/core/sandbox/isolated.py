@@ -8,8 +8,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .programs import program_text
-from .runner import Sandbox
+from builders.core.sandbox.programs import program_text
+from builders.core.sandbox.runner import Sandbox
 
 
 def json_rows(stdout: str) -> Iterator[dict]:

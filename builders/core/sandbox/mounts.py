@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from .host import SandboxUnavailable
+from builders.core.sandbox.host import SandboxUnavailable
 
 # Loader paths that Python needs besides /usr; symlinks (merged /usr) are recreated.
 ROOT_LIB_DIRS = ("/bin", "/lib", "/lib32", "/lib64", "/libx32")

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
-from .limits import KiB, Limits, Status
+from builders.core.sandbox.limits import KiB, Limits, Status
 
 READ_CHUNK = 64 * KiB
 

@@ -18,12 +18,28 @@ from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
-from .cgroup import _Cgroup, _find_cgroup
-from .host import INSTALL_HINT, SandboxUnavailable, _bwrap_options, _shell, _util_linux_tool, find_bwrap
-from .limits import DEFAULT_LIMITS, MIN_PROCESS_BYTES, NOBODY, Limits, RunResult, cpu_backstop, process_bytes, shm_cap
-from .mounts import _interpreter_dirs, _interpreter_mounts, _root_mounts
-from .process import _classify, _decode, _Exit, _memfd, _Pipe, _supervise
-from .programs import TRUSTED_FILES, program_text
+from builders.core.sandbox.cgroup import _Cgroup, _find_cgroup
+from builders.core.sandbox.host import (
+    INSTALL_HINT,
+    SandboxUnavailable,
+    _bwrap_options,
+    _shell,
+    _util_linux_tool,
+    find_bwrap,
+)
+from builders.core.sandbox.limits import (
+    DEFAULT_LIMITS,
+    MIN_PROCESS_BYTES,
+    NOBODY,
+    Limits,
+    RunResult,
+    cpu_backstop,
+    process_bytes,
+    shm_cap,
+)
+from builders.core.sandbox.mounts import _interpreter_dirs, _interpreter_mounts, _root_mounts
+from builders.core.sandbox.process import _classify, _decode, _Exit, _memfd, _Pipe, _supervise
+from builders.core.sandbox.programs import TRUSTED_FILES, program_text
 
 logger = logging.getLogger(__name__)
 
@@ -419,7 +435,7 @@ def _with_progress(
 ) -> Iterable[Future[RunResult]]:
     if not enabled:
         return futures
-    from builders.core.progress import bar
+    from builders.core.runtime.progress import bar
 
     try:
         return bar(futures, total=total, desc="sandbox", unit="run")

@@ -14,12 +14,12 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from builders.core import api, argtypes, cli
-from builders.core.benchmarks import BENCHMARKS
-from builders.core.build import Build, Builder
 from builders.core.errors import UserError
-from builders.core.record import Value
-from builders.core.sources import LoadedSource
+from builders.core.items.record import Value
+from builders.core.pipeline import api, argtypes, cli
+from builders.core.pipeline.build import Build, Builder
+from builders.core.sources.benchmarks import BENCHMARKS
+from builders.core.sources.loading import LoadedSource
 
 from .card_statistics import statistics
 from .checks import CHECKS

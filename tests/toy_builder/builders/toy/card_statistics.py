@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from builders.core.tables import Statistics, counts_table
+from builders.core.items.tables import Statistics, counts_table
 
 
 def statistics(configs) -> Statistics:

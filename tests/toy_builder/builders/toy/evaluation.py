@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from builders.core.results import TableOptions
-from builders.core.tables import Statistics, Table
+from builders.core.items.tables import Statistics, Table
+from builders.core.tasks.results import TableOptions
 
 
 def evaluation_table(runs: Mapping[str, Mapping[str, Any]], manifest: Mapping[str, Any],

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from builders.core import lm_eval_tasks
-from builders.core.build import TaskLocation
+from builders.core.pipeline.build import TaskLocation
+from builders.core.tasks import lm_eval_tasks
 
 from .transform import NAME
 

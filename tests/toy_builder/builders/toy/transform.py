@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from builders.core.options import position_dependent_reason
-from builders.core.record import MCQRecord
-from builders.core.rng import item_rng
+from builders.core.items.record import MCQRecord
+from builders.core.items.referring import position_dependent_reason
+from builders.core.items.rng import item_rng
 
 NAME = "toy"
 

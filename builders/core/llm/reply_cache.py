@@ -1,0 +1,80 @@
+"""The on-disk reply cache: one JSON file per request, keyed by everything that determines the reply, written
+atomically the moment the reply arrives, so a killed run resumes without paying for any reply twice."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping
+
+from builders.core.llm.requests import ChatRequest, plain_data
+
+logger = logging.getLogger(__name__)
+
+#: Part of every cache key: bump it when the key's payload or the cache file format changes.
+CACHE_FORMAT_VERSION = 1
+
+
+def request_key(model: str, request: ChatRequest) -> str:
+    """sha256 of the canonical JSON of everything that determines a reply."""
+    payload = {
+        "format": CACHE_FORMAT_VERSION,
+        "model": model,
+        "messages": list(request.messages),
+        "temperature": float(request.temperature),
+        "max_tokens": request.max_tokens,
+        "response_format": request.response_format,
+        "stop": list(request.stop) if request.stop is not None else None,
+        "seed": request.seed,
+        "extra_body": request.extra_body,
+        "template_version": request.template_version,
+        "cache_salt": request.cache_salt,
+    }
+    canonical = json.dumps(plain_data(payload), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class ReplyCache:
+    """One JSON file per request key, at ``<root>/<key[:2]>/<key>.json``.
+
+    Files are written to a temporary name and moved into place with ``os.replace``, so a process
+    killed mid-write leaves either the old state or the whole file, never half of one. A file that
+    cannot be read (e.g. cut short by a power loss) counts as a miss and is rewritten.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def path_for(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        path = self.path_for(key)
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            logger.warning("unreadable cache file %s (%s); asking again", path, type(exc).__name__)
+            return None
+        if not isinstance(entry, dict) or not isinstance(entry.get("text"), str):
+            logger.warning("cache file %s has no reply text; asking again", path)
+            return None
+        return entry
+
+    def put(self, key: str, entry: Mapping[str, Any]) -> None:
+        path = self.path_for(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(entry, handle, ensure_ascii=False)
+            os.replace(tmp_name, path)
+        except BaseException:
+            Path(tmp_name).unlink(missing_ok=True)
+            raise

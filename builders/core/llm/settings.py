@@ -1,0 +1,184 @@
+"""The LLM endpoint options every command that calls an LLM shares, and the one LLM client they lead to.
+
+Every command that calls an LLM declares its endpoint options with :func:`add_llm_arguments`, reads
+them with :meth:`LLMSettings.from_args`, checks the endpoint with :func:`check_endpoint` before it
+loads anything, and builds its clients with :meth:`LLMSettings.client`. The client and its parts live in
+modules of their own, whose public names this module also offers: :mod:`.llm_client` (retries, concurrency,
+totals), :mod:`.llm_requests` (requests and results), :mod:`.llm_cache` (the reply cache), :mod:`.llm_http`
+(HTTP with a total deadline) and :mod:`.llm_endpoint` (URL, key, defaults, errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import urllib.parse
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import httpx
+
+from builders.core.errors import UserError
+from builders.core.llm.client import LLMClient
+from builders.core.llm.endpoint import (
+    DEFAULT_API_KEY_ENV,
+    DEFAULT_CACHE_DIR,
+    DEFAULT_CONCURRENCY,
+    DEFAULT_MAX_FAILURES,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT_S,
+    EndpointError,
+    MissingAPIKeyError,
+    TooManyFailures,
+    check_settings,
+    endpoint_url,
+    one_line,
+    read_api_key,
+)
+from builders.core.llm.http import http_client, json_object, total_deadline
+from builders.core.llm.reply_cache import CACHE_FORMAT_VERSION, ReplyCache, request_key
+from builders.core.llm.requests import BAD_REPLY, UNPARSEABLE, ChatRequest, ChatResult, TokenUsage, UsageTotals
+from builders.core.pipeline.argtypes import nonnegative_int, positive_int, seconds, share
+from builders.core.runtime.cache import cache_folder
+from builders.core.runtime.redact import scrub_text, scrub_url
+
+__all__ = [
+    "BAD_REPLY", "CACHE_FORMAT_VERSION", "UNPARSEABLE", "ChatRequest", "ChatResult", "EndpointError", "LLMClient",
+    "LLMSettings", "MissingAPIKeyError", "ReplyCache", "TokenUsage", "TooManyFailures", "UsageTotals",
+    "add_llm_arguments", "check_endpoint", "endpoint_url", "request_key",
+]
+
+#: All the time check_endpoint may take, both of its requests together.
+CHECK_TIMEOUT_S = 5.0
+
+
+def add_llm_arguments(group: argparse._ArgumentGroup) -> None:
+    """The endpoint options of every command that calls an LLM, declared once; their defaults are
+    shown by the parser's ArgumentDefaultsHelpFormatter. The model option is each command's own."""
+    group.add_argument("--base-url", metavar="URL", default=None,
+                       help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 for vLLM; "
+                            "unset: $OPENAI_BASE_URL, else the OpenAI API")
+    group.add_argument("--api-key-env", metavar="NAME", default=DEFAULT_API_KEY_ENV,
+                       help="environment variable holding the API key (never printed or logged); "
+                            "'none' for a keyless local server such as vLLM")
+    group.add_argument("--llm-concurrency", metavar="N", type=positive_int, default=DEFAULT_CONCURRENCY,
+                       help="requests in flight per model")
+    group.add_argument("--llm-timeout", metavar="SECONDS", type=seconds, default=DEFAULT_TIMEOUT_S,
+                       help="total deadline of one HTTP request, however slowly the server answers")
+    group.add_argument("--llm-max-retries", metavar="N", type=nonnegative_int, default=DEFAULT_MAX_RETRIES,
+                       help="retries of a request after a 429, a 5xx, a timeout or a malformed answer, with "
+                            "backoff; an endpoint that cannot be reached stops the run after one quick retry")
+    group.add_argument("--max-llm-failures", metavar="SHARE", type=share, default=DEFAULT_MAX_FAILURES,
+                       help="stop when more than this share of a model's requests fail for good (an HTTP error, "
+                            "a timeout...), naming the most common error; an unparseable reply is not a failure")
+    group.add_argument("--cache-dir", metavar="DIR", default=DEFAULT_CACHE_DIR,
+                       help="on-disk caches, each use in its own sub-folder (LLM replies in DIR/llm, so a killed "
+                            "run resumes without paying for a reply twice); 'none' disables them")
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """Where and how fast an LLM is asked: everything but the model (each command names its own).
+
+    ``api_key_env=None``: a keyless local server. ``cache_dir``: the root of the on-disk caches (None:
+    none); replies go to ``<cache_dir>/llm``, other uses of the root take their own sub-folder.
+    """
+
+    base_url: str | None = None
+    api_key_env: str | None = DEFAULT_API_KEY_ENV
+    cache_dir: Path | None = field(default_factory=lambda: cache_folder(DEFAULT_CACHE_DIR))
+    concurrency: int = DEFAULT_CONCURRENCY
+    timeout: float = DEFAULT_TIMEOUT_S
+    max_retries: int = DEFAULT_MAX_RETRIES
+    max_failures: float | None = DEFAULT_MAX_FAILURES
+
+    def __post_init__(self) -> None:
+        check_settings(self.concurrency, self.max_retries, self.timeout, self.max_failures)
+        if self.base_url is not None and urllib.parse.urlsplit(self.base_url).scheme not in ("http", "https"):
+            raise UserError(f"--base-url must start with http:// or https://, got {scrub_url(self.base_url)!r}")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> LLMSettings:
+        """The settings :func:`add_llm_arguments` parsed ('none' turns the key variable or the cache off)."""
+        cache_dir = cache_folder(args.cache_dir)
+        return cls(
+            base_url=args.base_url or None,
+            api_key_env=None if str(args.api_key_env).lower() == "none" else args.api_key_env,
+            cache_dir=cache_dir,
+            concurrency=args.llm_concurrency,
+            timeout=args.llm_timeout,
+            max_retries=args.llm_max_retries,
+            max_failures=args.max_llm_failures,
+        )
+
+    @property
+    def url(self) -> str:
+        return endpoint_url(self.base_url)
+
+    def client(self, model: str) -> LLMClient:
+        """A client for ``model`` on this endpoint, its reply cache in ``<cache_dir>/llm``."""
+        return LLMClient(
+            model, base_url=self.base_url, api_key_env=self.api_key_env,
+            cache_dir=self.cache_dir / "llm" if self.cache_dir is not None else None,
+            concurrency=self.concurrency, max_retries=self.max_retries, timeout=self.timeout,
+            max_failures=self.max_failures,
+        )
+
+
+def check_endpoint(settings: LLMSettings) -> None:
+    """One cheap request that fails in seconds, with one line, when the endpoint cannot be reached,
+    refuses the key, or is not an OpenAI-compatible API. Meant to run before anything is loaded or
+    paid for. (Model names are not checked: gateways and hosted APIs do not all list what they serve.)
+
+    It asks ``GET /models`` with no retry and :data:`CHECK_TIMEOUT_S` in all. A server without
+    ``/models`` (404) is sent ``POST /chat/completions`` with an empty body instead, which every
+    OpenAI-compatible API refuses with a JSON error, without running a model.
+    """
+    import httpx
+
+    url = settings.url
+    headers = {"Authorization": f"Bearer {read_api_key(settings.api_key_env)}"}
+    where = f"the LLM endpoint {scrub_url(url)}"
+    try:
+        with http_client(url, CHECK_TIMEOUT_S, connections=1) as http, total_deadline(CHECK_TIMEOUT_S):
+            response = http.get(f"{url}/models", headers=headers)
+            if response.status_code == 404:
+                response = http.post(f"{url}/chat/completions", json={}, headers=headers)
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        raise EndpointError(f"cannot reach {where}: {_connection_reason(exc)}; is the server running "
+                                  f"and --base-url right?") from None
+    problem = _endpoint_problem(response, settings.api_key_env)
+    if problem:
+        raise EndpointError(f"{where} {problem}")
+
+
+def _endpoint_problem(response: httpx.Response, api_key_env: str | None) -> str | None:
+    """What is wrong with the answer to check_endpoint's request, or None."""
+    status, asked = response.status_code, f"{response.request.method} {response.request.url.path}"
+    if status in (401, 403):
+        if api_key_env is None:
+            return f"refused a request without a key (HTTP {status}); name the key's variable with --api-key-env"
+        return f"refused the API key in ${api_key_env} (HTTP {status})"
+    if status >= 500:
+        return f"answered HTTP {status} to {asked}; try again later"
+    if status == 429:
+        return None  # reachable, and the key was taken: only busy
+    body = json_object(response)
+    if response.request.method == "POST":  # the fallback: a JSON refusal of the empty body is an API speaking
+        understood = body is not None and status != 404
+    else:
+        understood = status == 200 and body is not None and isinstance(body.get("data"), list)
+    if understood:
+        return None
+    kind = response.headers.get("content-type", "no content type")
+    return (f"answered {asked} with HTTP {status} ({kind}): not an OpenAI-compatible API "
+            f"(its --base-url usually ends in /v1)")
+
+
+def _connection_reason(exc: Exception) -> str:
+    import httpx
+
+    if isinstance(exc, httpx.TimeoutException):
+        return f"no answer within {CHECK_TIMEOUT_S:g}s"
+    return one_line(scrub_text(str(exc))) or type(exc).__name__

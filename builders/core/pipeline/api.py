@@ -1,0 +1,92 @@
+"""The Python API: build from data already in memory, with keyword options, no command line.
+
+Every builder module has ``build_dataset(data, **options)``, which is :func:`build_dataset` with its
+:class:`~builders.core.pipeline.build.Builder`::
+
+    from builders import wicked
+    result = wicked.build_dataset(rows, seed=0, variants=5, sba_classifier="none")
+    result.configs["variant_0"]["test"]     # a datasets.Dataset
+    result.report.passed                     # the validation report
+    result.write("out/wicked")               # the release folder, as --output writes it
+
+``data`` is a ``datasets.Dataset`` (one split, ``split=`` names it), a ``DatasetDict``, a list of rows, or
+``{split: rows}``, in the benchmark's Hub columns. Options are the builder's command-line options, with
+underscores (``sba_classifier="none"``); unknown names are refused. The same checks, build and validation
+run as on the command line, so the same inputs and seed give the same items.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from builders.core.errors import UserError
+from builders.core.items.record import record_features
+from builders.core.pipeline.build import Build, Builder
+from builders.core.pipeline.build_config import parse_options
+from builders.core.pipeline.cli import build_and_validate, builder_parser, check_options, selection
+from builders.core.release.card import ReleaseInfo
+from builders.core.release.writer import release_rows, write_release
+from builders.core.sources.loading import load_rows
+from builders.core.validation.validate import ValidationReport
+
+
+@dataclass
+class BuildResult:
+    build: Build
+    report: ValidationReport
+
+    @property
+    def configs(self) -> dict[str, Any]:
+        """{config: DatasetDict}, with the release's features."""
+        import datasets
+
+        result = {}
+        for config, splits in self.build.configs.items():
+            features = record_features(self.build.metadata_features.get(config, {}),
+                                       self.build.extra_columns.get(config))
+            result[config] = datasets.DatasetDict({
+                split: datasets.Dataset.from_list(release_rows(records, features), features=features)
+                for split, records in splits.items()})
+        return result
+
+    @property
+    def statistics(self):
+        return self.build.statistics
+
+    def write(self, folder: str | Path, repo_id: str | None = None, version: str | None = None) -> Path:
+        """The release folder, exactly as ``--output`` writes it (``repo_id``/``version`` pin its lm-eval tasks)."""
+        return write_release(self.build, self.report, Path(folder), ReleaseInfo(repo_id, version))
+
+
+def build_dataset(builder: Builder, data: Any, *, benchmark: str | None = None, split: str = "test",
+                  **options: Any) -> BuildResult:
+    """Build ``builder`` from ``data`` with keyword ``options`` (the command line's, with underscores)."""
+    parser = builder_parser(builder)
+    known = {action.dest for action in parser._actions} - {"help"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise UserError(f"unknown options {unknown} for {builder.name}; options: {sorted(known)}")
+    args = parse_options(parser, {**options, "benchmark": benchmark}, f"{builder.name}.build_dataset")
+    built_with = check_options(builder, args)
+    rows = _rows(data, split)
+    source = load_rows(builder.benchmark(args.benchmark), rows, seed=args.seed, strict=args.strict,
+                       options=vars(args), selection=selection(builder, args), max_excluded=args.max_excluded)
+    return BuildResult(*build_and_validate(builder, parser, args, built_with, source))
+
+
+def _rows(data: Any, split: str) -> Mapping[str, Any]:
+    import datasets
+
+    if isinstance(data, datasets.DatasetDict):
+        return {name: ds.to_list() for name, ds in data.items()}
+    if isinstance(data, datasets.Dataset):
+        return {split: data.to_list()}
+    if isinstance(data, list):
+        return {split: data}
+    if isinstance(data, Mapping):
+        return {name: (rows.to_list() if isinstance(rows, datasets.Dataset) else _rows(rows, split) if
+                       isinstance(rows, (Mapping, datasets.DatasetDict)) else rows) for name, rows in data.items()}
+    raise UserError(f"data must be a datasets.Dataset, a DatasetDict, a list of rows or {{split: rows}}, "
+                    f"not {type(data).__name__}")

@@ -1,0 +1,189 @@
+"""The dataset card of a release: its YAML metadata (configs, features, license, changelog) and its text, rendered
+from ``cards/dataset.md`` and the builder's ``cards/<name>.md`` (Jinja), with what is known of the release it
+describes (:class:`ReleaseInfo`).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from builders.core.items.record import record_features
+from builders.core.pipeline.build import Build, TaskLocation
+from builders.core.pipeline.build_config import build_config_text
+from builders.core.pipeline.steps import outcome_table
+from builders.core.validation.validate import ValidationReport
+from builders.core.version import PACKAGE_DIR, __version__
+
+if TYPE_CHECKING:
+    from huggingface_hub import DatasetCard
+
+# The top-level cards/ folder, linked as builders/cards so that a wheel carries it (a checkout whose link
+# was flattened into a file still finds the top-level folder).
+CARDS_DIR = next(folder for folder in (PACKAGE_DIR / "cards", PACKAGE_DIR.parent / "cards") if folder.is_dir())
+TASK_CATEGORIES = ["multiple-choice", "question-answering"]
+TASK_IDS = ["multiple-choice-qa"]
+
+
+@dataclass(frozen=True)
+class ChangelogEntry:
+    version: str
+    summary: str
+
+
+@dataclass
+class ReleaseInfo:
+    """What is known about the release being written: set when publishing, empty for --output only."""
+
+    repo_id: str | None = None
+    version: str | None = None
+    changelog: list[ChangelogEntry] = field(default_factory=list)
+    message: str | None = None  # --message: what changed, in the changelog entry of this release
+
+    @property
+    def tag(self) -> str | None:
+        return f"v{self.version}" if self.version else None
+
+    @property
+    def task_location(self) -> TaskLocation:
+        """Published: the tasks read the repo at the tag; otherwise the folder they sit in."""
+        return TaskLocation(self.repo_id, self.tag) if self.repo_id and self.version else TaskLocation()
+
+
+def git_commit(package: Path | None = None) -> str:
+    """The commit of the mcqforge checkout this package runs from ("-dirty" with uncommitted changes), or
+    "unknown". An installed package that merely sits inside some other git repository (a virtual environment
+    in a user's project) is "unknown": that repository's commit says nothing about mcqforge."""
+    package = Path(package or PACKAGE_DIR).resolve()
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=package, capture_output=True, text=True, timeout=10)
+
+    try:
+        top = git("rev-parse", "--show-toplevel")
+        tracked = git("ls-files", "--error-unmatch", "--", "__init__.py")
+        result = git("rev-parse", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    if top.returncode != 0 or Path(top.stdout.strip()).resolve() != package.parent or tracked.returncode != 0 \
+            or result.returncode != 0:
+        return "unknown"
+    return result.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def _size_category(n: int) -> str:
+    for limit, name in [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
+                        (1_000_000, "100K<n<1M"), (10_000_000, "1M<n<10M")]:
+        if n < limit:
+            return name
+    return "10M<n<100M"
+
+
+def dataset_info(build: Build, sizes: dict[tuple[str, str], int]) -> list[dict[str, Any]]:
+    """The card's ``dataset_info``: features, rows and bytes per config and split, as the Hub reads them
+    (``num_bytes`` is the Arrow size of the written split; without it ``datasets`` ignores the splits)."""
+    import datasets
+    from datasets.splits import SplitDict, SplitInfo
+
+    entries = []
+    for config, splits in build.configs.items():
+        features = record_features(build.metadata_features.get(config, {}), build.extra_columns.get(config))
+        split_dict = SplitDict()
+        for split, records in splits.items():
+            split_dict.add(SplitInfo(name=split, num_examples=len(records), num_bytes=sizes[config, split]))
+        entries.append(datasets.DatasetInfo(features=features, splits=split_dict, config_name=config)._to_yaml_dict())
+    return entries
+
+
+def render_card(build: Build, report: ValidationReport, release: ReleaseInfo,
+                sizes: dict[tuple[str, str], int]) -> DatasetCard:
+    from huggingface_hub import DatasetCard, DatasetCardData
+
+    benchmark = build.source.benchmark
+    largest = max((len(records) for _, _, records in build.records()), default=0)
+    changelog = [ChangelogEntry(release.version or "unreleased", _change_summary(build, release.message))] + [
+        e for e in release.changelog if e.version != release.version
+    ]
+    card_data = DatasetCardData(
+        **card_license(build),
+        language=["en"],
+        source_datasets=list(dict.fromkeys(p.dataset for p in build.source.provenance if p.spec != "sample")) or None,
+        task_categories=TASK_CATEGORIES,
+        task_ids=TASK_IDS,
+        tags=["mcqforge", build.builder, benchmark.name],
+        size_categories=[_size_category(largest)],
+        pretty_name=build.title,
+        configs=[{"config_name": config,
+                  "data_files": [{"split": split, "path": f"{config}/{split}-*.parquet"} for split in splits],
+                  **({"default": True} if i == 0 else {})}
+                 for i, (config, splits) in enumerate(build.configs.items())],
+        dataset_info=dataset_info(build, sizes),
+        mcqforge={"builder": build.builder, "version": release.version,
+                  "changelog": [{"version": e.version, "summary": e.summary} for e in changelog]},
+    )
+    context = {
+        "build": build,
+        "benchmark": benchmark,
+        "title": build.title,
+        "repo_id": release.repo_id,
+        "version": release.version,
+        "first_config": next(iter(build.configs)),
+        "mcqforge_version": __version__,
+        "git_commit": git_commit(),
+        "provenance": build.source.provenance,
+        "from_sample": all(p.spec == "sample" for p in build.source.provenance),
+        "selection": build.source.selection,
+        "build_config_yaml": build_config_text(build).strip(),
+        "report": report,
+        "validation_markdown": report.to_markdown(),
+        "outcome_table": outcome_table(build.outcomes, build.exclusions),
+        "statistics": build.statistics,
+        "has_lm_eval": build.lm_eval_tasks is not None,
+        "changelog": changelog,
+        **build.card_context,
+    }
+    context["method_section"] = _render_fragment(build.card_template or f"{build.builder}.md", context)
+    return DatasetCard.from_template(card_data, template_path=str(CARDS_DIR / "dataset.md"), **context)
+
+
+# The embedded samples were written for mcqforge and are released with it (builders/data/samples/README.md).
+SAMPLE_LICENSE = "apache-2.0"
+
+
+def card_license(build: Build) -> dict[str, Any]:
+    """The card's license fields: the source benchmark's, or mcqforge's for a build from its own samples; with
+    ``license: other`` the Hub needs ``license_name`` (and a link)."""
+    if all(p.spec == "sample" for p in build.source.provenance):
+        return {"license": SAMPLE_LICENSE}
+    benchmark = build.source.benchmark
+    named = {"license_name": benchmark.license_name, "license_link": benchmark.license_link}
+    return {"license": benchmark.license, **{k: v for k, v in named.items() if v and benchmark.license == "other"}}
+
+
+def _render_fragment(name: str, context: dict[str, Any]) -> str:
+    import jinja2
+
+    path = CARDS_DIR / name
+    return jinja2.Template(path.read_text(encoding="utf-8"), undefined=jinja2.StrictUndefined).render(**context).strip()
+
+
+def _change_summary(build: Build, message: str | None = None) -> str:
+    """One readable line: the user's --message, then what was built from what (every option is in the build
+    configuration below it, not repeated here)."""
+    first = build.source.provenance[0]
+    source = "mcqforge's sample" if first.spec == "sample" else build.source.dataset
+    built = f"{build.builder} from {source} (revision {first.revision.removeprefix('sha256:')[:12]}), seed " \
+            f"{build.params.get('seed', 0)}"
+    message = " ".join((message or "").split()).rstrip(".")  # one line in the card's YAML and list
+    return f"{message}. Built with {built}." if message else f"Built with {built}."
+
+
+def read_changelog(card_text: str) -> list[ChangelogEntry]:
+    """The changelog of a previous release, from its card's YAML metadata."""
+    from huggingface_hub import RepoCard
+
+    data = RepoCard(card_text).data.to_dict().get("mcqforge") or {}
+    return [ChangelogEntry(str(e["version"]), str(e["summary"])) for e in data.get("changelog") or []]

@@ -1,0 +1,370 @@
+"""The release folder: Parquet per config and split, the dataset card, the build's configuration, the
+validation report, the exclusions and the lm-eval tasks.
+
+``datasets.load_dataset(DIR, "<config>")`` loads the folder, because the card's YAML ``configs:`` block
+maps each config to its files. The same build gives byte-identical Parquet files.
+
+A release is written whole or not at all: into a sibling staging folder first, flushed to disk, which then
+takes the old folder's place in one atomic exchange. A build killed at any moment (a power loss included)
+leaves the old release or the new one, never a mix, and the same command run again completes.
+
+One writer at a time: a build holds an exclusive lock (``flock``) on ``.<name>.lock`` beside the folder from
+its first check to its last write. A second build on the same folder stops with one line naming the
+holder (or waits for it). Clean-up removes only staging folders whose writer is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import fcntl
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable
+
+from builders.core.errors import UserError, ValidationFailed
+from builders.core.items.record import record_features
+from builders.core.pipeline.build import Build
+from builders.core.pipeline.build_config import BUILD_CONFIG_FILE, build_config_text
+from builders.core.release.card import ReleaseInfo, render_card
+from builders.core.runtime.progress import bar
+from builders.core.tasks import inspect_tasks
+from builders.core.tasks.lm_eval_tasks import MANIFEST
+from builders.core.validation.validate import ValidationReport
+
+logger = logging.getLogger(__name__)
+
+REPORT_FILE = "validation_report.json"
+EXCLUSIONS_FILE = "exclusions.jsonl"
+
+
+def parquet_path(config: str, split: str) -> str:
+    return f"{config}/{split}-00000-of-00001.parquet"
+
+
+# ---- writing the folder atomically -------------------------------------------------------------------
+
+
+def check_output_folder(out_dir: Path) -> None:
+    """Refuse, before any work, an --output that is a file, a non-release folder, or cannot be created."""
+    out_dir = Path(out_dir)
+    with output_lock(out_dir):  # a writer's own clean-up runs only while no other writer can be at work
+        recover_interrupted(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UserError(f"--output {out_dir} is a file, not a folder")
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / BUILD_CONFIG_FILE).exists():
+        raise UserError(f"--output {out_dir} is not empty and is not an mcqforge release folder; choose another")
+    parent = out_dir.resolve().parent
+    try:
+        probe = tempfile.mkdtemp(prefix=f".{out_dir.name}.probe-", dir=parent)
+        os.rmdir(probe)
+    except OSError as error:
+        raise UserError(f"--output {out_dir}: cannot create a folder there ({error.strerror or error})") from None
+
+
+def write_release(build: Build, report: ValidationReport, out_dir: Path, release: ReleaseInfo | None = None) -> Path:
+    """Write the whole folder into a staging folder beside ``out_dir``, flush it to disk, then move it into place."""
+    release = release or ReleaseInfo()
+    out_dir = Path(out_dir)
+    check_not_empty(build)
+    with output_lock(out_dir):
+        check_output_folder(out_dir)
+        write_folder_atomically(out_dir, lambda staging: _write_files(build, report, staging, release))
+    logger.info("wrote release folder %s", out_dir)
+    return out_dir
+
+
+def check_not_empty(build: Build) -> None:
+    """A config without splits or a split without rows cannot be loaded (``load_dataset`` refuses a Parquet file
+    of 0 rows): such a release is refused before anything is written or pushed."""
+    empty = [f"{config} (no splits)" for config, splits in build.configs.items() if not splits]
+    empty += [f"{config}/{split}" for config, splits in build.configs.items()
+              for split, records in splits.items() if not records]
+    if not build.configs or empty:
+        reasons = Counter(entry.reason for entry in build.exclusions.entries).most_common(3)
+        why = f"; most common exclusions: {', '.join(f'{r} ({n})' for r, n in reasons)}" if reasons else ""
+        what = f"{len(empty)} empty config(s) or split(s): {', '.join(empty[:5])}" if empty else "no configs"
+        raise ValidationFailed(f"nothing to publish: {what}{why}; nothing was written")
+
+
+# ---- one writer per release folder ----------------------------------------------------------------------
+
+SYNC_THREADS = 16  # flushes to disk in flight at once
+_HELD: dict[Path, int] = {}  # lock files this process holds -> how many nested output_lock()s hold it
+_HELD_GUARD = threading.Lock()
+
+
+def lock_path(out_dir: Path) -> Path:
+    out_dir = Path(out_dir).expanduser().resolve()
+    return out_dir.parent / f".{out_dir.name}.lock"
+
+
+@contextlib.contextmanager
+def output_lock(out_dir: Path, wait: bool = False) -> Iterator[None]:
+    """Hold the exclusive lock of the release folder ``out_dir`` (re-entrant within a process). Another
+    process holding it: one line naming the folder and its pid, or, with ``wait``, wait until it is free."""
+    path = lock_path(out_dir)
+    with _HELD_GUARD:
+        if path in _HELD:
+            _HELD[path] += 1
+            acquired = None
+        else:
+            acquired = _acquire(path, Path(out_dir), wait)
+            _HELD[path] = 1
+    try:
+        yield
+    finally:
+        with _HELD_GUARD:
+            _HELD[path] -= 1
+            if not _HELD[path]:
+                del _HELD[path]
+                if acquired is not None:
+                    _release(path, acquired)
+
+
+def _acquire(path: Path, out_dir: Path, wait: bool) -> int:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UserError(f"--output {out_dir}: cannot create a folder there ({error.strerror or error})") from None
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as error:
+            raise UserError(f"--output {out_dir}: cannot create its lock file {path.name} "
+                            f"({error.strerror or error})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _lock_holder(fd)
+            if not wait:
+                os.close(fd)
+                raise UserError(f"--output {out_dir} is being written by another build (pid {holder}); wait for "
+                                "it to end or pass --wait-for-output") from None
+            logger.warning("--output %s is being written by another build (pid %s): waiting for it", out_dir, holder)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        if _same_file(fd, path):  # else the holder removed the file as it let go: lock the new one
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+            return fd
+        os.close(fd)
+
+
+def _release(path: Path, fd: int) -> None:
+    # Removed while still locked, so that a waiter that then gets the old file sees it is gone and retries.
+    with contextlib.suppress(OSError):
+        path.unlink()
+    os.close(fd)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        on_disk = path.stat()
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (held.st_dev, held.st_ino) == (on_disk.st_dev, on_disk.st_ino)
+
+
+def _lock_holder(fd: int) -> str:
+    text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+    return text if text.isdigit() else "unknown"
+
+
+# ---- who owns a staging folder ------------------------------------------------------------------------
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip().replace("-", "")[:12]
+    except OSError:
+        return "0"
+
+
+def _start_ticks(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks since boot), None when it does not exist; 0 without /proc."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return None if Path("/proc/self/stat").exists() else 0
+    except OSError:
+        return 0
+    return int(stat.rsplit(")", 1)[1].split()[19])  # field 22; the name in parentheses may hold spaces
+
+
+def owner_tag(pid: int | None = None) -> str:
+    """A process (this one by default) as a staging folder's name records its writer: pid, start time, boot."""
+    pid = os.getpid() if pid is None else pid
+    return f"{pid}.{_start_ticks(pid) or 0}.{_boot_id()}"
+
+
+def _owner_alive(tag: str) -> bool:
+    """Whether the writer a staging folder's name records is still running (a pid reused by a later process,
+    or one of an earlier boot, is not it). An unreadable tag (an older mcqforge's) has no live owner."""
+    parts = tag.split(".")
+    if len(parts) != 3 or not parts[0].isdigit() or not parts[1].isdigit() or parts[2] != _boot_id():
+        return False
+    pid, started = int(parts[0]), int(parts[1])
+    now = _start_ticks(pid)
+    if now is None:
+        return False
+    if now and started:
+        return now == started
+    try:  # no /proc: only whether the pid exists
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# ---- writing the folder atomically -------------------------------------------------------------------
+
+
+def _sync_tree(folder: Path) -> None:
+    """Flush every file, then every folder (deepest first), to disk: the swap must not reach the disk before
+    the content it makes visible. The flushes of one level run side by side: the file system commits them
+    together (2,002 files in 91 folders: 12.1 s one after the other, 0.4 s side by side, on ext4)."""
+    files: list[Path] = []
+    folders = [folder]
+    for root, dirs, names in os.walk(folder):
+        files.extend(Path(root) / name for name in names)
+        folders.extend(Path(root) / d for d in dirs)
+    levels = [files] + [[f for f in folders if len(f.parts) == depth]
+                        for depth in sorted({len(f.parts) for f in folders}, reverse=True)]
+    with ThreadPoolExecutor(max_workers=SYNC_THREADS) as pool:
+        for level in levels:
+            flags = os.O_RDONLY if level is files else os.O_RDONLY | os.O_DIRECTORY
+            list(pool.map(lambda path: _fsync(path, flags), level))  # noqa: B023 (used at once, in the loop)
+
+
+def _fsync(path: Path, flags: int) -> None:
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_folder_atomically(out_dir: Path, fill: Callable[[Path], None]) -> None:
+    """``fill(staging)`` writes a whole folder (creating it) beside ``out_dir``; it is flushed to disk and then
+    takes ``out_dir``'s place in one atomic exchange: a failure, a kill or a power loss at any moment leaves the
+    old folder or the new one. The staging folder's name records its writer (:func:`owner_tag`)."""
+    staging = Path(out_dir).resolve().parent / f".{Path(out_dir).name}.incoming-{owner_tag()}-{uuid.uuid4().hex[:8]}"
+    try:
+        fill(staging)
+        _sync_tree(staging)
+        _move_into_place(staging, Path(out_dir).resolve())
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _write_files(build: Build, report: ValidationReport, folder: Path, release: ReleaseInfo) -> None:
+    folder.mkdir(parents=True)
+    splits = list(build.records())
+    sizes = {}  # (config, split) -> Arrow bytes, for the card's dataset_info
+    for config, split, records in bar(splits, desc="write", unit="split", leave=False, disable=len(splits) < 4):
+        sizes[config, split] = write_parquet(records, build.metadata_features.get(config, {}),
+                                             folder / parquet_path(config, split), build.extra_columns.get(config))
+    (folder / REPORT_FILE).write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True, default=str) + "\n")
+    build.exclusions.write_jsonl(folder / EXCLUSIONS_FILE)
+    files = dict(build.extra_files)
+    if build.lm_eval_tasks is not None:
+        files.update(build.lm_eval_tasks(release.task_location))
+        files.update(inspect_tasks.task_files(files[MANIFEST], release.task_location))  # inspect_ai, beside lm_eval
+    for relative, content in sorted(files.items()):
+        path = folder / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+    card = render_card(build, report, release, sizes)
+    config_text = build_config_text(build)
+    for text, what in ((str(card), "the card"), (config_text, BUILD_CONFIG_FILE)):
+        _refuse_local_paths(text, what)
+    card.save(folder / "README.md")
+    # Written last: a folder is a release only once this file is there.
+    (folder / BUILD_CONFIG_FILE).write_text(config_text, encoding="utf-8")
+
+
+def _move_into_place(staging: Path, out_dir: Path) -> None:
+    if not out_dir.exists():
+        os.rename(staging, out_dir)
+    elif not _exchange(staging, out_dir):  # on success staging now holds the old release
+        old = out_dir.parent / f".{out_dir.name}.previous-{uuid.uuid4().hex[:8]}"
+        os.rename(out_dir, old)  # a kill between these two renames is mended by recover_interrupted
+        os.rename(staging, out_dir)
+        shutil.rmtree(old, ignore_errors=True)
+    _fsync(out_dir.parent, os.O_RDONLY | os.O_DIRECTORY)  # the swap itself, on disk
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (Linux renameat2 RENAME_EXCHANGE); False where the system cannot."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
+
+
+def recover_interrupted(out_dir: Path) -> None:
+    """Mend what a killed writer left beside ``out_dir``: put back a moved-aside release, drop the staging
+    folders whose writer is gone (a running writer's is left alone). Call it holding :func:`output_lock`."""
+    parent = out_dir.resolve().parent
+    if not parent.is_dir():
+        return
+    previous = sorted(parent.glob(f".{out_dir.name}.previous-*"))
+    if previous and not out_dir.exists():
+        os.rename(previous[0], out_dir)
+        previous = previous[1:]
+    prefix = f".{out_dir.name}.incoming-"
+    orphans = [p for p in parent.glob(f"{prefix}*") if not _owner_alive(p.name[len(prefix):].rpartition("-")[0])]
+    for leftover in [*previous, *orphans]:
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
+def _refuse_local_paths(text: str, what: str) -> None:
+    """No path of this machine goes into a published file: the home, the working folder, the Python prefix."""
+    places = {str(Path.home()), os.getcwd(), sys.prefix, tempfile.gettempdir()} - {"/", ""}
+    found = sorted(p for p in places if f"{p}/" in text or text.endswith(p))
+    if found:
+        raise ValidationFailed(f"{what} would publish a local path ({found[0]}/...); nothing written")
+
+
+def release_rows(records, features) -> list[dict[str, Any]]:
+    """The records as the release's rows (no ``metadata`` column where the config has none)."""
+    rows = [record.to_row() for record in records]
+    if "metadata" not in features:
+        for row in rows:
+            row.pop("metadata")
+    return rows
+
+
+def write_parquet(records, metadata_features, path: Path, column_features=None) -> int:
+    """Arrow table with the explicit features in the schema metadata, as ``datasets`` writes it; returns the
+    table's size in bytes."""
+    features = record_features(metadata_features, column_features)
+    rows = release_rows(records, features)
+    schema = features.arrow_schema.with_metadata(
+        {"huggingface": json.dumps({"info": {"features": features.to_dict()}})}
+    )
+    import pyarrow as pa  # here, not at the top: a command line parses before any heavy library loads
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pylist(rows, schema=schema)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path, compression="zstd")
+    return table.nbytes
+
+

@@ -1,0 +1,205 @@
+"""Options that refer to other options: the builders' detector and the validator's, on real MMLU items and on
+every form seen in MMLU, MMLU-Pro, ARC, CommonsenseQA and OpenBookQA."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from fixtures_mmlu_references import CONTENT, REFERENCES
+
+from builders.core.items.referring import position_dependent_reason
+from builders.core.validation import validate
+from builders.core.validation.validate import referring_options
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_real_mmlu_references_exact_counts():
+    assert len(REFERENCES) == 79 and Counter(item["split"] for item in REFERENCES) == {"test": 78, "dev": 1}
+    assert Counter(item["reason"] for item in REFERENCES) == {
+        "has_option_combination": 43, "has_none_of_the_above": 27, "has_all_of_the_above": 9}
+    assert len(CONTENT) == 12
+
+
+@pytest.mark.parametrize("item", REFERENCES, ids=lambda item: f"{item['split']}-{item['row']}")
+def test_real_mmlu_reference_is_detected_by_both_detectors(item):
+    assert position_dependent_reason(item["choices"]) == item["reason"]
+    assert referring_options(item["choices"]), "the validator's detector misses it"
+
+
+@pytest.mark.parametrize("item", CONTENT, ids=lambda item: f"{item['split']}-{item['row']}")
+def test_real_mmlu_content_is_not_a_reference(item):
+    assert position_dependent_reason(item["choices"]) is None
+    assert referring_options(item["choices"]) == []
+
+
+def test_the_lower_case_letter_references_of_the_issue():
+    """Issue 12.2 counts about 36 MMLU test items with lower-case letter references ("Both a and c", "a. and b.
+    above", "neither a nor b.") that the first detector missed: exactly 36 test items, and 1 dev item."""
+    def lower_label(option):
+        return re.search(r"(?:^|[\s(])[a-j](?:[).]|\s+(?:and|or|nor|to)\b|$)", option) is not None
+
+    lower = [item for item in REFERENCES if any(lower_label(c) for c in referring_options(item["choices"]))]
+    assert Counter(item["split"] for item in lower) == {"test": 36, "dev": 1}
+    assert Counter(item["reason"] for item in lower) == {"has_option_combination": 36, "has_all_of_the_above": 1}
+
+
+OTHERS = ["Mitochondria", "Ribosome", "Nucleus"]
+REFERRING = {
+    "Both a and c": "has_option_combination",
+    "a. and b. above": "has_option_combination",
+    "both a and b.": "has_option_combination",
+    "neither a nor b.": "has_option_combination",
+    "neither a. nor b.": "has_option_combination",
+    "A and B": "has_option_combination",
+    "a & b": "has_option_combination",
+    "(a) and (c)": "has_option_combination",
+    "Both (A) and (C).": "has_option_combination",
+    "A, B, and C": "has_option_combination",
+    "A B and C": "has_option_combination",
+    "(B) (C) and (D).": "has_option_combination",
+    "b and c only": "has_option_combination",
+    "Options A and B": "has_option_combination",
+    "Both 2 and 3.": "has_option_combination",
+    "1 and 2": "has_option_combination",  # the other options hold no number: options 1 and 2
+    "1 & 3 above": "has_option_combination",
+    "(A), (B), and (C) are part of the theory": "has_option_combination",
+    "both A and B are correct; either condition would do.": "has_option_combination",
+    "All of (a), (b) and (c) will be true.": "has_option_combination",
+    "All of (a) to (c) are potential disadvantages.": "has_all_of_the_above",
+    "Both of these": "has_all_of_the_above",
+    "Neither of these": "has_none_of_the_above",
+    "All of these": "has_all_of_the_above",
+    "None of these": "has_none_of_the_above",
+    "all of the above": "has_all_of_the_above",
+    "none of the above.": "has_none_of_the_above",
+    "Both of the above": "has_all_of_the_above",
+    "Neither of the above": "has_none_of_the_above",
+    "Nither of above.": "has_none_of_the_above",
+    "all the mentioned options": "has_all_of_the_above",
+    "Any one or combinations of the above methods": "has_all_of_the_above",
+    "a combination of these three processes.": "has_all_of_the_above",
+    "Both": "has_all_of_the_above",
+    "Neither.": "has_none_of_the_above",
+    "None": "has_none_of_the_above",
+    "Either of these": "has_all_of_the_above",
+    "The answer is option B": "has_letter_reference",
+    "choice (c)": "has_letter_reference",
+    "(a)": "has_letter_reference",
+    # issue 22.1: options that count, quantify over or name the others in prose
+    "All three": "has_quantified_reference",
+    "all five": "has_quantified_reference",
+    "all three structures.": "has_quantified_reference",
+    "All are correct": "has_quantified_reference",
+    "None is correct": "has_quantified_reference",
+    "None are correct": "has_quantified_reference",
+    "None of the listed": "has_quantified_reference",
+    "none of the mentioned": "has_quantified_reference",
+    "Both statements are correct": "has_quantified_reference",
+    "Both of the statements are correct": "has_quantified_reference",
+    "Neither of the statements are correct": "has_quantified_reference",
+    "Both of the interventions": "has_quantified_reference",
+    "None of the interventions": "has_quantified_reference",
+    "Each of the three is true": "has_quantified_reference",
+    "Older adults cannot do either of these": "has_quantified_reference",
+    "It is caused by none of the preceding": "has_quantified_reference",
+    "The first two": "has_ordinal_reference",
+    "Both the second and the fourth": "has_ordinal_reference",
+    "the last three options": "has_ordinal_reference",
+    "All except the first": "has_ordinal_reference",
+    "All except D": "has_letter_reference",
+    "all but (c) and (d)": "has_letter_reference",
+    "Only A": "has_letter_reference",
+    "A only": "has_letter_reference",
+    "(A) only": "has_letter_reference",
+    "(a) only": "has_letter_reference",
+    "option b only": "has_letter_reference",
+    "Only (b)": "has_letter_reference",
+    "(b) is correct": "has_letter_reference",
+    "answer d is false.": "has_letter_reference",
+}
+
+
+@pytest.mark.parametrize("text", list(REFERRING))
+def test_every_reference_form_is_detected_by_both_detectors(text):
+    choices = OTHERS + [text]
+    assert position_dependent_reason(choices) == REFERRING[text]
+    assert referring_options(choices) == [text]
+
+
+CONTENT_FORMS = [
+    ["Vitamin A and B12", "Vitamin C", "Iron", "Zinc"],  # names, not labels
+    ["Vitamins A and D", "Vitamin C", "Iron", "Zinc"],
+    ["A and B are equally good athletes.", "B is a better athlete.", "A is a better athlete.", "Neither is"],
+    ["Invalid. Counterexample when G and H are true", "Valid", "Invalid. Counterexample when G is true", "x"],
+    ["The b and d coefficients significant", "The a and c coefficients significant", "x", "y"],
+    ["1 and 2", "1 and 0.5", "2 and -0.5", "1 and -3"],  # roots of a polynomial: other options hold numbers
+    ["I and II only", "I only", "II and III only", "I, II, and III"],  # the question's statements
+    ["BB Bb", "Bb Bb", "bb bb", "BB BB"],
+    ["You will not be able to see these two stars at all.", "They are too far", "x", "y"],
+    ["None, because the contract was void.", "Larceny", "Robbery", "Both larceny and robbery"],
+    ["the answer a student gives", "a guess", "a lie", "a fact"],
+    ["Both fox and hare populations will decrease.", "x", "y", "z"],
+    ["Either AC or DC", "AC", "DC", "Pulsed"],
+    # issue 22.1 look-alikes: a predicate, the question's statements, a quantity, a word of a text
+    ["All three steps are exothermic.", "Steps 1 and 2 are exothermic.", "x", "y"],
+    ["I only", "II only", "I and III only", "II and III only"],
+    ["(i) only", "(ii) only", "(i) and (iii) only", "(ii) and (iv) only"],
+    ["None of the offspring will be affected", "All males are affected", "x", "y"],
+    ["Only a single virus", "Only three viruses", "x", "y"],
+    ["The Krebs cycle, as each of those molecules releases ATP", "x", "y", "z"],
+    ["all", "liberty", "justice", "indivisible"],
+    ["Neither is", "A is a better athlete.", "B is a better athlete.", "x"],
+    ["The second purchaser will prevail", "The first two years", "x", "y"],
+    ["only the first amendment applies", "x", "y", "z"],
+    ["Remember all the answers.", "x", "y", "z"],
+]
+NONE_LIKE = ["None is outside the family; all are electromagnetic waves", "None, because the statement is admissible.",
+             "None are oncogenic per se", "I have no comment.", "none because it sinks.", "None, all are equally important",
+             "No objection should be sustained.", "There is no correct answer.", "No exception applies."]
+NOT_NONE_LIKE = ["None of the offspring will be affected", "Nothing.", "No choice", "Nobody knows",
+                 "The hearsay rule applies with no exception.", "Say 'no comment,' rather than appear uninformed.",
+                 "a straightforward yes or no answer", "Unknown."]
+
+
+@pytest.mark.parametrize("text", NONE_LIKE)
+def test_an_option_that_says_there_is_no_answer_is_read_so_by_both_readings(text):
+    from builders.core.items.referring import none_like_option
+
+    assert none_like_option(["Hearsay.", text]) == text
+    assert validate.says_no_answer(text)
+
+
+@pytest.mark.parametrize("text", NOT_NONE_LIKE)
+def test_content_is_not_a_no_answer_option(text):
+    from builders.core.items.referring import none_like_option
+
+    assert none_like_option(["Hearsay.", text]) is None
+    assert not validate.says_no_answer(text)
+
+
+@pytest.mark.parametrize("choices", CONTENT_FORMS, ids=lambda choices: choices[0][:30])
+def test_content_is_not_a_reference(choices):
+    assert position_dependent_reason(choices) is None
+    assert referring_options(choices) == []
+
+
+def test_a_single_option_is_read_without_item_context():
+    """Contrast sets and MMLU-Pro+ ask about one option: "1 and 2" alone is then a value, "both a and b" a reference."""
+    assert position_dependent_reason(["1 and 2"]) is None and referring_options(["1 and 2"]) == []
+    assert position_dependent_reason(["both a and b"]) == "has_option_combination"
+    assert referring_options(["both a and b"]) == ["both a and b"]
+
+
+def test_the_validator_detector_is_independent_of_the_builders():
+    """Issue 12.8: the validator's reference check does not reuse the builder's detector."""
+    tree = ast.parse((REPO / "builders" / "core" / "validation" / "validate.py").read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    assert not any(name and name.endswith("options") for name in imported)
+    assert "position_dependent_reason" not in (REPO / "builders" / "core" / "validation" / "validate.py").read_text()
+    assert validate.refers_to_other_options("Both a and c")
