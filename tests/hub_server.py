@@ -29,6 +29,14 @@ port must be known before they are imported (see tests/conftest.py):
 Failure injection: `hub.fail_next("commit", 500)` makes the next request of that route kind fail with
 that status before it touches any state. The client retries some calls on 5xx (preupload, LFS batch and
 tree listings back off 1 s, 2 s, ...); use a 4xx status there to fail without retries.
+
+Interleavings: `hub.hold("tag")` stops the next request of that kind before its handler runs
+(`after=True`: after it ran, before the answer is sent) until `.release()`; `.reached` is set once
+it is stopped there, so a test knows where a client is (and can send it a signal). `hub.meet("commit", 2)`
+stops the next 2 requests of that kind until both have arrived, so that two clients really race.
+
+Optimistic concurrency, as on the Hub: a commit whose header names a `parentCommit` that is not the
+branch head is refused with 412 (nothing changes), and creating an existing tag or repo is a 409.
 """
 
 from __future__ import annotations
@@ -287,6 +295,30 @@ class _HubRequestHandler(BaseHTTPRequestHandler):
 # ---------------------------------------------------------------------------------------------
 
 
+@dataclass
+class Hold:
+    """One request stopped on its way (see `LocalHub.hold`)."""
+
+    after: bool
+    reached: threading.Event = field(default_factory=threading.Event)
+    released: threading.Event = field(default_factory=threading.Event)
+
+    def release(self) -> None:
+        self.released.set()
+
+    def wait(self, timeout: float = 60.0) -> Hold:
+        """Until the request is stopped there; AssertionError when no such request came within `timeout`."""
+        assert self.reached.wait(timeout), "no request reached the hold"
+        return self
+
+    def _stop(self) -> None:
+        self.reached.set()
+        self.released.wait(HOLD_LIMIT_S)
+
+
+HOLD_LIMIT_S = 120.0  # a hold or meeting nobody releases lets its request go after this long
+
+
 class LocalHub:
     """In-memory Hub served over real HTTP on 127.0.0.1. One user; the token grants write access
     to every namespace. Use as a context manager or call start()/stop()."""
@@ -300,6 +332,8 @@ class LocalHub:
         self._repos: dict[tuple[str, str], Repo] = {}
         self._lfs_tickets: dict[str, LfsTicket] = {}
         self._failures: dict[str, deque[int]] = {}
+        self._holds: dict[str, deque[Hold]] = {}
+        self._meetings: dict[str, deque[threading.Barrier]] = {}
         self._commit_counter = 0
         self._lock = threading.RLock()
         self._server: _HubHTTPServer | None = None
@@ -347,10 +381,29 @@ class LocalHub:
     def fail_next(self, route_kind: str, status: int = 500, times: int = 1) -> None:
         """Make the next `times` requests of `route_kind` (one of `route_kinds`) fail with `status`,
         before any state change."""
-        if route_kind not in self.route_kinds:
-            raise ValueError(f"Unknown route kind {route_kind!r}; expected one of {sorted(self.route_kinds)}")
+        self._check_kind(route_kind)
         with self._lock:
             self._failures.setdefault(route_kind, deque()).extend([status] * times)
+
+    def hold(self, route_kind: str, after: bool = False) -> Hold:
+        """Stop the next request of `route_kind` before its handler runs (`after`: once it ran, before the
+        answer goes out) until the returned hold is released."""
+        self._check_kind(route_kind)
+        hold = Hold(after)
+        with self._lock:
+            self._holds.setdefault(route_kind, deque()).append(hold)
+        return hold
+
+    def meet(self, route_kind: str, parties: int = 2) -> None:
+        """The next `parties` requests of `route_kind` wait for each other, then all run (one at a time)."""
+        self._check_kind(route_kind)
+        barrier = threading.Barrier(parties, timeout=HOLD_LIMIT_S)
+        with self._lock:
+            self._meetings.setdefault(route_kind, deque()).extend([barrier] * parties)
+
+    def _check_kind(self, route_kind: str) -> None:
+        if route_kind not in self.route_kinds:
+            raise ValueError(f"Unknown route kind {route_kind!r}; expected one of {sorted(self.route_kinds)}")
 
     def has_repo(self, repo_id: str, repo_type: str = "dataset") -> bool:
         with self._lock:
@@ -425,6 +478,13 @@ class LocalHub:
     def _dispatch(self, request: Request) -> Response:
         route, params = self._match(request)
         kind = route.kind if route else "unknown"
+        with self._lock:  # the waits happen outside the lock: the other requests go on meanwhile
+            hold = self._holds[kind].popleft() if self._holds.get(kind) else None
+            meeting = self._meetings[kind].popleft() if self._meetings.get(kind) else None
+        if meeting is not None:
+            meeting.wait()
+        if hold is not None and not hold.after:
+            hold._stop()
         try:
             if route is None:
                 raise HubError(404, f"No LocalHub route for {request.method} {request.path}")
@@ -441,6 +501,8 @@ class LocalHub:
             response = json_response({"error": "LocalHub internal error"}, status=500)
         with self._lock:
             self.requests.append(RequestRecord(request.method, kind, request.path, response.status))
+        if hold is not None and hold.after:
+            hold._stop()
         return response
 
     def _authenticate(self, request: Request) -> bool:
@@ -640,6 +702,9 @@ class LocalHub:
             raise _revision_not_found(branch)
         head = repo.commits[repo.branches[branch]]
         header, *operations = [json.loads(line) for line in request.body.splitlines() if line.strip()]
+        parent = header["value"].get("parentCommit")
+        if parent is not None and parent != head.oid:  # the Hub's optimistic concurrency: nothing changes
+            raise HubError(412, "A commit has happened since. Please refresh and try again.")
         files = dict(head.files)
         for operation in operations:
             key, value = operation["key"], operation["value"]

@@ -6,6 +6,8 @@ Every test also asserts that no socket lookup or connection left 127.0.0.1 while
 import hashlib
 import socket
 import sys
+import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -389,6 +391,62 @@ def test_injected_create_repo_failure_creates_nothing(local_hub: LocalHub, api: 
 def test_fail_next_rejects_unknown_route_kinds(local_hub: LocalHub) -> None:
     with pytest.raises(ValueError, match="Unknown route kind"):
         local_hub.fail_next("comit")
+    with pytest.raises(ValueError, match="Unknown route kind"):
+        local_hub.hold("taggg")
+
+
+# ---------------------------------------------------------------------------------------------
+# Optimistic concurrency and interleavings
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_commit_on_a_stale_parent_is_a_412_and_changes_nothing(local_hub: LocalHub, api: HfApi, tagged_repo: str) -> None:
+    """create_commit(parent_commit=...) as huggingface_hub sends it: the header's parentCommit must be the head."""
+    [head] = local_hub.commits(tagged_repo)[:1]
+    api.upload_file(path_or_fileobj=b"v2\n", path_in_repo="README.md", repo_id=tagged_repo, repo_type="dataset",
+                    parent_commit=head)
+    with pytest.raises(HfHubHTTPError) as raised:  # head moved: the same parent is stale now
+        api.upload_file(path_or_fileobj=b"v3\n", path_in_repo="README.md", repo_id=tagged_repo, repo_type="dataset",
+                        parent_commit=head)
+    assert raised.value.response.status_code == 412
+    assert local_hub.file_at(tagged_repo, "main", "README.md") == b"v2\n"
+    assert len(local_hub.commits(tagged_repo)) == 3  # initial, v1, v2
+
+
+def test_a_held_request_waits_where_it_was_stopped(local_hub: LocalHub, api: HfApi, tagged_repo: str) -> None:
+    before, after = local_hub.hold("tag"), local_hub.hold("tag", after=True)
+    first = threading.Thread(target=api.create_tag, args=(tagged_repo,), kwargs={"tag": "v2", "repo_type": "dataset"})
+    first.start()
+    before.wait()
+    assert local_hub.tags(tagged_repo) == ["v1.0.0"]  # stopped before its handler ran
+    before.release()
+    first.join(30)
+    second = threading.Thread(target=api.create_tag, args=(tagged_repo,), kwargs={"tag": "v3", "repo_type": "dataset"})
+    second.start()
+    after.wait()
+    assert local_hub.tags(tagged_repo) == ["v1.0.0", "v2", "v3"] and second.is_alive()  # done, not yet answered
+    after.release()
+    second.join(30)
+    assert not second.is_alive()
+
+
+def test_requests_that_meet_run_after_both_arrived(local_hub: LocalHub, api: HfApi, tagged_repo: str) -> None:
+    local_hub.meet("tag", 2)
+    errors: list[int] = []
+
+    def tag(name: str) -> None:
+        try:
+            api.create_tag(tagged_repo, tag=name, repo_type="dataset")
+        except HfHubHTTPError as error:
+            errors.append(error.response.status_code)
+
+    first = threading.Thread(target=tag, args=("v9",))
+    first.start()
+    time.sleep(0.3)
+    assert local_hub.tags(tagged_repo) == ["v1.0.0"]  # the first waits for the second
+    tag("v9")
+    first.join(30)
+    assert local_hub.tags(tagged_repo) == ["v1.0.0", "v9"] and errors == [409]
 
 
 # ---------------------------------------------------------------------------------------------
