@@ -131,6 +131,33 @@ def test_every_file_and_folder_is_on_disk_before_the_swap(tmp_path, monkeypatch)
     assert events[swap + 1:] == [("fsync", str(tmp_path))]
 
 
+@pytest.mark.parametrize("plant", ["symlink", "dangling symlink", "hard link", "fifo"])
+def test_a_lock_file_is_never_opened_through_a_link(tmp_path, capsys, plant):
+    """The lock file beside --output followed a symlink: `.release.lock -> victim.txt` truncated the victim to the
+    builder's pid. It is opened with O_NOFOLLOW (and created with O_EXCL): a link, or anything but a plain file of
+    its own, is refused in one line, and what it leads to is untouched."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    lock = tmp_path / ".release.lock"
+    {"symlink": lambda: lock.symlink_to(victim), "dangling symlink": lambda: lock.symlink_to(tmp_path / "absent"),
+     "hard link": lambda: os.link(victim, lock), "fifo": lambda: os.mkfifo(lock)}[plant]()
+    source = write_benchmark("mmlu", tmp_path)
+    status = wicked.main(["--source", str(source), "--sba-classifier", "none", "--output", str(tmp_path / "release")])
+    assert status == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"error: --output {tmp_path / 'release'}: its lock file {lock} is ")
+    assert victim.read_text() == "precious\n" and not (tmp_path / "absent").exists()
+    assert not (tmp_path / "release").exists()
+
+
+def test_a_lock_file_left_by_a_killed_build_is_taken_over(tmp_path):
+    """A plain lock file that its holder did not remove (killed) is no one's: the next build locks it."""
+    (tmp_path / ".release.lock").write_text("12345\n")
+    with release.output_lock(tmp_path / "release"):
+        assert (tmp_path / ".release.lock").read_text() == f"{os.getpid()}\n"
+    assert not (tmp_path / ".release.lock").exists()
+
+
 # ---- nothing empty published (25.4) ---------------------------------------------------------------------
 
 

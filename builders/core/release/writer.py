@@ -9,7 +9,7 @@ takes the old folder's place in one atomic exchange. A build killed at any momen
 leaves the old release or the new one, never a mix, and the same command run again completes.
 
 One writer at a time: a build holds an exclusive lock (``flock``) on ``.<name>.lock`` beside the folder from
-its first check to its last write. A second build on the same folder stops with one line naming the
+its first check to its last write (a file opened without following links). A second build on the same folder stops with one line naming the
 holder (or waits for it). Clean-up removes only staging folders whose writer is gone.
 """
 
@@ -18,11 +18,13 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import errno
 import fcntl
 import json
 import logging
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import threading
@@ -139,11 +141,9 @@ def _acquire(path: Path, out_dir: Path, wait: bool) -> int:
     except OSError as error:
         raise UserError(f"--output {out_dir}: cannot create a folder there ({error.strerror or error})") from None
     while True:
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError as error:
-            raise UserError(f"--output {out_dir}: cannot create its lock file {path.name} "
-                            f"({error.strerror or error})") from None
+        fd = _open_lock_file(path, out_dir)
+        if fd is None:
+            continue  # removed by its holder as it let go, between our two attempts: create it
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -161,6 +161,32 @@ def _acquire(path: Path, out_dir: Path, wait: bool) -> int:
         os.close(fd)
 
 
+def _open_lock_file(path: Path, out_dir: Path) -> int | None:
+    """The lock file, created when missing (``O_EXCL``), and never opened through a link (``O_NOFOLLOW``): a
+    symbolic link, a hard link or anything but a plain file at its path is refused in one line, since writing
+    the holder's pid would truncate the file it leads to. None when it vanished between two attempts."""
+    flags = os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK  # O_NONBLOCK: a FIFO there cannot hang us
+    try:
+        try:
+            fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise UserError(f"--output {out_dir}: its lock file {path} is a symbolic link; remove it (a lock file "
+                            "is never opened through a link)") from None
+        raise UserError(f"--output {out_dir}: cannot create its lock file {path.name} "
+                        f"({error.strerror or error})") from None
+    held = os.fstat(fd)
+    if not stat.S_ISREG(held.st_mode) or held.st_nlink != 1:
+        os.close(fd)
+        raise UserError(f"--output {out_dir}: its lock file {path} is not a plain file of its own (a hard link or "
+                        "a special file); remove it")
+    return fd
+
+
 def _release(path: Path, fd: int) -> None:
     # Removed while still locked, so that a waiter that then gets the old file sees it is gone and retries.
     with contextlib.suppress(OSError):
@@ -170,7 +196,7 @@ def _release(path: Path, fd: int) -> None:
 
 def _same_file(fd: int, path: Path) -> bool:
     try:
-        on_disk = path.stat()
+        on_disk = path.lstat()
     except FileNotFoundError:
         return False
     held = os.fstat(fd)
