@@ -278,13 +278,16 @@ class _HubRequestHandler(BaseHTTPRequestHandler):
             body=self.rfile.read(length) if length > 0 else b"",
         )
         response = self.server.hub._dispatch(request)
-        self.send_response(response.status)
-        for name, value in response.headers.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(response.body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(response.body)
+        try:
+            self.send_response(response.status)
+            for name, value in response.headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(response.body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(response.body)
+        except (BrokenPipeError, ConnectionResetError):  # a client gone meanwhile (interrupted) hears nothing
+            self.close_connection = True
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib signature)
         logger.debug("LocalHub %s - %s", self.address_string(), format % args)
@@ -331,7 +334,7 @@ class LocalHub:
         self.requests: list[RequestRecord] = []  # every request answered, in order
         self._repos: dict[tuple[str, str], Repo] = {}
         self._lfs_tickets: dict[str, LfsTicket] = {}
-        self._failures: dict[str, deque[int]] = {}
+        self._failures: dict[str, deque[tuple[int, str]]] = {}
         self._holds: dict[str, deque[Hold]] = {}
         self._meetings: dict[str, deque[threading.Barrier]] = {}
         self._commit_counter = 0
@@ -378,12 +381,13 @@ class LocalHub:
 
     # -- test helpers ---------------------------------------------------------------------------
 
-    def fail_next(self, route_kind: str, status: int = 500, times: int = 1) -> None:
-        """Make the next `times` requests of `route_kind` (one of `route_kinds`) fail with `status`,
-        before any state change."""
+    def fail_next(self, route_kind: str, status: int = 500, times: int = 1, message: str | None = None) -> None:
+        """Make the next `times` requests of `route_kind` (one of `route_kinds`) fail with `status` (and
+        `message`, as the Hub's error text), before any state change."""
         self._check_kind(route_kind)
+        text = message or f"Injected failure for route kind '{route_kind}'"
         with self._lock:
-            self._failures.setdefault(route_kind, deque()).extend([status] * times)
+            self._failures.setdefault(route_kind, deque()).extend([(status, text)] * times)
 
     def hold(self, route_kind: str, after: bool = False) -> Hold:
         """Stop the next request of `route_kind` before its handler runs (`after`: once it ran, before the
@@ -434,6 +438,25 @@ class LocalHub:
     def is_lfs(self, repo_id: str, revision: str, path: str, repo_type: str = "dataset") -> bool:
         with self._lock:
             return self._snapshot(repo_type, repo_id, revision).files[path].is_lfs
+
+    def commit_files(self, repo_id: str, files: Mapping[str, bytes | None], title: str = "Edited by hand",
+                     repo_type: str = "dataset") -> str:
+        """Commit onto main as a `git push` or the Hub's web editor would, without any client's checks (a card
+        with invalid YAML gets in): `None` deletes a path. Returns the commit oid."""
+        with self._lock:
+            repo = self._existing_repo(repo_type, repo_id)
+            head = repo.commits[repo.branches[DEFAULT_BRANCH]]
+            tree = dict(head.files)
+            for path, data in files.items():
+                if data is None:
+                    del tree[path]
+                else:
+                    tree[path] = StoredFile.create(data, is_lfs=_needs_lfs(path, len(data), data[:512]))
+                    if tree[path].is_lfs:
+                        repo.lfs_objects[tree[path].sha256] = data
+            commit = self._new_commit(repo, head.oid, title, tree)
+            repo.branches[DEFAULT_BRANCH] = commit.oid
+            return commit.oid
 
     def _existing_repo(self, repo_type: str, repo_id: str) -> Repo:
         repo = self._repos.get((repo_type, repo_id))
@@ -491,7 +514,7 @@ class LocalHub:
             with self._lock:
                 pending = self._failures.get(kind)
                 if pending:
-                    raise HubError(pending.popleft(), f"Injected failure for route kind '{kind}'")
+                    raise HubError(*pending.popleft())
                 request.authed = self._authenticate(request)
                 response = route.handler(request, params)
         except HubError as err:

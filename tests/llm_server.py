@@ -231,6 +231,7 @@ class RawExchange:
         self.index = index
         self.method = handler.command
         self.path = handler.path
+        self.headers = handler.headers
         self._handler = handler
         self._stopping = stopping
 

@@ -388,6 +388,21 @@ def test_injected_create_repo_failure_creates_nothing(local_hub: LocalHub, api: 
     assert api.repo_exists(repo_id, repo_type="dataset") is False
 
 
+def test_an_injected_failure_carries_its_message(local_hub: LocalHub, api: HfApi, tagged_repo: str) -> None:
+    local_hub.fail_next("tag", 400, message="the Hub's own reason")
+    with pytest.raises(HfHubHTTPError) as raised:
+        api.create_tag(tagged_repo, tag="v2.0.0", repo_type="dataset")
+    assert raised.value.server_message == "the Hub's own reason"
+
+
+def test_commit_files_writes_what_no_client_check_would_let_through(local_hub: LocalHub, tagged_repo: str) -> None:
+    """As a git push or the web editor: a card with invalid YAML, a deletion."""
+    oid = local_hub.commit_files(tagged_repo, {"README.md": b"---\na: [unclosed\n---\n", "notes.bin": b"\0\1"})
+    assert local_hub.commits(tagged_repo)[0] == oid and local_hub.is_lfs(tagged_repo, "main", "notes.bin")
+    local_hub.commit_files(tagged_repo, {"README.md": None})
+    assert local_hub.paths_at(tagged_repo, "main") == [".gitattributes", "notes.bin"]
+
+
 def test_fail_next_rejects_unknown_route_kinds(local_hub: LocalHub) -> None:
     with pytest.raises(ValueError, match="Unknown route kind"):
         local_hub.fail_next("comit")
