@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import csv
+import html
 import json
+import re
+import urllib.parse
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -183,3 +187,42 @@ def with_default_ctrl_c() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+# ---- secrets, as servers echo them -----------------------------------------------------------------------------
+
+
+def spellings(secret: str) -> list[str]:
+    """``secret`` as servers echo it: as is, in another case, percent-encoded (wholly, as a path, as a form,
+    twice), JSON-escaped, HTML-escaped, and base64 (standard and URL-safe, padded or not, alone, as a header's
+    value, and inside a longer text at each of the three byte offsets)."""
+    b64 = lambda text: base64.b64encode(text.encode()).decode()  # noqa: E731
+    urlsafe = lambda text: base64.urlsafe_b64encode(text.encode()).decode()  # noqa: E731
+    quoted = urllib.parse.quote(secret, safe="")
+    return [secret, secret.upper(), secret.swapcase(), quoted, quoted.lower(), urllib.parse.quote(secret),
+            urllib.parse.quote_plus(secret), urllib.parse.quote(quoted, safe=""), json.dumps(secret)[1:-1],
+            json.dumps(secret).replace("/", "\\/")[1:-1], "".join(f"\\u{ord(c):04x}" for c in secret),
+            html.escape(secret), "".join(f"&#{ord(c)};" for c in secret), "".join(f"&#x{ord(c):X};" for c in secret),
+            b64(secret), b64(secret).rstrip("="), urlsafe(secret), urlsafe(secret).rstrip("="),
+            b64(f"Bearer {secret}"), b64(f"x{secret}"), urlsafe(f"xy{secret}\n"), urllib.parse.quote(b64(secret))]
+
+
+def reveals(text: str, secret: str) -> bool:
+    """Whether ``secret`` can be read out of ``text`` by undoing what a server may have done to it (percent- and
+    HTML-decoding, JSON unescaping, base64 at any alignment, any letter case): a check that knows nothing of how
+    mcqforge hides it."""
+    readings = {text}
+    for _ in range(2):
+        readings |= {urllib.parse.unquote(t) for t in readings} | {urllib.parse.unquote_plus(t) for t in readings}
+    readings |= {html.unescape(t) for t in readings}
+    readings |= {re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m[1], 16)), t).replace("\\", "") for t in readings}
+    for reading in list(readings):
+        for token in re.findall(r"[A-Za-z0-9+/_-]{8,}", reading):
+            for start in range(4):  # at each alignment, cut to whole groups or padded to them
+                for piece in (token[start:][: len(token[start:]) // 4 * 4], token[start:] + "=" * (-len(token[start:]) % 4)):
+                    for altchars in (b"+/", b"-_"):
+                        try:
+                            readings.add(base64.b64decode(piece, altchars=altchars).decode("latin-1"))
+                        except ValueError:
+                            pass
+    return any(secret.lower() in reading.lower() for reading in readings)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
+from fixtures import reveals, spellings
 from llm_server import (
     ChatCall,
     RawExchange,
@@ -598,29 +599,131 @@ def test_unparseable_replies_are_answers_not_failed_calls(llm_server):
     assert [r.error for r in results] == ["unparseable"] * 5
 
 
-# -- a credential inside a URL is never shown (issue 25.6) -----------------------------------------------------
+# -- credentials, in whatever spelling a server echoes them --------------------------------------------------------
+
+
+KEY = "sk-test/Zq8+v1X7=pLw0_never~log.me"  # "/", "+", "=", "~" and "." spell differently in each encoding
 
 
 def with_credentials(url: str) -> str:
     return url.replace("http://", "http://user:hunter2-secret@")
 
 
-def test_the_user_info_of_a_url_is_scrubbed_from_errors_and_replies(llm_server):
-    port = dead_port()
-    dead = f"http://user:hunter2-secret@127.0.0.1:{port}/v1"
-    with pytest.raises(EndpointError) as raised:
-        check_endpoint(LLMSettings(base_url=dead, api_key_env=None))
-    assert str(raised.value).startswith(f"cannot reach the LLM endpoint http://***@127.0.0.1:{port}/v1: ")
-    with pytest.raises(EndpointError) as raised:
-        fast_client(llm_server, base_url=dead).complete_many([ChatRequest.from_prompt("q")])
-    assert str(raised.value).startswith(f"cannot reach the LLM endpoint http://***@127.0.0.1:{port}/v1 (")
+def test_reveals_finds_every_spelling_it_is_given():
+    """The checker itself: each spelling of KEY inside a longer text is found, and a text without it is not."""
+    assert all(reveals(f"error: bad key <{spelling}>.", KEY) for spelling in spellings(KEY))
+    assert not reveals("error: bad key <***>, sk-test and Zq8 apart", KEY)
 
-    base = with_credentials(llm_server.openai_base_url)  # a server quoting the URL back in its error
-    llm_server.respond_with(lambda call: ScriptedError(400, message=f"unknown route {base}/chat/completions"))
-    client = fast_client(llm_server, base_url=base)
-    result = client.complete(ChatRequest.from_prompt("q"))
+
+def test_a_key_the_server_echoes_in_any_spelling_never_reaches_a_result_or_the_log(llm_server, monkeypatch, caplog):
+    """A key echoed URL-encoded, base64-encoded or half-quoted reached the error detail and the log."""
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("MCQ_ECHOED_KEY", KEY)
+
+    def echo(call: ChatCall) -> ScriptedError:
+        received = call.headers["authorization"].removeprefix("Bearer ")
+        return ScriptedError(400, message=f"unknown key: {' | '.join(spellings(received))}")
+
+    llm_server.respond_with(echo)
+    client = fast_client(llm_server, api_key_env="MCQ_ECHOED_KEY", max_retries=0)
+    [result] = client.complete_many(prompts(1))
+    assert result.error == "http_400" and result.error_detail.startswith("Error code: 400 - unknown key: *** | ***")
+    shown = [result.error_detail, caplog.text, repr(result), repr(client)]
+    assert [reveals(text, KEY) for text in shown] == [False] * len(shown)
+
+
+def test_a_command_shows_no_spelling_of_an_echoed_key_in_its_error_line_or_logs(llm_server, tmp_path):
+    from fixtures import write_benchmark
+    from test_cli import one_error_line, run_cli
+
+    llm_server.respond_with(lambda call: ScriptedError(
+        400, message=" ".join(spellings(call.headers["authorization"].removeprefix("Bearer ")))))
+    result = run_cli("--source", str(write_benchmark("mmlu", tmp_path)), "--sba-judge", "m", "--base-url",
+                     llm_server.openai_base_url, "--api-key-env", "MCQ_CLI_KEY", "--cache-dir", "none",
+                     "--output", str(tmp_path / "out"), "--log-level", "DEBUG", env={"MCQ_CLI_KEY": KEY})
+    line = one_error_line(result)
+    assert "requests to m at" in line and "***" in line
+    assert not reveals(result.stderr + result.stdout, KEY)
+
+
+def test_a_proxys_echo_of_its_basic_auth_never_shows(monkeypatch):
+    """Proxy credentials (``$HTTP_PROXY``) travel as Basic auth, base64 of ``user:password``: a proxy that
+    quotes that header back in its error page shows them in no spelling."""
+    received: list[str] = []
+
+    def proxy(exchange: RawExchange) -> None:
+        basic = exchange.headers.get("proxy-authorization", "")
+        received.append(basic)
+        exchange.send(502, json.dumps({"error": {"message": f"upstream refused {basic} for {exchange.path}"}}))
+
+    with start_raw_server(proxy) as server:
+        monkeypatch.setenv("HTTP_PROXY", server.base_url.replace("http://", "http://proxyuser:pr0xy-pa55@")[:-3])
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        client = LLMClient("m", base_url=f"http://127.0.0.1:{dead_port()}/v1", api_key_env=None, max_retries=0)
+        result = client.complete(ChatRequest.from_prompt("q"))
+    import base64
+
+    assert received == ["Basic " + base64.b64encode(b"proxyuser:pr0xy-pa55").decode()]
+    assert result.error == "http_502" and "upstream refused Basic *** for" in result.error_detail
+    assert not reveals(result.error_detail, "pr0xy-pa55") and not reveals(result.error_detail, "proxyuser:pr0xy")
+
+
+def test_redaction_covers_every_secret_the_process_knows(monkeypatch):
+    """The Hub token, API keys in the environment (read or not), and the credentials of every URL in the
+    environment, in every spelling; ordinary text is left as it is."""
+    from builders.core.runtime.redact import remember_secret, scrub_text
+
+    secrets = {"HF_TOKEN": "hf_Abc/def+ghi=jklmnop", "OPENAI_API_KEY": "sk-proj-Q1w2E3r4T5y6=", "remembered": KEY,
+               "password": "s3cr3t~pw", "user:password": "svc:s3cr3t~pw"}
+    monkeypatch.setenv("HF_TOKEN", secrets["HF_TOKEN"])
+    monkeypatch.setenv("OPENAI_API_KEY", secrets["OPENAI_API_KEY"])
+    monkeypatch.setenv("HF_ENDPOINT", "https://svc:s3cr3t~pw@hub.internal")
+    remember_secret(KEY)
+    for name, secret in secrets.items():
+        for spelling in spellings(secret):
+            scrubbed = scrub_text(f"HTTP 401: the token <{spelling}> was refused")
+            assert not reveals(scrubbed, secret), (name, spelling, scrubbed)
+    plain = "HTTP 404 for https://hub.internal/api/datasets/a/b: Repository Not Found (git@github.com, 2024-05-01)"
+    assert scrub_text(plain) == plain
+
+
+def test_a_base_url_with_credentials_is_refused_before_any_request(monkeypatch):
+    """A password in --base-url was sent as Basic auth in place of the API key (and its base64 echo leaked). The URL
+    is refused in one line, before anything is sent: an OpenAI-compatible API takes its key in the Authorization
+    header, which the URL's credentials would take over."""
+    with start_raw_server(lambda exchange: exchange.send(200, '{"data": []}')) as server:
+        url = with_credentials(server.base_url)
+        for make in (lambda: LLMSettings(base_url=url, api_key_env=None), lambda: LLMClient("m", base_url=url)):
+            with pytest.raises(UserError) as raised:
+                make()
+            assert str(raised.value) == (f"--base-url 'http://***@{server.base_url[7:]}' holds credentials before "
+                                         "its host, which would be sent as Basic auth instead of the API key: remove "
+                                         "them, and put the key in the environment variable --api-key-env names")
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        with pytest.raises(UserError, match=r"^\$OPENAI_BASE_URL 'http://\*\*\*@127\.0\.0\.1:\d+/v1' holds credentials"):
+            LLMSettings(api_key_env=None)
+        assert server.requests == []
+
+
+def test_a_command_with_credentials_in_its_base_url_is_one_line_and_sends_nothing(tmp_path):
+    from fixtures import write_benchmark
+    from test_cli import one_error_line, run_cli
+
+    with start_raw_server(lambda exchange: exchange.send(200, '{"data": []}')) as server:
+        result = run_cli("--source", str(write_benchmark("mmlu", tmp_path)), "--sba-judge", "m", "--base-url",
+                         with_credentials(server.base_url), "--api-key-env", "none", "--cache-dir", "none",
+                         "--output", str(tmp_path / "out"), "--log-level", "DEBUG")
+        assert server.requests == []
+    assert one_error_line(result).startswith("error: --base-url 'http://***@127.0.0.1:")
+    assert not reveals(result.stderr + result.stdout, "hunter2-secret")
+
+
+def test_the_user_info_of_a_url_a_server_quotes_is_scrubbed(llm_server):
+    other = with_credentials(llm_server.openai_base_url).replace("/v1", "/upstream")
+    llm_server.respond_with(lambda call: ScriptedError(400, message=f"cannot forward to {other}/chat/completions"))
+    result = fast_client(llm_server).complete(ChatRequest.from_prompt("q"))
     assert "hunter2" not in result.error_detail and "http://***@127.0.0.1" in result.error_detail
-    assert "hunter2" not in repr(client)
 
 
 def test_scrub_text_hides_every_urls_user_info_and_nothing_else():
@@ -629,17 +732,3 @@ def test_scrub_text_hides_every_urls_user_info_and_nothing_else():
     assert scrub_url("https://user:p@ss@host:8/v1?x=1") == "https://***@host:8/v1?x=1"
     assert scrub_text("a http://u:p@h/x and HTTPS://token@h2 but git@github.com, mail@x.org and "
                       "http://h/x@y") == "a http://***@h/x and HTTPS://***@h2 but git@github.com, mail@x.org and http://h/x@y"
-
-
-def test_a_command_shows_no_credential_of_its_base_url_in_its_error_or_logs(llm_server, tmp_path):
-    from fixtures import write_benchmark
-    from test_cli import one_error_line, run_cli
-
-    llm_server.respond_with(lambda call: ScriptedError(400, message="bad model"))
-    result = run_cli("--source", str(write_benchmark("mmlu", tmp_path)), "--sba-judge", "m", "--base-url",
-                     with_credentials(llm_server.openai_base_url), "--api-key-env", "none", "--cache-dir", "none",
-                     "--output", str(tmp_path / "out"), "--log-level", "DEBUG")
-    line = one_error_line(result)
-    assert "http://***@127.0.0.1" in line and "requests to m at" in line
-    assert "hunter2" not in result.stderr + result.stdout
-    assert "http://***@127.0.0.1" in result.stderr.replace(line, "")  # the logged lines are scrubbed too

@@ -32,7 +32,6 @@ import email.utils
 import json
 import logging
 import random
-import re
 import threading
 import time
 from collections import Counter
@@ -51,7 +50,6 @@ from builders.core.llm.endpoint import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_S,
-    PLACEHOLDER_API_KEY,
     EndpointError,
     TooManyFailures,
     check_settings,
@@ -438,11 +436,8 @@ class LLMClient:
         return self._detail(exc.message)
 
     def _detail(self, text: str) -> str:
-        """Text a server sent, fit for logs and ``error_detail``: the key scrubbed out in any letter case
-        first (so that cutting the text cannot leave a piece of it), then cut to one line."""
-        secret = self._openai.api_key
-        if isinstance(secret, str) and secret and secret != PLACEHOLDER_API_KEY:
-            text = re.sub(re.escape(secret), "***", text, flags=re.IGNORECASE)
+        """Text a server sent, fit for logs and ``error_detail``: the key (remembered when it was read) scrubbed
+        out in every spelling first (so that cutting the text cannot leave a piece of it), then cut to one line."""
         return one_line(scrub_text(text))
 
     def _cache_root(self) -> str | None:

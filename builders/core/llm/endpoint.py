@@ -5,10 +5,12 @@ and the errors that stop a run. The bottom of the LLM modules (:mod:`.llm` decla
 from __future__ import annotations
 
 import os
+import urllib.parse
 
 from builders.core.errors import UserError
 from builders.core.pipeline.argtypes import MAX_TIMEOUT_S
 from builders.core.runtime.cache import DEFAULT_ROOT
+from builders.core.runtime.redact import remember_secret, scrub_url, url_secrets
 
 #: Sent as the key when ``api_key_env=None`` (keyless local servers: vLLM and TGI accept any).
 PLACEHOLDER_API_KEY = "EMPTY"
@@ -38,12 +40,29 @@ class TooManyFailures(EndpointError):
 
 
 def endpoint_url(base_url: str | None) -> str:
-    """The URL requests go to, without a trailing slash: ``base_url``, else $OPENAI_BASE_URL, else the OpenAI API."""
-    return (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_API_URL).rstrip("/")
+    """The URL requests go to, without a trailing slash: ``base_url``, else $OPENAI_BASE_URL, else the OpenAI API.
+
+    A URL with user info (``https://user:password@host/v1``) is refused: HTTP clients send it as Basic auth, in
+    the one Authorization header that must carry the API key, so the key would silently not be sent and the
+    password would go to every server on the way; and a password in a URL ends in shell histories and process
+    lists. The key belongs in the variable ``--api-key-env`` names."""
+    where = "--base-url" if base_url else "$OPENAI_BASE_URL"
+    url = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_API_URL).rstrip("/")
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise UserError(f"{where} must start with http:// or https://, got {scrub_url(url)!r}")
+    if url_secrets(url):
+        for secret in url_secrets(url):
+            remember_secret(secret)
+        raise UserError(f"{where} {scrub_url(url)!r} holds credentials before its host, which would be sent as "
+                        "Basic auth instead of the API key: remove them, and put the key in the environment "
+                        "variable --api-key-env names")
+    return url
 
 
 def read_api_key(env_name: str | None) -> str:
-    """The key in ``$env_name`` (the placeholder when None); never printed or logged."""
+    """The key in ``$env_name`` (the placeholder when None); never printed or logged in any spelling (it is
+    remembered by :mod:`~builders.core.runtime.redact`)."""
     if env_name is None:
         return PLACEHOLDER_API_KEY
     value = os.environ.get(env_name, "").strip()
@@ -52,6 +71,7 @@ def read_api_key(env_name: str | None) -> str:
             f"environment variable {env_name} is not set or empty; it must hold the API key "
             f"(for a keyless local server such as vLLM or TGI, pass --api-key-env none)"
         )
+    remember_secret(value)
     return value
 
 

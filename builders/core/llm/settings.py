@@ -11,7 +11,6 @@ totals), :mod:`.llm_requests` (requests and results), :mod:`.llm_cache` (the rep
 from __future__ import annotations
 
 import argparse
-import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,7 +18,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import httpx
 
-from builders.core.errors import UserError
 from builders.core.llm.client import LLMClient
 from builders.core.llm.endpoint import (
     DEFAULT_API_KEY_ENV,
@@ -95,8 +93,7 @@ class LLMSettings:
 
     def __post_init__(self) -> None:
         check_settings(self.concurrency, self.max_retries, self.timeout, self.max_failures)
-        if self.base_url is not None and urllib.parse.urlsplit(self.base_url).scheme not in ("http", "https"):
-            raise UserError(f"--base-url must start with http:// or https://, got {scrub_url(self.base_url)!r}")
+        endpoint_url(self.base_url)  # refuses a URL that is not http(s) or holds credentials, before any work
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> LLMSettings:
