@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import datasets
 import pytest
 import yaml
-from fixtures import MMLU_TEST, write_benchmark
+from fixtures import MMLU_TEST, reveals, spellings, with_default_ctrl_c, write_benchmark
 from huggingface_hub import DatasetCard, HfApi
 from huggingface_hub.errors import HfHubHTTPError
 
 from builders import wicked
 from builders.core.pipeline import cli
-from builders.core.release.card import read_changelog
+from builders.core.errors import ReleaseError
+from builders.core.release.card import ReleaseInfo, read_changelog
+from builders.core.release.publish import Published, prepare_release, publish_folder
 from builders.core.sources.benchmarks import BENCHMARKS
 from builders.core.sources.loading import SAMPLES_DIR, load_source
 from builders.gsm_mc.builder import BUILDER as GSM_MC
@@ -121,6 +126,16 @@ def test_a_failed_tag_leaves_no_tag_and_a_rerun_completes(local_hub, tmp_path):
     assert local_hub.tags(repo) == ["v1.0.0"]
 
 
+def test_a_hub_error_that_echoes_the_token_shows_it_in_no_spelling(local_hub, tmp_path, capsys, caplog):
+    """The Hub token, like an API key, is hidden in every spelling a server may quote it in."""
+    local_hub.fail_next("commit", 400, message="token refused: " + " ".join(spellings(local_hub.token)))
+    assert push(write_benchmark("mmlu", tmp_path), "mcqforge/echoed-token", "1.0.0") == 2
+    captured = capsys.readouterr()
+    [line] = [line for line in captured.err.splitlines() if line.startswith("error: ")]
+    assert line.startswith("error: publishing mcqforge/echoed-token v1.0.0 failed (") and "token refused: ***" in line
+    assert not reveals(captured.err + captured.out + caplog.text, local_hub.token)
+
+
 def test_private_repo_needs_the_token(local_hub, tmp_path, monkeypatch):
     folder = write_benchmark("mmlu", tmp_path)
     assert push(folder, "mcqforge/wicked-private", "1.0.0", "--private") == 0
@@ -168,7 +183,7 @@ def test_a_push_logs_no_request_lines_and_a_refused_push_is_one_line(local_hub):
     again = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=300)
     assert again.returncode == 2 and again.stdout == ""
     assert again.stderr.splitlines() == [f"error: {repo} already has tag v1.0.0; a released version is never "
-                                         "rewritten, choose a new --version"]
+                                         "rewritten: choose a new --version"]
     debug = subprocess.run(command + ["--log-level", "DEBUG"], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert debug.returncode == 2
     assert [line.split("HTTP Request: ")[1].split(" ")[:2] for line in debug.stderr.splitlines()
@@ -324,3 +339,286 @@ def test_an_upload_that_fails_into_an_existing_repo_leaves_it_as_it_was(local_hu
     assert len([line for line in failed.stderr.splitlines() if line.startswith("error:")]) == 1
     assert "nothing was committed: the repo holds what it held before" in failed.stderr
     assert local_hub.commits(repo) == before and local_hub.tags(repo) == ["v1.0.0"]
+
+
+# ---- one release per tag, whatever runs at once ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def two_builds(tmp_path_factory) -> list[Path]:
+    """Two release folders with different files (seeds 0 and 1), to be published as the same version."""
+    root = tmp_path_factory.mktemp("builds")
+    folders = [root / f"seed-{seed}" for seed in (0, 1)]
+    for seed, folder in enumerate(folders):
+        assert wicked.main(["--source", "sample", "--sba-classifier", "none", "--seed", str(seed), "--output",
+                            str(folder), "--log-level", "WARNING"]) == 0
+    return folders
+
+
+def files_of(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def files_at(hub, repo: str, revision: str) -> dict[str, bytes]:
+    return {path: hub.file_at(repo, revision, path) for path in hub.paths_at(repo, revision) if path != ".gitattributes"}
+
+
+def publish_at_once(folders: list[Path], repo: str) -> list[Published | ReleaseError]:
+    """Each folder published as v1.0.0 of ``repo`` by its own thread, all passing the tag check first and all
+    starting at the same moment."""
+    releases = [prepare_release(repo, "1.0.0") for _ in folders]
+    start = threading.Barrier(len(folders))
+    outcomes: list[Published | ReleaseError] = []
+
+    def publish(folder: Path, release: ReleaseInfo) -> None:
+        start.wait()
+        try:
+            outcomes.append(publish_folder(folder, release))
+        except ReleaseError as refused:
+            outcomes.append(refused)
+
+    threads = [threading.Thread(target=publish, args=pair) for pair in zip(folders, releases, strict=True)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert len(outcomes) == len(folders)
+    return outcomes
+
+
+def assert_one_release(hub, repo: str, outcomes, folders: list[Path]) -> Published:
+    """Exactly one build published; the tag is on its commit, which holds its files, and so does main; the other
+    was told, in one line, who published the version; a re-run is told the version exists."""
+    [published] = [o for o in outcomes if isinstance(o, Published)]
+    [refused] = [str(o) for o in outcomes if isinstance(o, ReleaseError)]
+    assert refused.startswith(f"another build published {repo} v1.0.0 at commit {published.commit[:12]} while this "
+                              "one was ")
+    assert refused.endswith("; a released version is never rewritten: choose a new --version")
+    assert "\n" not in refused
+    assert hub.tags(repo) == ["v1.0.0"] and hub.commits(repo, "v1.0.0")[0] == published.commit
+    assert published.commit in hub.commits(repo, "main")  # main holds that commit, or one after it
+    assert files_at(hub, repo, "v1.0.0") == files_at(hub, repo, "main") in [files_of(f) for f in folders]
+    with pytest.raises(ReleaseError, match=f"{repo} already has tag v1.0.0"):
+        prepare_release(repo, "1.0.0")
+    return published
+
+
+@pytest.mark.parametrize("meet", [None, "preupload", "commit"])
+def test_two_builds_publishing_one_version_at_once_give_one_release_and_one_refusal(local_hub, two_builds, meet):
+    """Two builds of one version at once: the tag ended on one build's commit and main on the other's, and the
+    losing run was told to run again, which then said the tag exists. Both threads start together (and, with
+    `meet`, the Hub holds their first request of that kind until both have sent it, so that both read the same
+    main before either commits); repeated, so that every interleaving has its chance."""
+    for attempt in range(6 if meet is None else 3):
+        repo = f"mcqforge/race-{meet}-{attempt}"
+        if meet is not None:
+            local_hub.meet(meet, 2)
+        assert_one_release(local_hub, repo, publish_at_once(two_builds, repo), two_builds)
+
+
+def test_two_builds_of_the_same_files_at_once_still_publish_once(local_hub, two_builds):
+    """Identical builds: the second may find its files on main already (the client then commits nothing and
+    answers with main's commit); exactly one tags it."""
+    for attempt in range(3):
+        repo = f"mcqforge/race-same-{attempt}"
+        local_hub.meet("preupload", 2)
+        published = assert_one_release(local_hub, repo, publish_at_once([two_builds[0]] * 2, repo), two_builds)
+        assert files_at(local_hub, repo, published.commit) == files_of(two_builds[0])
+
+
+def _publish_in_thread(folder: Path, release: ReleaseInfo, outcomes: dict) -> threading.Thread:
+    def publish() -> None:
+        try:
+            outcomes[folder] = publish_folder(folder, release)
+        except ReleaseError as refused:
+            outcomes[folder] = refused
+
+    thread = threading.Thread(target=publish)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("tagged_first", ["the first to commit", "the second to commit"])
+def test_a_build_that_committed_onto_an_untagged_release_and_lost_the_tag_puts_the_release_back(
+        local_hub, two_builds, tagged_first):
+    """The second build reads main while the first is tagging its commit: it commits onto it. Whichever tag then
+    lands, main ends holding the files of the tagged commit: the loser puts them back by a commit onto its own,
+    or, when main has moved past its commit, leaves main alone."""
+    repo = f"mcqforge/late-tag-{tagged_first.split()[1]}"
+    first, second = two_builds
+    releases = [prepare_release(repo, "1.0.0") for _ in two_builds]
+    holds = [local_hub.hold("tag"), local_hub.hold("tag")]  # each build's tag request, in the order they come
+    outcomes: dict[Path, Published | ReleaseError] = {}
+    threads = [_publish_in_thread(first, releases[0], outcomes)]
+    holds[0].wait()  # the first has committed and is tagging
+    threads.append(_publish_in_thread(second, releases[1], outcomes))
+    holds[1].wait()  # the second has committed onto the first's commit
+    order = [0, 1] if tagged_first == "the first to commit" else [1, 0]
+    for index in order:
+        holds[index].release()
+        threads[index].join(60)
+    winner, loser = (first, second) if order[0] == 0 else (second, first)
+    published = assert_one_release(local_hub, repo, list(outcomes.values()), two_builds)
+    assert files_at(local_hub, repo, "main") == files_of(winner)
+    main = local_hub.commits(repo, "main")
+    refused = str(outcomes[loser])
+    if winner is first:  # main was the loser's commit: one more commit puts the winner's files back
+        assert main[2] == published.commit and f"this build's commit {main[1][:12]} on main was undone by commit " \
+            f"{main[0][:12]}" in refused
+    else:  # main is the winner's commit already, on top of the loser's
+        assert main[0] == published.commit and f"main has moved on since this build's commit {main[1][:12]}" in refused
+
+
+# ---- a card edited by hand on the Hub -------------------------------------------------------------------------
+
+
+CARD_EDITS = {
+    "front matter changed": lambda card: card.replace("license: apache-2.0", "license: cc-by-4.0").replace(
+        "summary: Built with", "summary: Edited by hand. Built with"),
+    "mcqforge block not a mapping": lambda card: card.replace("mcqforge:\n", "mcqforge: hand-written\nold:\n"),
+    "changelog entries broken": lambda card: card.replace(
+        "  changelog:\n", "  changelog:\n  - just a line\n  - version: 0.9.0\n  - {summary: no version}\n"),
+    "sections removed": lambda card: card.split("\n---\n", 1)[1].split("\n## ")[0],
+    "invalid YAML": lambda card: card.replace("mcqforge:\n", "mcqforge: [unclosed\n", 1),
+    "not a mapping": lambda card: "---\n- just\n- a list\n---\n# Hand-written\n",
+    "not ours": lambda card: "---\nlicense: mit\npretty_name: Someone's dataset\n---\n# Someone's dataset\n",
+    "no card": lambda card: None,
+}
+
+
+@pytest.mark.parametrize("edit", list(CARD_EDITS))
+def test_a_card_edited_by_hand_on_the_hub_never_blocks_the_next_release(local_hub, capsys, caplog, edit):
+    """Each form of hand edit gave a traceback (yaml's ParserError, AttributeError, TypeError, KeyError...) at
+    every later --push. The next version is published beside it; its changelog continues the one on main, or,
+    where that cannot be read, the one of the newest release."""
+    repo = f"mcqforge/edited-{edit.replace(' ', '-')}"
+    command = ["--source", "sample", "--sba-classifier", "none", "--variants", "1", "--push", repo,
+               "--log-level", "WARNING"]
+    assert wicked.main([*command, "--version", "1.0.0"]) == 0
+    card = local_hub.file_at(repo, "main", "README.md").decode()
+    edited = CARD_EDITS[edit](card)
+    assert edited != card
+    local_hub.commit_files(repo, {"README.md": edited.encode() if edited is not None else None})
+    capsys.readouterr()
+    assert wicked.main([*command, "--version", "1.1.0"]) == 0
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "error:" not in err
+    assert local_hub.tags(repo) == ["v1.0.0", "v1.1.0"]
+    assert local_hub.file_at(repo, "v1.0.0", "README.md").decode() == card  # the earlier release as it was
+    changelog = read_changelog(local_hub.file_at(repo, "v1.1.0", "README.md").decode())
+    assert [e.version for e in changelog] == ["1.1.0", "1.0.0"]
+    edited_by_hand = edit == "front matter changed"
+    assert changelog[1].summary.startswith("Edited by hand. Built with" if edited_by_hand else "Built with")
+    from_the_tag = edit not in ("front matter changed", "changelog entries broken")
+    assert ("the new card's continues from v1.0.0's" in caplog.text) == from_the_tag
+
+
+# ---- Ctrl-C during a push ---------------------------------------------------------------------------------------
+
+
+def _push_child(repo: str) -> subprocess.Popen:
+    """A real push in a child process that Ctrl-C reaches as it reaches a terminal's command."""
+    return subprocess.Popen(_push_command(repo), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=with_default_ctrl_c)
+
+
+def test_ctrl_c_early_in_an_upload_leaves_no_new_empty_repo(local_hub):
+    """Ctrl-C during the upload left the repo the run had created, empty, until a re-run."""
+    repo = "mcqforge/ctrl-c-early"
+    held = local_hub.hold("preupload")
+    child = _push_child(repo)
+    held.wait(240)
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=120)
+    held.release()
+    assert (child.returncode, out) == (130, "")
+    assert err.splitlines()[-1] == ("interrupted: nothing was committed: the repo this run created was deleted "
+                                    "again; run the same command again to complete the release")
+    assert "Traceback" not in err and not local_hub.has_repo(repo)
+
+
+def test_ctrl_c_twice_prints_no_traceback_and_the_clean_up_still_finishes(local_hub):
+    """A second Ctrl-C while the first one's clean-up runs is put off (the repo is still deleted); one while the
+    process ends exits at once, with status 130 (it was a death by SIGINT or a traceback)."""
+    repo = "mcqforge/ctrl-c-twice"
+    held, deleting = local_hub.hold("preupload"), local_hub.hold("delete_repo")
+    child = _push_child(repo)
+    held.wait(240)
+    child.send_signal(signal.SIGINT)
+    deleting.wait(60)
+    child.send_signal(signal.SIGINT)  # during the clean-up
+    time.sleep(0.3)
+    deleting.release()
+    assert child.stderr.readline().startswith("interrupted: finishing the clean-up of the upload; press Ctrl-C "
+                                              "again to stop at once")
+    assert child.stderr.readline().startswith("interrupted: nothing was committed: the repo this run created was "
+                                              "deleted again")
+    child.send_signal(signal.SIGINT)  # while the process ends
+    out, err = child.communicate(timeout=120)
+    held.release()
+    assert (child.returncode, out, err) == (130, "", "")
+    assert not local_hub.has_repo(repo)
+
+
+def test_ctrl_c_once_the_tag_is_created_ends_with_status_0(local_hub):
+    """Ctrl-C just after the tag was created gave status 130 for a release that is complete."""
+    repo = "mcqforge/ctrl-c-tagged"
+    tagged = local_hub.hold("tag", after=True)  # the tag is there; its answer has not reached the client yet
+    child = _push_child(repo)
+    tagged.wait(240)
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=120)
+    tagged.release()
+    assert (child.returncode, out) == (0, "")
+    assert err.splitlines()[-1] == (f"interrupted: the release was complete: published {local_hub.url}/datasets/"
+                                    f"{repo} tag v1.0.0")
+    assert "Traceback" not in err and local_hub.tags(repo) == ["v1.0.0"]
+
+
+def test_ctrl_c_just_after_a_publish_ends_with_status_0(local_hub):
+    """The signal lands as the tag's answer arrives or after (the summary, the clean-up of the temporary folder):
+    wherever it lands, the release is complete."""
+    repo = "mcqforge/ctrl-c-after"
+    tagged = local_hub.hold("tag", after=True)
+    child = _push_child(repo)
+    tagged.wait(240)
+    tagged.release()
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 0 and "Traceback" not in err
+    assert local_hub.tags(repo) == ["v1.0.0"]
+
+
+def test_ctrl_c_before_the_tag_says_the_release_is_on_main_without_its_tag(local_hub):
+    repo = "mcqforge/ctrl-c-committed"
+    local_hub.fail_next("tag", 503)  # the held tag request, once let go, fails: the client is gone by then
+    tagging = local_hub.hold("tag")
+    child = _push_child(repo)
+    tagging.wait(240)
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=120)
+    tagging.release()
+    assert child.returncode == 130 and "Traceback" not in err
+    [commit] = local_hub.commits(repo)[:1]
+    assert err.splitlines()[-1] == (f"interrupted: the release is on main as commit {commit[:12]} without its tag; "
+                                    "run the same command again to complete the release")
+    completed = subprocess.run(_push_command(repo), capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert local_hub.commits(repo, "v1.0.0")[0] == commit  # the same files: the re-run tags that commit
+
+
+def test_ctrl_c_while_the_commit_is_sent_says_what_main_holds(local_hub):
+    """The commit reached the Hub, its answer did not reach the build: it cannot know the commit is its own."""
+    repo = "mcqforge/ctrl-c-committing"
+    committed = local_hub.hold("commit", after=True)
+    child = _push_child(repo)
+    committed.wait(240)
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=120)
+    committed.release()
+    assert child.returncode == 130 and "Traceback" not in err
+    [commit] = local_hub.commits(repo)[:1]
+    assert err.splitlines()[-1] == (f"interrupted: main moved to commit {commit[:12]} as this build was committing "
+                                    "(it may be its commit, without its tag); run the same command again to complete "
+                                    "the release")
+    assert local_hub.tags(repo) == []

@@ -22,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
-from builders.core.errors import UserError, raised_by_an_interrupt
+from builders.core.errors import UserError, WorkDone, end_quietly_on_another_interrupt, raised_by_an_interrupt
 from builders.core.items.tables import Table
 from builders.core.pipeline.argtypes import positive_int, share
 from builders.core.pipeline.build import Build, Builder
@@ -39,7 +39,13 @@ from builders.core.pipeline.build_config import (
 from builders.core.pipeline.build_config import runtime_group as runtime_group
 from builders.core.pipeline.models import check_model
 from builders.core.release.card import ReleaseInfo
-from builders.core.release.publish import check_repo_id, prepare_release, publish_folder, version_tag
+from builders.core.release.publish import (
+    check_repo_id,
+    interrupted_after,
+    prepare_release,
+    publish_folder,
+    version_tag,
+)
 from builders.core.release.writer import check_output_folder, output_lock, write_release
 from builders.core.runtime import progress
 from builders.core.runtime.redact import scrub_log_handlers, scrub_text
@@ -277,12 +283,17 @@ def deliver(build: Build, report: ValidationReport, args: argparse.Namespace, re
     if args.output:
         write_release(build, report, args.output, release)
         where.append(f"wrote {args.output}")
-    if args.push:
-        with tempfile.TemporaryDirectory(prefix="mcqforge-release-") as tmp:
-            folder = args.output or write_release(build, report, Path(tmp) / "release", release)
-            published = publish_folder(Path(folder), release, private=args.private)
-        where.append(f"published {published.url} tag {published.tag}")
-    print_summary(build, report, where)
+    try:
+        if args.push:
+            with tempfile.TemporaryDirectory(prefix="mcqforge-release-") as tmp:
+                folder = args.output or write_release(build, report, Path(tmp) / "release", release)
+                published = publish_folder(Path(folder), release, private=args.private)
+            where.append(f"published {published.url} tag {published.tag}")
+        print_summary(build, report, where)
+    except KeyboardInterrupt:  # once the tag is there, the work is done
+        if release.published is None:
+            raise
+        raise interrupted_after(release.published) from None
 
 
 def exit_code(command: Callable[[], int | None]) -> int:
@@ -293,12 +304,14 @@ def exit_code(command: Callable[[], int | None]) -> int:
     except UserError as error:
         print(f"error: {scrub_text(str(error))}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as interruption:  # its message, if any, says what was left (WorkDone: what was done)
+        end_quietly_on_another_interrupt()
+        print(f"interrupted{': ' if str(interruption) else ''}{scrub_text(str(interruption))}", file=sys.stderr)
+        return 0 if isinstance(interruption, WorkDone) else 130
     except Exception as error:
         if not raised_by_an_interrupt(error):
             raise
+        end_quietly_on_another_interrupt()
         print("interrupted", file=sys.stderr)  # e.g. an import that Ctrl-C broke half-way
         return 130
     return status or 0

@@ -20,6 +20,8 @@ from builders.core.version import PACKAGE_DIR, __version__
 if TYPE_CHECKING:
     from huggingface_hub import DatasetCard
 
+    from builders.core.release.publish import Published
+
 # The top-level cards/ folder, linked as builders/cards so that a wheel carries it (a checkout whose link
 # was flattened into a file still finds the top-level folder).
 CARDS_DIR = next(folder for folder in (PACKAGE_DIR / "cards", PACKAGE_DIR.parent / "cards") if folder.is_dir())
@@ -41,6 +43,7 @@ class ReleaseInfo:
     version: str | None = None
     changelog: list[ChangelogEntry] = field(default_factory=list)
     message: str | None = None  # --message: what changed, in the changelog entry of this release
+    published: Published | None = None  # set by publish_folder the moment the tag is there
 
     @property
     def tag(self) -> str | None:
@@ -182,8 +185,19 @@ def _change_summary(build: Build, message: str | None = None) -> str:
 
 
 def read_changelog(card_text: str) -> list[ChangelogEntry]:
-    """The changelog of a previous release, from its card's YAML metadata."""
-    from huggingface_hub import RepoCard
+    """The changelog of a previous release, from its card's YAML metadata: every entry that reads as one (a mapping
+    with a version and a summary). A card edited by hand on the Hub may have lost its metadata, hold invalid YAML or
+    be another tool's: what cannot be read is left out, never an error."""
+    import yaml
+    from huggingface_hub.repocard import REGEX_YAML_BLOCK
 
-    data = RepoCard(card_text).data.to_dict().get("mcqforge") or {}
-    return [ChangelogEntry(str(e["version"]), str(e["summary"])) for e in data.get("changelog") or []]
+    match = REGEX_YAML_BLOCK.search(card_text)
+    try:
+        data = yaml.safe_load(match.group(2)) if match else None
+    except (yaml.YAMLError, RecursionError):
+        return []
+    block = data.get("mcqforge") if isinstance(data, dict) else None
+    entries = block.get("changelog") if isinstance(block, dict) else None
+    return [ChangelogEntry(str(e["version"]), " ".join(str(e["summary"]).split()))
+            for e in entries if isinstance(e, dict) and e.get("version") is not None and e.get("summary") is not None
+            ] if isinstance(entries, list) else []
