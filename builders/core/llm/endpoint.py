@@ -51,8 +51,9 @@ def endpoint_url(base_url: str | None) -> str:
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https"):
         raise UserError(f"{where} must start with http:// or https://, got {scrub_url(url)!r}")
-    if url_secrets(url):
-        for secret in url_secrets(url):
+    credentials = url_secrets(url)
+    if credentials:
+        for secret in credentials:  # known from now on: hidden wherever a server may echo them
             remember_secret(secret)
         raise UserError(f"{where} {scrub_url(url)!r} holds credentials before its host, which would be sent as "
                         "Basic auth instead of the API key: remove them, and put the key in the environment "

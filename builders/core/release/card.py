@@ -198,6 +198,6 @@ def read_changelog(card_text: str) -> list[ChangelogEntry]:
         return []
     block = data.get("mcqforge") if isinstance(data, dict) else None
     entries = block.get("changelog") if isinstance(block, dict) else None
-    return [ChangelogEntry(str(e["version"]), " ".join(str(e["summary"]).split()))
-            for e in entries if isinstance(e, dict) and e.get("version") is not None and e.get("summary") is not None
-            ] if isinstance(entries, list) else []
+    readable = [e for e in entries or [] if isinstance(e, dict) and e.get("version") is not None
+                and e.get("summary") is not None] if isinstance(entries, list) else []
+    return [ChangelogEntry(str(e["version"]), " ".join(str(e["summary"]).split())) for e in readable]

@@ -31,7 +31,7 @@ SECRET_HIDDEN = "***"
 #: password is still hidden as part of its URL, and inside the base64 of ``user:password``).
 MIN_SECRET_LENGTH = 6
 #: Environment variables whose value is a secret: ``HF_TOKEN``, ``OPENAI_API_KEY``, ``AWS_SECRET_ACCESS_KEY``...
-_SECRET_VARIABLE = re.compile(r"(?:^|_)(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$|_SECRET_|_TOKEN_", re.I)
+_SECRET_VARIABLE = re.compile(r"(?:^|_)(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$", re.I)
 
 _REMEMBERED: set[str] = set()
 _GUARD = threading.Lock()
@@ -97,9 +97,9 @@ def _forms(secret: str) -> Iterable[tuple[str, bool]]:
         yield secret, True
     data = secret.encode()
     whole = base64.b64encode(data).decode()
-    cores = [whole, whole.rstrip("=")]  # the secret encoded on its own; then at any of the 3 positions of a
-    for offset in range(3):  # longer text: the characters that its bytes alone decide
-        encoded = base64.b64encode(bytes(offset) + data).decode()
+    cores = [whole, whole.rstrip("=")]  # encoded on its own, padded or not
+    for offset in range(3):  # inside a longer encoded text, at each of the 3 byte offsets: the characters that
+        encoded = base64.b64encode(bytes(offset) + data).decode()  # the secret's bytes alone decide
         cores.append(encoded[-(-8 * offset // 6):(8 * (offset + len(data))) // 6])
     for core in dict.fromkeys(cores):
         if len(core) >= MIN_SECRET_LENGTH + 2:
