@@ -20,8 +20,6 @@ from builders.core.version import PACKAGE_DIR, __version__
 if TYPE_CHECKING:
     from huggingface_hub import DatasetCard
 
-    from builders.core.release.publish import Published
-
 # The top-level cards/ folder, linked as builders/cards so that a wheel carries it (a checkout whose link
 # was flattened into a file still finds the top-level folder).
 CARDS_DIR = next(folder for folder in (PACKAGE_DIR / "cards", PACKAGE_DIR.parent / "cards") if folder.is_dir())
@@ -33,6 +31,15 @@ TASK_IDS = ["multiple-choice-qa"]
 class ChangelogEntry:
     version: str
     summary: str
+
+
+@dataclass(frozen=True)
+class Published:
+    """A version on the Hub: its repo's URL, its tag and the commit the tag is on."""
+
+    url: str
+    tag: str
+    commit: str
 
 
 @dataclass

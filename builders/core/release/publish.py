@@ -29,12 +29,11 @@ import logging
 import re
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from builders.core.errors import ReleaseError, WorkDone, interrupts_put_off, raised_by_an_interrupt
-from builders.core.release.card import ChangelogEntry, ReleaseInfo, read_changelog
+from builders.core.release.card import ChangelogEntry, Published, ReleaseInfo, read_changelog
 from builders.core.runtime.redact import remember_secret, scrub_text, scrub_url
 
 if TYPE_CHECKING:
@@ -66,13 +65,6 @@ TAG_GRACE_S = 3.0  # after a refused commit: how long the build that committed f
 POLL_S = 0.1
 BRANCH = "main"
 NEVER_REWRITTEN = "a released version is never rewritten: choose a new --version"
-
-
-@dataclass(frozen=True)
-class Published:
-    url: str
-    tag: str
-    commit: str
 
 
 def version_tag(version: str | None) -> str:
