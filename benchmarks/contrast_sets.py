@@ -39,7 +39,8 @@ def child(argv: list[str]) -> None:
     """One build, stage by stage, as ``python -m builders.contrast_sets`` runs it; prints one JSON line."""
     sys.path.insert(0, str(REPO))
     from builders.contrast_sets import builder as cs
-    from builders.core.pipeline import build_config, cli
+    from builders.core.release import build_config
+    from builders.core.pipeline import cli
     from builders.core.release.writer import write_release
 
     stopwatch = cs.Stopwatch()
@@ -57,7 +58,7 @@ def child(argv: list[str]) -> None:
         write_release(build, report, args.output)
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"stages": stopwatch.seconds, "peak_mib": peak_mib, "threshold": options.threshold,
-                      "graph": build.card_context["graph"], "similarity": build.card_context["similarity"]}))
+                      "graph": build.release.card_context["graph"], "similarity": build.release.card_context["similarity"]}))
 
 
 def run_build(argv: list[str]) -> tuple[float, dict]:

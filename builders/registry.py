@@ -13,7 +13,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from builders.core.pipeline.build import Builder
+    from builders.core.pipeline.builder import Builder
 
 # builder name -> its module
 BUILDERS: dict[str, str] = {

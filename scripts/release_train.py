@@ -32,7 +32,8 @@ from typing import Any, Sequence
 import yaml
 
 from builders.core.errors import ReleaseError, UserError
-from builders.core.pipeline import build_config, cli
+from builders.core.release import build_config
+from builders.core.pipeline import cli
 from builders.registry import BUILDERS, load_builder
 
 # The options the train sets itself.

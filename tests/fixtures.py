@@ -183,3 +183,15 @@ def with_default_ctrl_c() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def mock_model():
+    """inspect_ai's ``mockllm/model`` answering "ANSWER: A" to every question, with a token usage (without one,
+    inspect counts the prompt's tokens with a vocabulary it downloads)."""
+    import itertools
+
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+
+    answer = ModelOutput.from_content("mockllm/model", "ANSWER: A")
+    answer.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+    return get_model("mockllm/model", custom_outputs=itertools.repeat(answer))

@@ -13,8 +13,10 @@ import pytest
 import yaml
 from fixtures import MMLU_TEST
 
-from builders.core.pipeline import build_config, cli
-from builders.core.sources.loading import SAMPLES_DIR, content_revision
+from builders.core.release import build_config
+from builders.core.pipeline import cli
+from builders.core.sources.spec import SAMPLES_DIR
+from builders.core.runtime.content import content_revision
 
 BUILDERS = ("wicked", "gsm_mc", "math_mc", "python_io", "mmlu_pro_plus", "contrast_sets", "perturbations")
 

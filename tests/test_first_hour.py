@@ -21,7 +21,7 @@ from builders import wicked
 from builders.__main__ import commands
 from builders.contrast_sets import builder as contrast_sets
 from builders.core.pipeline import cli
-from builders.core.sources.loading import SAMPLES_DIR
+from builders.core.sources.spec import SAMPLES_DIR
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -199,7 +199,7 @@ def test_changelog_entries_are_readable_and_take_a_message(local_hub, tmp_path):
     """Changelog entries were Python-repr dumps of every parameter ("wicked from cais/mmlu @ sha256:... (limit=None,
     max_excluded=0.5, ...)")."""
     from builders.core.release.card import read_changelog
-    from builders.core.sources.loading import content_revision
+    from builders.core.runtime.content import content_revision
 
     repo = "mcqforge/wicked-changelog"
     base = ["--source", "sample", "--sba-classifier", "none", "--push", repo, "--log-level", "WARNING"]

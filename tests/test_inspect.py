@@ -15,7 +15,6 @@ reports one. The README says so, and how to copy tiktoken's cache to an offline 
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import subprocess
@@ -24,9 +23,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from fixtures import mock_model
 from llm_server import start_llmock
 
-from builders.core.pipeline.build import TaskLocation
+from builders.core.build.result import TaskLocation
 from builders.core.tasks.inspect_tasks import task_files
 from builders.registry import BUILDERS
 
@@ -51,14 +51,6 @@ def releases(tmp_path_factory) -> Path:
                                 capture_output=True, text=True, cwd=REPO)
         assert result.returncode == 0, result.stderr[-2000:]
     return root
-
-
-def mock_model():
-    from inspect_ai.model import ModelOutput, ModelUsage, get_model
-
-    answer = ModelOutput.from_content("mockllm/model", "ANSWER: A")
-    answer.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
-    return get_model("mockllm/model", custom_outputs=itertools.repeat(answer))
 
 
 def expected_tasks(release: Path) -> dict[str, tuple[str, str]]:

@@ -164,6 +164,37 @@ def test_no_import_cycle():
     assert cycles(GRAPH) == []
 
 
+def core_layers(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The import graph of ``builders.core``'s subpackages (``items``, ``sources``, ``pipeline``...): an edge for every
+    import from a module of one to a module of another. The core's own modules (``errors``, ``version``) are a
+    layer each."""
+    def layer(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[2] if len(parts) > 2 and parts[:2] == ["builders", "core"] else None
+
+    layers: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        source = layer(module)
+        if source is not None:
+            layers.setdefault(source, set()).update(t for t in map(layer, targets) if t not in (None, source))
+    return layers
+
+
+def test_the_core_subpackages_are_layered():
+    """``sources`` read the per-item outcomes that ``pipeline`` once held, and ``pipeline`` read ``sources``: each
+    subpackage may import only those below it, so that one can be read (and tested) without those above."""
+    layers = core_layers(GRAPH)
+    assert {"items", "sources", "pipeline", "validation", "release", "options", "build"} <= set(layers)
+    assert cycles(layers) == []
+
+
+def test_the_layer_check_finds_a_cycle_between_subpackages():
+    graph = {"builders.core.sources.loading": {"builders.core.pipeline.steps", "builders.core.errors"},
+             "builders.core.pipeline.cli": {"builders.core.sources.loading"}, "builders.core.errors": set()}
+    assert core_layers(graph) == {"sources": {"pipeline", "errors"}, "pipeline": {"sources"}, "errors": set()}
+    assert cycles(core_layers(graph)) == [["pipeline", "sources"]]
+
+
 def test_core_imports_nothing_above_it():
     assert core_reaching_up(GRAPH) == []
 

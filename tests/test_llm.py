@@ -35,7 +35,8 @@ from builders.core.llm.settings import (
     check_endpoint,
     request_key,
 )
-from builders.core.pipeline import build_config, cli
+from builders.core.release import build_config
+from builders.core.pipeline import cli
 
 SECRET = "sk-test-Zq8v1X7pLw0-never-log-me"
 

@@ -19,7 +19,8 @@ from builders import wicked
 from builders.core.pipeline import cli
 from builders.core.release.card import read_changelog
 from builders.core.sources.benchmarks import BENCHMARKS
-from builders.core.sources.loading import SAMPLES_DIR, load_source
+from builders.core.sources.spec import SAMPLES_DIR
+from builders.core.sources.loading import load_source
 from builders.gsm_mc.builder import BUILDER as GSM_MC
 from builders.python_io.builder import BUILDER as PYTHON_IO
 

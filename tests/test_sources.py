@@ -11,7 +11,8 @@ from fixtures import FIXTURE_SIZES, MMLU_TEST, TRUTHFUL_QA, write_benchmark, wri
 
 from builders.core.errors import MalformedRow, SourceError
 from builders.core.sources.benchmarks import BENCHMARKS
-from builders.core.sources.loading import Selection, duplicate_option, load_source, parse_spec
+from builders.core.sources.loading import Selection, duplicate_option, load_source
+from builders.core.sources.spec import parse_spec
 
 
 @pytest.mark.parametrize("name", sorted(FIXTURE_SIZES))
@@ -242,7 +243,7 @@ def test_a_benchmark_and_a_build_take_keywords_only():
     field, or reordering two strings, silently gave another benchmark."""
     import dataclasses
 
-    from builders.core.pipeline.build import Build
+    from builders.core.build.result import Build
     from builders.core.sources.loading import Benchmark
 
     with pytest.raises(TypeError):

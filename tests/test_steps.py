@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from builders.core.items.record import MCQRecord, OpenItem
-from builders.core.pipeline.steps import (
+from builders.core.items.outcomes import (
     ALTERED,
     COPIED,
     EVERY_CONFIG,
@@ -15,8 +15,8 @@ from builders.core.pipeline.steps import (
     Outcomes,
     Skip,
     outcome_table,
-    run_steps,
 )
+from builders.core.pipeline.steps import run_steps
 
 
 def record(index: int, split: str = "test", question: str = "q") -> MCQRecord:

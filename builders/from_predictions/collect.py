@@ -13,9 +13,12 @@ from typing import Callable, Iterable, Mapping, Sequence
 from builders.core.errors import UserError
 from builders.core.items.record import OpenItem
 from builders.core.llm.settings import ChatRequest, LLMSettings, add_llm_arguments
-from builders.core.pipeline import argtypes, cli
-from builders.core.pipeline.steps import ExclusionLog
-from builders.core.sources.loading import SAMPLES_DIR, LoadedSource
+from builders.core.options import argtypes
+from builders.core.pipeline import cli
+from builders.core.pipeline import legacy
+from builders.core.items.outcomes import ExclusionLog
+from builders.core.sources.spec import SAMPLES_DIR
+from builders.core.sources.loading import LoadedSource
 from builders.core.sources.predictions import (
     DUPLICATE,
     SPLIT_NOT_BUILT,
@@ -65,8 +68,8 @@ def add_distractor_arguments(parser: argparse.ArgumentParser, title: str, random
                                "mean and median) is no cue (models' wrong answers scatter around the key, which the "
                                "'weighted' draw leaves in the middle); 'rank', the default before 'balanced', draws the key's rank "
                                "uniformly first (kept to rebuild older releases)" if numeric else ""))
-    add_llm_arguments(cli.runtime_group(parser, "LLM endpoint for --generate-with"))
-    runtime = cli.runtime_group(parser, "side outputs")
+    add_llm_arguments(legacy.runtime_group(parser, "LLM endpoint for --generate-with"))
+    runtime = legacy.runtime_group(parser, "side outputs")
     runtime.add_argument("--save-predictions", type=Path, metavar="PATH",
                          help="also write the generated predictions here, as plain JSON lines")
     runtime.add_argument("--pool", type=Path, metavar="REPORT_PATH",

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from builders.core.items.tables import Table
-from builders.core.pipeline.build import Build, Check
-from builders.core.pipeline.steps import Exclude
+from builders.core.build.result import Build, Check
+from builders.core.items.outcomes import Exclude
 
 from .pools import Pool
 

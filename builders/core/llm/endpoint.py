@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from builders.core.errors import UserError
-from builders.core.pipeline.argtypes import MAX_TIMEOUT_S
+from builders.core.options.argtypes import MAX_TIMEOUT_S
 from builders.core.runtime.cache import DEFAULT_ROOT
 
 #: Sent as the key when ``api_key_env=None`` (keyless local servers: vLLM and TGI accept any).
