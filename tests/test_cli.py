@@ -205,10 +205,12 @@ def test_a_killed_rebuild_leaves_the_old_or_the_new_release_whole(tmp_path):
 def test_the_same_item_gets_the_same_draws_whatever_rows_surround_it(tmp_path):
     rows = [{"question": f"Question {i}?", "subject": "s", "choices": [f"a{i}", f"b{i}", f"c{i}", f"d{i}"],
              "answer": i % 4} for i in range(60)]
-    full = wicked.build(load_source(BENCHMARKS["mmlu"], str(write_jsonl(tmp_path / "a" / "mmlu" / "test.jsonl", rows).parent)),
-                        wicked_args())
-    part = wicked.build(load_source(BENCHMARKS["mmlu"], str(write_jsonl(tmp_path / "b" / "mmlu" / "test.jsonl",
-                                                                       rows[20:45]).parent)), wicked_args())
+    full = wicked.BUILDER.make_build(load_source(BENCHMARKS["mmlu"], str(write_jsonl(tmp_path / "a" / "mmlu" /
+                                                                                   "test.jsonl", rows).parent)),
+                                     wicked_args())
+    part = wicked.BUILDER.make_build(load_source(BENCHMARKS["mmlu"], str(write_jsonl(tmp_path / "b" / "mmlu" /
+                                                                                   "test.jsonl", rows[20:45]).parent)),
+                                     wicked_args())
     view = lambda r: (r.question, r.choices, r.answer, r.metadata["removed_index"])  # noqa: E731
     for variant in ("variant_0", "variant_3"):
         whole = {r.question: view(r) for r in full.configs[variant]["test"]}
@@ -216,9 +218,7 @@ def test_the_same_item_gets_the_same_draws_whatever_rows_surround_it(tmp_path):
 
 
 def wicked_args(*argv: str) -> wicked.Options:
-    from builders.core.pipeline import cli
-
-    return wicked.Options.from_args(cli.builder_parser(wicked.BUILDER).parse_args(["--sba-classifier", "none", *argv]))
+    return wicked.BUILDER.options_from(["--sba-classifier", "none", *argv])
 
 
 # ---- subsets, previews, the summary, --help ------------------------------------------------------------------

@@ -52,6 +52,9 @@ class Builder:
     ``selection_reasons``: exclusion reasons that are the method's selection, not rows lost (listed and counted as
     any exclusion, but not held against ``--max-excluded``). ``commands``: the builder's other commands
     (``python -m builders.<name> COMMAND ...``), each ``(argv) -> status``, named in ``--help``'s epilog.
+    ``sample_options``: what a build from the embedded sample (``--source sample``) needs besides, to run offline on
+    any clone (WiCkeD: ``--sba-classifier none``, the classifier's weights being on the Hub); the tests and the
+    benchmark scripts build every builder's sample with them.
     """
 
     name: str
@@ -67,6 +70,7 @@ class Builder:
     preview_subset: bool = True
     selection_reasons: frozenset[str] = frozenset()
     commands: Mapping[str, Callable[[Sequence[str]], int]] = field(default_factory=dict)
+    sample_options: tuple[str, ...] = ()
 
     @property
     def epilog(self) -> str:

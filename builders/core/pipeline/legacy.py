@@ -144,6 +144,7 @@ class Builder:
     selection_reasons: frozenset[str] = frozenset()
     epilog: str = ""
     evaluation_table: Callable[..., Statistics] | None = None
+    sample_options: tuple[str, ...] = ()
     make_options: Callable[[argparse.Namespace], Any] = field(kw_only=True)
 
     def benchmark(self, name: str) -> Benchmark:

@@ -78,7 +78,7 @@ class Run:
              copy: Callable[[Any, str], Any] | None = None, items: Items | None = None) -> dict[str, dict[str, list]]:
         """The configs ``configs`` (one name, or several made together) from ``items`` (the source's) by ``steps``;
         ``copy(item, reason)`` is what a skipped item becomes (the item itself without it). Returns them as
-        ``{config: {split: [record, ...]}}``; a split whose every item was excluded is left out."""
+        ``{config: {split: [record, ...]}}``."""
         if not steps:
             raise ValueError("no steps: a config that holds the source's items as they are is run.unchanged(config)")
         names = (configs,) if isinstance(configs, str) else tuple(configs)
@@ -106,17 +106,27 @@ class Run:
         source = self.items if items is None else items
         for split, split_items in source.items():
             self.outcomes.copied(split, SOURCE_UNCHANGED, config, len(split_items))
-        self.configs[config] = {split: list(split_items) for split, split_items in source.items() if split_items}
+        self.configs[config] = {split: list(split_items) for split, split_items in source.items()}
         return self.configs[config]
 
+    def leave_out_empty_splits(self) -> None:
+        """Leave out of every config the splits that hold no record: where the method keeps only some items (contrast
+        mining pairs some), a split where it kept none is no split of the release (a Parquet file of 0 rows cannot be
+        loaded); its rows stay counted, as excluded. Elsewhere an empty split stops the release from being written."""
+        for config, splits in self.configs.items():
+            self.configs[config] = {split: records for split, records in splits.items() if records}
+
     def exclusion_log(self) -> ExclusionLog:
-        """Every exclusion: the source's (from every config), then the steps'. An exclusion by a run that made
-        every config of the build is an exclusion from every config; else it is one per config of its run."""
+        """Every exclusion: the source's (from every config), then the steps'. An item that the runs exclude, for the
+        same reason, from every config of the build is one exclusion from every config; else it is one per config
+        it is missing from."""
         log = ExclusionLog()
         log.entries.extend(self._source_exclusions)
-        everything = set(self.configs)
+        configs_of: dict[Exclusion, list[str]] = {}
         for entry, names in self._excluded:
-            if set(names) == everything:
+            configs_of.setdefault(entry, []).extend(names)
+        for entry, names in configs_of.items():
+            if set(names) == set(self.configs):
                 log.entries.append(entry)
             else:
                 log.entries.extend(Exclusion(**{**vars(entry), "config": name}) for name in names)
@@ -187,8 +197,7 @@ class Run:
                 self.outcomes.altered(split, name)
         for name in names:
             self.outcomes.ran.add((name, split))
-            if outputs[name]:
-                made[name][split] = outputs[name]
+            made[name][split] = outputs[name]
 
 
 def item_location(item: Any) -> tuple[str, int]:
