@@ -39,7 +39,6 @@ def child(argv: list[str]) -> None:
     """One build, stage by stage, as ``python -m builders.contrast_sets`` runs it; prints one JSON line."""
     sys.path.insert(0, str(REPO))
     from builders.contrast_sets import builder as cs
-    from builders.core.release import build_config
     from builders.core.pipeline import cli
     from builders.core.release.writer import write_release
 
@@ -49,9 +48,8 @@ def child(argv: list[str]) -> None:
     args = cli.parse_args(parser, argv)
     options = cli.check_options(cs.BUILDER, args)
     with stopwatch.stage("load"):
-        source = cli.load(cs.BUILDER, args)
-    build = cs.build(source, options, stopwatch)
-    build.params = {**build_config.recorded_params(build_config.arguments_as_built(args, options), parser), **build.params}
+        source = cli.load(cs.BUILDER, args, options)
+    build = cs.build(source, options, stopwatch).converted(cs.BUILDER.params(args, options, parser))
     with stopwatch.stage("validate"):
         report = cli.validate(build)
     with stopwatch.stage("write"):

@@ -105,7 +105,7 @@ def run(path: Path, check_only: bool, resume: bool) -> None:
         return
     for builder, parser, args, options, release in steps:
         print(f"\n=== {builder.name} -> {args.push}")
-        build, report = cli.build_and_validate(builder, parser, args, options, cli.load(builder, args))
+        build, report = cli.build_and_validate(builder, parser, args, options, cli.load(builder, args, options))
         cli.deliver(build, report, args, release)
 
 

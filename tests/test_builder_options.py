@@ -38,7 +38,7 @@ def test_each_builder_makes_frozen_options_once_and_leaves_the_arguments_as_pars
 
 def test_derived_defaults_fill_only_the_options_left_unset():
     """``derived()`` fills in what depends on other options; an option the user set is never changed by it."""
-    wicked = importlib.import_module("builders.wicked")
+    wicked = importlib.import_module(BUILDERS["wicked"])
 
     @dataclasses.dataclass(frozen=True, kw_only=True)
     class Changing(wicked.Options):
@@ -72,7 +72,7 @@ def test_every_mixins_checks_run_base_classes_first():
             if self.size > 3:
                 raise UserError("--size is at most 3")
 
-    wicked = importlib.import_module("builders.wicked")
+    wicked = importlib.import_module(BUILDERS["wicked"])
     builder = dataclasses.replace(wicked.BUILDER, options=Own)
     assert builder.options_from(["--size", "2"]) == Own(benchmark="mmlu", size=2) and ran == ["shared", "own"]
     with pytest.raises(UserError, match="^--size is at most 3$"):
@@ -80,7 +80,7 @@ def test_every_mixins_checks_run_base_classes_first():
 
 
 def test_the_python_api_hands_the_build_its_options_object(monkeypatch):
-    wicked = importlib.import_module("builders.wicked")
+    wicked = importlib.import_module(BUILDERS["wicked"])
     received = []
 
     def build(source, options, run):
@@ -99,7 +99,7 @@ def test_the_python_api_hands_the_build_its_options_object(monkeypatch):
 def test_derived_defaults_are_recorded_and_replayed(tmp_path):
     """The sample's own predictions (GSM-MC) are derived in the options, not written into the namespace; the
     build config records them as before, and a rebuild from it reads the same file and builds the same release."""
-    gsm_mc = importlib.import_module("builders.gsm_mc")
+    gsm_mc = importlib.import_module(BUILDERS["gsm_mc"])
     assert gsm_mc.main(["--source", "sample", "--output", str(tmp_path / "a"), "--no-progress"]) == 0
     recorded = yaml.safe_load((tmp_path / "a" / "build_config.yaml").read_text())["params"]
     sample = SAMPLES_DIR / "gsm8k" / "predictions.jsonl"
@@ -128,7 +128,7 @@ def test_an_option_left_unset_records_the_default_its_options_derived():
             return dataclasses.replace(self, threshold=self.threshold or 0.78, predictions=self.predictions or ("p",),
                                        encoding="y")
 
-    wicked = importlib.import_module("builders.wicked")
+    wicked = importlib.import_module(BUILDERS["wicked"])
     builder = dataclasses.replace(wicked.BUILDER, options=Options)
     options = builder.options_from(["--predictions", "a.jsonl"])
     assert (options.threshold, options.predictions, options.encoding) == (0.78, ("a.jsonl",), "y")

@@ -27,6 +27,7 @@ from builders.core.sources.predictions import read_predictions
 from builders.core.validation.validate import validate
 from builders.perturbations import builder as perturbations
 from builders.perturbations import configs, prompts, transforms
+from builders.registry import BUILDERS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -680,7 +681,7 @@ def test_push_to_an_unreachable_hub_stops_before_loading(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "builders.perturbations", "--source", str(write_source(tmp_path)),
+    result = subprocess.run([sys.executable, "-m", BUILDERS["perturbations"], "--source", str(write_source(tmp_path)),
                              "--push", "someone/perturbations", "--version", "1.0.0", "--output", str(tmp_path / "o")],
                             capture_output=True, text=True, cwd=REPO, timeout=60,
                             env={**os.environ, "HF_ENDPOINT": f"http://127.0.0.1:{port}", "HF_TOKEN": "hf_x"})
@@ -692,7 +693,7 @@ def test_push_to_an_unreachable_hub_stops_before_loading(tmp_path):
 
 
 def test_help_documents_every_option():
-    result = subprocess.run([sys.executable, "-m", "builders.perturbations", "--help"], capture_output=True, text=True, cwd=REPO)
+    result = subprocess.run([sys.executable, "-m", BUILDERS["perturbations"], "--help"], capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 0
     for option in ["--benchmark", "--source", "--seed", "--output", "--push", "--version", "--shots", "--swaps",
                    "--only", "--task-prefix", "--config"]:

@@ -13,6 +13,7 @@ from builders.core.errors import MalformedRow, SourceError
 from builders.core.sources.benchmarks import BENCHMARKS
 from builders.core.sources.loading import Selection, duplicate_option, load_source
 from builders.core.sources.spec import parse_spec
+from builders.registry import BUILDERS
 
 
 @pytest.mark.parametrize("name", sorted(FIXTURE_SIZES))
@@ -194,7 +195,7 @@ def test_strict_mode_stops_and_names_the_row_and_field(tmp_path, bad_row, reason
 def test_cli_reports_a_bad_row_in_one_line_without_traceback(tmp_path):
     folder = _write_with_bad_row(tmp_path, MALFORMED[1][0])
     result = subprocess.run(
-        [sys.executable, "-m", "builders.wicked", "--source", str(folder), "--sba-classifier", "none",
+        [sys.executable, "-m", BUILDERS["wicked"], "--source", str(folder), "--sba-classifier", "none",
          "--strict", "--output", str(tmp_path / "out")], capture_output=True, text=True,
         cwd=Path(__file__).resolve().parents[1],
     )

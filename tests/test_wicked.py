@@ -26,6 +26,7 @@ from builders.core.pipeline.steps import Run
 from builders.core.sources.benchmarks import BENCHMARKS
 from builders.core.sources.loading import load_source
 from builders.core.validation.validate import validate
+from builders.registry import BUILDERS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -257,7 +258,7 @@ def test_card_mentions_nota_demonstrations_only_where_the_tasks_show_some(tmp_pa
 
 
 def test_help_documents_every_option():
-    result = subprocess.run([sys.executable, "-m", "builders.wicked", "--help"], capture_output=True, text=True, cwd=REPO)
+    result = subprocess.run([sys.executable, "-m", BUILDERS["wicked"], "--help"], capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 0
     for option in ["--benchmark", "--source", "--seed", "--output", "--push", "--version", "--private", "--variants",
                    "--sba-classifier", "--sba-threshold", "--nota-position", "--config", "--strict"]:
@@ -267,7 +268,7 @@ def test_help_documents_every_option():
 def test_offline_hub_classifier_gives_a_clear_error(tmp_path):
     folder = write_benchmark("mmlu", tmp_path)
     result = subprocess.run(
-        [sys.executable, "-m", "builders.wicked", "--source", str(folder), "--output", str(tmp_path / "out")],
+        [sys.executable, "-m", BUILDERS["wicked"], "--source", str(folder), "--output", str(tmp_path / "out")],
         capture_output=True, text=True, cwd=REPO,
         env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
     )
@@ -281,7 +282,7 @@ def test_the_classifier_is_checked_before_the_source_is_read(tmp_path, local_hub
     """Offline, WiCkeD with the default SBA classifier read the whole source (24 s on MMLU) before it said that
     the classifier could not be loaded; a Hub id the Hub does not have, or a folder that holds no model, too."""
     folder = write_benchmark("mmlu", tmp_path)
-    command = [sys.executable, "-m", "builders.wicked", "--source", str(folder), "--output", str(tmp_path / "out")]
+    command = [sys.executable, "-m", BUILDERS["wicked"], "--source", str(folder), "--output", str(tmp_path / "out")]
     offline = {**os.environ, "HF_HUB_OFFLINE": "1"}
     cases = [([], offline, "error: cannot load SBA classifier 'ahmedselhady/bert-base-uncased-sba-clf': "
                            "HF_HUB_OFFLINE is set and the model is not in the local Hub cache"),
@@ -658,7 +659,7 @@ def test_no_sba_detection_on_a_high_sba_benchmark_warns_in_log_and_card(tmp_path
     """Issue 22.1: CommonsenseQA built with --sba-classifier none warns, with the expected incoherent share (6 of 11
     NOTA-keyed items in a 60-item reading still had an acceptable option); MMLU, with no known high share, does not."""
     folder = write_benchmark(name, tmp_path)
-    with caplog.at_level("WARNING", logger="builders.wicked"):
+    with caplog.at_level("WARNING", logger=BUILDERS["wicked"]):
         assert wicked.main(["--benchmark", name, "--source", str(folder), "--sba-classifier", "none", "--variants", "1",
                             "--output", str(tmp_path / "out")]) == 0
     card = " ".join((tmp_path / "out" / "README.md").read_text().split())

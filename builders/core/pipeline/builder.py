@@ -126,7 +126,7 @@ class Builder:
             check_endpoint(llm_settings(options))
 
     def source_options(self, args: argparse.Namespace, options: Any) -> Any:
-        return options
+        return options if options is not None else vars(args)
 
     def params(self, args: argparse.Namespace, options: Any, parser: argparse.ArgumentParser) -> dict[str, Any]:
         return {name: recorded_value(value) for name, value in sorted(option_values(options, True).items())}

@@ -150,8 +150,9 @@ def writer_lock(args: argparse.Namespace) -> contextlib.AbstractContextManager:
     return output_lock(args.output, wait=args.wait_for_output)
 
 
-def load(builder: Runnable, args: argparse.Namespace, options: Any) -> LoadedSource:
-    """The builder's source, read as ``args`` say (``--benchmark``, ``--source``, the subset options)."""
+def load(builder: Runnable, args: argparse.Namespace, options: Any = None) -> LoadedSource:
+    """The builder's source, read as ``args`` say (``--benchmark``, ``--source``, the subset options); the
+    benchmark's own options from the builder's ``options`` (from ``args`` without them)."""
     return load_source(builder.benchmark(args.benchmark), args.source, seed=args.seed, strict=args.strict,
                        options=builder.source_options(args, options), selection=selection(builder, args),
                        max_excluded=args.max_excluded)
