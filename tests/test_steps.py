@@ -163,3 +163,28 @@ def test_the_outcome_table_lists_every_config_and_groups_those_with_the_same_row
         {"configs": "original", "split": "dev", "outcome": COPIED, "reason": SOURCE_UNCHANGED, "items": 5},
     ]
     assert "| variant_1 | test | excluded | no_partner | 1 |" in table.to_markdown()
+
+
+def test_a_build_whose_configs_the_core_did_not_make_fails_validation(tmp_path):
+    """Regression: the outcome check looped only over the configs that had counts, so a builder that made its configs
+    without the runner (no counts at all) was validated, and its card's outcome table had 0 rows."""
+    from fixtures import MMLU_TEST
+
+    from builders import wicked
+    from builders.core.errors import ValidationFailed
+    from builders.core.items.outcomes import Outcomes
+    from builders.core.sources.loading import load_rows
+    from builders.core.validation.validate import validate
+
+    source = load_rows(wicked.BUILDER.benchmark("mmlu"), {"test": MMLU_TEST})
+    build = wicked.BUILDER.make_build(source, wicked.BUILDER.options_from(["--sba-classifier", "none"]))
+    assert validate(build).passed
+    build.outcomes = Outcomes()  # the same configs, made by hand
+    with pytest.raises(ValidationFailed, match=r"outcomes_accounted \(6: original/test: no outcome counts \(a config "
+                                               r"made without the core's runner of steps\)\)"):
+        validate(build)
+    build = wicked.BUILDER.make_build(source, wicked.BUILDER.options_from(["--sba-classifier", "none"]))
+    build.outcomes.counts = {key: n for key, n in build.outcomes.counts.items() if key[0] != "variant_4"}
+    build.outcomes.ran = {key for key in build.outcomes.ran if key[0] != "variant_4"}  # one config made by hand
+    with pytest.raises(ValidationFailed, match=r"outcomes_accounted \(1: variant_4/test: no outcome counts"):
+        validate(build)

@@ -38,7 +38,7 @@ class OptionSpec:
     """How a field is offered on the command line (see :func:`option`)."""
 
     help: str
-    type: Callable[[str], Any] | None = None
+    parse: Callable[[str], Any] | None = None  # argparse's type
     choices: Sequence[Any] | None = None
     metavar: str | None = None
     nargs: str | int | None = None
@@ -185,8 +185,8 @@ def _argparse_keywords(declared: Declared, choices: Mapping[str, Sequence[Any]] 
         keywords["nargs"] = spec.nargs or "+"
     elif spec.nargs is not None:
         keywords["nargs"] = spec.nargs
-    if spec.type is not None:
-        keywords["type"] = spec.type
+    if spec.parse is not None:
+        keywords["type"] = spec.parse
     elif value_type in (int, float, Path) and "action" not in keywords:
         keywords["type"] = value_type
     option_choices = (choices or {}).get(declared.name, spec.choices)

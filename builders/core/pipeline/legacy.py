@@ -88,7 +88,9 @@ class Build:
             for config in self.configs if label == EVERY_CONFIG else [label]:
                 outcomes.counts[config, split, outcome, reason] += n
                 outcomes.ran.add((config, split))
-        counted = {config for config, _ in outcomes.ran}
+        # a config with no record at all (every row excluded) has nothing to count: it is accounted for
+        counted = {config for config, _ in outcomes.ran} | {
+            config for config, splits in self.configs.items() if not any(splits.values())}
         if self.unchanged_config in self.configs and self.unchanged_config not in counted:
             for split, records in self.configs[self.unchanged_config].items():
                 outcomes.copied(split, SOURCE_UNCHANGED, self.unchanged_config, len(records))
@@ -186,7 +188,7 @@ class Builder:
         for an option left unset, in the field named as the option."""
         derived = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)
                    if f.name in vars(args) and getattr(args, f.name) in (None, [])}
-        skipped = getattr(parser, "not_recorded", set())
+        skipped: set[str] = getattr(parser, "not_recorded", set())
         return {k: recorded_value(v) for k, v in sorted({**vars(args), **derived}.items()) if k not in skipped}
 
     def make_build(self, source: LoadedSource, options: Any, params: dict[str, Any]) -> CoreBuild:

@@ -20,6 +20,7 @@ and split (altered, copied unchanged per reason), and the exclusions, which the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from builders.core.items.outcomes import Exclude, Exclusion, ExclusionLog, Outcomes, Skip
@@ -93,7 +94,7 @@ class Run:
                 for split, split_entries in entries.items():
                     for entry in split_entries:
                         if entry.live:
-                            self._settle(entry, split, step.name, names, lambda e=entry, s=step: s.apply(e.value))
+                            self._settle(entry, split, step.name, names, partial(step.apply, entry.value))
         for split, split_entries in entries.items():
             self._collect(split, split_entries, names, isinstance(configs, str), copy, made)
         self.configs.update(made)
@@ -125,11 +126,11 @@ class Run:
         configs_of: dict[Exclusion, list[str]] = {}
         for entry, names in self._excluded:
             configs_of.setdefault(entry, []).extend(names)
-        for entry, names in configs_of.items():
-            if set(names) == set(self.configs):
+        for entry, missing_from in configs_of.items():
+            if set(missing_from) == set(self.configs):
                 log.entries.append(entry)
             else:
-                log.entries.extend(Exclusion(**{**vars(entry), "config": name}) for name in names)
+                log.entries.extend(Exclusion(**{**vars(entry), "config": name}) for name in missing_from)
         return log
 
     def _claim(self, names: Sequence[str]) -> None:
@@ -167,7 +168,7 @@ class Run:
                 entry = by_value.pop(id(value), None)
                 if entry is None:
                     raise ValueError(f"step {step.name!r}: an item of {split!r} it was not given, or given back twice")
-                self._settle(entry, split, step.name, names, lambda o=outcome: o)
+                self._settle(entry, split, step.name, names, partial(_given, outcome))
                 ordered.append(entry)
             if by_value:
                 raise ValueError(f"step {step.name!r} gave no outcome for {len(by_value)} item(s) of {split!r}")
@@ -198,6 +199,10 @@ class Run:
         for name in names:
             self.outcomes.ran.add((name, split))
             made[name][split] = outputs[name]
+
+
+def _given(outcome: Outcome) -> Outcome:
+    return outcome
 
 
 def item_location(item: Any) -> tuple[str, int]:
