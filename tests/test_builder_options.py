@@ -15,7 +15,7 @@ import yaml
 from fixtures import MMLU_TEST
 
 from builders.core.errors import UserError
-from builders.core.options.declare import changed_options, option
+from builders.core.options.declare import changed_options, option, with_default
 from builders.core.pipeline import cli
 from builders.core.pipeline.options import BuildOptions
 from builders.core.runtime.content import content_revision
@@ -140,3 +140,40 @@ def test_an_option_left_unset_records_the_default_its_options_derived():
 
 def _parquet(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*.parquet"))}
+
+
+def test_the_prediction_options_are_one_mixin_whose_sample_predictions_are_derived(tmp_path):
+    """GSM-MC, MATH-MC and PythonIO share one declaration of the prediction and consensus options: a builder made
+    of the mixins records exactly the keys GSM-MC records, the sample's own predictions derived for ``--source
+    sample`` (by content hash), and refuses pools without predictions before any source is read."""
+    from builders.core.pipeline.builder import Builder
+    from builders.core.sources.loading import Benchmark
+    from builders.from_predictions.options import ConsensusOptions, NumericPredictionOptions
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Options(NumericPredictionOptions, ConsensusOptions):
+        GROUP: ClassVar[str] = "made up"
+        splits: tuple[str, ...] | None = with_default(BuildOptions, "splits", ("test",))
+        keep_unit_multiples: bool = option(False)
+        gsm8k_questions: str | None = option(None)
+
+    gsm8k = Benchmark(name="gsm8k", hub_id="openai/gsm8k", config="main", splits=("train", "test"), to_item=None,
+                      license="mit", citation="", pretty_name="GSM8K")
+    made_up = Builder(name="made_up", title="x", description="x", citation="", benchmarks=[gsm8k], options=Options,
+                      build=lambda source, options, run: None)
+    options = made_up.options_from(["--source", "sample"])
+    sample = SAMPLES_DIR / "gsm8k" / "predictions.jsonl"
+    assert (options.predictions, options.draw, options.llm_models()) == ((str(sample),), "balanced", [])
+    parser = cli.builder_parser(made_up)
+    recorded = made_up.params(argparse.Namespace(), options, parser)
+    gsm_mc = load_builder("gsm_mc")  # the legacy declaration of the same options
+    legacy_args = cli.builder_parser(gsm_mc).parse_args(["--source", "sample"])
+    assert recorded == gsm_mc.params(legacy_args, gsm_mc.options_of(legacy_args), cli.builder_parser(gsm_mc))
+    assert recorded["predictions"] == [{"local": "predictions.jsonl", "content": content_revision(sample)}]
+    titles = [group.title for group in parser._action_groups[2:]]
+    assert titles == ["source and release (shared by every builder)", "made up", "distractors from models' predictions",
+                      "consensus check", "side outputs (runtime: not recorded in build_config.yaml)",
+                      "LLM endpoint (runtime: not recorded in build_config.yaml)"]
+    with pytest.raises(UserError, match=r"^distractor pools need --predictions PATH\.\.\. and/or --generate-with"):
+        made_up.options_from(["--source", str(tmp_path)])
+    assert made_up.options_from(["--source", str(tmp_path), "--distractors", "random"]).predictions == ()

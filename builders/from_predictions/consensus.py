@@ -60,7 +60,7 @@ class Suspect:
                        f"{' or '.join(self.values)}, {self.key_models} the key {self.key}")
 
 
-def add_arguments(group: argparse._ArgumentGroup) -> None:
+def add_arguments(group: argparse._ArgumentGroup) -> None:  # TEMPORARY: legacy builders; options.ConsensusOptions
     group.add_argument("--keep-suspect-keys", action="store_true",
                        help="keep the items whose key most models contradict (consensus check: "
                             f"{RULE.describe().replace('%', '%%')}); they are excluded as suspect_key by default")

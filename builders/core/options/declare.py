@@ -62,14 +62,18 @@ def option(default: Any, *, help: str = "", type: Callable[[str], Any] | None = 
     return dataclasses.field(default=default, metadata={METADATA_KEY: spec})
 
 
-def with_default(options: type, name: str, default: Any) -> Any:
-    """The option ``name`` of ``options`` (a base class) with another default, for a subclass that redeclares the
-    field (GSM-MC builds only ``test`` unless told): the help and the group stay the base's."""
+def with_default(options: type, name: str, default: Any, *, help: str | None = None,
+                 choices: Sequence[Any] | None = None) -> Any:
+    """The option ``name`` of ``options`` (a base class) with another default (and, for a builder whose values
+    differ, other choices and help), for a subclass that redeclares the field: GSM-MC builds only ``test`` unless
+    told, its answers are numbers and allow the balanced draw. Its group and the rest stay the base's."""
     found = {f.name: f for f in dataclasses.fields(options)}[name]
     spec = found.metadata[METADATA_KEY]
     owner = _declaring_class(options, name)
     spec = dataclasses.replace(spec, group=spec.group or _class_group(owner),
-                               runtime=spec.runtime if spec.runtime is not None else _class_runtime(owner))
+                               runtime=spec.runtime if spec.runtime is not None else _class_runtime(owner),
+                               help=spec.help if help is None else help,
+                               choices=spec.choices if choices is None else tuple(choices))
     return dataclasses.field(default=default, metadata={METADATA_KEY: spec})
 
 
@@ -146,13 +150,13 @@ def _without_none(annotation: Any) -> Any:
 
 def add_option_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, options: type,
                          choices: Mapping[str, Sequence[Any]] | None = None,
-                         defaults: Mapping[str, Any] | None = None) -> None:
+                         defaults: Mapping[str, Any] | None = None, first: type | None = None) -> None:
     """Every option of ``options`` as an argument, each in its group (``parser`` itself when it is a group); a
-    runtime group's title says that its options are not recorded. ``--help`` shows the groups of the first base
-    (the options every build shares), then the class's own, then its other mixins', the runtime groups last.
-    ``choices`` and ``defaults`` replace an option's own (the benchmarks of a builder)."""
+    runtime group's title says that its options are not recorded. ``--help`` shows the group of ``first`` (the
+    options every build shares), then the class's own, then its mixins', the runtime groups last. ``choices`` and
+    ``defaults`` replace an option's own (the benchmarks of a builder)."""
     mro = [klass for klass in options.__mro__ if dataclasses.is_dataclass(klass)]
-    order = [*mro[1:2], mro[0], *mro[2:]]
+    order = [*([first] if first in mro else []), mro[0], *(klass for klass in mro[1:] if klass is not first)]
     declared = declared_options(options)
     ranked = sorted(range(len(declared)), key=lambda i: (declared[i].runtime,
                                                          order.index(_declaring_class(options, declared[i].name)), i))

@@ -98,7 +98,8 @@ class Builder:
 
     def add_builder_arguments(self, parser: argparse.ArgumentParser) -> None:
         names = [b.name for b in self.benchmarks]
-        add_option_arguments(parser, self.options, choices={"benchmark": names}, defaults={"benchmark": names[0]})
+        add_option_arguments(parser, self.options, choices={"benchmark": names}, defaults={"benchmark": names[0]},
+                             first=BuildOptions)
 
     def not_recorded(self, parser: argparse.ArgumentParser) -> set[str]:
         return {d.name for d in declared_options(self.options) if not d.recorded}

@@ -157,7 +157,8 @@ class Builder:
 
     def add_builder_arguments(self, parser: argparse.ArgumentParser) -> None:
         names = [b.name for b in self.benchmarks]
-        add_option_arguments(parser, BuildOptions, choices={"benchmark": names}, defaults={"benchmark": names[0]})
+        add_option_arguments(parser, BuildOptions, choices={"benchmark": names}, defaults={"benchmark": names[0]},
+                             first=BuildOptions)
         self.add_arguments(parser)
 
     def not_recorded(self, parser: argparse.ArgumentParser) -> set[str]:
