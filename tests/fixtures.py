@@ -176,6 +176,15 @@ def outcome_rows(card: str) -> list[tuple[str, str, str, str, int]]:
     return [(c.strip(), s.strip(), o.strip(), r.strip(), int(n.strip().replace(",", ""))) for c, s, o, r, n in rows]
 
 
+def outcome_rows_per_config(card: str, configs: list[str]) -> list[tuple[str, str, str, str, int]]:
+    """The card's outcome table with each group of configs (``all N configs``, ``a, b``) made one row per config."""
+    found = []
+    for label, *rest in outcome_rows(card):
+        names = configs if label == f"all {len(configs)} configs" else label.split(", ")
+        found += [(name, *rest) for name in names]
+    return found
+
+
 def with_default_ctrl_c() -> None:
     """``preexec_fn`` of a child a test sends Ctrl-C (SIGINT) to: a suite started in the background of a
     non-interactive shell (``pytest &`` in a script, ``nohup``) ignores SIGINT, every child inherits that, and

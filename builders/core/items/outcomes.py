@@ -133,8 +133,8 @@ class Outcomes:
 
 def outcome_table(outcomes: Outcomes, exclusions: ExclusionLog, configs: Sequence[str]) -> Table:
     """The one table of what became of every source row, per config and split: altered, copied unchanged (per
-    reason), excluded (per reason, from the exclusion log). Configs whose rows are the same share one group of rows
-    (``variant_0, variant_1, variant_2``; ``all 6 configs``), as the console's summary does."""
+    reason), excluded (per reason, from the exclusion log). Configs whose rows are the same share one group of rows,
+    named by all its configs (``variant_0, variant_1``), or ``all 6 configs``."""
     rank = {ALTERED: 0, COPIED: 1, EXCLUDED: 2}
     groups: dict[tuple, list[str]] = {}
     for config in configs:
@@ -146,7 +146,8 @@ def outcome_table(outcomes: Outcomes, exclusions: ExclusionLog, configs: Sequenc
         splits = {split: i for i, split in enumerate(dict.fromkeys(key[0] for key in counts))}
         rows = tuple(sorted(counts.items(), key=lambda kv: (splits[kv[0][0]], rank[kv[0][1]], kv[0][2])))
         groups.setdefault(rows, []).append(config)
-    table = [(configs_label(names, len(configs)), split, outcome, reason or None, n)
+    table = [(f"all {len(configs)} configs" if len(names) == len(configs) > 1 else ", ".join(names), split, outcome,
+              reason or None, n)
              for rows, names in groups.items() for (split, outcome, reason), n in rows]
     return Table(OUTCOME_TABLE, ("configs", "split", "outcome", "reason", "items"), table,
                  note="What became of every source row: altered by the builder; copied unchanged, a well-formed "
@@ -156,7 +157,7 @@ def outcome_table(outcomes: Outcomes, exclusions: ExclusionLog, configs: Sequenc
 
 
 def configs_label(configs: Sequence[str], total: int) -> str:
-    """How a table names a group of configs: up to three by name, else all of them or the first and last."""
+    """How the console names a group of configs: up to three by name, else all of them or the first and last."""
     if len(configs) <= 3:
         return ", ".join(configs)
     if len(configs) == total:

@@ -62,6 +62,10 @@ class Build:
     unchanged_config: str | None = None
     outcomes: Outcomes = field(default_factory=Outcomes)
 
+    def __post_init__(self) -> None:
+        if self.rows_in is None:
+            self.rows_in = dict(self.source.rows_in)
+
     def records(self) -> Iterable[tuple[str, str, list]]:
         for config, splits in self.configs.items():
             for split, records in splits.items():

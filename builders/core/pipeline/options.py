@@ -25,7 +25,7 @@ from builders.core.llm.settings import LLMEndpoint, LLMSettings
 from builders.core.options.argtypes import positive_int, share
 from builders.core.options.declare import option
 from builders.core.runtime.models import ModelToLoad
-from builders.core.sources.loading import DEFAULT_MAX_EXCLUDED, Selection
+from builders.core.sources.loading import DEFAULT_MAX_EXCLUDED
 
 SHARED = "source and release (shared by every builder)"
 
@@ -54,11 +54,6 @@ class BuildOptions:
     limit: int | None = option(None, type=positive_int, metavar="N",
                                help="build only the first N rows of each evaluation split (of each subject, with "
                                     "--subjects)")
-
-    def selection(self, preview: int | None = None) -> Selection:
-        """The subset of the source to read; a preview of K items reads the first K where the builder allows."""
-        limit = self.limit if preview is None else min(self.limit or preview, preview)
-        return Selection(tuple(self.subjects or ()), limit, tuple(self.splits or ()))
 
     def llm_models(self) -> list[str]:
         """The LLM models the build will call (their endpoint, the options' ``llm``, is checked before loading)."""
