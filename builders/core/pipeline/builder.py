@@ -130,7 +130,7 @@ class Builder:
         return options if options is not None else vars(args)
 
     def params(self, args: argparse.Namespace, options: Any, parser: argparse.ArgumentParser) -> dict[str, Any]:
-        return {name: recorded_value(value) for name, value in sorted(option_values(options, True).items())}
+        return recorded_params(options)
 
     def options_from(self, argv: Sequence[str]) -> BuildOptions:
         """The options that these command-line words give, checked and derived, as a build would take them."""
@@ -139,12 +139,16 @@ class Builder:
     def make_build(self, source: LoadedSource, options: Any, params: dict[str, Any] | None = None) -> Build:
         """The build of ``options`` from ``source``: the builder's steps run, the configs, counts and exclusions
         put in it (``params``: the options it records, by default those of ``options``)."""
-        if params is None:
-            params = self.params(argparse.Namespace(), options, argparse.ArgumentParser())
         run = Run(source.items, source.exclusions)
         release = self.build(source, options, run)
         about = About(self.name, self.title.format(benchmark=source.benchmark.pretty_name, options=options),
                       self.citation, self.card_template, self.unchanged_config)
-        return Build(about=about, source=source, params=params, configs=run.configs, exclusions=run.exclusion_log(),
+        return Build(about=about, source=source, params=recorded_params(options) if params is None else params,
+                     configs=run.configs, exclusions=run.exclusion_log(),
                      outcomes=run.outcomes, rows_in=release.rows_in or dict(source.rows_in), release=release)
 
+
+
+def recorded_params(options: BuildOptions) -> dict[str, Any]:
+    """Every recorded option by its name, as the build used it (local files by base name and content hash)."""
+    return {name: recorded_value(value) for name, value in sorted(option_values(options, True).items())}
