@@ -169,7 +169,7 @@ def read_lm_eval_task(path: Path, function_prefix: str = "") -> dict[str, Any]:
 
 
 def outcome_rows(card: str) -> list[tuple[str, str, str, str, int]]:
-    """The card's one outcome table (:func:`builders.core.pipeline.steps.outcome_table`), read back from its Markdown:
+    """The card's one outcome table (:func:`builders.core.items.outcomes.outcome_table`), read back from its Markdown:
     (configs, split, outcome, reason or "–", items) per row."""
     section = card.split("### Items altered, copied unchanged and excluded", 1)[1].split("\n## ", 1)[0]
     rows = [line.strip("|").split("|") for line in section.splitlines() if line.startswith("| ")][1:]

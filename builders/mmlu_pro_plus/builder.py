@@ -191,7 +191,7 @@ def modify_split(records: Sequence[MCQRecord], shares: Mapping[str, float], seed
                  layout: str = DEFAULT_LAYOUT, split: str = "test") -> SplitOutcome:
     """Assign every record to a group with exact counts, by the per-item ranking, and apply the group. The
     assignment ranks the split's items against each other (and asks for TPP options in batches), so it is no
-    per-item step; applying each item's group is (:func:`~builders.core.pipeline.steps.run_steps`)."""
+    per-item step; applying each item's group is (:func:`~builders.core.pipeline.legacy.run_steps`)."""
     requested = apportion(len(records), shares)
     ineligible = {r.id: ineligible_reason(r) for r in records}
     ranked = sorted(records, key=lambda r: rank_key(seed, r))
