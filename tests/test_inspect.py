@@ -86,8 +86,7 @@ def test_the_inspect_eval_command_runs_every_builders_release_offline(releases, 
     logs = [read_eval_log(str(path)) for path in sorted(logs_dir.glob("*.json"))]
     expected = {task: (builder, *where) for builder in SAMPLE_OPTIONS
                 for task, where in expected_tasks(releases / builder).items()}
-    assert sorted(log.eval.task for log in logs) == sorted(expected)
-    assert len(logs) == 3 + 3 * 2 + 2 + 2 + 29  # WiCkeD, the sets builders, MMLU-Pro+, contrast sets, perturbations
+    assert sorted(log.eval.task for log in logs) == sorted(expected) and len(logs) == len(expected) > len(BUILDERS)
     assert asked == len(logs) * LIMIT
     for log in logs:
         builder, config, split = expected[log.eval.task]
