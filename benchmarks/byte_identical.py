@@ -5,8 +5,8 @@
     python benchmarks/byte_identical.py --data ../shared/data --record ...   # add real-data builds
     python benchmarks/byte_identical.py [--data ...]                         # build twice: reproducible?
 
-Every builder is built from its embedded sample (``--source sample``; WiCkeD without the SBA classifier, whose
-weights a clone may not have). With ``--data``, builds of the real benchmark copies are added: GSM-MC and
+Every builder is built from its embedded sample (``--source sample``, with the options its declaration names for
+it, ``Builder.sample_options``: WiCkeD without the SBA classifier, whose weights a clone may not have). With ``--data``, builds of the real benchmark copies are added: GSM-MC and
 MATH-MC from the shared predictions, WiCkeD and the perturbations on MMLU. Each build runs in its own process
 with a fresh cache, so that nothing of one run feeds the next; the digest is per file (path and SHA-256), so a
 difference names the file.
@@ -23,13 +23,11 @@ from pathlib import Path
 
 from harness import run_builder
 
-from builders.registry import BUILDERS
-
-BUILDER_OPTIONS = {"wicked": ["--sba-classifier", "none"]}
+from builders.registry import BUILDERS, load_builder
 
 
 def sample_builds() -> dict[str, tuple[str, list[str]]]:
-    return {f"sample/{name}": (name, ["--source", "sample", *BUILDER_OPTIONS.get(name, [])]) for name in BUILDERS}
+    return {f"sample/{name}": (name, ["--source", "sample", *load_builder(name).sample_options]) for name in BUILDERS}
 
 
 def real_builds(data: Path) -> dict[str, tuple[str, list[str]]]:

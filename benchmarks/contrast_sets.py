@@ -39,7 +39,7 @@ def child(argv: list[str]) -> None:
     """One build, stage by stage, as ``python -m builders.contrast_sets`` runs it; prints one JSON line."""
     sys.path.insert(0, str(REPO))
     from builders.contrast_sets import builder as cs
-    from builders.core.pipeline import build_config, cli
+    from builders.core.pipeline import cli
     from builders.core.release.writer import write_release
 
     stopwatch = cs.Stopwatch()
@@ -48,16 +48,15 @@ def child(argv: list[str]) -> None:
     args = cli.parse_args(parser, argv)
     options = cli.check_options(cs.BUILDER, args)
     with stopwatch.stage("load"):
-        source = cli.load(cs.BUILDER, args)
-    build = cs.build(source, options, stopwatch)
-    build.params = {**build_config.recorded_params(build_config.arguments_as_built(args, options), parser), **build.params}
+        source = cli.load(cs.BUILDER, args, options)
+    build = cs.build(source, options, stopwatch).converted(cs.BUILDER.params(args, options, parser))
     with stopwatch.stage("validate"):
         report = cli.validate(build)
     with stopwatch.stage("write"):
         write_release(build, report, args.output)
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"stages": stopwatch.seconds, "peak_mib": peak_mib, "threshold": options.threshold,
-                      "graph": build.card_context["graph"], "similarity": build.card_context["similarity"]}))
+                      "graph": build.release.card_context["graph"], "similarity": build.release.card_context["similarity"]}))
 
 
 def run_build(argv: list[str]) -> tuple[float, dict]:

@@ -200,7 +200,7 @@ def check_fast_path(data: Path, workers: int | None, timeout: float) -> None:
     math_mc.BUILDER.check_arguments(args)
     options = math_mc.Options.from_args(args)
     start = time.perf_counter()
-    source = cli.load(math_mc.BUILDER, args)
+    source = cli.load(math_mc.BUILDER, args, options)
     items = {split: list(split_items) for split, split_items in source.items.items()}
     with MathEquivalence(args.equivalence_workers, args.equivalence_timeout) as equivalence:
         gold_exclusions = math_mc.drop_ambiguous_golds(items, equivalence)

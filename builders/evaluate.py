@@ -44,8 +44,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from builders.core.errors import UserError
 from builders.core.items.tables import Statistics
-from builders.core.pipeline.argtypes import positive_int, share_or_count
-from builders.core.pipeline.build_config import BUILD_CONFIG_FILE
+from builders.core.options.argtypes import positive_int, share_or_count
+from builders.core.release.build_config import BUILD_CONFIG_FILE
 from builders.core.pipeline.cli import ArgumentParser, check_writable_folder, exit_code
 from builders.core.release.reader import open_release
 from builders.core.sources.predictions import choice_prediction

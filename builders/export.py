@@ -28,7 +28,7 @@ import yaml
 
 from builders.core.errors import UserError
 from builders.core.items.record import LETTERS
-from builders.core.pipeline.build_config import BUILD_CONFIG_FILE
+from builders.core.release.build_config import BUILD_CONFIG_FILE
 from builders.core.pipeline.cli import ArgumentParser, check_writable_folder, exit_code
 from builders.core.release.reader import open_release
 

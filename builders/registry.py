@@ -13,7 +13,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from builders.core.pipeline.build import Builder
+    from builders.core.pipeline.builder import Builder
 
 # builder name -> its module
 BUILDERS: dict[str, str] = {
@@ -41,7 +41,7 @@ def builder_module(name: str) -> ModuleType:
 
 
 def load_builder(name: str) -> Builder:
-    """The :class:`~builders.core.pipeline.build.Builder` of the builder ``name`` (a key of :data:`BUILDERS`)."""
+    """The :class:`~builders.core.pipeline.builder.Builder` of the builder ``name`` (a key of :data:`BUILDERS`)."""
     return builder_module(name).BUILDER
 
 

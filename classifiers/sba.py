@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Sequence
 
 from builders.core.errors import UserError
-from builders.core.pipeline.argtypes import nonnegative_int, number, positive_float, positive_int, share, unit_interval
+from builders.core.options.argtypes import nonnegative_int, number, positive_float, positive_int, share, unit_interval
 from builders.core.pipeline.cli import (
     ArgumentParser,
     HelpFormatter,

@@ -35,7 +35,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from builders.core.errors import UserError
-from builders.core.sources.loading import content_revision
+from builders.core.runtime.content import content_revision
 
 logger = logging.getLogger(__name__)
 
@@ -141,6 +141,19 @@ def length_batches(encoded: Sequence[Sequence[int]], batch_size: int) -> list[li
         group = by_length[length]
         batches.extend(group[start:start + batch_size] for start in range(0, len(group), batch_size))
     return batches
+
+
+def configured_threshold(name_or_path: str, revision: str | None = None) -> float:
+    """The threshold a classifier's config records (``sba_threshold``: training calibrates it), else the default;
+    read from its config alone, before the weights are loaded."""
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(name_or_path, revision=revision)
+    except (OSError, ValueError) as error:
+        raise UserError(f"cannot read the config of SBA classifier {name_or_path!r} "
+                        f"({str(error).splitlines()[0][:200]})") from None
+    return float(getattr(config, "sba_threshold", DEFAULT_THRESHOLD))
 
 
 @dataclass

@@ -32,7 +32,8 @@ from typing import Any, Sequence
 import yaml
 
 from builders.core.errors import ReleaseError, UserError
-from builders.core.pipeline import build_config, cli
+from builders.core.release import build_config
+from builders.core.pipeline import cli
 from builders.registry import BUILDERS, load_builder
 
 # The options the train sets itself.
@@ -104,7 +105,7 @@ def run(path: Path, check_only: bool, resume: bool) -> None:
         return
     for builder, parser, args, options, release in steps:
         print(f"\n=== {builder.name} -> {args.push}")
-        build, report = cli.build_and_validate(builder, parser, args, options, cli.load(builder, args))
+        build, report = cli.build_and_validate(builder, parser, args, options, cli.load(builder, args, options))
         cli.deliver(build, report, args, release)
 
 

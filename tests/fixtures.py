@@ -173,11 +173,20 @@ def read_lm_eval_task(path: Path, function_prefix: str = "") -> dict[str, Any]:
 
 
 def outcome_rows(card: str) -> list[tuple[str, str, str, str, int]]:
-    """The card's one outcome table (:func:`builders.core.pipeline.steps.outcome_table`), read back from its Markdown:
+    """The card's one outcome table (:func:`builders.core.items.outcomes.outcome_table`), read back from its Markdown:
     (configs, split, outcome, reason or "–", items) per row."""
     section = card.split("### Items altered, copied unchanged and excluded", 1)[1].split("\n## ", 1)[0]
     rows = [line.strip("|").split("|") for line in section.splitlines() if line.startswith("| ")][1:]
     return [(c.strip(), s.strip(), o.strip(), r.strip(), int(n.strip().replace(",", ""))) for c, s, o, r, n in rows]
+
+
+def outcome_rows_per_config(card: str, configs: list[str]) -> list[tuple[str, str, str, str, int]]:
+    """The card's outcome table with each group of configs (``all N configs``, ``a, b``) made one row per config."""
+    found = []
+    for label, *rest in outcome_rows(card):
+        names = configs if label == f"all {len(configs)} configs" else label.split(", ")
+        found += [(name, *rest) for name in names]
+    return found
 
 
 def with_default_ctrl_c() -> None:
@@ -226,3 +235,15 @@ def reveals(text: str, secret: str) -> bool:
                         except ValueError:
                             pass
     return any(secret.lower() in reading.lower() for reading in readings)
+
+
+def mock_model():
+    """inspect_ai's ``mockllm/model`` answering "ANSWER: A" to every question, with a token usage (without one,
+    inspect counts the prompt's tokens with a vocabulary it downloads)."""
+    import itertools
+
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+
+    answer = ModelOutput.from_content("mockllm/model", "ANSWER: A")
+    answer.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+    return get_model("mockllm/model", custom_outputs=itertools.repeat(answer))

@@ -20,7 +20,8 @@ def record(i: int, choices, answer: int, source_index: int | None = None) -> MCQ
 
 def fake_build(records, inherent=None, baselines=()):
     source = SimpleNamespace(benchmark=SimpleNamespace(fewshot_split=None))
-    return SimpleNamespace(baselines=list(baselines), inherent_baselines=inherent or {}, source=source, unchanged_config=None,
+    return SimpleNamespace(release=SimpleNamespace(baselines=list(baselines), inherent_baselines=inherent or {}),
+                           about=SimpleNamespace(unchanged_config=None), source=source,
                            params={"seed": 0}, configs={"default": {"test": list(records)}})
 
 

@@ -20,7 +20,8 @@ def fake_build(configs: dict[str, list[int]] | None = None, items: dict[str, lis
     source = SimpleNamespace(benchmark=SimpleNamespace(fewshot_split=None))
     configs = {name: {"test": records(name, answers)} for name, answers in (configs or {}).items()}
     configs.update({name: {"test": list(rows)} for name, rows in (items or {}).items()})
-    return SimpleNamespace(baselines=list(baselines), inherent_baselines=inherent or {}, source=source, unchanged_config=None,
+    return SimpleNamespace(release=SimpleNamespace(baselines=list(baselines), inherent_baselines=inherent or {}),
+                           about=SimpleNamespace(unchanged_config=None), source=source,
                            params={"seed": 0}, configs=configs)
 
 
@@ -138,7 +139,7 @@ def test_a_cue_the_unchanged_config_carries_is_inherited_and_a_stronger_one_stil
     build = fake_build(items=configs)
     plain = {r.config: r.status for r in audit.audit(build) if r.baseline == "longest_option"}
     assert plain == {"original": "WARNING", "variant_0": "WARNING", "variant_1": "WARNING"}
-    build.unchanged_config = "original"
+    build.about.unchanged_config = "original"
     rows = {r.config: r for r in audit.audit(build) if r.baseline == "longest_option"}
     assert rows["original"].status == "inherent: inherited from the source: the source's own options carry it"
     assert rows["variant_0"].status == ("inherent: inherited from the source: `original` (the source unchanged) "

@@ -8,65 +8,98 @@ import argparse
 import dataclasses
 import importlib
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 import yaml
 from fixtures import MMLU_TEST
 
-from builders.core.pipeline import build_config, cli
-from builders.core.sources.loading import SAMPLES_DIR, content_revision
+from builders.core.errors import UserError
+from builders.core.options.declare import changed_options, option, with_default
+from builders.core.pipeline import cli
+from builders.core.pipeline.options import BuildOptions
+from builders.core.runtime.content import content_revision
+from builders.core.sources.spec import SAMPLES_DIR
+from builders.registry import BUILDERS, load_builder
 
-BUILDERS = ("wicked", "gsm_mc", "math_mc", "python_io", "mmlu_pro_plus", "contrast_sets", "perturbations")
 
-
-def builder_module(name: str):
-    return importlib.import_module(f"builders.{name}")
-
-
-@pytest.mark.parametrize("name", BUILDERS)
+@pytest.mark.parametrize("name", list(BUILDERS))
 def test_each_builder_makes_frozen_options_once_and_leaves_the_arguments_as_parsed(name):
-    module = builder_module(name)
-    args = cli.builder_parser(module.BUILDER).parse_args(["--source", "sample", "--unsafe-no-sandbox"]
-                                                         if name == "python_io" else ["--source", "sample"])
+    builder = load_builder(name)
+    args = cli.builder_parser(builder).parse_args(["--source", "sample", *builder.sample_options])
     parsed = vars(args).copy()
-    module.BUILDER.check_arguments(args)
-    options = module.BUILDER.make_options(args)
+    options = builder.options_of(args)
     assert vars(args) == parsed  # no check fills in a default by changing the namespace
-    assert isinstance(options, module.Options) and dataclasses.is_dataclass(options)
-    assert not isinstance(options, argparse.Namespace)
+    assert dataclasses.is_dataclass(options) and not isinstance(options, argparse.Namespace)
     field = dataclasses.fields(options)[0].name
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(options, field, None)
 
 
-def test_a_builder_whose_options_are_the_namespace_is_refused_before_any_source_is_read():
-    wicked = builder_module("wicked")
-    loose = dataclasses.replace(wicked.BUILDER, make_options=lambda args: args)
-    with pytest.raises(TypeError, match="^wicked: make_options gave a Namespace, not a frozen dataclass$"):
-        cli.main(loose, ["--source", "no/such/folder", "--sba-classifier", "none", "--preview", "1"])
+def test_derived_defaults_fill_only_the_options_left_unset():
+    """``derived()`` fills in what depends on other options; an option the user set is never changed by it."""
+    wicked = importlib.import_module(BUILDERS["wicked"])
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Changing(wicked.Options):
+        def derived(self):
+            return dataclasses.replace(self, variants=self.variants + 1)
+
+    changing = dataclasses.replace(wicked.BUILDER, options=Changing)
+    with pytest.raises(TypeError, match=r"^wicked: derived\(\) changed options that were set: \['variants'\]$"):
+        cli.main(changing, ["--source", "no/such/folder", "--sba-classifier", "none", "--preview", "1"])
+
+
+def test_every_mixins_checks_run_base_classes_first():
+    """Each class of the options may say its rules (``check``): the core runs every one, none calls another's."""
+    ran = []
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Shared(BuildOptions):
+        GROUP: ClassVar[str] = "shared"
+        size: int = option(1)
+
+        def check(self):
+            ran.append("shared")
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Own(Shared):
+        GROUP: ClassVar[str] = "own"
+        name: str = option("x")
+
+        def check(self):
+            ran.append("own")
+            if self.size > 3:
+                raise UserError("--size is at most 3")
+
+    wicked = importlib.import_module(BUILDERS["wicked"])
+    builder = dataclasses.replace(wicked.BUILDER, options=Own)
+    assert builder.options_from(["--size", "2"]) == Own(benchmark="mmlu", size=2) and ran == ["shared", "own"]
+    with pytest.raises(UserError, match="^--size is at most 3$"):
+        builder.options_from(["--size", "4"])
 
 
 def test_the_python_api_hands_the_build_its_options_object(monkeypatch):
-    wicked = builder_module("wicked")
+    wicked = importlib.import_module(BUILDERS["wicked"])
     received = []
 
-    def build(source, options):
+    def build(source, options, run):
         received.append(options)
-        return wicked.build(source, options)
+        return wicked.build(source, options, run)
 
-    monkeypatch.setattr(wicked.builder, "BUILDER", dataclasses.replace(wicked.BUILDER, build=build))
-    result = wicked.builder.build_dataset(MMLU_TEST, seed=3, variants=2, sba_classifier="none")
+    result = dataclasses.replace(wicked.BUILDER, build=build).build_dataset(MMLU_TEST, seed=3, variants=2,
+                                                                         sba_classifier="none")
     assert result.report.passed and list(result.configs) == ["original", "variant_0", "variant_1"]
     [options] = received
-    assert options == wicked.Options(seed=3, variants=2, nota_position="last", sba=options.sba)
-    assert (options.sba.classifier, options.sba.judge, options.sba.llm, options.sba.classifies) == \
-        ("none", None, None, False)
+    assert options == wicked.Options(benchmark="mmlu", source=None, seed=3, variants=2, sba_classifier="none")
+    assert (options.sba_judge, options.sba_threshold, options.classifies, options.llm_models()) == \
+        (None, None, False, [])
 
 
 def test_derived_defaults_are_recorded_and_replayed(tmp_path):
     """The sample's own predictions (GSM-MC) are derived in the options, not written into the namespace; the
     build config records them as before, and a rebuild from it reads the same file and builds the same release."""
-    gsm_mc = builder_module("gsm_mc")
+    gsm_mc = importlib.import_module(BUILDERS["gsm_mc"])
     assert gsm_mc.main(["--source", "sample", "--output", str(tmp_path / "a"), "--no-progress"]) == 0
     recorded = yaml.safe_load((tmp_path / "a" / "build_config.yaml").read_text())["params"]
     sample = SAMPLES_DIR / "gsm8k" / "predictions.jsonl"
@@ -80,20 +113,67 @@ def test_derived_defaults_are_recorded_and_replayed(tmp_path):
 
 
 def test_an_option_left_unset_records_the_default_its_options_derived():
-    args = argparse.Namespace(threshold=None, embedder=None, seed=0, predictions=[], choices=4)
+    """What the build config records is every recorded option as the build used it: the derived default of one left
+    unset, the given value of one set; runtime options and fields that are no option, never."""
 
-    @dataclasses.dataclass(frozen=True)
-    class Options:
-        threshold: float
-        predictions: tuple[str, ...]
-        choices: int
-        encoding: str  # no option of that name: never recorded
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Options(BuildOptions):
+        GROUP: ClassVar[str] = "test"
+        threshold: float | None = option(None)
+        predictions: tuple[str, ...] = option(())
+        workers: int = option(2, runtime=True)
+        encoding: str = "x"  # no option: never recorded
 
-    built = build_config.arguments_as_built(args, Options(0.78, ("p.jsonl",), 5, "x"))
-    # only options left unset take the derived value; a given one is recorded as given
-    assert vars(built) == {"threshold": 0.78, "embedder": None, "seed": 0, "predictions": ("p.jsonl",), "choices": 4}
-    assert args.threshold is None
+        def derived(self):
+            return dataclasses.replace(self, threshold=self.threshold or 0.78, predictions=self.predictions or ("p",),
+                                       encoding="y")
+
+    wicked = importlib.import_module(BUILDERS["wicked"])
+    builder = dataclasses.replace(wicked.BUILDER, options=Options)
+    options = builder.options_from(["--predictions", "a.jsonl"])
+    assert (options.threshold, options.predictions, options.encoding) == (0.78, ("a.jsonl",), "y")
+    params = builder.params(argparse.Namespace(), options, cli.builder_parser(builder))
+    assert params == {"limit": None, "max_excluded": 0.5, "predictions": ["a.jsonl"], "seed": 0, "splits": None,
+                      "strict": False, "subjects": None, "threshold": 0.78}
+    assert changed_options(Options(predictions=("a",)), Options(predictions=("b",))) == ["predictions"]
 
 
 def _parquet(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*.parquet"))}
+
+
+def test_the_prediction_options_are_one_mixin_whose_sample_predictions_are_derived(tmp_path):
+    """GSM-MC, MATH-MC and PythonIO share one declaration of the prediction and consensus options: a builder made
+    of the mixins records exactly the keys GSM-MC records, the sample's own predictions derived for ``--source
+    sample`` (by content hash), and refuses pools without predictions before any source is read."""
+    from builders.core.pipeline.builder import Builder
+    from builders.core.sources.loading import Benchmark
+    from builders.from_predictions.options import ConsensusOptions, NumericPredictionOptions
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Options(NumericPredictionOptions, ConsensusOptions):
+        GROUP: ClassVar[str] = "made up"
+        splits: tuple[str, ...] | None = with_default(BuildOptions, "splits", ("test",))
+        keep_unit_multiples: bool = option(False)
+        gsm8k_questions: str | None = option(None)
+
+    gsm8k = Benchmark(name="gsm8k", hub_id="openai/gsm8k", config="main", splits=("train", "test"), to_item=None,
+                      license="mit", citation="", pretty_name="GSM8K")
+    made_up = Builder(name="made_up", title="x", description="x", citation="", benchmarks=[gsm8k], options=Options,
+                      build=lambda source, options, run: None)
+    options = made_up.options_from(["--source", "sample"])
+    sample = SAMPLES_DIR / "gsm8k" / "predictions.jsonl"
+    assert (options.predictions, options.draw, options.llm_models()) == ((str(sample),), "balanced", [])
+    parser = cli.builder_parser(made_up)
+    recorded = made_up.params(argparse.Namespace(), options, parser)
+    gsm_mc = load_builder("gsm_mc")  # the legacy declaration of the same options
+    legacy_args = cli.builder_parser(gsm_mc).parse_args(["--source", "sample"])
+    assert recorded == gsm_mc.params(legacy_args, gsm_mc.options_of(legacy_args), cli.builder_parser(gsm_mc))
+    assert recorded["predictions"] == [{"local": "predictions.jsonl", "content": content_revision(sample)}]
+    titles = [group.title for group in parser._action_groups[2:]]
+    assert titles == ["source and release (shared by every builder)", "made up", "distractors from models' predictions",
+                      "consensus check", "side outputs (runtime: not recorded in build_config.yaml)",
+                      "LLM endpoint (runtime: not recorded in build_config.yaml)"]
+    with pytest.raises(UserError, match=r"^distractor pools need --predictions PATH\.\.\. and/or --generate-with"):
+        made_up.options_from(["--source", str(tmp_path)])
+    assert made_up.options_from(["--source", str(tmp_path), "--distractors", "random"]).predictions == ()

@@ -19,12 +19,13 @@ from fixtures import MMLU_TEST, with_default_ctrl_c, write_benchmark, write_json
 from builders import wicked
 from builders.core.sources.benchmarks import BENCHMARKS
 from builders.core.sources.loading import load_source
+from builders.registry import BUILDERS
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def run_cli(*argv: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "builders.wicked", *argv], capture_output=True, text=True, cwd=REPO,
+    return subprocess.run([sys.executable, "-m", BUILDERS["wicked"], *argv], capture_output=True, text=True, cwd=REPO,
                           env={**os.environ, **(env or {})}, timeout=timeout)
 
 
@@ -205,10 +206,12 @@ def test_a_killed_rebuild_leaves_the_old_or_the_new_release_whole(tmp_path):
 def test_the_same_item_gets_the_same_draws_whatever_rows_surround_it(tmp_path):
     rows = [{"question": f"Question {i}?", "subject": "s", "choices": [f"a{i}", f"b{i}", f"c{i}", f"d{i}"],
              "answer": i % 4} for i in range(60)]
-    full = wicked.build(load_source(BENCHMARKS["mmlu"], str(write_jsonl(tmp_path / "a" / "mmlu" / "test.jsonl", rows).parent)),
-                        wicked_args())
-    part = wicked.build(load_source(BENCHMARKS["mmlu"], str(write_jsonl(tmp_path / "b" / "mmlu" / "test.jsonl",
-                                                                       rows[20:45]).parent)), wicked_args())
+    full = wicked.BUILDER.make_build(load_source(BENCHMARKS["mmlu"], str(write_jsonl(tmp_path / "a" / "mmlu" /
+                                                                                   "test.jsonl", rows).parent)),
+                                     wicked_args())
+    part = wicked.BUILDER.make_build(load_source(BENCHMARKS["mmlu"], str(write_jsonl(tmp_path / "b" / "mmlu" /
+                                                                                   "test.jsonl", rows[20:45]).parent)),
+                                     wicked_args())
     view = lambda r: (r.question, r.choices, r.answer, r.metadata["removed_index"])  # noqa: E731
     for variant in ("variant_0", "variant_3"):
         whole = {r.question: view(r) for r in full.configs[variant]["test"]}
@@ -216,9 +219,7 @@ def test_the_same_item_gets_the_same_draws_whatever_rows_surround_it(tmp_path):
 
 
 def wicked_args(*argv: str) -> wicked.Options:
-    from builders.core.pipeline import cli
-
-    return wicked.Options.from_args(cli.builder_parser(wicked.BUILDER).parse_args(["--sba-classifier", "none", *argv]))
+    return wicked.BUILDER.options_from(["--sba-classifier", "none", *argv])
 
 
 # ---- subsets, previews, the summary, --help ------------------------------------------------------------------
@@ -412,7 +413,7 @@ def test_ctrl_c_while_the_libraries_import_is_one_line(tmp_path):
     always lands during the imports (datasets and torch no longer load before the arguments parse)."""
     (tmp_path / "numpy.py").write_text("import time\ntime.sleep(60)\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
-    process = subprocess.Popen([sys.executable, "-m", "builders.wicked", "--help"], cwd=REPO, env=env,
+    process = subprocess.Popen([sys.executable, "-m", BUILDERS["wicked"], "--help"], cwd=REPO, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=with_default_ctrl_c)
     time.sleep(1.0)
     process.send_signal(signal.SIGINT)
@@ -451,31 +452,31 @@ def _last_error(module: str, *args: str) -> tuple[int, str]:
 
 @pytest.mark.parametrize("module, args, expected", [
     # counts that would make millions of configs (16.8 GB before the cap)
-    ("builders.gsm_mc", ["--sets", "100000000"], "error: argument --sets: must be between 1 and 1000, got 100000000"),
-    ("builders.wicked", ["--variants", "1000000000", "--sba-classifier", "none"],
+    (BUILDERS["gsm_mc"], ["--sets", "100000000"], "error: argument --sets: must be between 1 and 1000, got 100000000"),
+    (BUILDERS["wicked"], ["--variants", "1000000000", "--sba-classifier", "none"],
      "error: argument --variants: must be between 1 and 1000, got 1000000000"),
     # numbers that must be positive, refused by argparse before any work
-    ("builders.math_mc", ["--equivalence-timeout", "0"], "argument --equivalence-timeout: must be a finite number above 0"),
-    ("builders.math_mc", ["--equivalence-workers", "0"], "argument --equivalence-workers: must be at least 1, got 0"),
-    ("builders.math_mc", ["--max-tokens", "-1"], "argument --max-tokens: must be at least 1, got -1"),
-    ("builders.python_io", ["--sandbox-workers", "0"], "argument --sandbox-workers: must be at least 1, got 0"),
-    ("builders.mmlu_pro_plus", ["--embedder-batch-size", "0"], "argument --embedder-batch-size: must be at least 1"),
-    ("builders.mmlu_pro_plus", ["--max-length-ratio", "-1"], "argument --max-length-ratio: must be a finite number"),
+    (BUILDERS["math_mc"], ["--equivalence-timeout", "0"], "argument --equivalence-timeout: must be a finite number above 0"),
+    (BUILDERS["math_mc"], ["--equivalence-workers", "0"], "argument --equivalence-workers: must be at least 1, got 0"),
+    (BUILDERS["math_mc"], ["--max-tokens", "-1"], "argument --max-tokens: must be at least 1, got -1"),
+    (BUILDERS["python_io"], ["--sandbox-workers", "0"], "argument --sandbox-workers: must be at least 1, got 0"),
+    (BUILDERS["mmlu_pro_plus"], ["--embedder-batch-size", "0"], "argument --embedder-batch-size: must be at least 1"),
+    (BUILDERS["mmlu_pro_plus"], ["--max-length-ratio", "-1"], "argument --max-length-ratio: must be a finite number"),
     # a negative slack would refuse every new option; a share above 1 or a cut-off of 0 means nothing
-    ("builders.mmlu_pro_plus", ["--length-slack", "-5"], "error: argument --length-slack: must be at least 0, got -5"),
-    ("builders.mmlu_pro_plus", ["--similarity-cutoff", "0"],
+    (BUILDERS["mmlu_pro_plus"], ["--length-slack", "-5"], "error: argument --length-slack: must be at least 0, got -5"),
+    (BUILDERS["mmlu_pro_plus"], ["--similarity-cutoff", "0"],
      "error: argument --similarity-cutoff: must be a finite number above 0 and at most 1, got 0"),
-    ("builders.wicked", ["--max-excluded", "1.5"], "error: argument --max-excluded: must be a finite number at least 0 "
+    (BUILDERS["wicked"], ["--max-excluded", "1.5"], "error: argument --max-excluded: must be a finite number at least 0 "
                                                    "and at most 1, got 1.5"),
-    ("builders.wicked", ["--sba-threshold", "nan"], "error: argument --sba-threshold: must be a finite number"),
-    ("builders.contrast_sets", ["--threshold", "1.5"], "error: argument --threshold: must be a finite number above 0"),
-    ("builders.perturbations", ["--shots", "-1"], "error: argument --shots: must be at least 0, got -1"),
+    (BUILDERS["wicked"], ["--sba-threshold", "nan"], "error: argument --sba-threshold: must be a finite number"),
+    (BUILDERS["contrast_sets"], ["--threshold", "1.5"], "error: argument --threshold: must be a finite number above 0"),
+    (BUILDERS["perturbations"], ["--shots", "-1"], "error: argument --shots: must be at least 0, got -1"),
     # a task name with a space or a comma cannot be passed to lm_eval --tasks
-    ("builders.perturbations", ["--task-prefix", "my tasks"],
+    (BUILDERS["perturbations"], ["--task-prefix", "my tasks"],
      "error: argument --task-prefix: letters, digits, '_' and '-', starting with a letter; got 'my tasks'"),
-    ("builders.perturbations", ["--task-prefix", "a,b"], "error: argument --task-prefix: letters, digits"),
-    ("builders.python_io", ["--call-timeout", "0"], "error: argument --call-timeout: must be a finite number above 0"),
-    ("builders.gsm_mc", ["--llm-concurrency", "0"], "error: argument --llm-concurrency: must be at least 1, got 0"),
+    (BUILDERS["perturbations"], ["--task-prefix", "a,b"], "error: argument --task-prefix: letters, digits"),
+    (BUILDERS["python_io"], ["--call-timeout", "0"], "error: argument --call-timeout: must be a finite number above 0"),
+    (BUILDERS["gsm_mc"], ["--llm-concurrency", "0"], "error: argument --llm-concurrency: must be at least 1, got 0"),
 ])
 def test_bad_counts_are_one_line_before_any_work(tmp_path, module, args, expected):
     code, line = _last_error(module, "--source", "sample", *args, "--output", str(tmp_path / "out"))
@@ -486,9 +487,9 @@ def test_files_written_at_the_end_are_checked_first_and_an_empty_predictions_fil
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     out = str(tmp_path / "out")
-    assert _last_error("builders.gsm_mc", "--source", "sample", "--pool", str(tmp_path), "--output", out) == (
+    assert _last_error(BUILDERS["gsm_mc"], "--source", "sample", "--pool", str(tmp_path), "--output", out) == (
         2, f"error: --pool {tmp_path} is a folder, not a file")
-    assert _last_error("builders.gsm_mc", "--source", "sample", "--predictions", str(empty), "--output", out) == (
+    assert _last_error(BUILDERS["gsm_mc"], "--source", "sample", "--predictions", str(empty), "--output", out) == (
         2, f"error: --predictions {empty}: no predictions in it")
 
 

@@ -354,7 +354,7 @@ def test_release_is_byte_identical_cold_or_warm_and_loads(tmp_path):
     assert len(edges) == 7 and sum(e["matched"] for e in edges) == 5
     card = (tmp_path / "cold1" / "README.md").read_text()
     assert "sentence-transformers/all-MiniLM-L6-v2" in card and "a matching of **5 pairs**" in card
-    every = "every config"  # every matched row is a question of each config; the rest are excluded
+    every = "all 4 configs"  # every matched row is a question of each config; the rest are excluded
     assert outcome_rows(card) == [
         (every, "test", "altered", "–", 8), (every, "test", "excluded", "no_contrast_partner", 1),
         (every, "test", "excluded", "position_dependent_gold", 1),

@@ -1,12 +1,12 @@
 """CONTRIBUTING.md's "Adding a builder" matches the code: a toy builder added exactly as it says runs.
 
 The toy (``tests/toy_builder/``) is what the section says a build needs, and nothing else: the package
-``builders/toy/`` (the layout of ``builders/wicked/``: ``builder.py``, ``transform.py``, ``tasks.py``,
-``card_statistics.py``, ``checks.py``, ``evaluation.py``), its card ``cards/toy.md``, and its line in
+``builders/toy/`` (the layout of ``builders/wicked/``: ``builder.py`` with its options and its build, ``transform.py``,
+``tasks.py``, ``card_statistics.py``, ``checks.py``, ``evaluation.py``), its card ``cards/toy.md``, and its line in
 ``builders/registry.BUILDERS``. The test puts the package beside the real builders (on ``builders.__path__``), the
 card beside the real cards, and the line in the table, then builds from a small source through the command line
-and the Python API. (A real builder's test file, benchmark script and ``SAMPLE_OPTIONS`` line are checked by
-those files themselves.) The last test checks that every file and name the section mentions exists.
+and the Python API, and loads the release's tasks in lm-eval and inspect_ai. The last test checks that every file
+and name the section mentions exists.
 """
 
 from __future__ import annotations
@@ -24,12 +24,13 @@ from types import SimpleNamespace
 
 import pyarrow.parquet as pq
 import pytest
-from fixtures import write_jsonl
+from fixtures import mock_model, write_jsonl
 
 import builders
 from builders import __main__ as commands
 from builders import registry
-from builders.core.pipeline.build import TaskLocation
+from builders.core.build.result import TaskLocation
+from builders.core.items.outcomes import outcome_table
 from builders.core.release import card
 
 TOY = Path(__file__).resolve().parent / "toy_builder"
@@ -114,16 +115,52 @@ def test_the_toy_builder_runs_from_the_python_api_and_evaluate_finds_its_table(t
     assert result.report.passed and list(result.configs) == ["original", "shuffle_0"]
     assert [row["id"] for row in result.configs["shuffle_0"]["test"]] == ["mmlu/test/0", "mmlu/test/1",
                                                                           "mmlu/test/2", "mmlu/test/4"]
-    [outcomes] = result.statistics.tables
-    assert outcomes.rows == (("has_all_of_the_above", 1), ("shuffled", 4))
+    build = result.build
+    table = outcome_table(build.outcomes, build.exclusions, list(build.configs))  # the core's, from the runner
+    assert table.rows == (
+        ("original", "test", "copied unchanged", "source_unchanged", 4),
+        ("original", "test", "excluded", "malformed_row", 1),
+        ("original", "dev", "copied unchanged", "source_unchanged", 1),
+        ("shuffle_0", "test", "altered", None, 3),
+        ("shuffle_0", "test", "copied unchanged", "has_all_of_the_above", 1),
+        ("shuffle_0", "test", "excluded", "malformed_row", 1),
+        ("shuffle_0", "dev", "altered", None, 1))
+    assert [t.title for t in result.statistics.tables] == ["Gold positions"]  # no outcome table of its own
     from builders.evaluate import paper_table
 
-    table = paper_table("toy")
-    assert table is toy.BUILDER.evaluation_table
-    manifest = json.loads(result.build.lm_eval_tasks(TaskLocation())["lm_eval/manifest.json"])
+    evaluation = paper_table("toy")
+    assert evaluation is toy.BUILDER.evaluation_table
+    manifest = json.loads(build.release.lm_eval_tasks(TaskLocation())["lm_eval/manifest.json"])
     runs = {"m": {"toy_original": SimpleNamespace(accuracy=0.75), "toy_shuffle_0": SimpleNamespace(accuracy=0.5)}}
-    [accuracy] = table(runs, manifest, None).tables
+    [accuracy] = evaluation(runs, manifest, None).tables
     assert accuracy.rows == (("m", 0.75, 0.5),)
+
+
+def test_the_toy_releases_tasks_load_in_lm_eval_and_inspect(toy, tmp_path, monkeypatch):
+    """The release's ``lm_eval/`` folder (its ``utils.py`` the real task module) loads in lm-eval's own task
+    manager and reads the release; its ``inspect/`` tasks run in inspect_ai."""
+    from inspect_ai import eval as inspect_eval
+    from lm_eval.tasks import TaskManager
+
+    out = tmp_path / "out"
+    assert commands.main(["toy", "--source", str(source(tmp_path)), "--shuffles", "1", "--output", str(out)]) == 0
+    assert (out / "lm_eval" / "utils.py").read_bytes().startswith((REPO / "builders" / "core" / "tasks" /
+                                                                    "lm_eval_utils.py").read_bytes())
+    loaded = TaskManager(include_path=str(out / "lm_eval"), include_defaults=False).load(["toy_original",
+                                                                                        "toy_shuffle_0"])
+    shuffled = {row["id"]: row for row in parquet_rows(out, "shuffle_0", "test")}
+    for task in loaded["tasks"].values():
+        docs = list(task.test_docs())
+        assert [doc["id"] for doc in docs] == ["mmlu/test/0", "mmlu/test/1", "mmlu/test/2", "mmlu/test/4"]
+        assert task.doc_to_text(docs[0]).endswith("Answer:") and task.doc_to_target(docs[0]) == docs[0]["answer"]
+    assert [doc["choices"] for doc in loaded["tasks"]["toy_shuffle_0"].test_docs()] == [
+        row["choices"] for row in shuffled.values()]
+    monkeypatch.chdir(out)
+    [log] = inspect_eval("inspect/tasks.py@toy_shuffle_0", model=mock_model(), limit=2, display="none",
+                         log_dir=str(tmp_path / "logs"))
+    assert log.status == "success" and log.results.total_samples == 2
+    golds_at_a = sum(row["answer"] == 0 for row in list(shuffled.values())[:2]) / 2
+    assert log.results.scores[0].metrics["accuracy"].value == golds_at_a
 
 
 def test_python_m_runs_the_toy_builder(toy, monkeypatch, capsys):
@@ -172,14 +209,17 @@ def resolves(value, parts: list[str]) -> bool:
 def name_exists(name: str) -> bool:
     """A name of the template builder, of `builders.core` or of a dataclass a builder fills, a module or a dotted
     path from the package (`builders.core.tasks.results.by_role`, `perturbations.ranking.evaluation_table`), or a test helper."""
-    from builders.core.items import record, rng, tables
-    from builders.core.pipeline import build, steps
+    from builders.core.build import result
+    from builders.core.items import outcomes, record, rng, tables
+    from builders.core.options import declare
+    from builders.core.pipeline import builder, options, steps
     from builders.core.sources import loading as sources
     from builders.wicked import builder as template
 
     parts = name.split(".")
-    owners = [template, build, record, rng, sources, steps, tables, commands, registry, build.Build, build.Builder,
-              build.Baseline, sources.Benchmark, record.MCQRecord]
+    owners = [template, result, record, rng, sources, steps, outcomes, declare, options, tables, commands, registry,
+              result.Release, builder.Builder, result.Baseline, steps.Run, sources.Benchmark, record.MCQRecord,
+              options.BuildOptions, template.Options]
     owners += [record.MCQRecord] if parts[0] == "record" else []  # `record.replace(...)`: a record's method
     if any(resolves(owner, parts[1:] if parts[0] == "record" else parts) for owner in owners):
         return True

@@ -12,7 +12,7 @@ import pytest
 
 from builders import evaluate, wicked
 from builders.core.errors import UserError
-from builders.core.pipeline.argtypes import share_or_count
+from builders.core.options.argtypes import share_or_count
 from builders.core.release.reader import open_release
 from builders.core.tasks.results import TableOptions, TaskResult
 from builders.from_predictions.tasks import sets_table

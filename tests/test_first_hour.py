@@ -18,10 +18,11 @@ from fixtures import write_benchmark
 from huggingface_hub import DatasetCard
 
 from builders import wicked
+from builders.registry import BUILDERS
 from builders.__main__ import commands
 from builders.contrast_sets import builder as contrast_sets
 from builders.core.pipeline import cli
-from builders.core.sources.loading import SAMPLES_DIR
+from builders.core.sources.spec import SAMPLES_DIR
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -199,7 +200,7 @@ def test_changelog_entries_are_readable_and_take_a_message(local_hub, tmp_path):
     """Changelog entries were Python-repr dumps of every parameter ("wicked from cais/mmlu @ sha256:... (limit=None,
     max_excluded=0.5, ...)")."""
     from builders.core.release.card import read_changelog
-    from builders.core.sources.loading import content_revision
+    from builders.core.runtime.content import content_revision
 
     repo = "mcqforge/wicked-changelog"
     base = ["--source", "sample", "--sba-classifier", "none", "--push", repo, "--log-level", "WARNING"]
@@ -279,8 +280,7 @@ def test_every_commands_help_shows_every_default_the_seed_included(monkeypatch, 
             assert blocks["--seed"].endswith("(default: 0)"), name
     assert hidden == []
     seeded = sorted(name for name, parser in parsers.items() if "--seed" in parser.format_help())
-    assert seeded == sorted(["wicked", "gsm_mc", "math_mc", "python_io", "mmlu_pro_plus", "contrast_sets",
-                             "perturbations", "sba sample", "sba train"])
+    assert seeded == sorted([*BUILDERS, "sba sample", "sba train"])
     assert "--batch-size BATCH_SIZE (default: 8)" in " ".join(parsers["evaluate"].format_help().split())
 
 
@@ -315,7 +315,7 @@ def _stderr_of(command: list[str], terminal: bool) -> str:
 def test_progress_bars_show_on_a_terminal_only_and_no_progress_turns_them_off(tmp_path):
     """With stderr going to a file, the bars wrote `read mmlu/test: 0it` joined by `\\r` into the log lines."""
     def build(out: str, *extra: str) -> list[str]:
-        return [sys.executable, "-m", "builders.wicked", "--source", "sample", "--sba-classifier", "none",
+        return [sys.executable, "-m", BUILDERS["wicked"], "--source", "sample", "--sba-classifier", "none",
                 "--output", str(tmp_path / out), *extra]
 
     logged = _stderr_of(build("a"), terminal=False)

@@ -181,8 +181,8 @@ def test_cli_writes_identical_releases_and_refuses_bad_options(files, tmp_path, 
     card = (tmp_path / "one" / "README.md").read_text()
     assert "pool_too_small" in card and "| e | 3 | 1 | 0 | 2 |" in card
     assert outcome_rows(card) == [  # the one outcome table: 6 rows in = 2 altered (made into sets) + 4 excluded
-        ("every config", "test", "altered", "–", 2), ("every config", "test", "excluded", "no_gold_answer", 1),
-        ("every config", "test", "excluded", "no_predictions", 1), ("every config", "test", "excluded", "pool_too_small", 2)]
+        ("all 3 configs", "test", "altered", "–", 2), ("all 3 configs", "test", "excluded", "no_gold_answer", 1),
+        ("all 3 configs", "test", "excluded", "no_predictions", 1), ("all 3 configs", "test", "excluded", "pool_too_small", 2)]
     loaded = datasets.load_dataset(str(tmp_path / "one"), "set_1")["test"]
     assert loaded.num_rows == 2 and loaded[0]["metadata"]["choice_models"][0] is not None
     assert gsm_mc.main([*common, "--choices", "9", "--output", str(tmp_path / "x")]) == 2

@@ -8,9 +8,12 @@ worker's ``"package.module:function"``): a cycle through a table of dotted names
 from __future__ import annotations
 
 import ast
+import shutil
 from pathlib import Path
 
 import pytest
+
+from builders.registry import BUILDERS
 
 REPO = Path(__file__).resolve().parents[1]
 FOLDERS = ("builders", "classifiers", "scripts", "benchmarks")
@@ -134,34 +137,66 @@ def builders_importing_commands(graph: dict[str, set[str]]) -> list[str]:
 
 
 GRAPH = import_graph()
+BUILDER_MODULES = set(BUILDERS.values())
 
 
 def test_the_graph_sees_every_kind_of_import():
     """The parser itself: imports inside functions, relative imports, names imported from a package, string
     constants naming a module, and a benchmark script's sibling are all edges."""
     assert "builders.core.errors" in GRAPH["builders"]  # relative, inside an `if`
-    assert "builders.core.llm.settings" in GRAPH["builders.core.pipeline.cli"]  # inside a function
+    assert "builders.core.llm.settings" in GRAPH["builders.core.pipeline.builder"]  # inside a function
     assert "builders.math_mc.warm" in GRAPH["builders.math_mc.plain"]  # a string constant
     assert "benchmarks.harness" in GRAPH["benchmarks.byte_identical"]  # `from harness import ...`
     assert len(GRAPH) > 100
 
 
 def test_the_checks_find_what_they_look_for():
-    """Each check, on a graph that breaks its rule."""
-    graph = {"builders.core.a": {"builders.core.b", "builders.wicked"}, "builders.core.b": {"builders.core.a"},
-             "builders.wicked": {"builders.evaluate"}, "builders.evaluate": {"builders.registry"},
-             "builders.registry": {"builders.wicked"}, "builders.gsm_mc.builder": {"builders.metrics.ranking"},
+    """Each check, on a graph that breaks its rule (of made-up builders, ``alpha`` and ``beta``)."""
+    graph = {"builders.core.a": {"builders.core.b", "builders.alpha"}, "builders.core.b": {"builders.core.a"},
+             "builders.alpha": {"builders.evaluate"}, "builders.evaluate": {"builders.registry"},
+             "builders.registry": {"builders.alpha"}, "builders.beta.builder": {"builders.metrics.ranking"},
              "classifiers.training": {"builders"}, "builders.metrics": {"builders.metrics.ranking"}}
-    assert cycles(graph) == [["builders.core.a", "builders.core.b"],
-                             ["builders.evaluate", "builders.registry", "builders.wicked"]]
-    assert core_reaching_up(graph) == ["builders.core.a -> builders.wicked"]
+    assert cycles(graph) == [["builders.alpha", "builders.evaluate", "builders.registry"],
+                             ["builders.core.a", "builders.core.b"]]
+    assert core_reaching_up(graph) == ["builders.core.a -> builders.alpha"]
     assert root_imports(graph) == ["classifiers.training -> builders"]
-    assert builders_importing_commands(graph) == ["builders.gsm_mc.builder -> builders.metrics.ranking",
-                                                  "builders.wicked -> builders.evaluate"]
+    assert builders_importing_commands(graph) == ["builders.alpha -> builders.evaluate",
+                                                  "builders.beta.builder -> builders.metrics.ranking"]
 
 
 def test_no_import_cycle():
     assert cycles(GRAPH) == []
+
+
+def core_layers(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The import graph of ``builders.core``'s subpackages (``items``, ``sources``, ``pipeline``...): an edge for every
+    import from a module of one to a module of another. The core's own modules (``errors``, ``version``) are a
+    layer each."""
+    def layer(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[2] if len(parts) > 2 and parts[:2] == ["builders", "core"] else None
+
+    layers: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        source = layer(module)
+        if source is not None:
+            layers.setdefault(source, set()).update(t for t in map(layer, targets) if t not in (None, source))
+    return layers
+
+
+def test_the_core_subpackages_are_layered():
+    """``sources`` read the per-item outcomes that ``pipeline`` once held, and ``pipeline`` read ``sources``: each
+    subpackage may import only those below it, so that one can be read (and tested) without those above."""
+    layers = core_layers(GRAPH)
+    assert {"items", "sources", "pipeline", "validation", "release", "options", "build"} <= set(layers)
+    assert cycles(layers) == []
+
+
+def test_the_layer_check_finds_a_cycle_between_subpackages():
+    graph = {"builders.core.sources.loading": {"builders.core.pipeline.steps", "builders.core.errors"},
+             "builders.core.pipeline.cli": {"builders.core.sources.loading"}, "builders.core.errors": set()}
+    assert core_layers(graph) == {"sources": {"pipeline", "errors"}, "pipeline": {"sources"}, "errors": set()}
+    assert cycles(core_layers(graph)) == [["pipeline", "sources"]]
 
 
 def test_core_imports_nothing_above_it():
@@ -195,16 +230,18 @@ def builder_modules(root: Path = REPO) -> set[str]:
 
 def builder_names_outside_the_registry(root: Path = REPO) -> list[str]:
     """String constants that name a builder's module (``"builders.wicked"``) or build one from its name
-    (``f"builders.{name}"``), anywhere but the registry: the registry is the one list of builders."""
+    (``f"builders.{name}"``), anywhere but the registry, the tests included: the registry is the one list of
+    builders."""
     builders = builder_modules(root)
+    files = {**modules_of(root), **{f"tests.{path.stem}": path for path in sorted((root / "tests").glob("*.py"))}}
     found = []
-    for module, path in modules_of(root).items():
+    for module, path in files.items():
         if module == "builders.registry":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             named = isinstance(node, ast.Constant) and node.value in builders
             built = isinstance(node, ast.JoinedStr) and bool(node.values) and isinstance(node.values[0], ast.Constant) \
-                and str(node.values[0].value).startswith("builders.")
+                and node.values[0].value == "builders."
             if named or built:
                 found.append(f"{module}:{node.lineno}")
     return found
@@ -212,19 +249,87 @@ def builder_names_outside_the_registry(root: Path = REPO) -> list[str]:
 
 def test_builders_are_listed_only_in_the_registry():
     """Builders were found by dotted strings in six places (the command table, the metrics table, the release
-    train, the benchmark scripts...): a new builder had to be added to each, and one forgotten was not built."""
+    train, the benchmark scripts, the tests...): a new builder had to be added to each, and one forgotten was not
+    built, or silently not tested."""
     assert builder_names_outside_the_registry() == []
 
 
 def test_the_registry_lists_every_builder():
     from builders.registry import BUILDERS
 
-    assert sorted(BUILDERS.values()) == sorted(builder_modules()) and len(BUILDERS) == 7
+    assert sorted(BUILDERS.values()) == sorted(builder_modules())
 
 
-@pytest.mark.parametrize("module", ["builders.wicked", "builders.perturbations.builder",
-                                    "builders.mmlu_pro_plus.builder", "builders.contrast_sets.tasks",
-                                    "builders.from_predictions.tasks"])
+@pytest.mark.parametrize("module", sorted(BUILDER_MODULES))
 def test_the_builders_are_in_the_graph(module):
     """A builder that moves (a module becoming a package) is still checked: the graph names the new file."""
     assert any(_inside(name, module) for name in GRAPH)
+
+
+# ---- one builder shape ----------------------------------------------------------------------------------------
+
+# Builders not yet converted to the one shape (they run through builders/core/pipeline/legacy.py). This list must
+# shrink to empty: a builder leaves it when it is converted, and the test below fails while it stays on it.
+NOT_YET_IN_THE_SHAPE = {"gsm_mc", "math_mc", "python_io", "mmlu_pro_plus", "contrast_sets", "perturbations"}
+SHAPE_MODULES = ("builder", "transform", "checks", "card_statistics", "tasks", "evaluation")
+MAX_BUILDER_LINES = 350
+MAIN = "from . import main\n\nraise SystemExit(main())\n"
+
+
+def shape_problems(name: str, root: Path = REPO) -> list[str]:
+    """What keeps ``builders/<name>/`` from the shape CONTRIBUTING.md documents (WiCkeD's): one module per job,
+    a ``builder.py`` of at most 350 lines that holds only its ``Options`` and ``build`` (and the declaration), the
+    ``Builder`` of the core with them, ``main`` and ``build_dataset`` the declaration's, a two-line ``__main__``."""
+    import importlib
+
+    from builders.core.pipeline.builder import Builder
+    from builders.core.pipeline.options import BuildOptions
+
+    folder = root / "builders" / name
+    problems = [f"no {module}.py" for module in SHAPE_MODULES if not (folder / f"{module}.py").is_file()]
+    if (folder / "builder.py").is_file():
+        text = (folder / "builder.py").read_text(encoding="utf-8")
+        if len(text.splitlines()) > MAX_BUILDER_LINES:
+            problems.append(f"builder.py has {len(text.splitlines())} lines (at most {MAX_BUILDER_LINES})")
+        tree = ast.parse(text)
+        defined = {(type(node).__name__, node.name) for node in tree.body
+                   if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+        if defined != {("ClassDef", "Options"), ("FunctionDef", "build")}:
+            problems.append(f"builder.py defines {sorted(n for _, n in defined)}, not only Options and build")
+    if not (folder / "__main__.py").is_file() or (folder / "__main__.py").read_text(encoding="utf-8") != MAIN:
+        problems.append("__main__.py is not `from . import main` and `raise SystemExit(main())`")
+    if problems:
+        return problems
+    package, builder = importlib.import_module(BUILDERS[name]), importlib.import_module(f"{BUILDERS[name]}.builder")
+    declared = package.BUILDER
+    if not isinstance(declared, Builder) or declared.options is not builder.Options or declared.build is not builder.build:
+        problems.append("BUILDER is not the core's Builder of builder.Options and builder.build")
+    elif not issubclass(builder.Options, BuildOptions):
+        problems.append("Options does not extend BuildOptions")
+    if (package.main, package.build_dataset) != (declared.main, declared.build_dataset):
+        problems.append("__init__.py's main and build_dataset are not BUILDER.main and BUILDER.build_dataset")
+    return problems
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_every_builder_has_the_one_shape(name):
+    problems = shape_problems(name)
+    if name in NOT_YET_IN_THE_SHAPE:
+        assert problems, f"{name} has the shape: take it off NOT_YET_IN_THE_SHAPE"
+    else:
+        assert problems == []
+
+
+def test_the_shape_check_finds_what_breaks_it(tmp_path):
+    template = REPO / "builders" / "wicked"
+    (tmp_path / "builders").mkdir()
+    shutil.copytree(template, tmp_path / "builders" / "wicked", ignore=shutil.ignore_patterns("__pycache__"))
+    broken = tmp_path / "builders" / "wicked"
+    (broken / "evaluation.py").unlink()
+    (broken / "builder.py").write_text((broken / "builder.py").read_text() + "\n\ndef add_arguments(parser):\n"
+                                       "    pass\n" + "\n" * MAX_BUILDER_LINES)
+    (broken / "__main__.py").write_text("from .builder import main\n\nraise SystemExit(main())\n")
+    assert shape_problems("wicked", tmp_path) == [
+        "no evaluation.py", f"builder.py has {len((broken / 'builder.py').read_text().splitlines())} lines (at most "
+        f"{MAX_BUILDER_LINES})", "builder.py defines ['Options', 'add_arguments', 'build'], not only Options and build",
+        "__main__.py is not `from . import main` and `raise SystemExit(main())`"]

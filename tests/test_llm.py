@@ -25,10 +25,12 @@ from llm_server import (
 )
 
 from builders.core.errors import UserError
+from builders.core.options.declare import add_option_arguments, declared_options
 from builders.core.llm.settings import (
     ChatRequest,
     EndpointError,
     LLMClient,
+    LLMEndpoint,
     LLMSettings,
     MissingAPIKeyError,
     TooManyFailures,
@@ -36,7 +38,8 @@ from builders.core.llm.settings import (
     check_endpoint,
     request_key,
 )
-from builders.core.pipeline import build_config, cli
+from builders.core.release import build_config
+from builders.core.pipeline import cli
 
 SECRET = "sk-test-Zq8v1X7pLw0-never-log-me"
 
@@ -476,7 +479,7 @@ LLM_DESTS = {"base_url", "api_key_env", "llm_concurrency", "llm_timeout", "llm_m
 
 def llm_parser() -> argparse.ArgumentParser:
     parser = cli.ArgumentParser(prog="x", formatter_class=cli.HelpFormatter)
-    add_llm_arguments(cli.runtime_group(parser, "LLM endpoint"))
+    add_option_arguments(parser, LLMEndpoint)
     return parser
 
 
@@ -489,7 +492,10 @@ def test_endpoint_options_defaults_and_settings(monkeypatch, tmp_path):
     assert {k: v for k, v in vars(args).items()} == {
         "base_url": None, "api_key_env": "OPENAI_API_KEY", "llm_concurrency": 8, "llm_timeout": 120.0,
         "llm_max_retries": 6, "max_llm_failures": 0.1, "cache_dir": "~/.cache/mcqforge"}
-    assert build_config.runtime_dests(parser) == LLM_DESTS  # kept out of build_config.yaml
+    assert {d.name for d in declared_options(LLMEndpoint) if not d.recorded} == LLM_DESTS  # never recorded
+    labelled = argparse.ArgumentParser()
+    add_llm_arguments(labelled.add_argument_group("LLM endpoint"))  # a command that is no builder: the same options
+    assert LLMSettings.from_args(labelled.parse_args([])) == LLMSettings.from_args(args)
     assert LLMSettings.from_args(args) == LLMSettings(
         base_url=None, api_key_env="OPENAI_API_KEY", cache_dir=tmp_path / ".cache" / "mcqforge", concurrency=8,
         timeout=120.0, max_retries=6, max_failures=0.1)
@@ -540,20 +546,18 @@ def test_bad_endpoint_options_are_user_errors(argv, message):
 
 
 def test_every_command_that_calls_an_llm_takes_the_same_endpoint_options():
-    from builders.gsm_mc.builder import BUILDER as GSM_MC
-    from builders.math_mc.builder import BUILDER as MATH_MC
-    from builders.mmlu_pro_plus.builder import BUILDER as MMLU_PRO_PLUS
-    from builders.python_io.builder import BUILDER as PYTHON_IO
+    from builders.registry import BUILDERS, load_builder
     from classifiers import sba
 
     def endpoint_options(parser: argparse.ArgumentParser) -> dict[str, tuple[str, object]]:
         return {a.dest: (a.option_strings[0], a.default) for a in parser._actions if a.dest in LLM_DESTS}
 
     expected = endpoint_options(llm_parser())
-    builders = [cli.builder_parser(b) for b in (GSM_MC, MATH_MC, PYTHON_IO, MMLU_PRO_PLUS)]
+    parsers = [cli.builder_parser(load_builder(name)) for name in BUILDERS]
+    calling = [p for p in parsers if "base_url" in endpoint_options(p)]
     labeller = sba.build_parser()._subparsers._group_actions[0].choices["label"]
-    assert [endpoint_options(p) for p in [*builders, labeller]] == [expected] * 5
-    assert [build_config.runtime_dests(p) >= LLM_DESTS for p in builders] == [True] * 4  # never in build_config.yaml
+    assert len(calling) >= 5 and [endpoint_options(p) for p in [*calling, labeller]] == [expected] * (len(calling) + 1)
+    assert all(build_config.not_recorded_options(p) >= LLM_DESTS for p in calling)  # never in build_config.yaml
 
 
 # -- requests that fail beyond a stated share stop the run (issue 25.4) ------------------------------------------

@@ -15,7 +15,7 @@ import yaml
 from datasets import Dataset
 from fixtures import read_lm_eval_task
 
-from builders.core.pipeline.build import TaskLocation
+from builders.core.build.result import TaskLocation
 from builders.core.tasks import lm_eval_tasks, lm_eval_utils
 
 REPO = Path(__file__).resolve().parents[1]

@@ -105,8 +105,8 @@ def test_publish_and_load_back(local_hub, files, tmp_path):
     card = (tmp_path / "out" / "README.md").read_text()
     assert "ambiguous_gold" in card and "math-verify" in card
     assert outcome_rows(card) == [  # 6 rows in = 3 altered + 3 excluded, each by the step that left it out
-        ("every config", "test", "altered", "–", 3), ("every config", "test", "excluded", "ambiguous_gold", 1),
-        ("every config", "test", "excluded", "no_gold_answer", 1), ("every config", "test", "excluded", "pool_too_small", 1)]
+        ("all 3 configs", "test", "altered", "–", 3), ("all 3 configs", "test", "excluded", "ambiguous_gold", 1),
+        ("all 3 configs", "test", "excluded", "no_gold_answer", 1), ("all 3 configs", "test", "excluded", "pool_too_small", 1)]
 
 
 

@@ -526,7 +526,8 @@ def pair_rule_audit(layout: str, declared: bool) -> dict[str, object]:
 
     records = mpp.modify_split(layout_records(), parse_ratios("0:1:1:1"), 0, None, None, layout).records
     inherent = inherent_baselines(*mpp.pair_counts({"test": records}), layout) if declared else {}
-    build = SimpleNamespace(baselines=BASELINES, inherent_baselines=inherent, unchanged_config=None, params={"seed": 0},
+    build = SimpleNamespace(release=SimpleNamespace(baselines=BASELINES, inherent_baselines=inherent),
+                            about=SimpleNamespace(unchanged_config=None), params={"seed": 0},
                             source=SimpleNamespace(benchmark=SimpleNamespace(fewshot_split=None)),
                             configs={"default": {"test": records}})
     return {row.baseline: row for row in audit.audit(build) if row.baseline in PAIR_MEMBER_RULES}
@@ -845,7 +846,8 @@ def test_real_items_are_left_unchanged_each_with_its_reason(tmp_path):
     assert outcome_rows(card) == [  # the 6 rows: 3 altered, 3 copied unchanged with their `unchanged_reason`
         ("default", "test", "altered", "–", 3), ("default", "test", "copied unchanged", "has_pair_option", 1),
         ("default", "test", "copied unchanged", "no_pairable_option", 1),
-        ("default", "test", "copied unchanged", "options_read_alike", 1)]
+        ("default", "test", "copied unchanged", "options_read_alike", 1),
+        ("original", "test", "copied unchanged", "source_unchanged", 6)]  # the source as it is
 
 
 def test_an_option_starting_with_both_is_never_named_in_a_pair():

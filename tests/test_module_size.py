@@ -8,7 +8,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("builders", "classifiers")
-MAX_LINES = 700
+MAX_LINES = 500
+# Modules over the limit, each a builder.py not yet converted to the one builder shape (tests/test_layout.py): this
+# list must shrink to empty as they are converted, and the test fails while a module on it is no longer over.
+OVER_THE_LIMIT = {"builders/python_io/builder.py", "builders/mmlu_pro_plus/builder.py",
+                  "builders/contrast_sets/builder.py"}
 # A string is a program when it has at least this many lines, parses as Python and defines or imports something.
 MIN_PROGRAM_LINES = 5
 
@@ -66,7 +70,9 @@ def program_strings(source: str) -> list[str]:
 def test_no_module_exceeds_the_size_limit() -> None:
     sizes = {str(path.relative_to(REPO)): len(path.read_text(encoding="utf-8").splitlines())
              for path in package_modules()}
-    assert {name: lines for name, lines in sizes.items() if lines > MAX_LINES} == {}
+    over = {name for name, lines in sizes.items() if lines > MAX_LINES}
+    assert over - OVER_THE_LIMIT == set()
+    assert OVER_THE_LIMIT - over == set(), "no longer over the limit: take them off OVER_THE_LIMIT"
     assert len(sizes) > 100  # the walk saw the packages
 
 

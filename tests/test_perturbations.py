@@ -16,7 +16,7 @@ import datasets
 import numpy as np
 import pytest
 import yaml
-from fixtures import outcome_rows, read_lm_eval_task, write_benchmark, write_jsonl
+from fixtures import outcome_rows_per_config, read_lm_eval_task, write_benchmark, write_jsonl
 
 from builders.core.errors import ValidationFailed
 from builders.core.items.record import LETTERS
@@ -27,6 +27,7 @@ from builders.core.sources.predictions import read_predictions
 from builders.core.validation.validate import validate
 from builders.perturbations import builder as perturbations
 from builders.perturbations import configs, prompts, transforms
+from builders.registry import BUILDERS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -549,7 +550,8 @@ def test_cli_build_is_byte_identical_and_loads(tmp_path):
     assert row["labels"] == ["œ", "§", "З", "ü", "ß", "Ж"] and row["metadata"]["permutation"] == [0, 1, 2, 3, 4, 5]
     card = (tmp_path / "out1" / "README.md").read_text()
     assert "| derangement_moves_every_option |" in card and "`ß Ж ø ¶ Ð þ`" in card
-    rows = outcome_rows(card)  # the one outcome table: per config and split, rows in = altered + copied unchanged
+    rows = outcome_rows_per_config(card, CONFIGS)  # the one outcome table: per config and split, rows in = altered
+    # + copied unchanged
     for config in CONFIGS:
         assert sum(n for c, split, _, _, n in rows if c == config and split == "test") == 14, config
         assert sum(n for c, split, _, _, n in rows if c == config and split == "dev") == 6, config
@@ -680,7 +682,7 @@ def test_push_to_an_unreachable_hub_stops_before_loading(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "builders.perturbations", "--source", str(write_source(tmp_path)),
+    result = subprocess.run([sys.executable, "-m", BUILDERS["perturbations"], "--source", str(write_source(tmp_path)),
                              "--push", "someone/perturbations", "--version", "1.0.0", "--output", str(tmp_path / "o")],
                             capture_output=True, text=True, cwd=REPO, timeout=60,
                             env={**os.environ, "HF_ENDPOINT": f"http://127.0.0.1:{port}", "HF_TOKEN": "hf_x"})
@@ -692,7 +694,7 @@ def test_push_to_an_unreachable_hub_stops_before_loading(tmp_path):
 
 
 def test_help_documents_every_option():
-    result = subprocess.run([sys.executable, "-m", "builders.perturbations", "--help"], capture_output=True, text=True, cwd=REPO)
+    result = subprocess.run([sys.executable, "-m", BUILDERS["perturbations"], "--help"], capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 0
     for option in ["--benchmark", "--source", "--seed", "--output", "--push", "--version", "--shots", "--swaps",
                    "--only", "--task-prefix", "--config"]:

@@ -24,7 +24,8 @@ from builders.core.errors import ReleaseError
 from builders.core.release.card import ReleaseInfo, read_changelog
 from builders.core.release.publish import Published, prepare_release, publish_folder
 from builders.core.sources.benchmarks import BENCHMARKS
-from builders.core.sources.loading import SAMPLES_DIR, load_source
+from builders.core.sources.spec import SAMPLES_DIR
+from builders.core.sources.loading import load_source
 from builders.gsm_mc.builder import BUILDER as GSM_MC
 from builders.python_io.builder import BUILDER as PYTHON_IO
 

@@ -365,9 +365,9 @@ def test_build_from_real_format_predictions(tmp_path):
                 "output_not_a_literal": 1, "pool_too_small": 1, "program_failed": 1, "reference_output_mismatch": 1,
                 "reference_timeout": 1}  # extraction's, verification's and the sets' exclusions in one table
     assert outcome_rows(card) == [
-        ("every config", "test", "altered", "–", 4),
-        *[("every config", "test", "excluded", reason, n) for reason, n in excluded.items()],
-        ("every config", "train", "altered", "–", 1), ("every config", "train", "excluded", "no_predictions", 4)]
+        ("all 3 configs", "test", "altered", "–", 4),
+        *[("all 3 configs", "test", "excluded", reason, n) for reason, n in excluded.items()],
+        ("all 3 configs", "train", "altered", "–", 1), ("all 3 configs", "train", "excluded", "no_predictions", 4)]
     assert 4 + sum(excluded.values()) == 22  # the test split's rows in
     for reason in ["call_not_among_items", "gold_disagrees", "item_not_verified", "unknown_id",
                    "duplicate_model_item", "no_id_or_call"]:

@@ -21,12 +21,13 @@ from builders import wicked
 from builders.core.release import writer as release
 from builders.gsm_mc import builder as gsm_mc
 from builders.math_mc import builder as math_mc
+from builders.registry import BUILDERS
 
 SCA = json.dumps({"label": "SCA", "alternative": None, "confidence": "high"})
 
 
 def wicked_argv(source: Path, out: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "builders.wicked", "--source", str(source), "--output", str(out),
+    return [sys.executable, "-m", BUILDERS["wicked"], "--source", str(source), "--output", str(out),
             "--log-level", "WARNING", *extra]
 
 

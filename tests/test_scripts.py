@@ -10,6 +10,8 @@ import pytest
 import yaml
 from fixtures import with_default_ctrl_c
 
+from builders.registry import BUILDERS
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -115,7 +117,7 @@ def test_the_local_hub_script_serves_a_push_from_the_command_line(tmp_path):
         variables = dict(word.split("=", 1) for word in exported[1:])
         assert set(variables) == {"HF_ENDPOINT", "HF_TOKEN", "HF_HUB_DISABLE_XET"}
         env = {**os.environ, **variables, "HF_HOME": str(tmp_path / "hf")}
-        command = [sys.executable, "-m", "builders.wicked", "--source", "sample", "--sba-classifier", "none",
+        command = [sys.executable, "-m", BUILDERS["wicked"], "--source", "sample", "--sba-classifier", "none",
                    "--push", "you/wicked-sample", "--version", "1.0.0", "--log-level", "WARNING"]
         pushed = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
         assert pushed.returncode == 0, pushed.stderr[-2000:]

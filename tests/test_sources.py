@@ -11,7 +11,9 @@ from fixtures import FIXTURE_SIZES, MMLU_TEST, TRUTHFUL_QA, write_benchmark, wri
 
 from builders.core.errors import MalformedRow, SourceError
 from builders.core.sources.benchmarks import BENCHMARKS
-from builders.core.sources.loading import Selection, duplicate_option, load_source, parse_spec
+from builders.core.sources.loading import Selection, duplicate_option, load_source
+from builders.core.sources.spec import parse_spec
+from builders.registry import BUILDERS
 
 
 @pytest.mark.parametrize("name", sorted(FIXTURE_SIZES))
@@ -193,7 +195,7 @@ def test_strict_mode_stops_and_names_the_row_and_field(tmp_path, bad_row, reason
 def test_cli_reports_a_bad_row_in_one_line_without_traceback(tmp_path):
     folder = _write_with_bad_row(tmp_path, MALFORMED[1][0])
     result = subprocess.run(
-        [sys.executable, "-m", "builders.wicked", "--source", str(folder), "--sba-classifier", "none",
+        [sys.executable, "-m", BUILDERS["wicked"], "--source", str(folder), "--sba-classifier", "none",
          "--strict", "--output", str(tmp_path / "out")], capture_output=True, text=True,
         cwd=Path(__file__).resolve().parents[1],
     )
@@ -242,7 +244,7 @@ def test_a_benchmark_and_a_build_take_keywords_only():
     field, or reordering two strings, silently gave another benchmark."""
     import dataclasses
 
-    from builders.core.pipeline.build import Build
+    from builders.core.build.result import Build
     from builders.core.sources.loading import Benchmark
 
     with pytest.raises(TypeError):

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 import datasets
@@ -19,10 +20,13 @@ from fixtures_mmlu_references import FORMS, NONE_LIKE, PROSE_REFERENCES, TRUTHFU
 from builders import wicked
 from builders.core.errors import ValidationFailed
 from builders.core.items.referring import NOTA_TEXT
+from builders.core.items.outcomes import ExclusionLog
 from builders.core.pipeline import cli
+from builders.core.pipeline.steps import Run
 from builders.core.sources.benchmarks import BENCHMARKS
 from builders.core.sources.loading import load_source
 from builders.core.validation.validate import validate
+from builders.registry import BUILDERS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -32,12 +36,17 @@ def wicked_args(**overrides) -> wicked.Options:
     args = parser.parse_args(["--sba-classifier", "none"])
     for key, value in overrides.items():
         setattr(args, key, value)
-    return wicked.Options.from_args(args)
+    return wicked.BUILDER.options_of(args)
+
+
+def wicked_build(source, options: wicked.Options):
+    """The build of ``options`` from ``source``, as the command line makes it (the core runs WiCkeD's steps)."""
+    return wicked.BUILDER.make_build(source, options)
 
 
 def build_fixture(tmp_path, name="mmlu", **overrides):
     source = load_source(BENCHMARKS[name], str(write_benchmark(name, tmp_path)))
-    return wicked.build(source, wicked_args(**overrides))
+    return wicked_build(source, wicked_args(**overrides))
 
 
 def test_configs_counts_and_skip_reasons(tmp_path):
@@ -118,7 +127,7 @@ def test_regression_gold_is_read_before_any_mutation(tmp_path):
     folder = write_benchmark("mmlu", tmp_path)
     source = load_source(BENCHMARKS["mmlu"], str(folder))
     before = {split: list(records) for split, records in source.items.items()}
-    build = wicked.build(source, wicked_args())
+    build = wicked_build(source, wicked_args())
     assert source.items == before == load_source(BENCHMARKS["mmlu"], str(folder)).items
     assert build.configs["original"] == before
     record = before["test"][0]
@@ -129,7 +138,7 @@ def test_regression_gold_is_read_before_any_mutation(tmp_path):
 def test_regression_no_second_nota(tmp_path):
     rows = [dict(MMLU_TEST[0], choices=["4", "5", "6", "none of these"]), MMLU_TEST[1]]
     source = load_source(BENCHMARKS["mmlu"], str(write_jsonl(tmp_path / "mmlu" / "test.jsonl", rows).parent))
-    build = wicked.build(source, wicked_args(variants=10))
+    build = wicked_build(source, wicked_args(variants=10))
     for k in range(10):
         first, second = build.configs[f"variant_{k}"]["test"]
         assert first.choices == ("4", "5", "6", "none of these") and first.metadata["skip_reason"] == "has_none_of_the_above"
@@ -149,11 +158,12 @@ def test_validation_refuses_a_broken_build(tmp_path):
 
 
 def test_validation_refuses_an_outcome_table_that_loses_a_row(tmp_path):
-    """Issue 21: the card's outcome table is checked like the configs: altered + copied + excluded = rows in."""
+    """Issue 21: the card's outcome table is checked like the configs: altered + copied = rows out, + excluded =
+    rows in, per config and split."""
     build = build_fixture(tmp_path)
     assert validate(build).passed
-    build.outcomes.counts["every variant", "test", "altered", ""] -= 1
-    with pytest.raises(ValidationFailed, match="every variant/test: 8 rows in != 7 altered or copied unchanged"):
+    build.outcomes.counts["variant_2", "test", "altered", ""] -= 1
+    with pytest.raises(ValidationFailed, match="variant_2/test: 7 altered or copied unchanged != 8 records out"):
         validate(build)
 
 
@@ -161,7 +171,7 @@ def test_output_does_not_depend_on_order_or_subset(tmp_path):
     full = build_fixture(tmp_path / "a", name="arc_challenge")
     rows = list(reversed(ARC["test"][1:]))  # ARC items carry their own ids
     write_jsonl(tmp_path / "b" / "arc_challenge" / "test.jsonl", rows)
-    subset = wicked.build(load_source(BENCHMARKS["arc_challenge"], str(tmp_path / "b" / "arc_challenge")), wicked_args())
+    subset = wicked_build(load_source(BENCHMARKS["arc_challenge"], str(tmp_path / "b" / "arc_challenge")), wicked_args())
     for variant in ("variant_0", "variant_4"):
         expected = {r.id: (r.choices, r.answer, r.metadata) for r in full.configs[variant]["test"][1:]}
         assert {r.id: (r.choices, r.answer, r.metadata) for r in subset.configs[variant]["test"]} == expected
@@ -196,20 +206,27 @@ def test_build_config_rebuilds_the_same_release(tmp_path):
     assert (tmp_path / "out1" / "build_config.yaml").read_text() == (tmp_path / "out2" / "build_config.yaml").read_text()
 
 
+VARIANTS = "variant_0, variant_1, variant_2"
+
+
 def test_card_shows_the_outcome_table_with_exact_counts(tmp_path):
-    """Issue 21: the card's one table of what became of every row, counted once for every variant: altered, copied
-    unchanged with the reason (`metadata.skip_reason`), excluded with the reason."""
+    """Issue 21: the card's one table of what became of every row, per config (the variants, whose counts are the
+    same, share their rows): altered, copied unchanged with the reason (`metadata.skip_reason`; `original` holds the
+    source unchanged), excluded with the reason."""
     folder = write_benchmark("mmlu", tmp_path)
     write_jsonl(folder / "test.jsonl", [*MMLU_TEST, {**MMLU_TEST[0], "choices": ["4"]}])  # one option: malformed
     assert wicked.main(["--source", str(folder), "--sba-classifier", "none", "--variants", "3",
                         "--output", str(tmp_path / "out")]) == 0
     assert outcome_rows((tmp_path / "out" / "README.md").read_text()) == [
-        ("every variant", "test", "altered", "–", 5),
-        ("every variant", "test", "copied unchanged", "has_all_of_the_above", 1),
-        ("every variant", "test", "copied unchanged", "has_none_of_the_above", 1),
-        ("every variant", "test", "copied unchanged", "has_option_combination", 1),
-        ("every variant", "dev", "altered", "–", 3),
-        ("every config", "test", "excluded", "malformed_row", 1)]
+        ("original", "test", "copied unchanged", "source_unchanged", 8),
+        ("original", "test", "excluded", "malformed_row", 1),
+        ("original", "dev", "copied unchanged", "source_unchanged", 3),
+        (VARIANTS, "test", "altered", "–", 5),
+        (VARIANTS, "test", "copied unchanged", "has_all_of_the_above", 1),
+        (VARIANTS, "test", "copied unchanged", "has_none_of_the_above", 1),
+        (VARIANTS, "test", "copied unchanged", "has_option_combination", 1),
+        (VARIANTS, "test", "excluded", "malformed_row", 1),
+        (VARIANTS, "dev", "altered", "–", 3)]
 
 
 @pytest.mark.parametrize("name", ["mmlu", "mmlu_pro", "mmlu_redux", "commonsense_qa", "truthful_qa", "arc_challenge"])
@@ -241,7 +258,7 @@ def test_card_mentions_nota_demonstrations_only_where_the_tasks_show_some(tmp_pa
 
 
 def test_help_documents_every_option():
-    result = subprocess.run([sys.executable, "-m", "builders.wicked", "--help"], capture_output=True, text=True, cwd=REPO)
+    result = subprocess.run([sys.executable, "-m", BUILDERS["wicked"], "--help"], capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 0
     for option in ["--benchmark", "--source", "--seed", "--output", "--push", "--version", "--private", "--variants",
                    "--sba-classifier", "--sba-threshold", "--nota-position", "--config", "--strict"]:
@@ -251,7 +268,7 @@ def test_help_documents_every_option():
 def test_offline_hub_classifier_gives_a_clear_error(tmp_path):
     folder = write_benchmark("mmlu", tmp_path)
     result = subprocess.run(
-        [sys.executable, "-m", "builders.wicked", "--source", str(folder), "--output", str(tmp_path / "out")],
+        [sys.executable, "-m", BUILDERS["wicked"], "--source", str(folder), "--output", str(tmp_path / "out")],
         capture_output=True, text=True, cwd=REPO,
         env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
     )
@@ -265,7 +282,7 @@ def test_the_classifier_is_checked_before_the_source_is_read(tmp_path, local_hub
     """Offline, WiCkeD with the default SBA classifier read the whole source (24 s on MMLU) before it said that
     the classifier could not be loaded; a Hub id the Hub does not have, or a folder that holds no model, too."""
     folder = write_benchmark("mmlu", tmp_path)
-    command = [sys.executable, "-m", "builders.wicked", "--source", str(folder), "--output", str(tmp_path / "out")]
+    command = [sys.executable, "-m", BUILDERS["wicked"], "--source", str(folder), "--output", str(tmp_path / "out")]
     offline = {**os.environ, "HF_HUB_OFFLINE": "1"}
     cases = [([], offline, "error: cannot load SBA classifier 'ahmedselhady/bert-base-uncased-sba-clf': "
                            "HF_HUB_OFFLINE is set and the model is not in the local Hub cache"),
@@ -293,7 +310,7 @@ def _reference_source(tmp_path):
 def test_real_mmlu_references_are_copied_unchanged_with_the_reason(tmp_path):
     """Issue 12.2: "Both a and c", "a. and b. above", "both a and b." ... are never altered (79 real MMLU items)."""
     source, references = _reference_source(tmp_path)
-    build = wicked.build(source, wicked_args(variants=3))
+    build = wicked_build(source, wicked_args(variants=3))
     expected = [item["reason"] for item in references if item["split"] == "test"]
     for k in range(3):
         records = build.configs[f"variant_{k}"]["test"]
@@ -302,12 +319,14 @@ def test_real_mmlu_references_are_copied_unchanged_with_the_reason(tmp_path):
         assert [(r.question, r.choices, r.answer) for r in records] == [
             (o.question, o.choices, o.answer) for o in build.configs["original"]["test"]]
         assert build.configs[f"variant_{k}"]["dev"][0].metadata["skip_reason"] == "has_option_combination"
-    shares = build.statistics.tables[0]
+    shares = build.release.statistics.tables[0]
     assert shares.title == "Altered and flagged SBA"
     assert shares.rows[0][:3] == ("test", 78, 0.0) and shares.rows[0][4] == 1.0
-    # counted once for every variant: the outcome table's copies are the skip reasons, none altered
-    assert build.outcomes.reasons("test", "every variant") == dict(sorted(Counter(expected).items()))
-    assert build.outcomes.total("altered") == 0 and build.outcomes.total() == 79
+    # counted in every variant: the outcome table's copies are the skip reasons, none altered
+    for k in range(3):
+        assert build.outcomes.reasons("test", f"variant_{k}") == dict(sorted(Counter(expected).items()))
+        assert build.outcomes.total(config=f"variant_{k}") == 79
+    assert build.outcomes.total("altered") == 0 and build.outcomes.reasons("test", "original") == {"source_unchanged": 78}
     assert validate(build).passed
 
 
@@ -317,7 +336,7 @@ def test_validator_catches_a_reference_the_builder_misses(tmp_path, monkeypatch)
     monkeypatch.setattr(wicked.transform, "position_dependent_reason", lambda choices: None)
     monkeypatch.setattr(wicked.transform, "none_like_option", lambda choices: None)  # it would keep the bare "None." items
     source, _ = _reference_source(tmp_path)
-    build = wicked.build(source, wicked_args(variants=2))
+    build = wicked_build(source, wicked_args(variants=2))
     assert all(r.metadata["removed_index"] is not None for r in build.configs["variant_0"]["test"])
     checks = {check.name: check for check in wicked.CHECKS}
     assert sum(1 for _ in checks["no_reference_altered"].find_violations(build)) == 2 * 79
@@ -337,7 +356,7 @@ def test_validator_catches_an_altered_reference_in_a_mixed_build(tmp_path, monke
     source, references = _reference_source(tmp_path)
     missed = sum(any(c.strip().lower() == "both a and b." for c in item["choices"]) for item in references)
     assert missed == 11
-    build = wicked.build(source, wicked_args(variants=2))
+    build = wicked_build(source, wicked_args(variants=2))
     violations = list({c.name: c for c in wicked.CHECKS}["no_reference_altered"].find_violations(build))
     assert len(violations) == 2 * missed and "'both a and b.' refers to the others" in violations[0]
     with pytest.raises(ValidationFailed, match="no_reference_altered"):
@@ -529,10 +548,12 @@ def test_card_reports_altered_flagged_and_labelled_shares(tmp_path):
     sba = wicked.SBADecisions(flagged, {"method": "classifier", "name": str(model), "revision": "rev", "threshold": 0.5,
                                         "input": "question_choices"}, labelled)
     originals = build.configs["original"]
-    variant, outcomes = wicked.variant_records(originals, sba, {r.id: wicked.skip_reason(r) for r in records}, 0, 0,
-                                               "last")
-    configs = {"original": originals, "variant_0": variant}
-    assert outcomes.total("altered", split="test") == 4 and outcomes.reasons("test") == {
+    run = Run(originals, ExclusionLog())
+    run.unchanged("original")
+    run.make("variant_0", [wicked.variant_step(sba, {r.id: wicked.skip_reason(r) for r in records}, 0, 0, "last")],
+             copy=partial(wicked.transform.copied, sba))
+    configs, outcomes = run.configs, run.outcomes
+    assert outcomes.total("altered", split="test") == 4 and outcomes.reasons("test", "variant_0") == {
         "has_all_of_the_above": 1, "has_none_of_the_above": 1, "has_option_combination": 1, "single_best_answer": 1}
     tables = {table.title: table for table in wicked.statistics(configs, sba).tables}
     shares = tables["Altered and flagged SBA"]
@@ -572,7 +593,7 @@ def test_real_prose_references_and_none_like_options_are_copied_unchanged():
         records = result.build.configs[f"variant_{k}"]["test"]
         assert [r.metadata["skip_reason"] for r in records] == [item["reason"] for item in items]
         assert [(r.choices, r.answer) for r in records] == [(o.choices, o.answer) for o in originals]
-    outcomes = {table.title: table for table in result.build.statistics.tables}["Altered and flagged SBA"]
+    outcomes = {table.title: table for table in result.build.release.statistics.tables}["Altered and flagged SBA"]
     assert list(outcomes.rows) == [("test", 7, 0.0, 0.0, 4 / 7, 3 / 7, 0.0, 0.0)]
 
 
@@ -628,8 +649,8 @@ def test_regression_a_split_whose_only_row_is_excluded_has_statistics(tmp_path):
                                                    "answer": 0}])
     source = load_source(BENCHMARKS["mmlu"], str(tmp_path / "mmlu"))
     assert source.items["test"] == [] and source.exclusions.count("test", "original") == 1
-    build = wicked.build(source, wicked_args(variants=1))
-    shares = {table.title: table for table in build.statistics.tables}["Altered and flagged SBA"]
+    build = wicked_build(source, wicked_args(variants=1))
+    shares = {table.title: table for table in build.release.statistics.tables}["Altered and flagged SBA"]
     assert list(shares.rows)[0] == ("test", 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
 
@@ -638,7 +659,7 @@ def test_no_sba_detection_on_a_high_sba_benchmark_warns_in_log_and_card(tmp_path
     """Issue 22.1: CommonsenseQA built with --sba-classifier none warns, with the expected incoherent share (6 of 11
     NOTA-keyed items in a 60-item reading still had an acceptable option); MMLU, with no known high share, does not."""
     folder = write_benchmark(name, tmp_path)
-    with caplog.at_level("WARNING", logger="builders.wicked"):
+    with caplog.at_level("WARNING", logger=BUILDERS["wicked"]):
         assert wicked.main(["--benchmark", name, "--source", str(folder), "--sba-classifier", "none", "--variants", "1",
                             "--output", str(tmp_path / "out")]) == 0
     card = " ".join((tmp_path / "out" / "README.md").read_text().split())

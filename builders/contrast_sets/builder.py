@@ -30,9 +30,11 @@ from builders.core.items.record import MCQRecord, Value
 from builders.core.items.referring import position_dependent_reason
 from builders.core.items.rng import item_rng
 from builders.core.items.tables import Statistics, Table
-from builders.core.pipeline import api, argtypes, cli
-from builders.core.pipeline.build import Build, Builder, Check
-from builders.core.pipeline.steps import Exclude, ExclusionLog, Outcomes, run_steps
+from builders.core.pipeline import api, cli, legacy
+from builders.core.options import argtypes
+from builders.core.build.result import Check
+from builders.core.pipeline.legacy import Build, Builder, run_steps
+from builders.core.items.outcomes import Exclude, ExclusionLog, Outcomes
 from builders.core.runtime.embeddings import (
     Embedder,
     EmbeddingCache,
@@ -122,7 +124,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--embed-dtype", choices=["float32", "bfloat16"], default="float32",
                        help="precision of the embedding model's forward pass; bfloat16 (autocast) is about 2x "
                             "faster on CPUs with native bfloat16 and moves similarities by about 1e-4")
-    runtime = cli.runtime_group(parser, "embedding")
+    runtime = legacy.runtime_group(parser, "embedding")
     runtime.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR,
                          help="embedding cache, keyed by (embedder, revision, text hash); 'none' disables it")
     runtime.add_argument("--batch-size", type=argtypes.positive_int, default=256, help="most texts per embedding batch")

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from builders.core.items.tables import Table
-from builders.core.pipeline.build import Build, Check
-from builders.core.pipeline.steps import Exclude
+from builders.core.build.result import Build, Check
+from builders.core.items.outcomes import Exclude
 
 from .pools import Pool
 
@@ -60,7 +60,7 @@ class Suspect:
                        f"{' or '.join(self.values)}, {self.key_models} the key {self.key}")
 
 
-def add_arguments(group: argparse._ArgumentGroup) -> None:
+def add_arguments(group: argparse._ArgumentGroup) -> None:  # TEMPORARY: legacy builders; options.ConsensusOptions
     group.add_argument("--keep-suspect-keys", action="store_true",
                        help="keep the items whose key most models contradict (consensus check: "
                             f"{RULE.describe().replace('%', '%%')}); they are excluded as suspect_key by default")

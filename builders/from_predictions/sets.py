@@ -18,8 +18,9 @@ import numpy as np
 from builders.core.items.record import LETTERS, MCQRecord, OpenItem, Value, list_of
 from builders.core.items.rng import item_rng
 from builders.core.items.tables import Statistics, Table
-from builders.core.pipeline.build import Build, Check, Configs
-from builders.core.pipeline.steps import Exclude, ExclusionLog, Outcomes, run_steps
+from builders.core.build.result import Build, Check, Configs
+from builders.core.items.outcomes import Exclude, ExclusionLog, Outcomes
+from builders.core.pipeline.legacy import run_steps
 
 from .pools import Candidate, Pool, distractor_models, summarize_pools
 

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 from builders.core.errors import UserError
 from builders.core.items.record import MCQRecord
 from builders.core.items.tables import Statistics, Table
-from builders.core.pipeline.build import TaskLocation
+from builders.core.build.result import TaskLocation
 from builders.core.sources.loading import evaluation_split
 from builders.core.tasks import lm_eval_tasks
 from builders.core.tasks.results import Runs, TableOptions, by_role, mean_std

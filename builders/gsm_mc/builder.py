@@ -29,8 +29,9 @@ from builders.core.errors import MalformedRow, UserError
 from builders.core.items.record import OpenItem, Value
 from builders.core.items.tables import Statistics, Table
 from builders.core.pipeline import api, cli
-from builders.core.pipeline.build import Build, Builder, Check
-from builders.core.pipeline.steps import Exclude
+from builders.core.build.result import Check
+from builders.core.pipeline.legacy import Build, Builder
+from builders.core.items.outcomes import Exclude
 from builders.core.sources import fields
 from builders.core.sources.loading import (
     Benchmark,

@@ -31,14 +31,15 @@ from typing import Sequence
 
 from builders.core.items.record import MCQRecord, OpenItem, Value
 from builders.core.items.tables import Statistics, Table
-from builders.core.pipeline import api, argtypes, cli
-from builders.core.pipeline.build import Baseline, Build, Builder
-from builders.core.pipeline.steps import Exclude, ExclusionLog, run_steps
+from builders.core.pipeline import api, cli, legacy
+from builders.core.options import argtypes
+from builders.core.build.result import Baseline
+from builders.core.pipeline.legacy import Build, Builder, run_steps
+from builders.core.items.outcomes import Exclude, ExclusionLog
 from builders.core.sources import fields
 from builders.core.sources.loading import Benchmark, LoadedSource, RowContext
 from builders.core.validation.audit import only_two_options
-from builders.from_predictions import collect, consensus
-from builders.from_predictions import sets as mc
+from builders.from_predictions import collect, consensus, sets as mc
 from builders.from_predictions.pools import Candidate, Pool, pool_report, pool_rows
 from builders.from_predictions.tasks import set_tasks, sets_table
 from builders.math_mc.equivalence import MathEquivalence
@@ -104,7 +105,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "times out proves nothing, so the candidate is left out")
     consensus.add_arguments(group)
     parser.set_defaults(splits=["test"])
-    cli.runtime_group(parser, "math-verify").add_argument(
+    legacy.runtime_group(parser, "math-verify").add_argument(
         "--equivalence-workers", type=argtypes.positive_int, default=None, help="math-verify worker processes (default: one per CPU)")
 
 

@@ -30,7 +30,7 @@ import re
 from typing import Callable, Iterable
 
 from builders.core.items.record import MCQRecord
-from builders.core.pipeline.build import Build, Check
+from builders.core.build.result import Build, Check
 
 _RELATION = re.compile(r"=|\\approx(?![A-Za-z])|≈|\\simeq(?![A-Za-z])")
 _GROUPED_NUMBER = re.compile(r"[0-9](?:,|\{,\}|,\\!)[0-9]{3}(?![0-9])")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from builders.core.pipeline.build import Build, Check
+from builders.core.build.result import Build, Check
 from builders.core.runtime.workers import HardTimeoutPool, cpu_workers
 
 WORKER_FUNCTION = "builders.math_mc.plain:judge"

@@ -22,7 +22,8 @@ from builders.core.errors import UserError
 from builders.core.items.record import LETTERS
 from builders.core.items.rng import item_rng
 from builders.core.items.tables import Table
-from builders.core.pipeline import argtypes, cli
+from builders.core.options import argtypes
+from builders.core.pipeline import cli
 from builders.core.release.reader import load_release_split
 
 from .groups import CFPP, CONFIG, GROUPS, NAME, PFPP, TPP, UNCHANGED

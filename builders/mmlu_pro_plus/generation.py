@@ -24,7 +24,7 @@ from typing import Any, Callable, Mapping, Sequence
 from builders.core.errors import UserError
 from builders.core.items.record import LETTERS, MCQRecord, normalize_text
 from builders.core.items.referring import position_dependent_reason
-from builders.core.sources.loading import SAMPLES_DIR
+from builders.core.sources.spec import SAMPLES_DIR
 
 from .similarity import SimilarityScorer
 

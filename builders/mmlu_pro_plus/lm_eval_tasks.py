@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any, Mapping, Sequence
 
 from builders.core.items.record import MCQRecord
-from builders.core.pipeline.build import TaskLocation
+from builders.core.build.result import TaskLocation
 from builders.core.sources.loading import evaluation_split
 
 from .groups import CONFIG, NAME, ORIGINAL_CONFIG

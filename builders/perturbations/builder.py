@@ -37,9 +37,10 @@ from typing import Mapping, Sequence
 from builders.core.errors import UserError
 from builders.core.items.record import LETTERS, MCQRecord, Value, list_of
 from builders.core.items.tables import Statistics, Table
-from builders.core.pipeline import api, argtypes, cli
-from builders.core.pipeline.build import Build, Builder
-from builders.core.pipeline.steps import Outcomes
+from builders.core.pipeline import api, cli
+from builders.core.options import argtypes
+from builders.core.pipeline.legacy import Build, Builder
+from builders.core.items.outcomes import Outcomes
 from builders.core.sources.benchmarks import BENCHMARKS
 from builders.core.sources.loading import LoadedSource, evaluation_split
 from builders.perturbations import ranking, tasks

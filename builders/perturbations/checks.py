@@ -10,7 +10,7 @@ from collections import defaultdict
 from typing import Callable, Iterable, Iterator, Sequence
 
 from builders.core.items.record import LETTERS, MCQRecord, normalize_text
-from builders.core.pipeline.build import Build, Check
+from builders.core.build.result import Build, Check
 from builders.core.sources.loading import LoadedSource
 from builders.perturbations import prompts
 from builders.perturbations.configs import ORIGINAL, ConfigSpec, symbols

@@ -15,7 +15,7 @@ import pprint
 from importlib import resources
 from typing import Any, Sequence
 
-from builders.core.pipeline.build import TaskLocation
+from builders.core.build.result import TaskLocation
 from builders.core.sources.loading import LoadedSource, evaluation_split
 from builders.core.tasks import lm_eval_tasks
 from builders.perturbations import prompts

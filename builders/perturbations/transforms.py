@@ -29,7 +29,8 @@ import numpy as np
 from builders.core.items.record import LETTERS, MCQRecord, normalize_text
 from builders.core.items.referring import LABEL_REASONS, position_dependent_reason
 from builders.core.items.rng import item_rng
-from builders.core.pipeline.steps import Outcomes, Skip, run_steps
+from builders.core.items.outcomes import Outcomes, Skip
+from builders.core.pipeline.legacy import run_steps
 from builders.core.sources.loading import duplicate_option
 from builders.perturbations import prompts
 from builders.perturbations.configs import NAME, ConfigSpec, symbols

@@ -34,11 +34,15 @@ from typing import Any
 
 from builders.core.items.record import MCQRecord, OpenItem, Value, normalize_text
 from builders.core.items.tables import Statistics, Table
-from builders.core.pipeline import api, argtypes, cli
-from builders.core.pipeline.build import Build, Builder, Check
-from builders.core.pipeline.steps import Exclude
+from builders.core.pipeline import api, cli
+from builders.core.pipeline import legacy
+from builders.core.options import argtypes
+from builders.core.build.result import Check
+from builders.core.pipeline.legacy import Build, Builder
+from builders.core.items.outcomes import Exclude
 from builders.core.sandbox import Sandbox
-from builders.core.sources.loading import LoadedSource, iter_json_lines
+from builders.core.sources.loading import LoadedSource
+from builders.core.sources.reading import iter_json_lines
 from builders.core.sources.predictions import (
     PROBLEMS_FILE,
     MatchReport,
@@ -271,7 +275,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--max-output-chars", type=argtypes.positive_int, default=DEFAULT_MAX_OUTPUT_CHARS,
                        help="longest value (as text) kept as an option; longer golds exclude the item")
     group.add_argument("--call-timeout", type=argtypes.seconds, default=5.0, help="seconds one call may run")
-    sandbox = cli.runtime_group(parser, "sandbox (every reference program runs only here; predictions are read, never run)")
+    sandbox = legacy.runtime_group(parser, "sandbox (every reference program runs only here; predictions are read, never run)")
     sandbox.add_argument("--unsafe-no-sandbox", action="store_true",
                          help="run the programs as plain subprocesses when bubblewrap is unavailable (NOT isolated)")
     sandbox.add_argument("--sandbox-workers", type=argtypes.positive_int, default=None, help="parallel sandboxes (default: CPU count)")

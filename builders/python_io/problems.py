@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from builders.core.errors import MalformedRow
-from builders.core.pipeline.steps import Exclude
+from builders.core.items.outcomes import Exclude
 from builders.core.sandbox import Limits, Sandbox, Unit, run_isolated
 from builders.core.sources import fields
 from builders.core.sources.loading import Benchmark, RowContext

@@ -1,5 +1,5 @@
 """The card's statistics: the shares altered and flagged SBA, SBA on labelled questions, NOTA-answer rates (the
-items altered and copied unchanged are counted in the card's outcome table, :func:`builders.core.pipeline.steps.outcome_table`)."""
+items altered and copied unchanged are counted in the card's outcome table, :func:`builders.core.items.outcomes.outcome_table`)."""
 
 from __future__ import annotations
 

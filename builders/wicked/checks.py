@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from builders.core.items.referring import NOTA_TEXT
-from builders.core.pipeline.build import Build, Check
+from builders.core.build.result import Build, Check
 from builders.core.validation.validate import referring_options, says_no_answer
 
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Protocol, Sequence
 
 from builders.core.items.record import MCQRecord
 from builders.core.llm import settings as llm
@@ -69,47 +68,43 @@ class SBADecisions:
         return self.verdicts.get(sba_key(record), NOT_JUDGED)
 
 
-@dataclass(frozen=True)
-class SBAOptions:
-    """How the SBA decision is made: the classifier (``classifier`` "none": no decision) or the judge."""
+class SBASettings(Protocol):
+    """What decides SBA, as WiCkeD's options give it: the classifier (``sba_classifier`` "none": no decision) or
+    the judge, and the judge's endpoint."""
 
-    classifier: str  # --sba-classifier: a Hub id, a local folder, or "none"
-    threshold: float | None  # --sba-threshold (None: the classifier config's)
-    batch_size: int
-    judge: str | None  # --sba-judge MODEL
-    llm: llm.LLMSettings | None  # the judge's endpoint (None without a judge)
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> SBAOptions:
-        return cls(classifier=args.sba_classifier, threshold=args.sba_threshold, batch_size=args.sba_batch_size,
-                   judge=args.sba_judge, llm=llm.LLMSettings.from_args(args) if args.sba_judge else None)
+    sba_classifier: str  # a Hub id, a local folder, or "none"
+    sba_threshold: float | None  # None: the classifier config's
+    sba_batch_size: int
+    sba_judge: str | None
 
     @property
-    def classifies(self) -> bool:
-        return not self.judge and self.classifier.lower() != "none"
+    def classifies(self) -> bool: ...
+
+    @property
+    def llm(self) -> llm.LLMSettings: ...
 
 
-def decide_sba(records: Sequence[MCQRecord], options: SBAOptions, benchmark: str) -> SBADecisions:
+def decide_sba(records: Sequence[MCQRecord], options: SBASettings, benchmark: str) -> SBADecisions:
     keys = list(dict.fromkeys(sba_key(r) for r in records))
-    if options.judge:
+    if options.sba_judge:
         return judge_sba(keys, options)
     if not options.classifies:
         return SBADecisions({}, None)
     return classify_sba(keys, options, benchmark)
 
 
-def classify_sba(keys: Sequence[tuple], options: SBAOptions, benchmark: str) -> SBADecisions:
+def classify_sba(keys: Sequence[tuple], options: SBASettings, benchmark: str) -> SBADecisions:
     from classifiers.sba_model import SBAClassifier
 
-    classifier = SBAClassifier.load(options.classifier, threshold=options.threshold)
-    scores = classifier.scores(keys, batch_size=options.batch_size)
+    classifier = SBAClassifier.load(options.sba_classifier, threshold=options.sba_threshold)
+    scores = classifier.scores(keys, batch_size=options.sba_batch_size)
     verdicts = {key: SBAVerdict(float(score) >= classifier.threshold, float(score)) for key, score in zip(keys, scores, strict=True)}
     card = {"method": "classifier", "name": classifier.name, "revision": classifier.revision,
             "threshold": classifier.threshold, "input": classifier.input_format}
-    return SBADecisions(verdicts, card, labelled_shares(options.classifier, classifier.revision, benchmark))
+    return SBADecisions(verdicts, card, labelled_shares(options.sba_classifier, classifier.revision, benchmark))
 
 
-def judge_sba(keys: Sequence[tuple], options: SBAOptions) -> SBADecisions:
+def judge_sba(keys: Sequence[tuple], options: SBASettings) -> SBADecisions:
     """Ask the judge about each distinct item with the version-2 labelling template, through the one LLM
     client (concurrency, retries, on-disk cache: a rerun pays for nothing twice). A reply that does not
     parse, names no valid alternative, or fails is no verdict: the item is copied unchanged."""
@@ -117,14 +112,14 @@ def judge_sba(keys: Sequence[tuple], options: SBAOptions) -> SBADecisions:
 
     template = load_template()
     rows = [{"id": f"item-{i}", "question": q, "choices": list(c), "answer": a} for i, (q, c, a) in enumerate(keys)]
-    assert options.judge is not None and options.llm is not None, "SBAOptions.from_args makes both"
-    with options.llm.client(options.judge) as client:
+    assert options.sba_judge is not None, "decide_sba asks the judge only when there is one"
+    with options.llm.client(options.sba_judge) as client:
         run = label_with_llm(rows, client, template)
     logger.info("SBA judge: %s", run.usage)
     verdicts = {key: SBAVerdict(row["label"] == "SBA", judge=row["label"], judge_failed=row["label"] is None)
                 for key, row in zip(keys, run.rows, strict=True)}
     counts = Counter(row["label"] or "failed" for row in run.rows)
-    card = {"method": "judge", "name": options.judge, "template": template.version, "questions": len(keys),
+    card = {"method": "judge", "name": options.sba_judge, "template": template.version, "questions": len(keys),
             "sba": counts["SBA"], "sca": counts["SCA"], "failed": counts["failed"]}
     return SBADecisions(verdicts, card)
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from builders.core.items.record import MCQRecord
-from builders.core.pipeline.build import TaskLocation
+from builders.core.build.result import TaskLocation
 from builders.core.sources.loading import LoadedSource, evaluation_split
 from builders.core.tasks import lm_eval_tasks
 

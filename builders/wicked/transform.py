@@ -1,13 +1,14 @@
-"""The per-item transform: which items NOTA would make incoherent, and the replacement of one option by it."""
+"""The per-item steps: which items NOTA would make incoherent, and the replacement of one option by it."""
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Mapping
 
+from builders.core.items.outcomes import Skip
 from builders.core.items.record import MCQRecord
 from builders.core.items.referring import NOTA_TEXT, none_like_option, position_dependent_reason
 from builders.core.items.rng import item_rng
-from builders.core.pipeline.steps import Outcomes, Skip, run_steps
+from builders.core.pipeline.steps import Step
 from builders.core.sources.loading import duplicate_option
 
 from .sba import SBADecisions, SBAVerdict
@@ -17,7 +18,6 @@ SBA_SKIP = "single_best_answer"
 DUPLICATE_SKIP = "duplicate_choices"
 JUDGE_FAILED_SKIP = "sba_judge_failed"
 NONE_LIKE_SKIP = "none_like_option"
-EVERY_VARIANT = "every variant"  # the configs the outcome table's counts hold in
 
 
 def add_nota(record: MCQRecord, seed: int, variant: int, nota_position: str) -> MCQRecord:
@@ -75,15 +75,14 @@ def wicked_variant(record: MCQRecord, verdict: SBAVerdict, reason: str | None, s
     return add_nota(with_verdict(record, verdict, None), seed, variant, nota_position)
 
 
-def variant_records(items: Mapping[str, Sequence[MCQRecord]], sba: SBADecisions, reasons: Mapping[str, str | None],
-                    seed: int, variant: int, nota_position: str) -> tuple[dict[str, list[MCQRecord]], Outcomes]:
-    """One variant's config, and what became of the items (the same in every variant: the verdicts and reasons
-    are the item's, the variant draws only which option NOTA replaces)."""
+def variant_step(sba: SBADecisions, reasons: Mapping[str, str | None], seed: int, variant: int,
+                 nota_position: str) -> Step:
+    """One variant's step: every item the same verdicts and reasons (they are the item's), the variant draws only
+    which option NOTA replaces."""
+    return Step(NAME, lambda record: wicked_variant(record, sba.verdict(record), reasons[record.id], seed, variant,
+                                                    nota_position))
 
-    def step(record: MCQRecord) -> MCQRecord:
-        return wicked_variant(record, sba.verdict(record), reasons[record.id], seed, variant, nota_position)
 
-    def copy(record: MCQRecord, reason: str) -> MCQRecord:
-        return with_verdict(record, sba.verdict(record), reason)
-
-    return run_steps(items, [(NAME, step)], copy=copy, configs=EVERY_VARIANT)
+def copied(sba: SBADecisions, record: MCQRecord, reason: str) -> MCQRecord:
+    """An item copied unchanged into a variant, with WiCkeD's metadata and the reason."""
+    return with_verdict(record, sba.verdict(record), reason)

@@ -8,7 +8,7 @@ import os
 import urllib.parse
 
 from builders.core.errors import UserError
-from builders.core.pipeline.argtypes import MAX_TIMEOUT_S
+from builders.core.options.argtypes import MAX_TIMEOUT_S
 from builders.core.runtime.cache import DEFAULT_ROOT
 from builders.core.runtime.redact import remember_secret, scrub_url, url_secrets
 

@@ -1,8 +1,9 @@
 """The LLM endpoint options every command that calls an LLM shares, and the one LLM client they lead to.
 
-Every command that calls an LLM declares its endpoint options with :func:`add_llm_arguments`, reads
-them with :meth:`LLMSettings.from_args`, checks the endpoint with :func:`check_endpoint` before it
-loads anything, and builds its clients with :meth:`LLMSettings.client`. The client and its parts live in
+A builder's options extend :class:`LLMEndpoint`, the endpoint options declared once (a command that is no
+builder adds them with :func:`add_llm_arguments` and reads them with :meth:`LLMSettings.from_args`); every
+command checks the endpoint with :func:`check_endpoint` before it loads anything, and builds its clients with
+:meth:`LLMSettings.client`. The client and its parts live in
 modules of their own, whose public names this module also offers: :mod:`.llm_client` (retries, concurrency,
 totals), :mod:`.llm_requests` (requests and results), :mod:`.llm_cache` (the reply cache), :mod:`.llm_http`
 (HTTP with a total deadline) and :mod:`.llm_endpoint` (URL, key, defaults, errors).
@@ -13,7 +14,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
     import httpx
@@ -37,13 +38,14 @@ from builders.core.llm.endpoint import (
 from builders.core.llm.http import http_client, json_object, total_deadline
 from builders.core.llm.reply_cache import CACHE_FORMAT_VERSION, ReplyCache, request_key
 from builders.core.llm.requests import BAD_REPLY, UNPARSEABLE, ChatRequest, ChatResult, TokenUsage, UsageTotals
-from builders.core.pipeline.argtypes import nonnegative_int, positive_int, seconds, share
+from builders.core.options.argtypes import nonnegative_int, positive_int, seconds, share
+from builders.core.options.declare import add_option_arguments, from_arguments, option
 from builders.core.runtime.cache import cache_folder
 from builders.core.runtime.redact import scrub_text, scrub_url
 
 __all__ = [
     "BAD_REPLY", "CACHE_FORMAT_VERSION", "UNPARSEABLE", "ChatRequest", "ChatResult", "EndpointError", "LLMClient",
-    "LLMSettings", "MissingAPIKeyError", "ReplyCache", "TokenUsage", "TooManyFailures", "UsageTotals",
+    "LLMEndpoint", "LLMSettings", "MissingAPIKeyError", "ReplyCache", "TokenUsage", "TooManyFailures", "UsageTotals",
     "add_llm_arguments", "check_endpoint", "endpoint_url", "request_key",
 ]
 
@@ -51,28 +53,53 @@ __all__ = [
 CHECK_TIMEOUT_S = 5.0
 
 
+@dataclass(frozen=True, kw_only=True)
+class LLMEndpoint:
+    """The endpoint options of every command that calls an LLM, declared once: a mixin of a builder's options (the
+    model option is each builder's own). Runtime options: where and how fast an LLM is asked is never recorded."""
+
+    GROUP: ClassVar[str] = "LLM endpoint"
+    RUNTIME: ClassVar[bool] = True
+
+    base_url: str | None = option(None, metavar="URL",
+                                  help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 for vLLM; "
+                                       "unset: $OPENAI_BASE_URL, else the OpenAI API")
+    api_key_env: str = option(DEFAULT_API_KEY_ENV, metavar="NAME",
+                              help="environment variable holding the API key (never printed or logged); "
+                                   "'none' for a keyless local server such as vLLM")
+    llm_concurrency: int = option(DEFAULT_CONCURRENCY, metavar="N", type=positive_int,
+                                  help="requests in flight per model")
+    llm_timeout: float = option(DEFAULT_TIMEOUT_S, metavar="SECONDS", type=seconds,
+                                help="total deadline of one HTTP request, however slowly the server answers")
+    llm_max_retries: int = option(DEFAULT_MAX_RETRIES, metavar="N", type=nonnegative_int,
+                                  help="retries of a request after a 429, a 5xx, a timeout or a malformed answer, with "
+                                       "backoff; an endpoint that cannot be reached stops the run after one quick "
+                                       "retry")
+    max_llm_failures: float = option(DEFAULT_MAX_FAILURES, metavar="SHARE", type=share,
+                                     help="stop when more than this share of a model's requests fail for good (an "
+                                          "HTTP error, a timeout...), naming the most common error; an unparseable "
+                                          "reply is not a failure")
+    cache_dir: str = option(DEFAULT_CACHE_DIR, metavar="DIR",
+                            help="on-disk caches, each use in its own sub-folder (LLM replies in DIR/llm, so a killed "
+                                 "run resumes without paying for a reply twice); 'none' disables them")
+
+    @property
+    def llm(self) -> LLMSettings:
+        """The settings these options give ('none' turns the key variable or the cache off)."""
+        return LLMSettings(
+            base_url=self.base_url or None,
+            api_key_env=None if str(self.api_key_env).lower() == "none" else self.api_key_env,
+            cache_dir=cache_folder(self.cache_dir),
+            concurrency=self.llm_concurrency,
+            timeout=self.llm_timeout,
+            max_retries=self.llm_max_retries,
+            max_failures=self.max_llm_failures,
+        )
+
+
 def add_llm_arguments(group: argparse._ArgumentGroup) -> None:
-    """The endpoint options of every command that calls an LLM, declared once; their defaults are
-    shown by the parser's ArgumentDefaultsHelpFormatter. The model option is each command's own."""
-    group.add_argument("--base-url", metavar="URL", default=None,
-                       help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 for vLLM; "
-                            "unset: $OPENAI_BASE_URL, else the OpenAI API")
-    group.add_argument("--api-key-env", metavar="NAME", default=DEFAULT_API_KEY_ENV,
-                       help="environment variable holding the API key (never printed or logged); "
-                            "'none' for a keyless local server such as vLLM")
-    group.add_argument("--llm-concurrency", metavar="N", type=positive_int, default=DEFAULT_CONCURRENCY,
-                       help="requests in flight per model")
-    group.add_argument("--llm-timeout", metavar="SECONDS", type=seconds, default=DEFAULT_TIMEOUT_S,
-                       help="total deadline of one HTTP request, however slowly the server answers")
-    group.add_argument("--llm-max-retries", metavar="N", type=nonnegative_int, default=DEFAULT_MAX_RETRIES,
-                       help="retries of a request after a 429, a 5xx, a timeout or a malformed answer, with "
-                            "backoff; an endpoint that cannot be reached stops the run after one quick retry")
-    group.add_argument("--max-llm-failures", metavar="SHARE", type=share, default=DEFAULT_MAX_FAILURES,
-                       help="stop when more than this share of a model's requests fail for good (an HTTP error, "
-                            "a timeout...), naming the most common error; an unparseable reply is not a failure")
-    group.add_argument("--cache-dir", metavar="DIR", default=DEFAULT_CACHE_DIR,
-                       help="on-disk caches, each use in its own sub-folder (LLM replies in DIR/llm, so a killed "
-                            "run resumes without paying for a reply twice); 'none' disables them")
+    """The endpoint options (:class:`LLMEndpoint`) in ``group``, for a command that is no builder."""
+    add_option_arguments(group, LLMEndpoint)
 
 
 @dataclass(frozen=True)
@@ -97,17 +124,8 @@ class LLMSettings:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> LLMSettings:
-        """The settings :func:`add_llm_arguments` parsed ('none' turns the key variable or the cache off)."""
-        cache_dir = cache_folder(args.cache_dir)
-        return cls(
-            base_url=args.base_url or None,
-            api_key_env=None if str(args.api_key_env).lower() == "none" else args.api_key_env,
-            cache_dir=cache_dir,
-            concurrency=args.llm_concurrency,
-            timeout=args.llm_timeout,
-            max_retries=args.llm_max_retries,
-            max_failures=args.max_llm_failures,
-        )
+        """The settings :func:`add_llm_arguments` parsed."""
+        return from_arguments(LLMEndpoint, args).llm
 
     @property
     def url(self) -> str:

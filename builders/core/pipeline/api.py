@@ -1,7 +1,7 @@
 """The Python API: build from data already in memory, with keyword options, no command line.
 
 Every builder module has ``build_dataset(data, **options)``, which is :func:`build_dataset` with its
-:class:`~builders.core.pipeline.build.Builder`::
+:class:`~builders.core.pipeline.builder.Builder`::
 
     from builders import wicked
     result = wicked.build_dataset(rows, seed=0, variants=5, sba_classifier="none")
@@ -10,8 +10,8 @@ Every builder module has ``build_dataset(data, **options)``, which is :func:`bui
     result.write("out/wicked")               # the release folder, as --output writes it
 
 ``data`` is a ``datasets.Dataset`` (one split, ``split=`` names it), a ``DatasetDict``, a list of rows, or
-``{split: rows}``, in the benchmark's Hub columns. Options are the builder's command-line options, with
-underscores (``sba_classifier="none"``); unknown names are refused. The same checks, build and validation
+``{split: rows}``, in the benchmark's Hub columns. Options are the builder's options, by their field names (the
+command line's, with underscores: ``sba_classifier="none"``); unknown names are refused. The same checks, build and validation
 run as on the command line, so the same inputs and seed give the same items.
 """
 
@@ -23,9 +23,11 @@ from typing import Any, Mapping
 
 from builders.core.errors import UserError
 from builders.core.items.record import record_features
-from builders.core.pipeline.build import Build, Builder
-from builders.core.pipeline.build_config import parse_options
-from builders.core.pipeline.cli import build_and_validate, builder_parser, check_options, selection
+from builders.core.build.result import Build
+from builders.core.release.build_config import parse_options
+from builders.core.options.declare import declared_options
+from builders.core.pipeline.cli import Runnable, build_and_validate, builder_parser, check_options, selection
+from builders.core.pipeline.options import Delivery
 from builders.core.release.card import ReleaseInfo
 from builders.core.release.writer import release_rows, write_release
 from builders.core.sources.loading import load_rows
@@ -44,8 +46,8 @@ class BuildResult:
 
         result = {}
         for config, splits in self.build.configs.items():
-            features = record_features(self.build.metadata_features.get(config, {}),
-                                       self.build.extra_columns.get(config))
+            features = record_features(self.build.release.metadata_features.get(config, {}),
+                                       self.build.release.extra_columns.get(config))
             result[config] = datasets.DatasetDict({
                 split: datasets.Dataset.from_list(release_rows(records, features), features=features)
                 for split, records in splits.items()})
@@ -53,18 +55,19 @@ class BuildResult:
 
     @property
     def statistics(self):
-        return self.build.statistics
+        return self.build.release.statistics
 
     def write(self, folder: str | Path, repo_id: str | None = None, version: str | None = None) -> Path:
         """The release folder, exactly as ``--output`` writes it (``repo_id``/``version`` pin its lm-eval tasks)."""
         return write_release(self.build, self.report, Path(folder), ReleaseInfo(repo_id, version))
 
 
-def build_dataset(builder: Builder, data: Any, *, benchmark: str | None = None, split: str = "test",
+def build_dataset(builder: Runnable, data: Any, *, benchmark: str | None = None, split: str = "test",
                   **options: Any) -> BuildResult:
-    """Build ``builder`` from ``data`` with keyword ``options`` (the command line's, with underscores)."""
+    """Build ``builder`` from ``data`` with keyword ``options`` (the builder's options, by their names)."""
     parser = builder_parser(builder)
-    known = {action.dest for action in parser._actions} - {"help"}
+    known = {action.dest for action in parser._actions if action.option_strings} - {"help", "benchmark"} \
+        - {d.name for d in declared_options(Delivery)}
     unknown = sorted(set(options) - known)
     if unknown:
         raise UserError(f"unknown options {unknown} for {builder.name}; options: {sorted(known)}")
@@ -72,7 +75,8 @@ def build_dataset(builder: Builder, data: Any, *, benchmark: str | None = None, 
     built_with = check_options(builder, args)
     rows = _rows(data, split)
     source = load_rows(builder.benchmark(args.benchmark), rows, seed=args.seed, strict=args.strict,
-                       options=vars(args), selection=selection(builder, args), max_excluded=args.max_excluded)
+                       options=builder.source_options(args, built_with), selection=selection(builder, args),
+                       max_excluded=args.max_excluded)
     return BuildResult(*build_and_validate(builder, parser, args, built_with, source))
 
 

@@ -3,10 +3,12 @@
 ``python -m builders.<name> [--benchmark B] [--source SPEC] [--seed N] [--output DIR]
 [--push REPO_ID --version X.Y.Z [--private]] [builder options]``
 
-A builder module defines a :class:`~builders.core.pipeline.build.Builder` and ``main(argv) = cli.main(BUILDER, argv)``;
-everything else is here: parsing (``--config`` replays a release's ``build_config.yaml``: :mod:`.build_config`),
-the checks that run before any source is loaded (version, output folder, Hub, LLM endpoint, the builder's own options),
-the build, validation, writing or publishing, and the end-of-run summary.
+A builder package declares a :class:`~builders.core.pipeline.builder.Builder`, whose ``main`` is :func:`main`;
+everything else is here: parsing (the arguments come from the options' fields; ``--config`` replays a release's
+``build_config.yaml``: :mod:`builders.core.release.build_config`), the checks that run before any source is loaded
+(version, output folder, Hub, LLM endpoint, models, the rules between the builder's options), loading the source,
+the one place where item-level corrections of it are applied, the build, validation, writing or publishing, and the
+end-of-run summary.
 """
 
 from __future__ import annotations
@@ -20,24 +22,15 @@ import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, NoReturn, Sequence
+from typing import Any, Callable, NoReturn, Protocol, Sequence
 
+from builders.core.build.result import Build
 from builders.core.errors import UserError, WorkDone, end_quietly_on_another_interrupt, raised_by_an_interrupt
+from builders.core.items.outcomes import configs_label
 from builders.core.items.tables import Table
-from builders.core.pipeline.argtypes import positive_int, share
-from builders.core.pipeline.build import Build, Builder
-from builders.core.pipeline.build_config import (
-    BUILD_CONFIG_FILE,
-    arguments_as_built,
-    load_build_config,
-    parse_args,
-    recorded_params,
-)
-
-# builders put their runtime options in ``cli.runtime_group(parser, title)``: the build config defines it (what it
-# holds is never recorded), the command line is where a builder reaches for it
-from builders.core.pipeline.build_config import runtime_group as runtime_group
-from builders.core.pipeline.models import check_model
+from builders.core.options.declare import add_option_arguments, declared_options
+from builders.core.pipeline.options import Delivery
+from builders.core.release.build_config import BUILD_CONFIG_FILE, load_build_config, parse_args
 from builders.core.release.card import ReleaseInfo
 from builders.core.release.publish import (
     check_repo_id,
@@ -49,7 +42,8 @@ from builders.core.release.publish import (
 from builders.core.release.writer import check_output_folder, output_lock, write_release
 from builders.core.runtime import progress
 from builders.core.runtime.redact import scrub_log_handlers, scrub_text
-from builders.core.sources.loading import DEFAULT_MAX_EXCLUDED, LoadedSource, Selection, load_source
+from builders.core.sources.corrections import apply_corrections
+from builders.core.sources.loading import Benchmark, LoadedSource, Selection, load_source
 from builders.core.validation.validate import ValidationReport, validate
 
 logger = logging.getLogger(__name__)
@@ -86,6 +80,7 @@ class ArgumentParser(argparse.ArgumentParser):
     Parse inside ``exit_code``."""
 
     builder_name: str | None = None  # a builder's parser: --config checks the file is this builder's
+    not_recorded: set[str] = set()  # the dests a build config never records
 
     def __init__(self, **kwargs: Any):
         # every command's --help shows its defaults, and so do its subcommands' (add_parser makes this class)
@@ -96,52 +91,48 @@ class ArgumentParser(argparse.ArgumentParser):
         raise UserError(message)
 
 
-def builder_parser(builder: Builder) -> ArgumentParser:
+class Runnable(Protocol):
+    """What the command line and the Python API ask of a builder (:class:`~builders.core.pipeline.builder.Builder`,
+    and the legacy one of :mod:`.legacy`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def benchmarks(self) -> Sequence[Benchmark]: ...
+    @property
+    def preview_subset(self) -> bool: ...
+    @property
+    def selection_reasons(self) -> frozenset[str]: ...
+    @property
+    def epilog(self) -> str: ...
+    def benchmark(self, name: str) -> Benchmark: ...
+    def add_builder_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+    def not_recorded(self, parser: argparse.ArgumentParser) -> set[str]: ...
+    def options_of(self, args: argparse.Namespace) -> Any: ...
+    def check_services(self, options: Any, args: argparse.Namespace) -> None: ...
+    def source_options(self, args: argparse.Namespace, options: Any) -> Any: ...
+    def params(self, args: argparse.Namespace, options: Any, parser: argparse.ArgumentParser) -> dict[str, Any]: ...
+    def make_build(self, source: LoadedSource, options: Any, params: dict[str, Any]) -> Build: ...
+
+
+def builder_parser(builder: Runnable) -> ArgumentParser:
+    """The builder's arguments (from its options' fields) after the shared ones, and where the build goes. The parser
+    knows its builder (``--config`` checks the file is this builder's) and the options it never records."""
     parser = ArgumentParser(prog=f"python -m builders.{builder.name}", description=builder.description,
-                                     epilog=builder.epilog or None, formatter_class=HelpFormatter)
-    names = [b.name for b in builder.benchmarks]
-    common = parser.add_argument_group("source and release (shared by every builder)")
-    common.add_argument("--benchmark", choices=names, default=names[0], help="source benchmark; each has a default Hub source")
-    common.add_argument("--source", metavar="SPEC", default=None,
-                        help="HUB_ID[:CONFIG][@REVISION], a local file or folder in the Hub dataset's columns "
-                             "(json/jsonl/csv/parquet, one file per split named after the split), or 'sample' "
-                             "for the small sample shipped in the package; default: the benchmark's Hub id")
-    common.add_argument("--seed", type=int, default=0, help="build seed; every random choice derives from (seed, item content)")
-    common.add_argument("--strict", action="store_true",
-                        help="stop at the first malformed source row instead of excluding it with its reason")
-    common.add_argument("--max-excluded", type=share, default=DEFAULT_MAX_EXCLUDED, metavar="SHARE",
-                        help="stop when more than this share of the source rows would be excluded")
-    common.add_argument("--splits", nargs="+", metavar="SPLIT", help="build only these splits of the source")
-    common.add_argument("--subjects", nargs="+", metavar="SUBJECT",
-                        help="build only these subjects (MMLU subjects, MMLU-Pro categories, MATH types, sub-configs)")
-    common.add_argument("--limit", type=positive_int, metavar="N",
-                        help="build only the first N rows of each evaluation split (of each subject, with --subjects)")
-    common.add_argument("--output", metavar="DIR", type=Path, help="write the release folder here")
-    common.add_argument("--wait-for-output", action="store_true",
-                        help="when another build is writing --output, wait for it instead of stopping")
-    common.add_argument("--force", action="store_true",
-                        help="let --output replace a release folder that another builder wrote")
-    common.add_argument("--push", metavar="REPO_ID", help="validate, publish to this Hub dataset repo and tag the version")
-    common.add_argument("--version", metavar="X.Y.Z", help="release version, required with --push; tagged vX.Y.Z")
-    common.add_argument("--private", action="store_true", help="create the Hub repo as private")
-    common.add_argument("--message", metavar="TEXT", help="what changed in this release, for the card's changelog")
-    common.add_argument("--config", metavar="FILE", type=Path,
-                        help="build_config.yaml of an earlier release: its options become the defaults")
-    common.add_argument("--preview", type=positive_int, metavar="K",
-                        help="print K transformed items and write nothing (built from the first K items where the "
-                             "builder allows, so that a preview costs few LLM calls)")
-    common.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    common.add_argument("--no-progress", action="store_true",
-                        help="no progress bars (they show only when stderr is a terminal)")
-    builder.add_arguments(parser)
+                            epilog=builder.epilog or None, formatter_class=HelpFormatter)
+    builder.add_builder_arguments(parser)
+    add_option_arguments(parser, Delivery)
     parser.builder_name = builder.name
+    parser.not_recorded = builder.not_recorded(parser) | {d.name for d in declared_options(Delivery)}
     return parser
 
 
 # ---- running a build -----------------------------------------------------------------------------------
 
 
-def main(builder: Builder, argv: Sequence[str] | None = None) -> int:
+def main(builder: Runnable, argv: Sequence[str] | None = None) -> int:
     """Run one builder end to end; user errors are one ``error:`` line and status 2."""
     parser = builder_parser(builder)
 
@@ -152,7 +143,7 @@ def main(builder: Builder, argv: Sequence[str] | None = None) -> int:
         progress.configure(False if args.no_progress else None)
         with writer_lock(args):
             release, options = preflight(builder, args)
-            source = load(builder, args)
+            source = load(builder, args, options)
             build, report = build_and_validate(builder, parser, args, options, source)
             if args.preview:
                 print_preview(build, args.preview)
@@ -169,18 +160,20 @@ def writer_lock(args: argparse.Namespace) -> contextlib.AbstractContextManager:
     return output_lock(args.output, wait=args.wait_for_output)
 
 
-def load(builder: Builder, args: argparse.Namespace) -> LoadedSource:
-    """The builder's source, read as ``args`` say (``--benchmark``, ``--source``, the subset options)."""
+def load(builder: Runnable, args: argparse.Namespace, options: Any = None) -> LoadedSource:
+    """The builder's source, read as ``args`` say (``--benchmark``, ``--source``, the subset options); the
+    benchmark's own options from the builder's ``options`` (from ``args`` without them)."""
     return load_source(builder.benchmark(args.benchmark), args.source, seed=args.seed, strict=args.strict,
-                       options=vars(args), selection=selection(builder, args), max_excluded=args.max_excluded)
+                       options=builder.source_options(args, options), selection=selection(builder, args),
+                       max_excluded=args.max_excluded)
 
 
-def build_and_validate(builder: Builder, parser: argparse.ArgumentParser, args: argparse.Namespace, options: Any,
+def build_and_validate(builder: Runnable, parser: argparse.ArgumentParser, args: argparse.Namespace, options: Any,
                        source: LoadedSource) -> tuple[Build, ValidationReport]:
-    """The build from the builder's ``options``, with every recorded option in its params (as the build used it:
-    :func:`.build_config.arguments_as_built`; the builder adds only derived ones), validated."""
-    build = builder.build(source, options)
-    build.params = {**recorded_params(arguments_as_built(args, options), parser), **build.params}
+    """The build from the builder's ``options``, every recorded option in its params, validated. The source the
+    builder's steps see is the loaded one with its item-level corrections, applied here for every builder."""
+    source = apply_corrections(source, options)
+    build = builder.make_build(source, options, builder.params(args, options, parser))
     check_excluded_share(build, args.max_excluded, builder.selection_reasons)
     return build, validate(build)
 
@@ -190,7 +183,6 @@ def check_excluded_share(build: Build, max_excluded: float, selection_reasons: f
     reasons (malformed rows, no distractors, suspect keys...) but the method's own selection
     (``Builder.selection_reasons``): one line with the most common reason, before anything is written or pushed."""
     rows_in = build.rows_in
-    assert rows_in is not None, "Build.__post_init__ sets it"
     rows = sum(rows_in.values())  # the build's own accounting (PythonIO: one row per assert)
     for config in build.configs:
         excluded = [e for e in build.exclusions.entries
@@ -204,14 +196,14 @@ def check_excluded_share(build: Build, max_excluded: float, selection_reasons: f
                             f"pass a higher share to build it anyway")
 
 
-def selection(builder: Builder, args: argparse.Namespace) -> Selection:
+def selection(builder: Runnable, args: argparse.Namespace) -> Selection:
     limit = args.limit
     if args.preview and builder.preview_subset:
         limit = min(limit or args.preview, args.preview)
     return Selection(tuple(args.subjects or ()), limit, tuple(args.splits or ()))
 
 
-def preflight(builder: Builder, args: argparse.Namespace) -> tuple[ReleaseInfo, Any]:
+def preflight(builder: Runnable, args: argparse.Namespace) -> tuple[ReleaseInfo, Any]:
     """Every check that can refuse a build, before any source is loaded or any paid call is made; the release
     and the builder's options."""
     if not args.preview and not args.output and not args.push:
@@ -258,22 +250,13 @@ def check_source_and_output(source: Any, output: Path) -> None:
                         "write the release elsewhere")
 
 
-def check_options(builder: Builder, args: argparse.Namespace) -> Any:
-    """The rules between options, and the LLM endpoint a build will call (each option's own range is its type);
-    the builder's options, made once from the checked arguments."""
+def check_options(builder: Runnable, args: argparse.Namespace) -> Any:
+    """The rules between options, and the models and LLM endpoint a build will use (each option's own range is its
+    type); the builder's options, made once from the checked arguments."""
     if args.version is not None:
         version_tag(args.version)
-    builder.check_arguments(args)
-    options = builder.make_options(args)
-    dataclass_params = getattr(type(options), "__dataclass_params__", None)  # set on every dataclass
-    if dataclass_params is None or not dataclass_params.frozen:
-        raise TypeError(f"{builder.name}: make_options gave a {type(options).__name__}, not a frozen dataclass")
-    for model in builder.models(options):
-        check_model(model)
-    if builder.llm_models(options):
-        from builders.core.llm.settings import LLMSettings, check_endpoint
-
-        check_endpoint(LLMSettings.from_args(args))
+    options = builder.options_of(args)
+    builder.check_services(options, args)
     return options
 
 
@@ -357,7 +340,7 @@ def _require_writable_parent(folder: Path, flag: str, shown: Path | None = None)
 
 def print_summary(build: Build, report: ValidationReport, where: Sequence[str], out=None) -> None:
     out = out or sys.stdout
-    print(f"\n{build.title}: {len(build.configs)} configs from {build.source.source_description}", file=out)
+    print(f"\n{build.about.title}: {len(build.configs)} configs from {build.source.source_description}", file=out)
     print(rows_summary(report).to_markdown(), file=out)
     reasons: dict[str, int] = {}
     for split_reasons in report.exclusion_reasons.values():
@@ -380,17 +363,9 @@ def rows_summary(report: ValidationReport) -> Table:
     for config, splits in report.counts.items():
         key = tuple((split, n["in"], n["out"], n["excluded"]) for split, n in splits.items())
         groups.setdefault(key, []).append(config)
-    rows = tuple((_configs_label(configs, len(report.counts)), *counts) for key, configs in groups.items()
+    rows = tuple((configs_label(configs, len(report.counts)), *counts) for key, configs in groups.items()
                  for counts in key)
     return Table("Rows per config", ("config", "split", "rows in", "rows out", "excluded"), rows)
-
-
-def _configs_label(configs: list[str], total: int) -> str:
-    if len(configs) <= 3:
-        return ", ".join(configs)
-    if len(configs) == total:
-        return f"all {total} configs"
-    return f"{len(configs)} configs ({configs[0]}, {configs[1]}, ..., {configs[-1]})"
 
 
 def print_preview(build: Build, count: int, out=None) -> None:

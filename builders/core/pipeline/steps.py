@@ -1,189 +1,211 @@
-"""The per-item runner every builder uses, what it counts, and the exclusion log.
+"""The core's runner of a builder's steps: it makes the configs, and counts what became of every item.
 
-A builder's step takes one item and returns it altered, or raises :class:`Skip` (a well-formed item the
-transform cannot apply to: it is copied unchanged, with the reason) or :class:`Exclude` (the item is left out,
-with the reason). :func:`run_steps` applies a builder's steps to every item of every split, in order, and counts each
-outcome in :class:`Outcomes`; every excluded row lands in the :class:`ExclusionLog`, which the release writes
-to ``exclusions.jsonl``. Nothing is dropped silently: rows in = altered + copied unchanged + excluded, per
-config and split, and :func:`outcome_table` is the one table of it that every card shows.
+A builder's ``build(source, options, run)`` declares, for each config (or group of configs made together), the
+steps that make it from the source's items, and the run applies them::
+
+    run.unchanged("original")
+    run.make("variant_0", [Step("wicked", add_nota)], copy=copied)
+    run.make(["default", "set_0", "set_1"], [Step("key", check_key), Step("distractors", two_sets)])
+
+A :class:`Step` takes one item and returns it altered, or raises :class:`~builders.core.items.outcomes.Skip`
+(well-formed, but the transform cannot apply to it: copied unchanged, ``copy(item, reason)`` marks the copy) or
+:class:`~builders.core.items.outcomes.Exclude` (left out, with the reason, in the exclusion log). A step that
+spans the items (a matching, a ranking, a batch sent to a model) is an :class:`Across`: it is given the items of
+every split at once and still gives one outcome per item. The steps run in turn over every item (each over the
+outputs of the one before); an item's output is the last step's: the record of its config, or with several configs
+made together, ``{config: record}`` for each of them. Whatever the steps do, the run keeps the counts per config
+and split (altered, copied unchanged per reason), and the exclusions, which the core puts in the build.
 """
 
 from __future__ import annotations
 
-import json
-from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence, TypeVar
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from builders.core.items.tables import Table
+from builders.core.items.outcomes import Exclude, Exclusion, ExclusionLog, Outcomes, Skip
 
-Item = TypeVar("Item")
-Output = TypeVar("Output")
-EVERY_CONFIG = "every config"
-ALTERED, COPIED, EXCLUDED = "altered", "copied unchanged", "excluded"
-OUTCOME_TABLE = "Items altered, copied unchanged and excluded"
-
-
-class Skip(Exception):
-    """Raised by a step: the item is well-formed but the transform cannot apply to it; it is copied unchanged,
-    with the reason."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
-
-
-class Exclude(Exception):
-    """Raised by a step to drop the current item with a reason."""
-
-    def __init__(self, reason: str, field: str | None = None, detail: str = ""):
-        super().__init__(reason)
-        self.reason, self.field, self.detail = reason, field, detail
+SOURCE_UNCHANGED = "source_unchanged"  # the reason of every item of a config that holds the source as it is
+Items = Mapping[str, Sequence[Any]]
+Outcome = Any  # an item (altered so far), or a Skip or an Exclude
 
 
 @dataclass(frozen=True)
-class Exclusion:
-    split: str
-    id: str
-    source_index: int
-    step: str
-    reason: str
-    field: str | None = None
-    detail: str = ""
-    config: str | None = None  # None: excluded from every config of the release
+class Step:
+    """A per-item step: ``apply(item)`` returns the item altered, or raises Skip or Exclude. ``name`` is what an
+    exclusion records as its step."""
+
+    name: str
+    apply: Callable[[Any], Any]
 
 
-class ExclusionLog:
-    def __init__(self) -> None:
-        self.entries: list[Exclusion] = []
+@dataclass(frozen=True)
+class Across:
+    """A step that spans the items: ``apply({split: [item, ...]})`` returns, per split, ``(item, outcome)`` for
+    every item it was given, each once; an outcome is the item altered, or a :class:`Skip` or :class:`Exclude`
+    (not raised: returned). The order it returns them in is their order from then on (a matching lists its
+    pairs together)."""
 
-    def add(self, split: str, item_id: str, source_index: int, step: str, error: Exclude,
-            config: str | None = None) -> None:
-        self.entries.append(
-            Exclusion(split, item_id, source_index, step, error.reason, error.field, error.detail, config)
-        )
-
-    def extend(self, other: "ExclusionLog") -> None:
-        self.entries.extend(other.entries)
-
-    def count(self, split: str, config: str | None = None) -> int:
-        """Rows of ``split`` missing from ``config``: excluded everywhere, or from that config."""
-        return sum(1 for e in self.entries if e.split == split and e.config in (None, config))
-
-    def reasons(self) -> dict[str, dict[str, int]]:
-        """{split: {reason (and config, when config-specific): count}}, sorted for stable cards."""
-        by_split: dict[str, Counter] = defaultdict(Counter)
-        for entry in self.entries:
-            key = entry.reason if entry.config is None else f"{entry.reason} ({entry.config})"
-            by_split[entry.split][key] += 1
-        return {split: dict(sorted(c.items())) for split, c in sorted(by_split.items())}
-
-    def write_jsonl(self, path: Path) -> None:
-        ordered = sorted(self.entries, key=lambda e: (e.split, e.source_index, e.id, e.step, e.config or ""))
-        with open(path, "w", encoding="utf-8") as f:
-            for entry in ordered:
-                f.write(json.dumps(asdict(entry), ensure_ascii=False, sort_keys=True) + "\n")
+    name: str
+    apply: Callable[[Items], Mapping[str, Iterable[tuple[Any, Outcome]]]]
 
 
-# ---- the runner and its outcomes ---------------------------------------------------------------------------
+@dataclass(eq=False)
+class _Entry:
+    """One item on its way through the steps: its input, its value so far, and (once final) how it ended."""
+
+    item: Any
+    value: Any
+    skipped: str | None = None  # the reason it is copied unchanged
+    excluded: bool = False
+
+    @property
+    def live(self) -> bool:
+        return self.skipped is None and not self.excluded
 
 
-@dataclass
-class Outcomes:
-    """What a builder did with each item it kept, per configs and split: altered, or copied unchanged with the
-    reason. Excluded items are counted from the :class:`ExclusionLog`, the one record of them.
+class Run:
+    """One build's run of its steps over the source's items. It holds the configs they made, in the order they
+    were made, the outcome counts and the exclusion log (the source's exclusions first)."""
 
-    ``configs`` names the configs an outcome holds in: :data:`EVERY_CONFIG` for a builder whose configs all
-    show the same items the same way, else a config's name (or a name for a family: ``"every variant"``)."""
+    def __init__(self, items: Items, exclusions: ExclusionLog):
+        self.items = items
+        self.configs: dict[str, dict[str, list[Any]]] = {}
+        self.outcomes = Outcomes()
+        self._source_exclusions = list(exclusions.entries)
+        self._excluded: list[tuple[Exclusion, tuple[str, ...]]] = []  # an exclusion, and the configs of its run
 
-    counts: Counter = field(default_factory=Counter)  # (configs, split, outcome, reason) -> items
+    def make(self, configs: str | Sequence[str], steps: Sequence[Step | Across], *,
+             copy: Callable[[Any, str], Any] | None = None, items: Items | None = None) -> dict[str, dict[str, list]]:
+        """The configs ``configs`` (one name, or several made together) from ``items`` (the source's) by ``steps``;
+        ``copy(item, reason)`` is what a skipped item becomes (the item itself without it). Returns them as
+        ``{config: {split: [record, ...]}}``."""
+        if not steps:
+            raise ValueError("no steps: a config that holds the source's items as they are is run.unchanged(config)")
+        names = (configs,) if isinstance(configs, str) else tuple(configs)
+        self._claim(names)
+        made: dict[str, dict[str, list]] = {name: {} for name in names}
+        source = self.items if items is None else items
+        entries = {split: [_Entry(item, item) for item in split_items] for split, split_items in source.items()}
+        for step in steps:
+            if isinstance(step, Across):
+                self._across(step, entries, names)
+            else:
+                for split, split_entries in entries.items():
+                    for entry in split_entries:
+                        if entry.live:
+                            self._settle(entry, split, step.name, names, partial(step.apply, entry.value))
+        for split, split_entries in entries.items():
+            self._collect(split, split_entries, names, isinstance(configs, str), copy, made)
+        self.configs.update(made)
+        return made
 
-    def altered(self, split: str, configs: str = EVERY_CONFIG, items: int = 1) -> None:
-        self.counts[configs, split, ALTERED, ""] += items
+    def unchanged(self, config: str, items: Items | None = None) -> dict[str, list]:
+        """A config that holds the items as they are (the source's: ``original``): every item copied unchanged,
+        with the reason :data:`SOURCE_UNCHANGED`."""
+        self._claim((config,))
+        source = self.items if items is None else items
+        for split, split_items in source.items():
+            self.outcomes.copied(split, SOURCE_UNCHANGED, config, len(split_items))
+        self.configs[config] = {split: list(split_items) for split, split_items in source.items()}
+        return self.configs[config]
 
-    def copied(self, split: str, reason: str, configs: str = EVERY_CONFIG, items: int = 1) -> None:
-        self.counts[configs, split, COPIED, reason] += items
+    def leave_out_empty_splits(self) -> None:
+        """Leave out of every config the splits that hold no record: where the method keeps only some items (contrast
+        mining pairs some), a split where it kept none is no split of the release (a Parquet file of 0 rows cannot be
+        loaded); its rows stay counted, as excluded. Elsewhere an empty split stops the release from being written."""
+        for config, splits in self.configs.items():
+            self.configs[config] = {split: records for split, records in splits.items() if records}
 
-    def update(self, *others: "Outcomes") -> "Outcomes":
-        for other in others:
-            self.counts.update(other.counts)
-        return self
+    def exclusion_log(self) -> ExclusionLog:
+        """Every exclusion: the source's (from every config), then the steps'. An item that the runs exclude, for the
+        same reason, from every config of the build is one exclusion from every config; else it is one per config
+        it is missing from."""
+        log = ExclusionLog()
+        log.entries.extend(self._source_exclusions)
+        configs_of: dict[Exclusion, list[str]] = {}
+        for entry, names in self._excluded:
+            configs_of.setdefault(entry, []).extend(names)
+        for entry, missing_from in configs_of.items():
+            if set(missing_from) == set(self.configs):
+                log.entries.append(entry)
+            else:
+                log.entries.extend(Exclusion(**{**vars(entry), "config": name}) for name in missing_from)
+        return log
 
-    def total(self, outcome: str | None = None, *, split: str | None = None, configs: str | None = None) -> int:
-        """Items with this outcome (None: any) in this split and configs (None: any)."""
-        return sum(n for _, n in self._select(outcome, split, configs))
+    def _claim(self, names: Sequence[str]) -> None:
+        taken = sorted(set(names) & set(self.configs)) or sorted({n for n in names if names.count(n) > 1})
+        if taken:
+            raise ValueError(f"configs {taken} are made twice")
 
-    def reasons(self, split: str | None = None, configs: str | None = None) -> dict[str, int]:
-        """{reason: items copied unchanged}, sorted."""
-        found: Counter = Counter()
-        for (_, _, _, reason), n in self._select(COPIED, split, configs):
-            found[reason] += n
-        return dict(sorted(found.items()))
+    def _settle(self, entry: _Entry, split: str, step: str, names: Sequence[str], outcome: Callable[[], Any]) -> None:
+        """The entry after one step: its new value, or copied unchanged, or excluded (logged under ``step``)."""
+        try:
+            value = outcome()
+        except Skip as skip:
+            value = skip
+        except Exclude as error:
+            value = error
+        if isinstance(value, Skip):
+            entry.skipped = value.reason
+        elif isinstance(value, Exclude):
+            entry.excluded = True
+            item_id, index = item_location(entry.item)
+            self._excluded.append((Exclusion(split, item_id, index, step, value.reason, value.field, value.detail),
+                                   tuple(names)))
+        else:
+            entry.value = value
 
-    def _select(self, outcome: str | None, split: str | None, configs: str | None):
-        wanted = (configs, split, outcome)
-        return ((key, n) for key, n in self.counts.items()
-                if all(want is None or want == have for want, have in zip(wanted, key[:3], strict=True)))
+    def _across(self, step: Across, entries: dict[str, list[_Entry]], names: Sequence[str]) -> None:
+        """A step over every live item at once; the items it is given take the order it returns them in, among
+        their places."""
+        live = {split: [e for e in split_entries if e.live] for split, split_entries in entries.items()}
+        returned = step.apply({split: [e.value for e in split_live] for split, split_live in live.items()})
+        for split, split_entries in entries.items():
+            by_value = {id(e.value): e for e in live[split]}
+            ordered = []
+            for value, outcome in returned.get(split, ()):
+                entry = by_value.pop(id(value), None)
+                if entry is None:
+                    raise ValueError(f"step {step.name!r}: an item of {split!r} it was not given, or given back twice")
+                self._settle(entry, split, step.name, names, partial(_given, outcome))
+                ordered.append(entry)
+            if by_value:
+                raise ValueError(f"step {step.name!r} gave no outcome for {len(by_value)} item(s) of {split!r}")
+            given = {id(e) for e in live[split]}
+            places = [i for i, e in enumerate(split_entries) if id(e) in given]
+            for place, entry in zip(places, ordered, strict=True):
+                split_entries[place] = entry
+
+    def _collect(self, split: str, entries: Sequence[_Entry], names: Sequence[str], single: bool,
+                 copy: Callable[[Any, str], Any] | None, made: dict[str, dict[str, list]]) -> None:
+        outputs: dict[str, list] = {name: [] for name in names}
+        for entry in entries:
+            if entry.excluded:
+                continue
+            if entry.skipped is not None:
+                record = copy(entry.item, entry.skipped) if copy is not None else entry.item
+                for name in names:
+                    outputs[name].append(record)
+                    self.outcomes.copied(split, entry.skipped, name)
+                continue
+            by_config = {names[0]: entry.value} if single else entry.value
+            if not isinstance(by_config, Mapping) or set(by_config) != set(names):
+                raise ValueError(f"the last step made {type(by_config).__name__} for configs {list(names)}: "
+                                 "several configs made together need {config: record} for each")
+            for name in names:
+                outputs[name].append(by_config[name])
+                self.outcomes.altered(split, name)
+        for name in names:
+            self.outcomes.ran.add((name, split))
+            made[name][split] = outputs[name]
+
+
+def _given(outcome: Outcome) -> Outcome:
+    return outcome
 
 
 def item_location(item: Any) -> tuple[str, int]:
     """(id, source index) of an item: an :class:`~.record.MCQRecord` or an :class:`~.record.OpenItem`."""
     index = item.source_index if hasattr(item, "source_index") else item.index
     return item.id, index
-
-
-Step = tuple[str, Callable[[Any], Any]]  # (name, function): the name is an exclusion's ``step``
-
-
-def run_steps(items: Mapping[str, Sequence[Item]], steps: Sequence[Step], *, exclusions: ExclusionLog | None = None,
-              copy: Callable[[Item, str], Any] | None = None, configs: str = EVERY_CONFIG,
-              locate: Callable[[Item], tuple[str, int]] = item_location) -> tuple[dict[str, list[Any]], Outcomes]:
-    """The steps applied in turn to every item of every split, in order (each to the previous one's output).
-    An item's output is the last step's (altered); ``copy(item, reason)`` where a step raises :class:`Skip`
-    (the item itself without ``copy``); none where a step raises :class:`Exclude` (logged in ``exclusions``
-    under that step's name; without a log, the steps exclude nothing and an :class:`Exclude` propagates).
-    Returns the outputs per split and what became of the items."""
-    outputs: dict[str, list[Any]] = {}
-    outcomes = Outcomes()
-    for split, split_items in items.items():
-        kept: list[Any] = []
-        outputs[split] = kept
-        for item in split_items:
-            output: Any = item
-            for name, step in steps:
-                try:
-                    output = step(output)
-                except Skip as skip:
-                    kept.append(copy(item, skip.reason) if copy is not None else item)
-                    outcomes.copied(split, skip.reason, configs)
-                    break
-                except Exclude as error:
-                    if exclusions is None:
-                        raise
-                    item_id, index = locate(item)
-                    exclusions.add(split, item_id, index, name, error)
-                    break
-            else:
-                kept.append(output)
-                outcomes.altered(split, configs)
-    return outputs, outcomes
-
-
-def outcome_table(outcomes: Outcomes, exclusions: ExclusionLog) -> Table:
-    """The one table of what became of every source row, per configs and split: altered, copied unchanged (per
-    reason), excluded (per reason, from the exclusion log; ``every config`` for a row left out of all of them)."""
-    counts = Counter(outcomes.counts)
-    for entry in exclusions.entries:
-        counts[entry.config or EVERY_CONFIG, entry.split, EXCLUDED, entry.reason] += 1
-    first_seen = {configs: i for i, configs in enumerate(dict.fromkeys(key[0] for key in counts))}
-    splits = {split: i for i, split in enumerate(dict.fromkeys(key[1] for key in counts))}
-    rank = {ALTERED: 0, COPIED: 1, EXCLUDED: 2}
-    ordered = sorted(counts.items(), key=lambda kv: (first_seen[kv[0][0]], splits[kv[0][1]], rank[kv[0][2]],
-                                                     kv[0][3]))
-    rows = [(configs, split, outcome, reason or None, n) for (configs, split, outcome, reason), n in ordered if n]
-    return Table(OUTCOME_TABLE, ("configs", "split", "outcome", "reason", "items"), rows,
-                 note="What became of every source row: altered by the builder; copied unchanged, a well-formed "
-                      "item the transform cannot apply to, with the reason; or excluded, with the reason (listed "
-                      "in `exclusions.jsonl`). Per config and split, rows in = altered + copied unchanged + "
-                      "excluded.")

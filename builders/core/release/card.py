@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builders.core.items.record import record_features
-from builders.core.pipeline.build import Build, TaskLocation
-from builders.core.pipeline.build_config import build_config_text
-from builders.core.pipeline.steps import outcome_table
+from builders.core.build.result import Build, TaskLocation
+from builders.core.release.build_config import build_config_text
+from builders.core.items.outcomes import outcome_table
 from builders.core.validation.validate import ValidationReport
 from builders.core.version import PACKAGE_DIR, __version__
 
@@ -100,7 +100,8 @@ def dataset_info(build: Build, sizes: dict[tuple[str, str], int]) -> list[dict[s
 
     entries = []
     for config, splits in build.configs.items():
-        features = record_features(build.metadata_features.get(config, {}), build.extra_columns.get(config))
+        features = record_features(build.release.metadata_features.get(config, {}),
+                                   build.release.extra_columns.get(config))
         split_dict = SplitDict()
         for split, records in splits.items():
             split_dict.add(SplitInfo(name=split, num_examples=len(records), num_bytes=sizes[config, split]))
@@ -123,21 +124,21 @@ def render_card(build: Build, report: ValidationReport, release: ReleaseInfo,
         source_datasets=list(dict.fromkeys(p.dataset for p in build.source.provenance if p.spec != "sample")) or None,
         task_categories=TASK_CATEGORIES,
         task_ids=TASK_IDS,
-        tags=["mcqforge", build.builder, benchmark.name],
+        tags=["mcqforge", build.about.builder, benchmark.name],
         size_categories=[_size_category(largest)],
-        pretty_name=build.title,
+        pretty_name=build.about.title,
         configs=[{"config_name": config,
                   "data_files": [{"split": split, "path": f"{config}/{split}-*.parquet"} for split in splits],
                   **({"default": True} if i == 0 else {})}
                  for i, (config, splits) in enumerate(build.configs.items())],
         dataset_info=dataset_info(build, sizes),
-        mcqforge={"builder": build.builder, "version": release.version,
+        mcqforge={"builder": build.about.builder, "version": release.version,
                   "changelog": [{"version": e.version, "summary": e.summary} for e in changelog]},
     )
     context = {
         "build": build,
         "benchmark": benchmark,
-        "title": build.title,
+        "title": build.about.title,
         "repo_id": release.repo_id,
         "version": release.version,
         "first_config": next(iter(build.configs)),
@@ -149,13 +150,13 @@ def render_card(build: Build, report: ValidationReport, release: ReleaseInfo,
         "build_config_yaml": build_config_text(build).strip(),
         "report": report,
         "validation_markdown": report.to_markdown(),
-        "outcome_table": outcome_table(build.outcomes, build.exclusions),
-        "statistics": build.statistics,
-        "has_lm_eval": build.lm_eval_tasks is not None,
+        "outcome_table": outcome_table(build.outcomes, build.exclusions, list(build.configs)),
+        "statistics": build.release.statistics,
+        "has_lm_eval": build.release.lm_eval_tasks is not None,
         "changelog": changelog,
-        **build.card_context,
+        **build.release.card_context,
     }
-    context["method_section"] = _render_fragment(build.card_template or f"{build.builder}.md", context)
+    context["method_section"] = _render_fragment(build.about.card_template or f"{build.about.builder}.md", context)
     return DatasetCard.from_template(card_data, template_path=str(CARDS_DIR / "dataset.md"), **context)
 
 
@@ -185,7 +186,7 @@ def _change_summary(build: Build, message: str | None = None) -> str:
     configuration below it, not repeated here)."""
     first = build.source.provenance[0]
     source = "mcqforge's sample" if first.spec == "sample" else build.source.dataset
-    built = f"{build.builder} from {source} (revision {first.revision.removeprefix('sha256:')[:12]}), seed " \
+    built = f"{build.about.builder} from {source} (revision {first.revision.removeprefix('sha256:')[:12]}), seed " \
             f"{build.params.get('seed', 0)}"
     message = " ".join((message or "").split()).rstrip(".")  # one line in the card's YAML and list
     return f"{message}. Built with {built}." if message else f"Built with {built}."

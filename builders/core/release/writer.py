@@ -37,8 +37,8 @@ from typing import Any, Callable
 
 from builders.core.errors import UserError, ValidationFailed
 from builders.core.items.record import record_features
-from builders.core.pipeline.build import Build
-from builders.core.pipeline.build_config import BUILD_CONFIG_FILE, build_config_text
+from builders.core.build.result import Build
+from builders.core.release.build_config import BUILD_CONFIG_FILE, build_config_text
 from builders.core.release.card import ReleaseInfo, render_card
 from builders.core.runtime.progress import bar
 from builders.core.tasks import inspect_tasks
@@ -302,13 +302,13 @@ def _write_files(build: Build, report: ValidationReport, folder: Path, release: 
     splits = list(build.records())
     sizes = {}  # (config, split) -> Arrow bytes, for the card's dataset_info
     for config, split, records in bar(splits, desc="write", unit="split", leave=False, disable=len(splits) < 4):
-        sizes[config, split] = write_parquet(records, build.metadata_features.get(config, {}),
-                                             folder / parquet_path(config, split), build.extra_columns.get(config))
+        sizes[config, split] = write_parquet(records, build.release.metadata_features.get(config, {}),
+                                             folder / parquet_path(config, split), build.release.extra_columns.get(config))
     (folder / REPORT_FILE).write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True, default=str) + "\n")
     build.exclusions.write_jsonl(folder / EXCLUSIONS_FILE)
-    files = dict(build.extra_files)
-    if build.lm_eval_tasks is not None:
-        files.update(build.lm_eval_tasks(release.task_location))
+    files = dict(build.release.extra_files)
+    if build.release.lm_eval_tasks is not None:
+        files.update(build.release.lm_eval_tasks(release.task_location))
         files.update(inspect_tasks.task_files(files[MANIFEST], release.task_location))  # inspect_ai, beside lm_eval
     for relative, content in sorted(files.items()):
         path = folder / relative

@@ -21,10 +21,10 @@ import numpy as np
 
 from builders.core.errors import UserError
 from builders.core.items.record import text_hash
-from builders.core.pipeline.models import ModelToLoad
+from builders.core.runtime.models import ModelToLoad
 from builders.core.runtime.cache import cache_folder
 from builders.core.runtime.progress import bar
-from builders.core.sources.loading import content_revision
+from builders.core.runtime.content import content_revision
 
 logger = logging.getLogger(__name__)
 

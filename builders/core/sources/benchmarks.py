@@ -9,12 +9,14 @@ HumanEval, MBPP) have their adapters in the builders that read them; every sourc
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping
 
 from builders.core.errors import MalformedRow
 from builders.core.items.record import LETTERS, MCQRecord, Value, content_key, list_of
+from builders.core.items.outcomes import Exclude
 from builders.core.items.rng import item_rng
-from builders.core.pipeline.steps import Exclude
+from builders.core.options.declare import option
 from builders.core.sources import fields
 from builders.core.sources.loading import Benchmark, RowContext
 
@@ -71,10 +73,20 @@ def mmlu_pro_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class ReduxOptions:
+    """MMLU-Redux's own option; a builder that offers it extends this class in its options."""
+
+    GROUP: ClassVar[str] = "MMLU-Redux"
+
+    redux_keep_all: bool = option(False, help="mmlu_redux: keep every item, not only error_type == 'ok'")
+
+
 def mmlu_redux_record(row: dict[str, Any], ctx: RowContext) -> MCQRecord:
     record = mmlu_record(row, ctx)
     error_type = row.get("error_type")
-    if not ctx.options.get("redux_keep_all") and error_type != "ok":
+    options: ReduxOptions = ctx.options
+    if not options.redux_keep_all and error_type != "ok":
         raise Exclude("redux_error_type", "error_type", str(error_type))
     return record.with_metadata(error_type=error_type)
 
@@ -196,7 +208,7 @@ BENCHMARKS: dict[str, Benchmark] = {
         Benchmark(name="mmlu_redux", hub_id="edinburgh-dawg/mmlu-redux-2.0", config=None, splits=("test",),
                   to_item=mmlu_redux_record, license="cc-by-4.0", citation=BIBTEX["mmlu_redux"],
                   pretty_name="MMLU-Redux 2.0", metadata_features={"error_type": Value("string")},
-                  subconfigs=tuple(MMLU_SUBJECTS)),
+                  subconfigs=tuple(MMLU_SUBJECTS), options=ReduxOptions),
         Benchmark(name="commonsense_qa", hub_id="tau/commonsense_qa", config=None, splits=("train", "validation"),
                   to_item=commonsense_qa_record, license="mit", citation=BIBTEX["commonsense_qa"],
                   pretty_name="CommonsenseQA", metadata_features={"question_concept": Value("string")},

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from builders.core.errors import UserError
-from builders.core.sources.loading import iter_json_lines
+from builders.core.sources.reading import iter_json_lines
 
 logger = logging.getLogger(__name__)
 

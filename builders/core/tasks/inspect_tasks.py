@@ -17,7 +17,7 @@ import json
 from importlib import resources
 from typing import Mapping
 
-from builders.core.pipeline.build import TaskLocation
+from builders.core.build.result import TaskLocation
 from builders.core.tasks.lm_eval_tasks import slug
 
 INSPECT_DIR = "inspect"

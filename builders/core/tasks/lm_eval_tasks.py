@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import yaml
 
-from builders.core.pipeline.build import TaskLocation
+from builders.core.build.result import TaskLocation
 
 TASKS_DIR = "lm_eval"
 MANIFEST = f"{TASKS_DIR}/manifest.json"

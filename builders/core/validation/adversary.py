@@ -30,7 +30,7 @@ import numpy as np
 from builders.core.items.record import MCQRecord, text_hash
 from builders.core.items.rng import item_rng
 from builders.core.items.tables import Table
-from builders.core.pipeline.build import Build
+from builders.core.build.result import Build
 from builders.core.validation.significance import (
     THRESHOLD_WORDS,
     TOO_SMALL_MARGIN,
@@ -294,7 +294,7 @@ def assess(build: Build) -> list[AdversaryRow]:
         for split, records in splits.items():
             if split == fewshot or len(records) < 2:
                 continue
-            inherent = build.inherent_baselines.get(f"{config}/{NAME}", build.inherent_baselines.get(NAME))
+            inherent = build.release.inherent_baselines.get(f"{config}/{NAME}", build.release.inherent_baselines.get(NAME))
             key = tuple((r.source_index, r.choices, r.answer) for r in records)
             if key not in seen:
                 seen[key] = evaluate(records, seed, config, split, inherent)
@@ -302,7 +302,7 @@ def assess(build: Build) -> list[AdversaryRow]:
             if evaluated is not None:
                 rows.append(replace(evaluated, config=config, split=split, inherent=inherent))
     rows = [replace(row, tests=len(rows)) for row in rows]
-    rows = inherit_from_source(rows, build.unchanged_config, lambda row: NAME, lambda row: row.scored)
+    rows = inherit_from_source(rows, build.about.unchanged_config, lambda row: NAME, lambda row: row.scored)
     return [row if row.significant else replace(row, features=()) for row in rows]
 
 

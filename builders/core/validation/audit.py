@@ -29,7 +29,7 @@ from typing import Callable, Mapping, Sequence
 
 from builders.core.items.record import MCQRecord
 from builders.core.items.tables import Table
-from builders.core.pipeline.build import Baseline, Build
+from builders.core.build.result import Baseline, Build
 from builders.core.validation.adversary import AdversaryRow, row_status
 from builders.core.validation.significance import (
     INHERITED,
@@ -151,7 +151,7 @@ class AuditRow:
 
 
 def audit(build: Build) -> list[AuditRow]:
-    baselines = COMMON_BASELINES + list(build.baselines)
+    baselines = COMMON_BASELINES + list(build.release.baselines)
     fewshot = build.source.benchmark.fewshot_split
     rows = []
     for config, splits in build.configs.items():
@@ -168,7 +168,7 @@ def audit(build: Build) -> list[AuditRow]:
                            lambda r, p=prior: p if p < len(r.choices) else None, build)
                 if row is not None:
                     rows.append(row)
-    return inherit_from_source([replace(row, tests=len(rows)) for row in rows], build.unchanged_config,
+    return inherit_from_source([replace(row, tests=len(rows)) for row in rows], build.about.unchanged_config,
                                lambda row: row.baseline, lambda row: row.applies)
 
 
@@ -181,7 +181,7 @@ def _row(config: str, split: str, name: str, records: Sequence[MCQRecord], predi
         return None
     correct = sum(1 for record, pick in applied if pick == record.answer)
     chance = sum(1 / len(record.choices) for record, _ in applied) / len(applied)
-    inherent = build.inherent_baselines.get(f"{config}/{name}", build.inherent_baselines.get(name))
+    inherent = build.release.inherent_baselines.get(f"{config}/{name}", build.release.inherent_baselines.get(name))
     return AuditRow(config, split, name, len(records), len(applied), correct / len(applied), chance, inherent)
 
 

@@ -1,5 +1,7 @@
 """Toy: shuffle each item's options (the builder is :mod:`.builder`)."""
 
-from .builder import BUILDER, build, build_dataset, main
+from .builder import BUILDER, Options, build
 
-__all__ = ["BUILDER", "build", "build_dataset", "main"]
+main, build_dataset = BUILDER.main, BUILDER.build_dataset
+
+__all__ = ["BUILDER", "Options", "build", "build_dataset", "main"]

@@ -9,81 +9,59 @@ of the above") are copied unchanged with the reason: a shuffle would make them i
 
 from __future__ import annotations
 
-import argparse
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import ClassVar
 
+from builders.core.build.result import Release
 from builders.core.errors import UserError
 from builders.core.items.record import Value
-from builders.core.pipeline import api, argtypes, cli
-from builders.core.pipeline.build import Build, Builder
+from builders.core.options.argtypes import whole_number
+from builders.core.options.declare import option
+from builders.core.pipeline.builder import Builder
+from builders.core.pipeline.options import BuildOptions
+from builders.core.pipeline.steps import Run
 from builders.core.sources.benchmarks import BENCHMARKS
-from builders.core.sources.loading import LoadedSource
+from builders.core.sources.loading import LoadedSource, evaluation_split
 
 from .card_statistics import statistics
 from .checks import CHECKS
 from .evaluation import evaluation_table
 from .tasks import TaskPlan
-from .transform import NAME, shuffled, skip_reason
+from .transform import NAME, copied, shuffle_step
 
 MAX_SHUFFLES = 3
 METADATA_FEATURES = {"skip_reason": Value("string"), "original_answer_index": Value("int32")}
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("Toy")
-    group.add_argument("--shuffles", type=argtypes.whole_number(1, MAX_SHUFFLES), default=2,
-                       help="number of shuffled configs")
-    group.add_argument("--config-prefix", default="shuffle", help="the shuffled configs are PREFIX_0, PREFIX_1...")
+@dataclass(frozen=True, kw_only=True)
+class Options(BuildOptions):
+    """The toy's options."""
+
+    GROUP: ClassVar[str] = "Toy"
+
+    shuffles: int = option(2, type=whole_number(1, MAX_SHUFFLES), help="number of shuffled configs")
+    config_prefix: str = option("shuffle", help="the shuffled configs are PREFIX_0, PREFIX_1...")
+
+    def check(self) -> None:
+        if not re.fullmatch(r"[a-z]+", self.config_prefix) or self.config_prefix == "original":
+            raise UserError(f"--config-prefix must be lowercase letters other than 'original', "
+                            f"not {self.config_prefix!r}")
 
 
-def check_arguments(args: argparse.Namespace) -> None:
-    if not re.fullmatch(r"[a-z]+", args.config_prefix) or args.config_prefix == "original":
-        raise UserError(f"--config-prefix must be lowercase letters other than 'original', not {args.config_prefix!r}")
-
-
-@dataclass(frozen=True)
-class Options:
-    """The toy's options, made once from the checked arguments."""
-
-    seed: int
-    shuffles: int
-    config_prefix: str
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> Options:
-        return cls(seed=args.seed, shuffles=args.shuffles, config_prefix=args.config_prefix)
-
-
-def build(source: LoadedSource, options: Options) -> Build:
-    originals = source.items
-    reasons = {r.id: skip_reason(r) for records in originals.values() for r in records}
-    configs = {"original": dict(originals)}
+def build(source: LoadedSource, options: Options, run: Run) -> Release:
+    run.unchanged("original")
     for shuffle in range(options.shuffles):
-        configs[f"{options.config_prefix}_{shuffle}"] = {
-            split: [shuffled(r, reasons[r.id], options.seed, shuffle) for r in records]
-            for split, records in originals.items()}
+        run.make(f"{options.config_prefix}_{shuffle}", [shuffle_step(options.seed, shuffle)], copy=copied)
     features = dict(source.benchmark.metadata_features)
-    eval_split = "test" if "test" in originals else next(iter(originals))
-    return Build(
-        builder=NAME, title=f"Toy {source.benchmark.pretty_name}", method_citation="", source=source,
-        params={}, configs=configs,
+    return Release(
         metadata_features={name: features if name == "original" else {**features, **METADATA_FEATURES}
-                           for name in configs},
-        exclusions=source.exclusions, checks=CHECKS, statistics=statistics(configs),
-        card_context={"shuffles": options.shuffles}, lm_eval_tasks=TaskPlan(tuple(configs), eval_split).files,
-        unchanged_config="original",
+                           for name in run.configs},
+        checks=CHECKS, statistics=statistics(run.configs), card_context={"shuffles": options.shuffles},
+        lm_eval_tasks=TaskPlan(tuple(run.configs), evaluation_split(source.items)).files,
     )
 
 
-BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [BENCHMARKS["mmlu"]], add_arguments, build, check_arguments,
-                  make_options=Options.from_args, evaluation_table=evaluation_table)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return cli.main(BUILDER, argv)
-
-
-def build_dataset(data, **options) -> api.BuildResult:
-    return api.build_dataset(BUILDER, data, **options)
+BUILDER = Builder(name=NAME, title="Toy {benchmark}", description=__doc__.split("\n\n")[0], citation="",
+                  benchmarks=[BENCHMARKS["mmlu"]], options=Options, build=build, unchanged_config="original",
+                  evaluation_table=evaluation_table)

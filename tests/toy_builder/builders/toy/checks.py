@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from builders.core.pipeline.build import Build, Check
+from builders.core.build.result import Build, Check
 
 
 def _pairs(build: Build):

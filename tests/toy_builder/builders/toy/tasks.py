@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from builders.core.pipeline.build import TaskLocation
+from builders.core.build.result import TaskLocation
 from builders.core.tasks import lm_eval_tasks
 
 from .transform import NAME
@@ -17,7 +17,7 @@ class TaskPlan:
 
     def files(self, location: TaskLocation) -> dict[str, bytes]:
         folder = lm_eval_tasks.TASKS_DIR
-        files = {f"{folder}/utils.py": lm_eval_tasks.UTILS.encode()}
+        files = {lm_eval_tasks.UTILS: lm_eval_tasks.utils_module()}
         manifest = []
         for config in self.configs:
             task = f"{NAME}_{config}"

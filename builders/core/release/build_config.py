@@ -1,44 +1,27 @@
 """The build configuration: what a release records of how it was built (``build_config.yaml``), and how
 ``--config`` replays it.
 
-Every option that decides what a release holds is recorded (local files by base name and content hash, never by
-path); options about where the build goes or how fast it runs (:data:`DELIVERY_OPTIONS`, the options of a
-:func:`runtime_group`) never are. ``--config FILE`` reads the file back as the parser's defaults, each value
-checked as if it had been typed, and explicit flags still win.
+Every option that decides what a release holds is recorded, by its name (local files by base name and content hash,
+never by path: :func:`recorded_value`); options about where the build goes or how fast it runs (the runtime options,
+:mod:`builders.core.options.declare`) never are. ``--config FILE`` reads the file back as the parser's defaults,
+each value checked as if it had been typed, and explicit flags still win.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 from typing import Any, Sequence
 
 import yaml
 
 from builders.core.errors import UserError
-from builders.core.pipeline.build import Build
-from builders.core.sources.loading import SAMPLES_DIR, content_revision
+from builders.core.build.result import Build
+from builders.core.sources.spec import SAMPLES_DIR
+from builders.core.runtime.content import content_revision
 from builders.core.version import __version__
 
 BUILD_CONFIG_FILE = "build_config.yaml"
-
-# Options about where a build goes, not what it holds: never recorded (with the runtime groups' options).
-DELIVERY_OPTIONS = {"output", "push", "version", "private", "config", "log_level", "benchmark", "source", "preview",
-                    "wait_for_output", "force", "message", "no_progress"}
-
-
-def runtime_group(parser: argparse.ArgumentParser, title: str) -> argparse._ArgumentGroup:
-    """An argument group for options about where and how fast a build runs, not what it holds:
-    they stay out of build_config.yaml and the card."""
-    group = parser.add_argument_group(f"{title} (runtime: not recorded in build_config.yaml)")
-    group.runtime = True  # type: ignore[attr-defined]
-    return group
-
-
-def runtime_dests(parser: argparse.ArgumentParser) -> set[str]:
-    return {a.dest for g in parser._action_groups if getattr(g, "runtime", False) for a in g._group_actions}
-
 
 BUILD_CONFIG_KEYS = ("builder", "mcqforge_version", "source", "params")  # what build_config() writes
 
@@ -47,7 +30,7 @@ def build_config(build: Build) -> dict[str, Any]:
     """The plain file that records how to rebuild this release (``--config`` reads it back)."""
     first = build.source.provenance[0]
     return {
-        "builder": build.builder,
+        "builder": build.about.builder,
         "mcqforge_version": __version__,
         "source": {"benchmark": build.source.benchmark.name, "spec": first.spec,
                    "dataset": first.dataset, "revision": first.revision,
@@ -155,7 +138,7 @@ def config_defaults(parser: argparse.ArgumentParser, path: Path) -> tuple[dict[s
     params, source = recorded.get("params") or {}, recorded.get("source") or {}
     if not isinstance(params, dict) or not isinstance(source, dict):
         raise UserError(f"{path} is not an mcqforge build_config.yaml: 'params' and 'source' must be mappings")
-    not_recorded = sorted(k for k in params if k in DELIVERY_OPTIONS | runtime_dests(parser))
+    not_recorded = sorted(k for k in params if k in not_recorded_options(parser))
     if not_recorded:
         raise UserError(f"{path}: options {not_recorded} are never recorded in a build config; pass them on the "
                         "command line")
@@ -234,25 +217,16 @@ def _local_names(value: Any) -> str:
     return ", ".join(v["local"] for v in values if isinstance(v, dict) and "local" in v)
 
 
-def arguments_as_built(args: argparse.Namespace, options: Any) -> argparse.Namespace:
-    """The arguments with the default the builder's options derived for an option left unset (None or empty),
-    in the field named as the option (the sample's own predictions, the calibrated threshold): what the build
-    used, and what is recorded."""
-    derived = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)
-               if f.name in vars(args) and getattr(args, f.name) in (None, [])}
-    return argparse.Namespace(**{**vars(args), **derived})
+def not_recorded_options(parser: argparse.ArgumentParser) -> set[str]:
+    """The dests of the options a builder's parser never records (where the build goes, runtime options), which
+    the parser carries (:func:`builders.core.pipeline.cli.builder_parser`)."""
+    return set(getattr(parser, "not_recorded", ()))
 
 
-def recorded_params(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> dict:
-    """Every option that decides what the build holds, for the build config and the card. Local files and
-    folders are recorded by base name and content hash, never by path."""
-    skipped = DELIVERY_OPTIONS | (runtime_dests(parser) if parser is not None else set())
-    return {k: _recorded(v) for k, v in sorted(vars(args).items()) if k not in skipped}
-
-
-def _recorded(value: Any) -> Any:
+def recorded_value(value: Any) -> Any:
+    """An option's value as a build config records it: a local file or folder by base name and content hash."""
     if isinstance(value, (list, tuple)):
-        return [_recorded(v) for v in value]
+        return [recorded_value(v) for v in value]
     if not isinstance(value, (str, Path)):
         return value
     model, sep, rest = str(value).partition("=")
