@@ -178,9 +178,10 @@ class Sandbox:
         return (f"sandbox: {limits.memory_bytes >> 20} MiB ({memory}), {limits.cpu_seconds} s CPU, "
                 f"{limits.processes} processes, {self.workers} at once")
 
-    def settings(self, processes: int | None = None) -> dict:
+    def settings(self, processes: int | None = None, limits: Limits | None = None) -> dict:
         """What each unit of this sandbox is given (``programs/unit.py``)."""
-        return unit_settings(self.limits, bool(self._cgroup), not self.unsafe, processes)
+        under_tmp = [] if self.unsafe else [path for path in _interpreter_dirs() if path.startswith("/tmp/")]
+        return unit_settings(limits or self.limits, bool(self._cgroup), not self.unsafe, processes, under_tmp)
 
     @classmethod
     def check(cls, bwrap: str | None = None) -> str:
@@ -232,7 +233,7 @@ class Sandbox:
     def _execute(self, code: str, stdin: str, limits: Limits, command: Sequence[str] | None = None, *,
                  trusted: bool = False) -> RunResult:
         started = time.monotonic()
-        settings = {**unit_settings(limits, bool(self._cgroup), not self.unsafe, self._nproc()), "trusted": trusted}
+        settings = {**self.settings(self._nproc(limits), limits), "trusted": trusted}
         with _memfd("stdin", stdin) as stdin_fd:
             if self.unsafe:
                 outcome, stdout, stderr = self._run_unsandboxed(code, stdin_fd, limits, settings)
@@ -246,9 +247,9 @@ class Sandbox:
         return RunResult(status, returncode, _decode(stdout), _decode(stderr), seconds,
                          report.cpu_seconds if report else None, report.max_rss_bytes if report else None)
 
-    def _nproc(self) -> int:
+    def _nproc(self, limits: Limits) -> int:
         # Without namespaces RLIMIT_NPROC counts every process of the user, these and the launcher included.
-        return self.limits.processes + (_processes_of_this_user() + 2 if self.unsafe and os.geteuid() else 0)
+        return limits.processes + (_processes_of_this_user() + 2 if self.unsafe and os.geteuid() else 0)
 
     def _require_options(self, needed: set[str]) -> None:
         assert self.bwrap is not None

@@ -190,8 +190,10 @@ class _Calls:
         """End the unit; what a failure was: "timeout", or how C died (it may take a moment to be reaped)."""
         if failure == "died":
             self.unit.read_status(deadline - time.monotonic())  # C has died: its init tells at once how
+        # read before the end too: the processes the kernel kills with the unit's init are reaped unaccounted
+        cpu = units.tree_cpu() - self.cpu_before if failure else 0.0
         status = self.unit.end()
-        cpu = _reaped_cpu() - self.cpu_before  # every process of the unit is reaped now
+        cpu = max(cpu, _reaped_cpu() - self.cpu_before)
         os.close(self.read_fd)
         if failure == "died" and status is not None and os.WIFSIGNALED(status):
             # RLIMIT_CPU's backstop after the limit was really used, or a signal of its own

@@ -33,7 +33,8 @@ def _exec(command):
 
 
 def _run_trusted(settings, command):
-    """The evaluator, as a child: its wait status, and whether its own CPU time reached the limit."""
+    """The evaluator, as a child: its wait status, whether its own CPU time reached the limit, and its CPU time
+    with its units'."""
     pid = os.fork()
     if pid == 0:
         try:
@@ -48,41 +49,47 @@ def _run_trusted(settings, command):
             os.kill(pid, signal.SIGKILL)
             over = 1
             break
-    return os.waitpid(pid, 0)[1], over
+    _, status, usage = os.wait4(pid, 0)
+    return status, over, usage.ru_utime + usage.ru_stime
 
 
 def _run_unit(settings, command):
-    """The program, in a unit of its own: its wait status, and whether the unit's CPU time reached the limit."""
+    """The program, in a unit of its own: its wait status, whether the CPU time of all the unit's processes
+    reached the limit, and that CPU time."""
     try:
         program = unit.spawn(settings, [], lambda: _exec(command))
     except OSError as error:
         os.write(2, ("sandbox: %s\n" % error).encode("utf-8", "replace"))
-        return SETUP_FAILED, 0
+        return SETUP_FAILED, 0, 0.0
     over, checked = 0, time.monotonic()
-    while program.read_status(unit.CPU_POLL) is None and not program.error:
+    while program.read_status(unit.CPU_POLL) is None and not program.error and not program.silent:
         if time.monotonic() - checked >= unit.CPU_POLL:
             checked = time.monotonic()
             if unit.tree_cpu() >= settings["cpu_seconds"]:
                 over = 1
                 break
+    # read before the end: the processes the kernel kills with the unit's init are reaped unaccounted
+    cpu = unit.tree_cpu()
     if over and not settings["isolate"]:  # no PID namespace to end with its init
         unit.kill_descendants(os.getpid())
     status = program.end()
     if program.error:
         os.write(2, ("sandbox: %s\n" % program.error).encode("utf-8", "replace"))
-        return SETUP_FAILED, 0
-    return (signal.SIGKILL if status is None else status), over  # None: killed with its unit
+        return SETUP_FAILED, 0, cpu
+    return (signal.SIGKILL if status is None else status), over, max(cpu, unit.tree_cpu())  # None: killed
 
 
 def main() -> None:
     report_fd, settings, command = int(sys.argv[1]), marshal.loads(bytes.fromhex(sys.argv[2])), sys.argv[3:]
     os.set_inheritable(report_fd, False)
-    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no process of its user may trace it or read its fds
+    libc = ctypes.CDLL(None)
+    libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no process of its user may trace it or read its fds
+    libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: the unit's init is its child (pid 1 needs none of it)
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # as pid 1 it then gets no signal from inside the sandbox
     run = _run_trusted if settings.get("trusted") else _run_unit
-    status, over = run(settings, command)
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    os.write(report_fd, ("%d %r %d %d\n" % (status, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, over)).encode())
+    status, over, cpu = run(settings, command)
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # of the largest process of the run
+    os.write(report_fd, ("%d %r %d %d\n" % (status, cpu, peak, over)).encode())
     code = os.waitstatus_to_exitcode(status)
     os._exit(128 - code if code < 0 else code)
 

@@ -124,7 +124,14 @@ def _set_rlimits(rlimits):
 def _mount_scratch(settings):
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    # the interpreter's folders under /tmp (a venv made there), kept through the tmpfs that hides them
+    kept = [(os.open(path, os.O_PATH), path) for path in settings["under_tmp"]]
     _mount("scratch", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, settings["tmpfs"])
+    for fd, path in kept:
+        os.makedirs(path, 0o755, exist_ok=True)
+        _mount("/proc/self/fd/%d" % fd, path, None, MS_BIND | MS_REC)
+        _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        os.close(fd)
     _mount("/tmp", "/dev/shm", None, MS_BIND)  # one budget for both
     for name, value in settings["sysctl"].items():
         _write("/proc/sys/" + name, str(value))
@@ -180,12 +187,14 @@ class Unit:
     at a time: "pid N" (from A), then "status N" (C's wait status) or "error WHY" (from A or B)."""
 
     def __init__(self, status_fd):
-        self.status_fd, self.pid, self.status, self.error = status_fd, 0, None, ""
+        self.status_fd, self.pid, self.status, self.error, self.silent = status_fd, 0, None, "", False
         self._pending = b""
 
     def _read_lines(self, timeout):
         if select.select([self.status_fd], [], [], timeout)[0]:
-            self._pending += os.read(self.status_fd, 4096) or b"error the unit ended without a word\n"
+            data = os.read(self.status_fd, 4096)
+            self._pending += data
+            self.silent = not data  # B is gone (killed) and C's status with it
         while b"\n" in self._pending:
             line, self._pending = self._pending.split(b"\n", 1)
             word, _, rest = line.decode("utf-8", "replace").partition(" ")
@@ -198,7 +207,7 @@ class Unit:
 
     def read_status(self, timeout):
         """C's wait status, once B has written it within `timeout` seconds (None until then)."""
-        if self.status is None and not self.error:
+        if self.status is None and not self.error and not self.silent:
             self._read_lines(max(0.0, timeout))
         return self.status
 
@@ -243,11 +252,11 @@ def spawn(settings, keep, body):
     os.close(write_fd)
     os.waitpid(starter, 0)
     unit = Unit(read_fd)
-    while not unit.pid and not unit.error:
+    while not unit.pid and not unit.error and not unit.silent:
         unit._read_lines(None)
     if not unit.pid:
         os.close(read_fd)
-        raise OSError("cannot start a unit: " + unit.error)
+        raise OSError("cannot start a unit: " + (unit.error or "it died at once"))
     return unit
 
 
