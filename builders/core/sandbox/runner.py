@@ -38,7 +38,13 @@ from builders.core.sandbox.limits import (
     shm_cap,
     unit_settings,
 )
-from builders.core.sandbox.mounts import _interpreter_dirs, _interpreter_mounts, _root_mounts, _staged_for
+from builders.core.sandbox.mounts import (
+    _crossable_by_anyone,
+    _interpreter_dirs,
+    _interpreter_mounts,
+    _root_mounts,
+    _staged_for,
+)
 from builders.core.sandbox.process import _classify, _decode, _Exit, _memfd, _Pipe, _supervise
 from builders.core.sandbox.programs import TRUSTED_FILES, program_text
 
@@ -150,6 +156,9 @@ class Sandbox:
                 f"installed. {INSTALL_HINT}"
             )
         self._require_options({"--perms", "--ro-bind-data", "--die-with-parent", "--as-pid-1"})
+        if os.geteuid() == 0 and not _crossable_by_anyone(self.bwrap):
+            raise SandboxUnavailable(f"bwrap at {self.bwrap} lies in a folder that nobody, who runs the sandbox "
+                                     f"for root, may not cross. {INSTALL_HINT}")
         self._staged = _staged_for(_interpreter_dirs()) if os.geteuid() == 0 else {}
         for folder in self._staged.values():
             weakref.finalize(self, os.rmdir, folder)
