@@ -3,16 +3,16 @@ CPU time of a whole process tree. Imported by the launcher (one unit: the progra
 per isolated program, and a fresh one after a call that overran). Runs inside the sandbox: the standard library
 only.
 
-:func:`spawn` starts a unit in three steps:
+:func:`spawn` starts a unit in two steps:
 
-* A unshares a user namespace, in which uid 0 is the caller's own uid (so that it may mount there and set the
-  IPC limits of the namespaces it owns), and mount, PID and IPC namespaces; it forks B and exits.
-* B is pid 1 of the new PID namespace: the unit's init. It mounts a /proc that shows the unit alone, one tmpfs
-  bounded in bytes and inodes as both /tmp and /dev/shm, caps SysV IPC in the unit's IPC namespace, allows one
-  user namespace more (C's), makes /proc/sys read-only (the IPC sysctls check the caller's uid, which C has
-  too, not a capability), and forks C. When C ends, B writes C's wait status on the status pipe and exits; the
-  kernel then kills whatever the unit left in its PID namespace, and its /tmp, SysV objects and POSIX message
-  queues go with its namespaces.
+* B is cloned straight into new user, mount, PID and IPC namespaces: pid 1 of its PID namespace, the unit's
+  init, and uid 0 of its user namespace, where 0 is the caller's own uid (so that it may mount there and set the
+  IPC limits of the namespaces it owns). It mounts a /proc that shows the unit alone, one tmpfs bounded in bytes
+  and inodes as both /tmp and /dev/shm, caps SysV IPC in the unit's IPC namespace, allows one user namespace
+  more (C's), makes /proc/sys read-only (the IPC sysctls check the caller's uid, which C has too, not a
+  capability), and forks C. When C ends, B writes C's wait status on the status pipe and exits; the kernel then
+  kills whatever the unit left in its PID namespace, and its /tmp, SysV objects and POSIX message queues go
+  with its namespaces.
 * C enters a user namespace of its own where it has the caller's uid again, drops every capability, joins a
   fresh session keyring (it would share the caller's otherwise), keeps only the file descriptors it is given,
   takes the rlimits and runs the untrusted code.
@@ -44,6 +44,9 @@ KEYCTL_JOIN_SESSION_KEYRING = 1
 # keyctl(2) has no libc wrapper: its number on each architecture Linux runs Python on.
 SYS_KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "loongarch64": 219, "ppc64le": 271, "ppc64": 271,
               "s390x": 280, "armv7l": 311, "armv8l": 311, "i686": 288, "i386": 288}
+# clone(2), on the architectures where its first argument is the flags (s390x has the stack first).
+SYS_CLONE = {"x86_64": 56, "aarch64": 220, "riscv64": 220, "loongarch64": 220, "ppc64le": 120, "ppc64": 120,
+             "armv7l": 120, "armv8l": 120, "i686": 120, "i386": 120}.get(os.uname().machine)
 RLIMITS = {"as": resource.RLIMIT_AS, "fsize": resource.RLIMIT_FSIZE, "nofile": resource.RLIMIT_NOFILE,
            "nproc": resource.RLIMIT_NPROC, "core": resource.RLIMIT_CORE, "cpu": resource.RLIMIT_CPU}
 TICK = os.sysconf("SC_CLK_TCK")
@@ -80,11 +83,28 @@ def _mount(source, target, fstype, flags, data=None):
     _check(mount(encode(source), encode(target), encode(fstype), flags, encode(data)), "mount " + target)
 
 
-def _enter_user_namespace(inside, outside_uid, outside_gid, extra=0):
-    """unshare a user namespace (and the namespaces in `extra`) in which the uid and gid `inside` are this
-    process's own. /proc/self/*_map belong to root while the process is not dumpable: it is for these writes,
-    when no untrusted process exists yet."""
-    _check(unshare(CLONE_NEWUSER | extra), "unshare")
+def _clone(namespaces):
+    """fork into new `namespaces` at once: clone(2) as fork(2) does it, with no stack of its own (the child
+    goes on on a copy of this one). Its child is pid 1 of a new PID namespace without a process in between.
+    Python's own work around fork is not needed here: the caller has one thread, and the child runs only this
+    module's code, then forks (with os.fork) or exits."""
+    if not namespaces:
+        return os.fork()
+    if SYS_CLONE is None:
+        raise OSError("no clone(2) number known for %s" % os.uname().machine)
+    result = syscall(SYS_CLONE, namespaces | 17, None, None, None, 0)  # 17: SIGCHLD to the parent at the end
+    return result if result >= 0 else -ctypes.get_errno()
+
+
+def _enter_user_namespace(inside, outside_uid, outside_gid):
+    """unshare a user namespace in which the uid and gid `inside` are this process's own."""
+    _check(unshare(CLONE_NEWUSER), "unshare")
+    _map_ids(inside, outside_uid, outside_gid)
+
+
+def _map_ids(inside, outside_uid, outside_gid):
+    """/proc/self/*_map belong to root while the process is not dumpable: it is, for these writes, when no
+    untrusted process exists yet."""
     prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
     _write("/proc/self/setgroups", "deny")
     _write("/proc/self/uid_map", "%d %d 1" % (inside[0], outside_uid))
@@ -229,34 +249,25 @@ def spawn(settings, keep, body):
     Raises OSError with the reason when the unit could not be set up (no user namespaces, a mount refused)."""
     read_fd, write_fd = os.pipe()
     ids = (os.getuid(), os.getgid())
-    starter = os.fork()
-    if starter == 0:  # A
+    namespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC if settings["isolate"] else 0
+    init = _clone(namespaces)
+    if init == 0:  # B, in its new namespaces
         try:
             os.close(read_fd)
-            if settings["isolate"]:
-                _enter_user_namespace((0, 0), *ids, extra=CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC)
+            if namespaces:
+                _map_ids((0, 0), *ids)
                 prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-            init = os.fork()
-            if init == 0:
-                try:
-                    _init(settings, ids, keep, body, write_fd)
-                except BaseException as error:
-                    os.write(write_fd, ("error %s\n" % error).encode("utf-8", "replace"))
-                finally:
-                    os._exit(0)
-            os.write(write_fd, b"pid %d\n" % init)
+            _init(settings, ids, keep, body, write_fd)
         except BaseException as error:
             os.write(write_fd, ("error %s\n" % error).encode("utf-8", "replace"))
         finally:
             os._exit(0)
     os.close(write_fd)
-    os.waitpid(starter, 0)
-    unit = Unit(read_fd)
-    while not unit.pid and not unit.error and not unit.silent:
-        unit._read_lines(None)
-    if not unit.pid:
+    if init < 0:
         os.close(read_fd)
-        raise OSError("cannot start a unit: " + (unit.error or "it died at once"))
+        raise OSError("cannot start a unit: clone: %s" % os.strerror(-init))
+    unit = Unit(read_fd)
+    unit.pid = init
     return unit
 
 
