@@ -325,3 +325,31 @@ def test_a_units_cpu_limit_covers_its_children() -> None:
     outcomes = run_isolated(sandbox, [Unit(program, ("f()",)), Unit(None, ("2",))], 10.0, 100)
     assert [_unit_calls(outcome) for outcome in outcomes] == [[(False, None, "timeout")], [(True, "2", None)]]
     assert time.monotonic() - started < 6, IDENTITY  # the old evaluator watched the waiting parent: 10 s
+
+
+# ---- and it cannot lift its own limits ----------------------------------------------------------------------
+
+# A user namespace of its own (where it would hold every capability, and could make an IPC namespace with no
+# SysV limit), and the SysV limits of its IPC namespace, which check its uid, not a capability.
+LIFT = r'''
+import ctypes, errno, os
+def lift():
+    libc, found = ctypes.CDLL(None, use_errno=True), []
+    found.append(("unshare user", libc.unshare(0x10000000), errno.errorcode.get(ctypes.get_errno())))
+    try:
+        with open("/proc/sys/kernel/shmmax", "w") as handle:
+            handle.write("1099511627776")
+        found.append(("shmmax", "written"))
+    except OSError as error:
+        found.append(("shmmax", errno.errorcode[error.errno]))
+    return found
+'''
+
+
+def test_a_program_cannot_lift_its_own_limits() -> None:
+    sandbox = Sandbox(ISOLATED, workers=1)
+    refused = [("unshare user", -1, "ENOSPC"), ("shmmax", "EROFS")]
+    result = sandbox.run(LIFT + "print(lift())")
+    assert (result.status, result.stdout) == ("ok", f"{refused}\n"), (IDENTITY, result)
+    [outcome] = run_isolated(sandbox, [Unit(LIFT, ("lift()",))], 2.0, 1000)
+    assert outcome["calls"][0]["repr"] == str(refused), IDENTITY
