@@ -96,11 +96,10 @@ def process_bytes(limits: Limits, cgroup: bool) -> int:
     return (limits.memory_bytes - shm_cap(limits) - scratch_cap(limits)) // limits.processes
 
 
-def unit_settings(limits: Limits, cgroup: bool, isolate: bool, processes: int | None = None,
-                  under_tmp: Sequence[str] = ()) -> dict:
+def unit_settings(limits: Limits, cgroup: bool, isolate: bool, processes: int, under_tmp: Sequence[str] = ()) -> dict:
     """What the launcher and the evaluator give each unit they start (``programs/unit.py``, as JSON): its rlimits,
     its /tmp (also its /dev/shm: one budget), the SysV IPC limits of its IPC namespace, and one user namespace
-    more than its own (the program's: none of its own). `processes` replaces limits.processes as RLIMIT_NPROC;
+    more than its own (the program's: none of its own). `processes` is its RLIMIT_NPROC;
     `under_tmp` are the interpreter's folders under /tmp, which each unit binds again on its own /tmp."""
     shm = shm_cap(limits)
     backstop = cpu_backstop(limits)
@@ -108,7 +107,7 @@ def unit_settings(limits: Limits, cgroup: bool, isolate: bool, processes: int | 
         "isolate": isolate,
         "cpu_seconds": limits.cpu_seconds,
         "rlimits": {"as": process_bytes(limits, cgroup), "fsize": limits.file_bytes, "nofile": limits.open_files,
-                    "nproc": processes or limits.processes, "core": 0, "cpu": [backstop, backstop + 1]},
+                    "nproc": processes, "core": 0, "cpu": [backstop, backstop + 1]},
         "tmpfs": f"size={limits.tmp_bytes},nr_inodes={limits.tmp_inodes},mode=1777",
         "under_tmp": list(under_tmp),
         "sysctl": {"kernel/shmmax": shm, "kernel/shmall": max(1, shm // PAGE), "kernel/shmmni": SYSV_IDS,

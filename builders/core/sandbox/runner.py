@@ -60,8 +60,8 @@ CGROUP_ENTER = 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"'
 # /root: in a private mount namespace, each such folder is first bound on a folder nobody can reach.
 STAGE = ('mount=$1; shift; while [ "$1" != -- ]; do "$mount" --bind "$1" "$2" || exit 125; shift 2; done; '
          'shift; exec "$@"')
-# bubblewrap, its launcher (pid 1) and a unit's starter and init besides the program's own processes (and the
-# evaluator's units: their starter and init again) hold cgroup pids.
+# cgroup pids besides the program's own: bubblewrap, the launcher (pid 1), the program's unit's init; in an
+# evaluator's run the evaluator, its unit's init, and one to spare.
 TRUSTED_PIDS = 6
 
 
@@ -187,10 +187,15 @@ class Sandbox:
         return (f"sandbox: {limits.memory_bytes >> 20} MiB ({memory}), {limits.cpu_seconds} s CPU, "
                 f"{limits.processes} processes, {self.workers} at once")
 
-    def settings(self, processes: int | None = None, limits: Limits | None = None) -> dict:
-        """What each unit of this sandbox is given (``programs/unit.py``)."""
+    def settings(self, limits: Limits | None = None, processes: int | None = None) -> dict:
+        """What each unit of this sandbox is given (``programs/unit.py``): `processes` (limits.processes by
+        default) of its own."""
+        limits = limits or self.limits
+        processes = processes or limits.processes
+        if self.unsafe and os.geteuid():  # without namespaces RLIMIT_NPROC counts every process of the user
+            processes += _processes_of_this_user() + 2
         under_tmp = [] if self.unsafe else [path for path in _interpreter_dirs() if path.startswith("/tmp/")]
-        return unit_settings(limits or self.limits, bool(self._cgroup), not self.unsafe, processes, under_tmp)
+        return unit_settings(limits, bool(self._cgroup), not self.unsafe, processes, under_tmp)
 
     @classmethod
     def check(cls, bwrap: str | None = None) -> str:
@@ -242,7 +247,7 @@ class Sandbox:
     def _execute(self, code: str, stdin: str, limits: Limits, command: Sequence[str] | None = None, *,
                  trusted: bool = False) -> RunResult:
         started = time.monotonic()
-        settings = {**self.settings(self._nproc(limits), limits), "trusted": trusted}
+        settings = {**self.settings(limits), "trusted": trusted}
         with _memfd("stdin", stdin) as stdin_fd:
             if self.unsafe:
                 outcome, stdout, stderr = self._run_unsandboxed(code, stdin_fd, limits, settings)
@@ -255,10 +260,6 @@ class Sandbox:
         report = outcome.report
         return RunResult(status, returncode, _decode(stdout), _decode(stderr), seconds,
                          report.cpu_seconds if report else None, report.max_rss_bytes if report else None)
-
-    def _nproc(self, limits: Limits) -> int:
-        # Without namespaces RLIMIT_NPROC counts every process of the user, these and the launcher included.
-        return limits.processes + (_processes_of_this_user() + 2 if self.unsafe and os.geteuid() else 0)
 
     def _require_options(self, needed: set[str]) -> None:
         assert self.bwrap is not None
