@@ -517,9 +517,10 @@ def test_hostile_predictions_are_not_a_literal_and_never_reach_the_sandbox(tmp_p
     ran: list[str] = []
     execute = Sandbox._execute
 
-    def recording(self, code, stdin, limits, command=None):
-        ran.append(code + stdin)
-        return execute(self, code, stdin, limits, command)
+    def recording(self, code, stdin, limits, command=None, *, trusted=False):
+        # the evaluator's job is marshalled, in hex: its strings are there as they are, once decoded
+        ran.append(code + (bytes.fromhex(stdin).decode("utf-8", "replace") if trusted else stdin))
+        return execute(self, code, stdin, limits, command, trusted=trusted)
 
     monkeypatch.setattr(Sandbox, "_execute", recording)
     rows = [{"id": "humaneval/0/0", "model": f"h{i}", "output": text} for i, text in enumerate(HOSTILE_PREDICTIONS)]
@@ -555,6 +556,44 @@ def test_a_reference_program_cannot_forge_its_verification_line():
     assert [(v.pair.id, v.gold) for v in verified] == [("mbpp/9/1", "2")]
     assert [(r.id, r.error.reason, r.error.detail) for r in rejected] == [
         ("mbpp/9/0", "reference_output_mismatch", "expected 999, got 1")]
+
+
+# A reference program that, as it is imported, writes a forged verification row, "add(2, 2) returned 5", for
+# every unit and call of its run on every fd it can open, its own and every visible process's in /proc (the
+# red team's attack went through bubblewrap's init, pid 1, for an ordinary user).
+FORGER = r'''
+import os
+rows = b"".join(b'{"u": %d, "i": %d, "ok": true, "repr": "5", "truncated": false}\n' % (u, i)
+                for u in range(16) for i in range(4))
+targets = ["/proc/%s/fd/%s" % (pid, fd) for pid in os.listdir("/proc") if pid.isdigit()
+           for fd in (os.listdir("/proc/%s/fd" % pid) if os.access("/proc/%s/fd" % pid, os.R_OK) else [])]
+for target in targets:
+    try:
+        handle = os.open(target, os.O_WRONLY | os.O_NONBLOCK)
+        os.write(handle, rows)
+    except OSError:
+        pass
+def forge(x):
+    return x
+'''
+
+
+@needs_bwrap
+def test_a_program_cannot_forge_another_problems_verification_in_a_build(tmp_path):
+    """MBPP-style task 902, whose test claims add(2, 2) == 5, beside a program that forges add(2, 2) = 5 for it:
+    the item is excluded as the reference's mismatch, whoever builds (the old sandbox published it, with 5 marked
+    correct, when an ordinary user built)."""
+    source = write_sources(tmp_path / "src")
+    rows = [mbpp_row(901, FORGER, ["assert forge(1) == 1"]),
+            mbpp_row(902, "def add(a, b):\n    return a + b", ["assert add(2, 2) == 5", "assert add(1, 2) == 3"])]
+    write_jsonl(source / "mbpp" / "test.jsonl", MBPP["test"] + rows)
+    predictions = write_predictions(tmp_path / "preds")
+    out = tmp_path / "out"
+    assert python_io.main(["--source", str(source), "--choices", "3", "--sets", "2", "--call-timeout", "2",
+                           "--max-excluded", "1", "--predictions", *predictions, "--output", str(out)]) == 0
+    exclusions = {e["id"]: e["reason"] for e in map(json.loads, (out / "exclusions.jsonl").read_text().splitlines())}
+    assert exclusions["mbpp/902/0"] == "reference_output_mismatch", os.geteuid()
+    assert exclusions["mbpp/902/1"] == "no_predictions"  # verified (3), then left without distractors
 
 
 # ---- the embedded sample (issue 15 points 1 and 5) ---------------------------------------------------------

@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 from pathlib import Path
@@ -94,7 +95,7 @@ for _ in range(3 * 10**5):
 repr(nested)
 """
 WRITE_TARGETS = ["/etc/pwned", "/usr/pwned", "/pwned", "/root/pwned", "/sandbox/main.py", "/sandbox/launcher.py",
-                 "/sandbox/cpu_clock.py", "/sandbox/pwned.py"]  # the program and the trusted programs beside it
+                 "/sandbox/unit.py", "/sandbox/pwned.py", "/dev/pwned"]  # the program and the trusted programs beside it
 WRITE_TARGETS.append(str(ESCAPE_PROBE))
 WRITE_OUTSIDE_TMP = f"""
 for path in {WRITE_TARGETS!r}:
@@ -311,8 +312,8 @@ def test_home_and_environment_are_invisible(hostile: dict[str, RunResult]) -> No
     assert SECRET not in result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert [line.split()[-1] for line in lines[:3]] == ["FileNotFoundError"] * 3
-    # /proc/1 is bwrap's init: unreadable as root, else an environment without the secret.
-    assert lines[3].startswith("/proc/1/environ ")
+    # /proc/1 is the program's init, trusted and not dumpable: its environment is not for the program to read
+    assert lines[3] == "/proc/1/environ PermissionError"
     assert lines[-1] == str(
         sorted(
             ["HOME", "LANG", "PATH", "PWD", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED"]
@@ -330,10 +331,8 @@ def test_no_network_even_to_loopback(hostile: dict[str, RunResult]) -> None:
 @needs_bwrap
 def test_cannot_kill_the_parent(hostile: dict[str, RunResult]) -> None:
     for name in ("kill_parent", "kill_everything"):
-        # Without root the launcher is the program's own user, which can kill it (never this process): then
-        # no trusted report comes, and the verdict is only "killed", never a timeout or a memory error.
-        assert (hostile[name].status, hostile[name].stdout) in [("ok", "alive\n")] + (
-            [] if os.geteuid() == 0 else [("killed", "alive\n")])
+        # its parent is its unit's init, which gets no signal from inside; the launcher is out of its sight
+        assert (hostile[name].status, hostile[name].stdout) == ("ok", "alive\n"), hostile[name]
     assert os.getppid() > 1  # this process (and its parent) survived
 
 
@@ -402,7 +401,7 @@ def test_evaluate_call_does_not_run_main_block(sandbox: Sandbox) -> None:
 
 @needs_bwrap
 def test_isolated_code_finds_no_trusted_program_on_its_path(sandbox: Sandbox) -> None:
-    # The evaluator imports its sibling cpu_clock from /sandbox, then takes the folder off sys.path again: the
+    # The evaluator imports its sibling unit from /sandbox, then takes the folder off sys.path again: the
     # units' code runs with the path a program of its own would have.
     calls = ("'/sandbox' in __import__('sys').path", "__import__('launcher')", "__import__('main')")
     [outcome] = run_isolated(sandbox, [Unit(None, calls)], 2.0, 100)
@@ -427,10 +426,12 @@ def test_missing_bwrap_raises_actionable_error(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_unusable_bwrap_raises_with_its_error(tmp_path: Path) -> None:
-    fake = tmp_path / "bwrap"
+    folder = Path(tempfile.mkdtemp())  # one that nobody (who runs bwrap for root) may reach too
+    folder.chmod(0o755)
+    fake = folder / "bwrap"
     fake.write_text(
         "#!/bin/sh\n"
-        'if [ "$1" = --help ]; then echo "--perms --ro-bind-data --die-with-parent"; exit 0; fi\n'
+        'if [ "$1" = --help ]; then echo "--perms --ro-bind-data --die-with-parent --as-pid-1"; exit 0; fi\n'
         'echo "bwrap: No permissions to create new namespace" >&2\n'
         "exit 1\n"
     )
@@ -441,6 +442,8 @@ def test_unusable_bwrap_raises_with_its_error(tmp_path: Path) -> None:
         Sandbox(bwrap="/bin/true")
     with pytest.raises(SandboxUnavailable, match="Cannot execute bwrap"):
         Sandbox(bwrap=str(tmp_path / "missing"))
+    fake.unlink()
+    folder.rmdir()
 
 
 def test_unsafe_mode_applies_limits_without_sandbox() -> None:
@@ -551,18 +554,21 @@ def test_memory_of_the_whole_program_is_limited() -> None:
     assert held_bytes(children.stdout) <= limit, children.stdout
     assert held_bytes(children.stdout) < 2 * 400 * MiB
     assert segments.status in ("ok", "error", "memory"), segments
-    assert held_bytes(segments.stdout) <= limit, segments.stdout
-    if "NOT capped" not in sandbox.mechanism:  # shmmax capped in the sandbox's IPC namespace: no 256 MiB segment
-        assert "SysV shared memory capped at 64 MiB" in sandbox.mechanism
-        assert held_bytes(segments.stdout) == 0
-        assert segments.stdout.count("refused") == 8, segments.stdout
+    # shmmax capped in the run's own IPC namespace, for root and ordinary users alike: no 256 MiB segment
+    assert "SysV shared memory capped at 64 MiB" in sandbox.mechanism
+    assert held_bytes(segments.stdout) == 0
+    assert segments.stdout.count("refused 22") == 8, segments.stdout
 
 
 @needs_bwrap
-def test_the_log_says_which_memory_limit_is_in_force(caplog: pytest.LogCaptureFixture) -> None:
+def test_the_log_says_the_limits_in_one_short_line_once(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level("INFO", logger="builders.core.sandbox"):
+        Sandbox.check()  # a builder's check before any work: says nothing
         sandbox = Sandbox(BUDGET, workers=1)
-    assert any(sandbox.mechanism in record.getMessage() for record in caplog.records)
+    [line] = [record.getMessage() for record in caplog.records]
+    memory = "cgroup" if sandbox.mechanism.startswith("cgroup v2") else "rlimits"
+    assert line == f"sandbox: 512 MiB ({memory}), 10 s CPU, 4 processes, 1 at once"
+    assert "SysV shared memory capped" in sandbox.mechanism  # the whole story is the card's
 
 
 def test_limits_that_leave_python_no_room_are_refused() -> None:
@@ -649,7 +655,7 @@ def peak_growth(sandbox: Sandbox, program: str) -> tuple[RunResult, int]:
 @needs_bwrap
 def test_tmp_attacks_stay_within_the_scratch_cap() -> None:
     sandbox = Sandbox(SCRATCH, workers=1)
-    assert "/tmp a tmpfs of 4 MiB and 64 inodes" in sandbox.mechanism
+    assert "/tmp and /dev/shm one tmpfs of 4 MiB and 64 inodes" in sandbox.mechanism
     noise = 48 * MiB  # other processes of the machine move these counters too
     for name, program in TMP_ATTACKS.items():
         result, growth = peak_growth(sandbox, program)
@@ -666,7 +672,6 @@ def test_unsafe_mode_never_empties_the_hosts_tmp(tmp_path: Path) -> None:
     kept = tmp_path / "kept.txt"
     kept.write_text("another user's file")
     sandbox = Sandbox(Limits(cpu_seconds=5, wall_seconds=30, memory_bytes=512 * MiB, processes=4), unsafe=True)
-    assert sandbox.scratch_inodes == 0
     outcomes = run_isolated(sandbox, [Unit(None, ("1",)), Unit(None, ("2",))], 5.0, 100)
     assert [row.get("repr") for outcome in outcomes for row in outcome["calls"]] == ["1", "2"]
     assert kept.read_text() == "another user's file"
@@ -823,7 +828,7 @@ def test_a_hidden_interpreter_is_named_not_user_namespaces(monkeypatch: pytest.M
     import builders.core.sandbox.runner as runner
 
     # As if the interpreter's folders could not be mounted: bwrap works, Python does not.
-    monkeypatch.setattr(runner, "_interpreter_mounts", lambda: ())
+    monkeypatch.setattr(runner, "_interpreter_mounts", lambda staged: ())
     monkeypatch.setattr(runner, "_interpreter_dirs", lambda: [])
     monkeypatch.setattr(runner.sys, "executable", "/opt/hidden-python/bin/python3")
     with pytest.raises(SandboxUnavailable) as caught:
@@ -843,38 +848,3 @@ def test_an_interpreter_prefix_that_is_a_shared_folder_is_refused(monkeypatch: p
     monkeypatch.setattr(sandbox_module.sys, "prefix", "/tmp/some-venv")
     dirs, _ = sandbox_module._interpreter_paths()
     assert "/tmp/some-venv" in dirs
-
-
-SYSTEM_PYTHON = Path("/usr/bin/python3")
-
-
-def _world_readable(path: Path) -> bool:
-    return all(p.stat().st_mode & 0o005 == 0o005 for p in [path, *path.parents])
-
-
-@needs_bwrap
-@pytest.mark.skipif(os.geteuid() != 0 or not SYSTEM_PYTHON.exists() or not _world_readable(REPO),
-                    reason="needs root (to become nobody), a system Python and a world-readable checkout")
-def test_without_root_shared_memory_is_capped_too() -> None:
-    # The same attacks from an unprivileged user: the IPC limits are set from an outer user namespace.
-    probe = textwrap.dedent(f"""
-        import sys
-        sys.dont_write_bytecode = True
-        sys.path.insert(0, {str(REPO)!r})
-        from builders.core.sandbox import Limits, Sandbox
-        sandbox = Sandbox(Limits(cpu_seconds=10, wall_seconds=30, memory_bytes=512 << 20, processes=4), workers=1)
-        print(sandbox.mechanism)
-        for program in ({SYSV_SEGMENTS!r}, {SIX_CHILDREN!r}, "import os; print(os.getuid())"):
-            result = sandbox.run(program)
-            print(result.status, result.stdout.replace(chr(10), "|"))
-    """)
-    setpriv = "/usr/bin/setpriv"
-    done = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", str(SYSTEM_PYTHON), "-I",
-                           "-c", probe], capture_output=True, text=True, timeout=120, cwd="/",
-                          env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"})
-    assert done.returncode == 0, done.stderr
-    mechanism, segments, children, uid = done.stdout.splitlines()
-    assert "SysV shared memory capped at 64 MiB" in mechanism
-    assert segments.startswith("ok ") and segments.count("refused 22") == 8
-    assert children.startswith("ok ") and held_bytes(children.split(" ", 1)[1].replace("|", "\n")) <= 768 * MiB
-    assert uid == "ok 65534|"

@@ -355,13 +355,16 @@ def call_signature(call: str) -> str:
 
 # ---- verification in the sandbox -------------------------------------------------------------------------
 
-# Each problem's program runs once in a forked process of its own, then its calls in order in its namespace
-# (as the original tests do); the values come back over a private pipe, and the trusted evaluator alone writes
-# result lines (:func:`builders.core.sandbox.run_isolated`), so a program cannot forge its verification line.
-# A call that overruns its time is killed with its process; the problem's other calls go on in a fresh one.
+# Each problem's program runs once in a unit of its own (namespaces, /tmp, keyring: nothing another problem left,
+# and no sight of the evaluator), then its calls in order in its namespace (as the original tests do); the values
+# come back over a private pipe, and the trusted evaluator alone writes result lines
+# (:func:`builders.core.sandbox.run_isolated`), so a program cannot forge its or another's verification line.
+# A call that overruns its time is killed with its unit; the problem's other calls go on in a fresh one.
 # Two processes (the evaluator and the program) share the memory budget.
 VERIFY_LIMITS = Limits(cpu_seconds=60, wall_seconds=60.0, memory_bytes=1 << 30, processes=2, output_bytes=4 << 20)
-PROBLEMS_PER_RUN = 16
+# Problems per sandbox run: since every problem has a unit of its own, which problems share a run changes no
+# verdict, and a run costs about as much as 15 problems.
+PROBLEMS_PER_RUN = 32
 
 
 @dataclass(frozen=True)

@@ -21,15 +21,15 @@ class _Cgroup:
     def __init__(self, path: Path):
         self.path = path
 
-    def child(self, limits: Limits) -> Path:
+    def child(self, limits: Limits, trusted: int) -> Path:
         _Cgroup.counter += 1
         child = self.path / f"mcqforge-{os.getpid()}-{threading.get_ident()}-{_Cgroup.counter}"
         child.mkdir()
         (child / "memory.max").write_text(str(limits.memory_bytes))
         if (child / "memory.swap.max").exists():
             (child / "memory.swap.max").write_text("0")
-        # bwrap, its init and the launcher hold three slots besides the program's.
-        (child / "pids.max").write_text(str(limits.processes + 3))
+        # the sandbox's trusted processes hold `trusted` slots besides the program's
+        (child / "pids.max").write_text(str(limits.processes + trusted))
         return child
 
     @staticmethod

@@ -4,6 +4,7 @@ sandbox run, with results written out only by the trusted evaluator (``programs/
 from __future__ import annotations
 
 import json
+import marshal
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +39,11 @@ def run_isolated(sandbox: Sandbox, units: Sequence[Unit], seconds: float, max_ch
     """Each unit's outcome: ``{"program_error": text}`` or ``{"calls": [row, ...]}`` with one row per call
     (``ok``, ``repr``, ``truncated``, ``error``, ``nonliteral``; ``died`` with the sandbox status when the
     whole run died during it). Units go ``per_run`` to a sandbox run, each in its own forked process;
-    a run that stops early or dies is followed by another for the units it did not finish."""
+    a run that stops early or dies is followed by another for the units it did not finish. The evaluator is one
+    of the sandbox's ``processes``: each unit may have one fewer."""
+    if sandbox.limits.processes < 2:
+        raise ValueError("run_isolated needs Limits.processes >= 2: the evaluator and a unit's program")
+    settings = sandbox.settings(processes=sandbox.limits.processes - 1)
     results: list[dict[str, Any] | None] = [None] * len(units)
     partial: dict[int, list[dict]] = {}
     pending = [list(range(i, min(i + per_run, len(units)))) for i in range(0, len(units), per_run)]
@@ -51,10 +56,10 @@ def run_isolated(sandbox: Sandbox, units: Sequence[Unit], seconds: float, max_ch
                 unit, calls_done = units[index], len(partial.get(index, []))
                 # a unit resumed after a dead run re-runs its program, then only the calls not done
                 job_units.append({"program": unit.program, "calls": list(unit.calls[calls_done:])})
-            jobs.append(json.dumps({"units": job_units, "seconds": seconds, "max_chars": max_chars,
-                                    "budget": budget, "cpu_seconds": sandbox.limits.cpu_seconds,
-                                    "scratch": sandbox.scratch_inodes}))
-        runs = sandbox.run_many([program_text("evaluator.py")] * len(jobs), jobs, progress=progress)
+            jobs.append(marshal.dumps({"units": job_units, "seconds": seconds, "max_chars": max_chars,
+                                       "budget": budget, "cpu_seconds": sandbox.limits.cpu_seconds,
+                                       "settings": settings}).hex())
+        runs = sandbox.run_many([program_text("evaluator.py")] * len(jobs), jobs, progress=progress, trusted=True)
         if tally is not None:
             tally["runs"] = tally.get("runs", 0) + len(runs)
             tally["rounds"] = tally.get("rounds", 0) + 1

@@ -1,8 +1,10 @@
-"""What a sandboxed run may use (:class:`Limits`), what it gave (:class:`RunResult`), and how the memory budget is
-shared out among processes, SysV shared memory and the private /tmp."""
+"""What a sandboxed run may use (:class:`Limits`), what it gave (:class:`RunResult`), how the memory budget is
+shared out among processes, SysV shared memory and the private /tmp, and what each unit is given."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -22,7 +24,7 @@ class Limits:
     file_bytes: int = 1 * MiB  # largest file the program may write (RLIMIT_FSIZE)
     processes: int = 4  # processes and threads of the program (RLIMIT_NPROC, pids.max)
     output_bytes: int = 64 * KiB  # kept from stdout and from stderr each
-    tmp_bytes: int = 16 * MiB  # size of the private /tmp
+    tmp_bytes: int = 16 * MiB  # size of the private /tmp, which is also /dev/shm
     tmp_inodes: int = 64  # files, folders, links and (as inode space) extended attributes in /tmp
     open_files: int = 64
 
@@ -66,6 +68,10 @@ def cpu_backstop(limits: Limits) -> int:
 MIN_PROCESS_BYTES = 48 * MiB  # Python with the standard library needs about this much address space
 
 
+PAGE = os.sysconf("SC_PAGE_SIZE")
+SYSV_IDS = 16  # SysV shared memory segments, and message queues, a unit may hold at once
+
+
 def shm_cap(limits: Limits) -> int:
     """Bytes of SysV shared memory a sandbox may hold in all."""
     return min(64 * MiB, limits.memory_bytes // 8)
@@ -88,3 +94,22 @@ def process_bytes(limits: Limits, cgroup: bool) -> int:
     if cgroup:
         return limits.memory_bytes
     return (limits.memory_bytes - shm_cap(limits) - scratch_cap(limits)) // limits.processes
+
+
+def unit_settings(limits: Limits, cgroup: bool, isolate: bool, processes: int, under_tmp: Sequence[str] = ()) -> dict:
+    """What the launcher and the evaluator give each unit they start (``programs/unit.py``, as JSON): its rlimits,
+    its /tmp (also its /dev/shm: one budget), the SysV IPC limits of its IPC namespace, and one user namespace
+    more than its own (the program's: none of its own). `processes` is its RLIMIT_NPROC;
+    `under_tmp` are the interpreter's folders under /tmp, which each unit binds again on its own /tmp."""
+    shm = shm_cap(limits)
+    backstop = cpu_backstop(limits)
+    return {
+        "isolate": isolate,
+        "cpu_seconds": limits.cpu_seconds,
+        "rlimits": {"as": process_bytes(limits, cgroup), "fsize": limits.file_bytes, "nofile": limits.open_files,
+                    "nproc": processes, "core": 0, "cpu": [backstop, backstop + 1]},
+        "tmpfs": f"size={limits.tmp_bytes},nr_inodes={limits.tmp_inodes},mode=1777",
+        "under_tmp": list(under_tmp),
+        "sysctl": {"kernel/shmmax": shm, "kernel/shmall": max(1, shm // PAGE), "kernel/shmmni": SYSV_IDS,
+                   "kernel/msgmni": SYSV_IDS, "user/max_user_namespaces": 1},
+    }

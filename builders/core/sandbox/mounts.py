@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import sysconfig
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -93,14 +95,30 @@ def _root_mounts() -> tuple[str, ...]:
     return tuple(args)
 
 
-@lru_cache(maxsize=1)
-def _interpreter_mounts() -> tuple[str, ...]:
-    """bwrap arguments that make the interpreter visible; they come after the private /tmp, so that a
-    Python living under /tmp (a venv made there) is mounted over it."""
+def _crossable_by_anyone(path: str) -> bool:
+    """Whether every folder above `path` lets any user through (mode o+x)."""
+    return all(os.stat(parent).st_mode & stat.S_IXOTH for parent in Path(path).parents)
+
+
+def _staged_for(dirs: Sequence[str]) -> dict[str, str]:
+    """For root, who runs bubblewrap as nobody: an empty folder nobody can reach for each interpreter folder that
+    nobody cannot (one under /root, say), on which the run binds it in a private mount namespace first."""
+    staged = {}
+    for path in dirs:
+        if not _crossable_by_anyone(path):
+            folder = tempfile.mkdtemp(prefix="mcqforge-python-")
+            os.chmod(folder, 0o755)
+            staged[path] = folder
+    return staged
+
+
+def _interpreter_mounts(staged: Mapping[str, str]) -> tuple[str, ...]:
+    """bwrap arguments that make the interpreter visible (from its staged folder, where it has one); they come
+    after the /tmp folder, so that a Python living under /tmp (a venv made there) is mounted inside it."""
     dirs, links = _interpreter_paths()
     args: list[str] = []
     for path in dirs:
-        args += [*_parents_args(path), "--ro-bind", path, path]
+        args += [*_parents_args(path), "--ro-bind", staged.get(path, path), path]
     for target, path in links:
         args += [*_parents_args(path), "--symlink", target, path]
     return tuple(args)

@@ -37,11 +37,6 @@ class _Exit:
     oom_events: int = 0  # cgroup memory.events (max + oom_kill) during the run
 
 
-# How a trusted process (the launcher, the evaluator) enforces the CPU limit on its child: it reads the child's
-# CPU clock (CLOCK_PROCESS_CPUTIME_ID of another process: exact scheduler time, what rusage reports) every
-# CPU_POLL seconds and kills it at the limit, so it knows why it died. RLIMIT_CPU is only a backstop, set well
-
-
 class _Pipe:
     """The launcher's report pipe: the write end goes to the launcher only."""
 

