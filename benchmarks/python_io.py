@@ -22,10 +22,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from builders import python_io
+from builders.core.items.outcomes import Exclude
 from builders.core.sandbox import Sandbox
 from builders.core.sources.loading import load_source
-from builders.python_io import builder as python_io
-from builders.python_io import problems as python_io_pairs
+from builders.python_io.card_statistics import PAPER_COUNTS
+from builders.python_io.problems import BENCHMARK, OUTPUT_SPLITS, CallPair, extract_rows
+from builders.python_io.verify import VERIFY_LIMITS, verify_pairs
 
 
 def peak_mb() -> float:
@@ -50,26 +53,27 @@ def main() -> None:
     logging.basicConfig(level="WARNING")
 
     started = time.perf_counter()
-    source = load_source(python_io_pairs.BENCHMARK, str(args.data))
+    source = load_source(BENCHMARK, str(args.data))
     problems = source.records()
     stage("read sources", started, len(problems), "problems")
 
     started = time.perf_counter()
-    extracted = python_io_pairs.extract_all(problems, python_io_pairs.OUTPUT_SPLITS, keep_docstrings=False)
-    stage("extract pairs", started, len(extracted.pairs), "pairs")
-    print("  rows in per split:", dict(extracted.rows_in), " rejected:",
-          dict(Counter(r.error.reason for r in extracted.rejected)))
+    rows = extract_rows(problems)
+    pairs = [row for split_rows in rows.values() for row in split_rows if isinstance(row, CallPair)]
+    stage("extract pairs", started, len(pairs), "pairs")
+    print("  rows in per split:", {split: len(split_rows) for split, split_rows in rows.items()}, " rejected:",
+          dict(Counter(row.error.reason for split_rows in rows.values() for row in split_rows
+                       if isinstance(getattr(row, "error", None), Exclude))))
 
-    sandbox = Sandbox(limits=python_io_pairs.VERIFY_LIMITS, workers=args.workers)
+    sandbox = Sandbox(limits=VERIFY_LIMITS, workers=args.workers)
     started = time.perf_counter()
-    verified, failed, stats = python_io_pairs.verify_pairs(extracted.pairs, sandbox)
-    stage("verify in the sandbox", started, len(extracted.pairs), "calls")
+    verified, failed, stats = verify_pairs(pairs, sandbox)
+    stage("verify in the sandbox", started, len(pairs), "calls")
     print(f"  {stats.runs} sandbox runs in {stats.rounds} round(s): {stats.runs_per_second:.1f} runs/s, "
           f"{stats.calls_per_second:.1f} calls/s, {sandbox.workers} workers; verified {len(verified)}, failed "
-          f"{dict(Counter(r.error.reason for r in failed))}")
+          f"{dict(Counter(error.reason for error in failed.values()))}")
     per_split = Counter(v.pair.problem.split for v in verified)
-    print("  verified per split:", {s: per_split[s] for s in python_io_pairs.OUTPUT_SPLITS},
-          " paper:", python_io.PAPER_COUNTS)
+    print("  verified per split:", {s: per_split[s] for s in OUTPUT_SPLITS}, " paper:", PAPER_COUNTS)
 
     started = time.perf_counter()
     results = sandbox.run_many([f"print({i} * {i})" for i in range(args.throughput_runs)])

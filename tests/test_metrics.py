@@ -352,7 +352,7 @@ def test_every_command_reads_predictions_with_the_one_reader(tmp_path, capsys):
 
     from builders.gsm_mc import builder as gsm_mc
     from builders.math_mc import builder as math_mc
-    from builders.python_io import builder as python_io
+    from builders import python_io
 
     bad = write_jsonl(tmp_path / "preds.jsonl", [{"model": "m", "question_index": 0, "output": "1"},
                                                  {"model": "m", "question_index": 1}])

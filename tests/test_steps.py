@@ -128,6 +128,21 @@ def test_an_exclusion_from_some_configs_is_logged_per_config_and_the_source_s_fr
     assert [(e.id, e.config) for e in everywhere.exclusion_log().entries] == [("src/test/5", None)]
 
 
+def test_the_source_s_exclusions_count_in_the_split_their_rows_feed():
+    """A builder whose splits are not the source's (PythonIO's train holds MBPP's train, validation and prompt
+    rows) feeds its own rows to the run: a malformed source row is one row excluded from the split it would have
+    fed, so that rows in = rows out + excluded holds per split."""
+    source_log = ExclusionLog()
+    source_log.add("validation", "src/validation/0", 0, "source", Exclude("malformed_row", "answer"))
+    source_log.add("test", "src/test/9", 9, "source", Exclude("malformed_row", "answer"))
+    run = Run({}, source_log)
+    run.feed_splits({"validation": "train", "prompt": "train"})
+    run.make("default", [Step("flip", first_step)], items={"train": [record(1, "train")], "test": [record(2)]})
+    log = run.exclusion_log()
+    assert sorted((e.split, e.id) for e in log.entries) == [("test", "src/test/9"), ("train", "src/validation/0")]
+    assert log.count("train", "default") == 1 and len(run.configs["default"]["train"]) == 1
+
+
 def test_open_items_are_logged_with_their_row_index():
     item = OpenItem("gsm8k/test/3", "test", 3, "How many?", "4", "4", "", "main")
     run = Run({"test": [item]}, ExclusionLog())

@@ -250,20 +250,13 @@ def build_sets(items: Mapping[str, Sequence[OpenItem]], pools: Mapping[str, Pool
                excluded_items: Mapping[str, Exclude] | None = None) -> tuple[Configs, ExclusionLog, Outcomes]:
     """Every config and split; items without enough distractors, and those in ``excluded_items`` (item id ->
     why: a suspect key), are excluded from every config. Every other item is altered: one record per set."""
-    needed = options.choices - 1
-
     def check_key(item: OpenItem) -> OpenItem:
         if excluded_items and item.id in excluded_items:
             raise excluded_items[item.id]
         return item
 
     def make_sets(item: OpenItem) -> list[MCQRecord]:
-        pool = pools.get(item.id) if pools is not None else None
-        if pools is not None and (pool is None or pool.size < needed):
-            reason = "no_predictions" if item.id in no_predictions else "pool_too_small"
-            size = pool.size if pool is not None else 0
-            raise Exclude(reason, "pool", f"{size} distractors, {needed} needed")
-        return [_set_record(item, pool, k, options, dataset, random_distractors) for k in range(options.sets)]
+        return item_sets(item, pools, options, dataset, random_distractors, no_predictions)
 
     exclusions = ExclusionLog()
     sets, outcomes = run_steps(items, [("key", check_key), ("distractors", make_sets)], exclusions=exclusions)
@@ -273,6 +266,20 @@ def build_sets(items: Mapping[str, Sequence[OpenItem]], pools: Mapping[str, Pool
         for k in range(options.sets):
             configs[f"set_{k}"][split] = [item_sets[k] for item_sets in records]
     return configs, exclusions, outcomes
+
+
+def item_sets(item: OpenItem, pools: Mapping[str, Pool] | None, options: SetOptions, dataset: str,
+              random_distractors: RandomDistractors | None = None,
+              no_predictions: set[str] | frozenset = frozenset()) -> list[MCQRecord]:
+    """The item's record in each set (random distractors when ``pools`` is None); :class:`Exclude` when its pool
+    has fewer distractors than a set needs (``no_predictions`` for an item no model predicted)."""
+    needed = options.choices - 1
+    pool = pools.get(item.id) if pools is not None else None
+    if pools is not None and (pool is None or pool.size < needed):
+        reason = "no_predictions" if item.id in no_predictions else "pool_too_small"
+        size = pool.size if pool is not None else 0
+        raise Exclude(reason, "pool", f"{size} distractors, {needed} needed")
+    return [_set_record(item, pool, k, options, dataset, random_distractors) for k in range(options.sets)]
 
 
 def _set_record(item: OpenItem, pool: Pool | None, k: int, options: SetOptions, dataset: str,

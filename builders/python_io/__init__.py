@@ -1,5 +1,7 @@
-"""PythonIO: predict what a program returns, as multiple choice with real models' wrong outputs."""
+"""PythonIO: predict what a program returns, as multiple choice (the builder is :mod:`.builder`)."""
 
-from .builder import BUILDER, Options, build_dataset, main
+from .builder import BUILDER, Options, build
 
-__all__ = ["BUILDER", "Options", "build_dataset", "main"]
+main, build_dataset = BUILDER.main, BUILDER.build_dataset
+
+__all__ = ["BUILDER", "Options", "build", "build_dataset", "main"]

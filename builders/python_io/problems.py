@@ -1,39 +1,29 @@
-"""PythonIO's items: (program, call, expected) pairs from HumanEval and MBPP asserts, verified in the sandbox.
+"""PythonIO's source and its rows: the problems of HumanEval and MBPP, and one row per ``assert`` of their tests.
 
 * the two sources, HumanEval and MBPP, as parts of one benchmark (read by :func:`builders.core.sources.loading.load_source`);
 * the program shown: the reference solution, newlines normalised, docstrings removed;
 * one row per ``assert``: a :class:`CallPair` when it reads ``assert f(args) == LITERAL`` with a self-contained
-  call, else a :class:`Rejected` with the reason;
-* :func:`verify_pairs`: each problem's program runs once in the sandbox and its calls in order; a pair is
-  kept when the returned value equals the expected one.
+  call, else a :class:`Rejected` with the reason (:func:`extract_rows`). The pairs are verified in the sandbox
+  next (:mod:`.verify`).
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
-import logging
 import re
-import time
-from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from builders.core.errors import MalformedRow
 from builders.core.items.outcomes import Exclude
-from builders.core.sandbox import Limits, Sandbox, Unit, run_isolated
 from builders.core.sources import fields
 from builders.core.sources.loading import Benchmark, RowContext
-from builders.python_io.values import (
-    DEFAULT_MAX_OUTPUT_CHARS,
-    NotALiteral,
-    format_value,
-    parse_literal,
-    value_key,
-)
 
-logger = logging.getLogger(__name__)
+from .values import NotALiteral, parse_literal
+
+NAME = "python_io"
 
 SOURCE_CITATIONS = """@article{chen2021codex,
   title={Evaluating Large Language Models Trained on Code},
@@ -182,6 +172,8 @@ def _fills_whole_lines(node: ast.stmt, lines: list[str]) -> bool:
 
 @dataclass(frozen=True)
 class CallPair:
+    """An assert that reads ``assert f(args) == LITERAL``: the call and the value the test expects of it."""
+
     id: str
     problem: Problem
     assert_index: int
@@ -189,13 +181,25 @@ class CallPair:
     expected_text: str  # the expected value as the test writes it ("True"/"False" for a truth test)
     truth_test: bool = False  # `assert f(x)` / `assert not f(x)`: kept only when f returns a bool
 
+    @property
+    def source_index(self) -> int:
+        return self.problem.source_index
+
 
 @dataclass(frozen=True)
 class Rejected:
+    """An assert that is no such pair, and why (the extract step excludes it)."""
+
     id: str
     problem: Problem
-    step: str
     error: Exclude
+
+    @property
+    def source_index(self) -> int:
+        return self.problem.source_index
+
+
+Row = CallPair | Rejected
 
 
 def item_id(problem: Problem, assert_index: int) -> str:
@@ -203,15 +207,15 @@ def item_id(problem: Problem, assert_index: int) -> str:
     return f"{problem.benchmark}/{number}/{assert_index}"
 
 
-def extract_pairs(problem: Problem, keep_docstrings: bool = False) -> tuple[Problem, list[CallPair | Rejected]]:
+def extract_pairs(problem: Problem, keep_docstrings: bool = False) -> tuple[Problem, list[Row]]:
     """The problem with its program cleaned, and one CallPair or Rejected per assert statement."""
     problem = replace(problem, program=clean_program(problem.program, keep_docstrings))
     defined = _defined_names(problem.program)
     asserts = _humaneval_asserts(problem) if problem.benchmark == "humaneval" else _mbpp_asserts(problem)
     if not asserts:  # still one row in, so that no source row goes missing from the accounting
         field = "test" if problem.benchmark == "humaneval" else "test_list"
-        return problem, [Rejected(item_id(problem, 0), problem, "extract", Exclude("no_asserts", field))]
-    results: list[CallPair | Rejected] = []
+        return problem, [Rejected(item_id(problem, 0), problem, Exclude("no_asserts", field))]
+    results: list[Row] = []
     seen_calls: set[str] = set()
     for index, (node, source, error) in enumerate(asserts):
         pair_id = item_id(problem, index)
@@ -226,7 +230,7 @@ def extract_pairs(problem: Problem, keep_docstrings: bool = False) -> tuple[Prob
                 continue
             except Exclude as rejection:
                 error = rejection
-        results.append(Rejected(pair_id, problem, "extract", error))
+        results.append(Rejected(pair_id, problem, error))
     return problem, results
 
 
@@ -353,137 +357,9 @@ def call_signature(call: str) -> str:
     return ast.dump(ast.parse(call.strip(), mode="eval"))
 
 
-# ---- verification in the sandbox -------------------------------------------------------------------------
-
-# Each problem's program runs once in a unit of its own (namespaces, /tmp, keyring: nothing another problem left,
-# and no sight of the evaluator), then its calls in order in its namespace (as the original tests do); the values
-# come back over a private pipe, and the trusted evaluator alone writes result lines
-# (:func:`builders.core.sandbox.run_isolated`), so a program cannot forge its or another's verification line.
-# A call that overruns its time is killed with its unit; the problem's other calls go on in a fresh one.
-# Two processes (the evaluator and the program) share the memory budget.
-VERIFY_LIMITS = Limits(cpu_seconds=60, wall_seconds=60.0, memory_bytes=1 << 30, processes=2, output_bytes=4 << 20)
-# Problems per sandbox run: since every problem has a unit of its own, which problems share a run changes no
-# verdict, and a run costs about as much as 15 problems.
-PROBLEMS_PER_RUN = 32
-
-
-@dataclass(frozen=True)
-class Verified:
-    pair: CallPair
-    gold: str  # format_value of the value the reference program returned
-
-
-@dataclass
-class VerificationStats:
-    pairs: int = 0
-    runs: int = 0
-    rounds: int = 0
-    seconds: float = 0.0
-    mechanism: str = ""  # how the sandbox limits memory (Sandbox.mechanism)
-
-    @property
-    def runs_per_second(self) -> float:
-        return self.runs / self.seconds if self.seconds else 0.0
-
-    @property
-    def calls_per_second(self) -> float:
-        return self.pairs / self.seconds if self.seconds else 0.0
-
-
-def verify_pairs(pairs: Sequence[CallPair], sandbox: Sandbox, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
-                 call_seconds: float = 5.0) -> tuple[list[Verified], list[Rejected], VerificationStats]:
-    """Run each problem's program once in the sandbox and evaluate its calls; keep the pairs whose value
-    equals the expected one. A call that dies (timeout, memory) is rejected; the problem's other calls
-    still run."""
-    stats = VerificationStats(pairs=len(pairs), mechanism=sandbox.mechanism)
-    started = time.monotonic()
-    by_problem: dict[tuple[str, str], list[CallPair]] = defaultdict(list)
-    for pair in pairs:
-        by_problem[pair.problem.key].append(pair)
-    batches = list(by_problem.values())
-    units = [Unit(batch[0].problem.program, tuple(p.call for p in batch)) for batch in batches]
-    tally: Counter = Counter()
-    outcomes = run_isolated(sandbox, units, call_seconds, max_chars, per_run=PROBLEMS_PER_RUN, tally=tally)
-    stats.runs, stats.rounds = tally["runs"], tally["rounds"]
-    verified: dict[str, Verified] = {}
-    rejected: dict[str, Rejected] = {}
-    for batch, outcome in zip(batches, outcomes, strict=True):
-        _judge_unit(batch, outcome, max_chars, verified, rejected)
-    stats.seconds = time.monotonic() - started
-    logger.info("verified %d pairs in %d sandbox runs (%.1f s, %.1f runs/s, %.1f calls/s): %d kept",
-                len(pairs), stats.runs, stats.seconds, stats.runs_per_second, stats.calls_per_second, len(verified))
-    return ([verified[p.id] for p in pairs if p.id in verified],
-            [rejected[p.id] for p in pairs if p.id in rejected], stats)
-
-
-def _judge_unit(batch: list[CallPair], outcome: Mapping[str, Any], max_chars: int, verified: dict,
-                rejected: dict) -> None:
-    """Record the outcome of each call of one problem."""
-    if "program_error" in outcome:
-        for pair in batch:
-            rejected[pair.id] = _rejected(pair, "program_failed", str(outcome["program_error"]))
-        return
-    rows = outcome.get("calls") or []
-    for pair, row in zip(batch, rows, strict=True):
-        result = _judge_call(pair, row, max_chars)
-        if isinstance(result, Verified):
-            verified[pair.id] = result
-        else:
-            rejected[pair.id] = result
-    for pair in batch[len(rows):]:
-        rejected[pair.id] = _rejected(pair, "reference_run_died", "no result")
-
-
-def _judge_call(pair: CallPair, row: Mapping[str, Any], max_chars: int) -> Verified | Rejected:
-    if not row.get("ok"):
-        error = str(row.get("error", ""))
-        if "died" in row:  # the whole sandbox run ended during this call
-            reason = {"timeout": "reference_timeout", "memory": "reference_out_of_memory"}.get(
-                str(row["died"]), "reference_run_died")
-        elif row.get("nonliteral"):
-            reason = "output_not_a_literal"
-        elif error == "timeout":
-            reason = "reference_timeout"
-        elif error == "died" or error.startswith("killed by signal"):
-            reason = "reference_run_died"
-        else:
-            reason = "reference_raised"
-        return _rejected(pair, reason, error)
-    shown = str(row.get("repr", ""))
-    if row.get("truncated"):
-        return _rejected(pair, "output_too_long", f"repr longer than {max_chars} characters")
-    try:
-        value = parse_literal(shown, from_repr=True)
-    except NotALiteral as why:
-        return _rejected(pair, "output_not_a_literal", f"{why}: {shown[:200]}")
-    gold = format_value(value)
-    if len(gold) > max_chars:
-        return _rejected(pair, "output_too_long", f"{len(gold)} characters")
-    if pair.truth_test and not isinstance(value, bool):
-        return _rejected(pair, "reference_output_mismatch", f"a truth-value assert, but the call returned {gold[:150]}")
-    if value_key(value) != value_key(parse_literal(pair.expected_text)):
-        return _rejected(pair, "reference_output_mismatch", f"expected {pair.expected_text[:150]}, got {gold[:150]}")
-    return Verified(pair, gold)
-
-
-def _rejected(pair: CallPair, reason: str, detail: str) -> Rejected:
-    return Rejected(pair.id, pair.problem, "verify", Exclude(reason, "call", detail))
-
-
-@dataclass
-class Extracted:
-    pairs: list[CallPair]
-    rejected: list[Rejected]
-    rows_in: Counter
-
-
-def extract_all(problems: Sequence[Problem], splits: Sequence[str], keep_docstrings: bool) -> Extracted:
-    pairs, rejected, rows_in = [], [], Counter()
+def extract_rows(problems: Iterable[Problem], keep_docstrings: bool = False) -> dict[str, list[Row]]:
+    """One row per assert of every problem (:func:`extract_pairs`), by the split it feeds, in source order."""
+    rows: dict[str, list[Row]] = {}
     for problem in problems:
-        if problem.split not in splits:
-            continue
-        _, results = extract_pairs(problem, keep_docstrings)
-        rows_in[problem.split] += len(results)
-        pairs += [r for r in results if isinstance(r, CallPair)]
-        rejected += [r for r in results if isinstance(r, Rejected)]
-    return Extracted(pairs, rejected, rows_in)
+        rows.setdefault(problem.split, []).extend(extract_pairs(problem, keep_docstrings)[1])
+    return {split: rows[split] for split in OUTPUT_SPLITS if split in rows}

@@ -19,7 +19,7 @@ and split (altered, copied unchanged per reason), and the exclusions, which the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -109,6 +109,13 @@ class Run:
             self.outcomes.copied(split, SOURCE_UNCHANGED, config, len(split_items))
         self.configs[config] = {split: list(split_items) for split, split_items in source.items()}
         return self.configs[config]
+
+    def feed_splits(self, split_of: Mapping[str, str]) -> None:
+        """Where a builder's splits are not the source's (PythonIO's ``train`` is MBPP's train, validation and prompt
+        splits, fed to ``run.make(items=...)``): the source's exclusions count in the split their rows would have
+        fed (``split_of``: source split -> the builder's; a split it does not name stays as it is)."""
+        self._source_exclusions = [replace(entry, split=split_of.get(entry.split, entry.split))
+                                   for entry in self._source_exclusions]
 
     def leave_out_empty_splits(self) -> None:
         """Leave out of every config the splits that hold no record: where the method keeps only some items (contrast

@@ -1,0 +1,131 @@
+"""Each (program, call, expected) pair verified in the sandbox: the reference program runs, the call's value is
+compared with the one the test expects.
+
+Each problem's program runs once in a unit of its own (namespaces, /tmp, keyring: nothing another problem left,
+and no sight of the evaluator), then its calls in order in its namespace (as the original tests do); the values
+come back over a private pipe, and the trusted evaluator alone writes result lines
+(:func:`builders.core.sandbox.run_isolated`), so a program cannot forge its or another's verification line.
+A call that overruns its time is killed with its unit; the problem's other calls go on in a fresh one.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from builders.core.items.outcomes import Exclude
+from builders.core.sandbox import Limits, Sandbox, Unit, run_isolated
+
+from .problems import CallPair
+from .values import DEFAULT_MAX_OUTPUT_CHARS, NotALiteral, format_value, parse_literal, value_key
+
+logger = logging.getLogger(__name__)
+
+# Two processes (the evaluator and the program) share the memory budget.
+VERIFY_LIMITS = Limits(cpu_seconds=60, wall_seconds=60.0, memory_bytes=1 << 30, processes=2, output_bytes=4 << 20)
+# Problems per sandbox run: since every problem has a unit of its own, which problems share a run changes no
+# verdict, and a run costs about as much as 15 problems.
+PROBLEMS_PER_RUN = 32
+
+
+@dataclass(frozen=True)
+class Verified:
+    pair: CallPair
+    gold: str  # format_value of the value the reference program returned
+
+
+@dataclass
+class VerificationStats:
+    pairs: int = 0
+    runs: int = 0
+    rounds: int = 0
+    seconds: float = 0.0
+    mechanism: str = ""  # how the sandbox limits memory (Sandbox.mechanism)
+
+    @property
+    def runs_per_second(self) -> float:
+        return self.runs / self.seconds if self.seconds else 0.0
+
+    @property
+    def calls_per_second(self) -> float:
+        return self.pairs / self.seconds if self.seconds else 0.0
+
+
+def verify_pairs(pairs: Sequence[CallPair], sandbox: Sandbox, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+                 call_seconds: float = 5.0) -> tuple[list[Verified], dict[str, Exclude], VerificationStats]:
+    """Run each problem's program once in the sandbox and evaluate its calls; keep the pairs whose value
+    equals the expected one, and say why of the others (by pair id, in the pairs' order). A call that dies
+    (timeout, memory) is rejected; the problem's other calls still run."""
+    stats = VerificationStats(pairs=len(pairs), mechanism=sandbox.mechanism)
+    started = time.monotonic()
+    by_problem: dict[tuple[str, str], list[CallPair]] = defaultdict(list)
+    for pair in pairs:
+        by_problem[pair.problem.key].append(pair)
+    batches = list(by_problem.values())
+    units = [Unit(batch[0].problem.program, tuple(p.call for p in batch)) for batch in batches]
+    tally: Counter = Counter()
+    outcomes = run_isolated(sandbox, units, call_seconds, max_chars, per_run=PROBLEMS_PER_RUN, tally=tally)
+    stats.runs, stats.rounds = tally["runs"], tally["rounds"]
+    verified: dict[str, Verified] = {}
+    rejected: dict[str, Exclude] = {}
+    for batch, outcome in zip(batches, outcomes, strict=True):
+        _judge_unit(batch, outcome, max_chars, verified, rejected)
+    stats.seconds = time.monotonic() - started
+    logger.info("verified %d pairs in %d sandbox runs (%.1f s, %.1f runs/s, %.1f calls/s): %d kept",
+                len(pairs), stats.runs, stats.seconds, stats.runs_per_second, stats.calls_per_second, len(verified))
+    return ([verified[p.id] for p in pairs if p.id in verified],
+            {p.id: rejected[p.id] for p in pairs if p.id in rejected}, stats)
+
+
+def _judge_unit(batch: list[CallPair], outcome: Mapping[str, Any], max_chars: int, verified: dict,
+                rejected: dict) -> None:
+    """Record the outcome of each call of one problem."""
+    if "program_error" in outcome:
+        for pair in batch:
+            rejected[pair.id] = Exclude("program_failed", "call", str(outcome["program_error"]))
+        return
+    rows = outcome.get("calls") or []
+    for pair, row in zip(batch, rows, strict=True):
+        result = _judge_call(pair, row, max_chars)
+        if isinstance(result, Verified):
+            verified[pair.id] = result
+        else:
+            rejected[pair.id] = result
+    for pair in batch[len(rows):]:
+        rejected[pair.id] = Exclude("reference_run_died", "call", "no result")
+
+
+def _judge_call(pair: CallPair, row: Mapping[str, Any], max_chars: int) -> Verified | Exclude:
+    if not row.get("ok"):
+        error = str(row.get("error", ""))
+        if "died" in row:  # the whole sandbox run ended during this call
+            reason = {"timeout": "reference_timeout", "memory": "reference_out_of_memory"}.get(
+                str(row["died"]), "reference_run_died")
+        elif row.get("nonliteral"):
+            reason = "output_not_a_literal"
+        elif error == "timeout":
+            reason = "reference_timeout"
+        elif error == "died" or error.startswith("killed by signal"):
+            reason = "reference_run_died"
+        else:
+            reason = "reference_raised"
+        return Exclude(reason, "call", error)
+    shown = str(row.get("repr", ""))
+    if row.get("truncated"):
+        return Exclude("output_too_long", "call", f"repr longer than {max_chars} characters")
+    try:
+        value = parse_literal(shown, from_repr=True)
+    except NotALiteral as why:
+        return Exclude("output_not_a_literal", "call", f"{why}: {shown[:200]}")
+    gold = format_value(value)
+    if len(gold) > max_chars:
+        return Exclude("output_too_long", "call", f"{len(gold)} characters")
+    if pair.truth_test and not isinstance(value, bool):
+        return Exclude("reference_output_mismatch", "call", f"a truth-value assert, but the call returned {gold[:150]}")
+    if value_key(value) != value_key(parse_literal(pair.expected_text)):
+        return Exclude("reference_output_mismatch", "call", f"expected {pair.expected_text[:150]}, got {gold[:150]}")
+    return Verified(pair, gold)
