@@ -169,10 +169,10 @@ def report_metrics(data: Path, rows: list[dict], work: Path) -> None:
           "SSR_partial | CPI (num/den) |\n|---|---|---|---|---|---|---|---|---|")
     for m in report["models"]:
         g = m["groups"]
-        cells = [f"{g[k]['accuracy_after']:.1f} ({g[k]['drop']:+.1f})" for k in
+        cells = [f"{g[k]['accuracy_after']:.1%} ({g[k]['drop']:+.1%})" for k in
                  ("true_positive_pair", "partial_false_positive_pair", "complete_false_positive_pair")]
         cpi = "n/a" if m["cpi"] is None else f"{m['cpi']:.2f}"
-        print(f"| {m['model']} | {m['overall']['accuracy_before']:.1f} | {m['overall']['accuracy_after']:.1f} | "
+        print(f"| {m['model']} | {m['overall']['accuracy_before']:.1%} | {m['overall']['accuracy_after']:.1%} | "
               + " | ".join(cells) + f" | {m['ssr_wrong']:.3f} | {m['ssr_partial']:.3f} | "
               f"{cpi} ({m['cpi_numerator']}/{m['cpi_denominator']}) |")
     for note in report["notes"]:

@@ -12,8 +12,7 @@ import builders.metrics as metrics
 from builders.core.errors import UserError
 from builders.core.sources.predictions import Prediction, read_predictions
 from builders.mmlu_pro_plus import metrics as mm
-
-TPP, PFPP, CFPP, UNCHANGED = mm.TPP, mm.PFPP, mm.CFPP, mm.UNCHANGED
+from builders.mmlu_pro_plus.groups import CFPP, PFPP, TPP, UNCHANGED
 
 
 def hand_items() -> dict[str, mm.PlusItem]:
@@ -42,8 +41,8 @@ def test_hand_computed_example():
     report = mm.compute(hand_items(), preds("m", BEFORE), preds("m", AFTER))
     [m] = report.models
     assert (m.overall.items, m.overall.correct_before, m.overall.correct_after) == (6, 4, 2)
-    assert m.overall.drop == pytest.approx(100 * 4 / 6 - 100 * 2 / 6)
-    expected = {TPP: (3, 1, 1, 0.0), PFPP: (1, 1, 0, 100.0), CFPP: (1, 1, 1, 0.0), UNCHANGED: (1, 1, 0, 100.0)}
+    assert m.overall.drop == pytest.approx(4 / 6 - 2 / 6)
+    expected = {TPP: (3, 1, 1, 0.0), PFPP: (1, 1, 0, 1.0), CFPP: (1, 1, 1, 0.0), UNCHANGED: (1, 1, 0, 1.0)}
     for group, (items, before, after, drop) in expected.items():
         g = m.groups[group]
         assert (g.items, g.correct_before, g.correct_after, g.drop) == (items, before, after, drop)
@@ -64,8 +63,10 @@ def test_indices_and_letters_agree_and_a_zero_denominator_is_reported():
     data = careful.to_dict()
     assert (data["cpi"], data["cpi_numerator"], data["cpi_denominator"]) == (None, 1, 0)
     assert data["cpi_note"].startswith("undefined")
-    markdown = mm.to_markdown(mm.Report("x", [careful], []))
-    assert "n/a = 1 / (0 + 0) (undefined: denominator 0)" in markdown
+    ratios = mm.metrics_tables([careful])["Shortcut selection and pair identification"].row("c")
+    assert (ratios["TPP pair chosen"], ratios["PFPP pair chosen"], ratios["CFPP pair chosen"], ratios["CPI"]) == \
+        (1, 0, 0, None)
+    assert "| c | 3 | 1 | 0.3333 | 1 | 0.3333 | 1 | 0 | 0 | – |" in mm.to_markdown(mm.Report("x", [careful], []))
     # A wrong-option "stay" needs the same option: moving to another wrong option is no shortcut.
     moved = mm.compute(hand_items(), preds("w", BEFORE), preds("w", {**AFTER, "2": "D"})).models[0]
     assert (moved.tpp_stayed_wrong, moved.ssr_wrong) == (0, 0.0)
@@ -121,7 +122,7 @@ def test_lm_eval_logs_join_on_question_id_and_record_id(tmp_path):
 def test_command_on_a_built_release(tmp_path, capsys):
     from test_mmlu_pro_plus import source_rows
 
-    from builders.mmlu_pro_plus import builder as mmlu_pro_plus
+    import builders.mmlu_pro_plus as mmlu_pro_plus
 
     source = write_jsonl(tmp_path / "src" / "test.jsonl", source_rows()).parent
     assert mmlu_pro_plus.main(["--source", str(source), "--ratios", "0:1:1:1", "--output", str(tmp_path / "rel")]) == 0
@@ -133,15 +134,18 @@ def test_command_on_a_built_release(tmp_path, capsys):
                                                     "pred": r["answer_index"]} for r in rows])
     argv = ["--dataset", str(tmp_path / "rel"), "--before", str(before), "--after", str(after), "--output", str(tmp_path / "m")]
     assert metrics.main(["mmlu-pro-plus", *argv]) == 0
-    assert mmlu_pro_plus.main(["metrics", *argv]) == 0
     data = json.loads((tmp_path / "m" / "mmlu_pro_plus_metrics.json").read_text())
     [m] = data["models"]
-    assert m["overall"] == {"items": 35, "correct_before": 35, "correct_after": 35, "accuracy_before": 100.0,
-                            "accuracy_after": 100.0, "drop": 0.0}
+    assert m["overall"] == {"items": 35, "correct_before": 35, "correct_after": 35, "accuracy_before": 1.0,
+                            "accuracy_after": 1.0, "drop": 0.0}
     assert {g: v["items"] for g, v in m["groups"].items()} == {TPP: 0, PFPP: 12, CFPP: 12, UNCHANGED: 11}
     assert (m["ssr_wrong"], m["ssr_partial"], m["cpi"], m["cpi_denominator"]) == (None, None, None, 0)
     assert m["groups"][TPP]["accuracy_after"] is None
-    assert "| perfect | 35 | 100.00 | 0.00 |" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "| perfect | all | 35 | 100.0% | 100.0% | 0.0% |" in out
+    assert (tmp_path / "m" / "mmlu_pro_plus_metrics.md").read_text() in out
+    # One spelling of the command: the builder's own `metrics` alias is gone, and says so in one line.
+    assert mmlu_pro_plus.main(["metrics", *argv]) == 2
 
 
 def test_ranking_reads_the_mmlu_pro_predictions_that_mmlu_pro_plus_reads(tmp_path):
@@ -149,7 +153,7 @@ def test_ranking_reads_the_mmlu_pro_predictions_that_mmlu_pro_plus_reads(tmp_pat
     commands; ranking maps a question_id to the release record that carries it."""
     from test_mmlu_pro_plus import source_rows
 
-    from builders.mmlu_pro_plus import builder as mmlu_pro_plus
+    import builders.mmlu_pro_plus as mmlu_pro_plus
     from builders.perturbations import builder as perturbations
 
     rows = source_rows()
@@ -193,10 +197,11 @@ def test_added_option_before_the_originals_shifts_their_letters_and_categories_a
     assert items["7"].original_answer_after == 3 and items["8"].after_index(3) == 4 and items["9"].after_index(3) == 3
     tallies = {c: (t.items, t.correct_before, t.correct_after) for c, t in m.categories.items()}
     assert tallies == {"math": (2, 1, 0), "law": (1, 1, 1)}
-    assert m.to_dict()["categories"]["math"]["drop"] == 50.0
-    markdown = mm.to_markdown(mm.compute(items, preds("m", {"7": "C", "8": "D", "9": "B"}),
-                                         preds("m", {"7": "D", "8": "E", "9": "B"})))
-    assert "| model | law | math |" in markdown and "| m | 100.00 -> 100.00 (0.00) | 50.00 -> 0.00 (50.00) |" in markdown
+    assert m.to_dict()["categories"]["math"]["drop"] == 0.5
+    categories = mm.metrics_tables([m])["Accuracy per category"]
+    assert categories.records() == [
+        {"model": "m", "category": "law", "items": 1, "MMLU-Pro": 1.0, "MMLU-Pro+": 1.0, "drop": 0.0},
+        {"model": "m", "category": "math", "items": 2, "MMLU-Pro": 0.5, "MMLU-Pro+": 0.0, "drop": 0.5}]
 
 
 def test_item_from_a_row_with_the_hub_columns():

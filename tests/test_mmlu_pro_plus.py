@@ -18,15 +18,16 @@ import pytest
 from fixtures import outcome_rows, read_lm_eval_task, write_jsonl
 from llm_server import ScriptedError, fast_client
 
+import builders.mmlu_pro_plus as mpp
 from builders.core.errors import UserError, ValidationFailed
+from builders.core.items.outcomes import ExclusionLog
 from builders.core.items.record import MCQRecord
-from builders.core.pipeline import cli
-from builders.core.sources.benchmarks import BENCHMARKS
+from builders.core.pipeline.steps import Run
 from builders.core.sources.loading import load_source
 from builders.core.validation.validate import validate
-from builders.mmlu_pro_plus import builder as mpp
 from builders.mmlu_pro_plus.audit import AUDIT_FIELDS, wilson_interval
 from builders.mmlu_pro_plus.baselines import first_named_member, pair_if_just_before, pair_if_twelve_options
+from builders.mmlu_pro_plus.card_statistics import pair_counts
 from builders.mmlu_pro_plus.generation import (
     Proposal,
     TPPGenerator,
@@ -48,6 +49,7 @@ from builders.mmlu_pro_plus.layout import (
     wrong_pairable,
 )
 from builders.mmlu_pro_plus.similarity import CALIBRATION_PAIRS, DEFAULT_SIMILARITY_CUTOFF, SimilarityScorer
+from builders.mmlu_pro_plus.source import MMLU_PRO
 
 LETTERS = "ABCDEFGHIJKL"
 
@@ -151,14 +153,10 @@ def build_argv(server, source: Path, cache: Path, out: Path | None, *extra: str)
     return argv + (["--output", str(out)] if out else [])
 
 
-def parse_options(argv: list[str]) -> mpp.Options:
-    parser = cli.builder_parser(mpp.BUILDER)
-    return mpp.Options.from_args(parser.parse_args(argv))
-
-
 def build(server, source: Path, cache: Path, *extra: str):
-    options = parse_options(build_argv(server, source, cache, None, *extra))
-    return mpp.build(load_source(BENCHMARKS["mmlu_pro"], str(source)), options)
+    """The build (not yet validated) that the command line's words give, as the core makes it."""
+    options = mpp.BUILDER.options_from(build_argv(server, source, cache, None, *extra))
+    return mpp.BUILDER.make_build(load_source(MMLU_PRO, str(source)), options)
 
 
 def records_by_question(build_) -> dict[str, MCQRecord]:
@@ -233,7 +231,7 @@ def test_similarity_cutoff_separates_the_calibration_pairs(tmp_path):
 
 
 def test_every_rejection_rule_through_the_llm(scripted, source_dir, tmp_path):
-    source = load_source(BENCHMARKS["mmlu_pro"], str(source_dir))
+    source = load_source(MMLU_PRO, str(source_dir))
     records = [r for r in source.items["test"] if r.question in REPLIES]
     generator = TPPGenerator(fast_client(scripted, cache_dir=tmp_path / "llm"), SimilarityScorer(None, tmp_path),
                                  frozenset({"math"}), 0.85, 1.5, 10, 300)
@@ -327,7 +325,7 @@ def test_exact_counts_after_fallbacks(scripted, source_dir, tmp_path):
                 REPLIES[r.question], list) else REPLIES[r.question][1])["option"]
     report = validate(result)
     assert report.passed and report.counts["default"]["test"] == {"in": 35, "out": 35, "excluded": 0}
-    assert result.statistics["Modification groups"].row("test", TPP)["built"] == 12
+    assert result.release.statistics["Modification groups"].row("test", TPP)["built"] == 12
 
 
 def test_every_rule_falls_back_and_a_shortfall_is_reported(scripted, source_dir, tmp_path, caplog):
@@ -339,19 +337,19 @@ def test_every_rule_falls_back_and_a_shortfall_is_reported(scripted, source_dir,
     assert Counter(r.metadata["tpp_rejection"] for r in records if r.metadata["tpp_rejection"]) == Counter(
         EXPECTED_REJECTIONS.values())
     assert "differ from the requested" in caplog.text
-    assert result.statistics["Modification groups"].row("test", TPP) == {
+    assert result.release.statistics["Modification groups"].row("test", TPP) == {
         "split": "test", "group": TPP, "requested": 30, "built": 23}
-    assert result.statistics["TPP generation"].row("too_similar")["TPP candidates"] == 1
-    lines = [json.loads(line) for line in result.extra_files["tpp_rejections.jsonl"].decode().splitlines()]
+    assert result.release.statistics["TPP generation"].row("too_similar")["TPP candidates"] == 1
+    lines = [json.loads(line) for line in result.release.extra_files["tpp_rejections.jsonl"].decode().splitlines()]
     assert sorted(line["reason"] for line in lines) == sorted(EXPECTED_REJECTIONS.values())
     assert validate(result).passed
 
 
-def test_tpp_needs_a_model(source_dir):
-    options = parse_options(["--source", str(source_dir)])
+def test_tpp_needs_a_model_before_the_source_is_read(source_dir):
     with pytest.raises(UserError, match="--llm-model"):
-        mpp.build(load_source(BENCHMARKS["mmlu_pro"], str(source_dir)), options)
-    no_tpp = mpp.build(load_source(BENCHMARKS["mmlu_pro"], str(source_dir)), parse_options(["--ratios", "0:1:1:1"]))
+        mpp.BUILDER.options_from(["--source", str(source_dir / "missing")])
+    options = mpp.BUILDER.options_from(["--source", str(source_dir), "--ratios", "0:1:1:1"])
+    no_tpp = mpp.BUILDER.make_build(load_source(MMLU_PRO, str(source_dir)), options)
     assert Counter(r.columns["modification"] for r in no_tpp.configs["default"]["test"]) == {
         PFPP: 12, CFPP: 12, UNCHANGED: 11}
 
@@ -375,17 +373,11 @@ def test_validation_refuses_broken_items(scripted, source_dir, tmp_path):
 # ---- determinism ----------------------------------------------------------------------------------------------
 
 
-def test_build_is_byte_identical_and_independent_of_order(scripted, source_dir, tmp_path):
+def test_build_is_byte_identical_with_a_cold_or_a_warm_reply_cache(scripted, source_dir, tmp_path):
     for out, cache in (("out1", "cache1"), ("out2", "cache2"), ("out3", "cache1")):  # cold, cold, warm
         assert mpp.main(build_argv(scripted, source_dir, tmp_path / cache, tmp_path / out, "--ratios", "12:6:6:11")) == 0
     first = parquet_hashes(tmp_path / "out1")
     assert first == parquet_hashes(tmp_path / "out2") == parquet_hashes(tmp_path / "out3") and len(first) == 2
-    reordered = write_jsonl(tmp_path / "rev" / "test.jsonl", list(reversed(source_rows()))).parent
-    forward = {r.id: (r.choices, r.answer, r.columns) for r in build(scripted, source_dir, tmp_path / "cache1",
-                                                                      "--ratios", "12:6:6:11").configs["default"]["test"]}
-    backward = {r.id: (r.choices, r.answer, r.columns) for r in build(scripted, reordered, tmp_path / "cache1",
-                                                                       "--ratios", "12:6:6:11").configs["default"]["test"]}
-    assert forward == backward
     loaded = datasets.load_dataset(str(tmp_path / "out1"), "default")["test"]
     assert loaded.num_rows == 35 and loaded.features["is_modified"] == datasets.Value("bool")
     assert (tmp_path / "out1" / "tpp_rejections.jsonl").exists()
@@ -445,13 +437,10 @@ def test_publish_and_load_back_with_the_compatibility_columns(local_hub, scripte
     assert "tpp_rejections.jsonl" in local_hub.paths_at(repo, "v1.0.0")
 
 
-def test_help_lists_the_options_and_commands(capsys):
+def test_help_lists_the_other_commands(capsys):
     with pytest.raises(SystemExit):
         mpp.main(["--help"])
-    text = capsys.readouterr().out
-    for option in ["--ratios", "--llm-model", "--base-url", "--api-key-env", "--similarity-cutoff", "--cache-dir",
-                   "--modify-splits", "--audit-verdicts", "export-audit, import-audit, metrics"]:
-        assert option in text
+    assert "other commands: export-audit, import-audit (each with --help)" in capsys.readouterr().out
 
 
 def test_build_config_rebuilds_the_same_release(scripted, source_dir, tmp_path):
@@ -490,10 +479,16 @@ def accept_all(batch):
     return [Proposal(r.id, "t", f"new option {r.id}", similarity=0.1) for r in batch]
 
 
+def default_config(records: list[MCQRecord], ratios: str, layout: str, propose=None) -> list[MCQRecord]:
+    """The ``default`` config of a test split, made by the builder's steps in the core's runner."""
+    groups = mpp.Groups(parse_ratios(ratios), {"test"}, 0, layout, propose, "m" if propose else None)
+    return Run({"test": records}, ExclusionLog()).make("default", groups.steps, copy=groups.copied)["default"]["test"]
+
+
 def layout_figures(layout: str) -> tuple[int, ...]:
     """(PFPP, PFPP whose first-named member is the answer, TPP, TPP with a pair member just before the pair,
     modified, modified answered by the just-before rule), from the released options only."""
-    out = mpp.modify_split(layout_records(), parse_ratios("3718:2124:2029:4161"), 0, accept_all, "m", layout).records
+    out = default_config(layout_records(), "3718:2124:2029:4161", layout, accept_all)
     pfpp = [r for r in out if r.columns["modification"] == PFPP]
     tpp = [r for r in out if r.columns["modification"] == TPP]
     modified = [r for r in out if r.columns["modification"] != UNCHANGED]
@@ -524,8 +519,8 @@ def pair_rule_audit(layout: str, declared: bool) -> dict[str, object]:
     from builders.core.validation import audit
     from builders.mmlu_pro_plus.baselines import BASELINES, PAIR_MEMBER_RULES, inherent_baselines
 
-    records = mpp.modify_split(layout_records(), parse_ratios("0:1:1:1"), 0, None, None, layout).records
-    inherent = inherent_baselines(*mpp.pair_counts({"test": records}), layout) if declared else {}
+    records = default_config(layout_records(), "0:1:1:1", layout)
+    inherent = inherent_baselines(*pair_counts({"test": records}), layout) if declared else {}
     build = SimpleNamespace(release=SimpleNamespace(baselines=BASELINES, inherent_baselines=inherent),
                             about=SimpleNamespace(unchanged_config=None), params={"seed": 0},
                             source=SimpleNamespace(benchmark=SimpleNamespace(fewshot_split=None)),
@@ -888,7 +883,7 @@ def test_the_validator_reads_a_comma_as_thousands_only_between_groups_of_three(t
     """The full MMLU-Pro build failed validation (pair_is_unambiguous) on 8001 and 8800: the validator dropped
     every comma, so it read the list "0,1" as 1 (beside "1") and "305,61" as 30,561 (beside "30,561"). Neither
     pair reads alike; "1,000" beside "1000" still does."""
-    from builders.mmlu_pro_plus.builder import _reads_as
+    from builders.mmlu_pro_plus.checks import _reads_as
     assert _reads_as("0,1") != _reads_as("1") and _reads_as("305,61") != _reads_as("30,561")
     assert _reads_as("1,000") == _reads_as("1000") == _reads_as("1000.0") and _reads_as("-1,234.5") == _reads_as("-1234.5")
     rows = [row(8001, "Which elements of Z_4 are zeros of x^2 + x?",

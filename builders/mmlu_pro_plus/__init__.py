@@ -1,5 +1,10 @@
-"""MMLU-Pro+: add a "Both X and Y are correct" option to MMLU-Pro questions."""
+"""MMLU-Pro+: add a "Both X and Y are correct" option to MMLU-Pro questions (the builder is :mod:`.builder`)."""
 
-from .builder import BUILDER, Options, build_dataset, main
+from .builder import BUILDER, Options, build
+from .checks import CHECKS
+from .evaluation import evaluation_table
+from .transform import Groups
 
-__all__ = ["BUILDER", "Options", "build_dataset", "main"]
+main, build_dataset = BUILDER.main, BUILDER.build_dataset
+
+__all__ = ["BUILDER", "CHECKS", "Groups", "Options", "build", "build_dataset", "evaluation_table", "main"]

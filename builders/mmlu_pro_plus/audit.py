@@ -159,6 +159,13 @@ def read_verdicts(path: Path) -> dict[str, Any]:
     return summary
 
 
+def verdicts_files(summary: Mapping[str, Any] | None) -> dict[str, bytes]:
+    """The previous release's verdicts, as the release carries them (none without ``--audit-verdicts``)."""
+    if summary is None:
+        return {}
+    return {"audit/previous_release_verdicts.json": (json.dumps(summary, indent=2, sort_keys=True) + "\n").encode()}
+
+
 def audit_table(summary: Mapping[str, Any]) -> Table:
     manifest = summary.get("manifest") or {}
     origin = f"release `{manifest.get('release')}`" + (f" at `{manifest['revision']}`" if manifest.get("revision") else "")

@@ -8,7 +8,6 @@ best-ranked candidates until enough options are accepted.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import logging
@@ -170,6 +169,13 @@ class TPPGenerator:
     def model(self) -> str:
         return self.client.model
 
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+
+    def usage(self) -> str:
+        return self.client.usage_summary() if self.client is not None else "no LLM calls"
+
     def propose(self, records: Sequence[MCQRecord]) -> list[Proposal]:
         """One round: a request per record, the rejection rules, then the similarity cut-off."""
         from builders.core.llm.settings import ChatRequest
@@ -236,17 +242,6 @@ SAMPLE_TPP_OPTIONS = SAMPLES_DIR / "mmlu_pro" / "tpp_options.jsonl"
 PREGENERATED_VERSION = "pregenerated"
 
 
-def tpp_options_file(args: argparse.Namespace) -> Path | None:
-    """``--tpp-options``, or, for ``--source sample`` without ``--llm-model``, the sample's pre-generated options
-    (so that the sample builds offline; the default is not written into the recorded options, and a rebuild from
-    the build config takes the same path)."""
-    if args.tpp_options is not None:
-        return Path(args.tpp_options)
-    if getattr(args, "source", None) == "sample" and not args.llm_model:
-        return SAMPLE_TPP_OPTIONS
-    return None
-
-
 def read_tpp_options(path: Path) -> dict[str, tuple[str, str | None]]:
     """question_id -> (option, generator_model) of a pre-generated options file (JSON lines)."""
     try:
@@ -299,3 +294,27 @@ class PregeneratedOptions(TPPGenerator):
             proposals.append(Proposal(record.id, PREGENERATED_VERSION, option, *rejected) if rejected
                              else Proposal(record.id, PREGENERATED_VERSION, option))
         return self._check_similarity(records, proposals)
+
+
+def make_generator(options: Any) -> TPPGenerator | None:
+    """Where the build's new TPP options come from (the builder's ``Options``): the pre-generated file
+    ``--tpp-options``, else ``--llm-model`` on the LLM endpoint (whose cache folder also holds the similarity
+    check's embeddings); None when the build makes no TPP option."""
+    if not options.makes_tpp_options:
+        return None
+    settings = options.llm
+    scorer = SimilarityScorer(options.embedder, settings.cache_dir, options.embedder_batch_size)
+    rules = (options.similarity_cutoff, options.max_length_ratio, options.length_slack, options.llm_max_tokens)
+    if options.tpp_options is not None:
+        return PregeneratedOptions(None, scorer, frozenset(), *rules, options=read_tpp_options(options.tpp_options),
+                                   file_name=options.tpp_options.name)
+    return TPPGenerator(settings.client(options.llm_model), scorer, options.tpp_math_categories, *rules)
+
+
+def rejections_file(tried: Sequence[Proposal]) -> dict[str, bytes]:
+    """``tpp_rejections.jsonl``: every rejected TPP candidate, by item id."""
+    rejected = sorted((p for p in tried if not p.accepted), key=lambda p: p.item_id)
+    lines = [json.dumps({"id": p.item_id, "reason": p.reason, "detail": p.detail, "option": p.option,
+                         "similarity": p.similarity, "template_version": p.template_version},
+                        ensure_ascii=False, sort_keys=True) for p in rejected]
+    return {"tpp_rejections.jsonl": ("\n".join(lines) + "\n" if lines else "").encode("utf-8")}

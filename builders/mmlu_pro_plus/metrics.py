@@ -1,4 +1,5 @@
-"""MMLU-Pro+ metrics: ``python -m builders.metrics mmlu-pro-plus`` (or ``python -m builders.mmlu_pro_plus metrics``).
+"""MMLU-Pro+ metrics: ``python -m builders.metrics mmlu-pro-plus``, and the tables ``python -m builders.evaluate``
+shows for a release (:mod:`.evaluation`): both score with :func:`score_model` and show :func:`metrics_tables`.
 
 From one or more models' predictions on MMLU-Pro ("before") and on an MMLU-Pro+ release ("after"), per model:
 
@@ -17,6 +18,7 @@ MMLU-Pro+ keeps the original options in place and appends its new ones, so a let
 option on both sides, except that a TPP question's added option may sit among the original ones (the default
 layout): a letter on MMLU-Pro+ is mapped through ``added_option_index``. A null prediction (no answer extracted)
 counts as wrong and is counted. Accuracy is also reported per MMLU-Pro category, as in the paper's Table 1.
+Accuracies and drops are fractions (0.25), shown as percentages.
 
     python -m builders.metrics mmlu-pro-plus --dataset out/ --before mmlu_pro.jsonl --after plus.jsonl --output m/
 """
@@ -25,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -44,15 +45,8 @@ from builders.core.sources.predictions import (
     require_matches,
     resolve_prediction,
 )
-from builders.core.tasks.results import Runs, TableOptions, by_role
 
-logger = logging.getLogger(__name__)
-
-TPP = "true_positive_pair"
-PFPP = "partial_false_positive_pair"
-CFPP = "complete_false_positive_pair"
-UNCHANGED = "unchanged"
-GROUPS = (TPP, PFPP, CFPP, UNCHANGED)
+from .groups import CFPP, CONFIG, GROUPS, PFPP, TPP
 
 
 @dataclass(frozen=True)
@@ -81,17 +75,22 @@ class PlusItem:
         return self.after_index(self.original_answer)
 
 
+def question_of_row(row: Mapping[str, Any]) -> str:
+    """The MMLU-Pro question a release row (of either config) holds: its ``question_id``, else its record id."""
+    question_id = (row.get("metadata") or {}).get("question_id", row.get("question_id"))
+    return str(question_id if question_id is not None else row["id"])
+
+
 def item_from_row(row: Mapping[str, Any]) -> PlusItem:
     """An item from a release row: ``answer_index`` is the gold where the row carries MMLU-Pro's Hub columns
     (``answer`` is then the letter), else ``answer``."""
     meta = row.get("metadata") or {}
-    question_id = meta.get("question_id", row.get("question_id"))
     group = row["modification"]
     added = {TPP: 2, PFPP: 1, CFPP: 1}.get(group, 0)
     gold = row["answer_index"] if row.get("answer_index") is not None else row["answer"]
-    return PlusItem(str(question_id if question_id is not None else row["id"]), str(row["id"]), group, int(gold),
-                int(meta["original_answer_index"]), len(row["choices"]) - added, len(row["choices"]),
-                meta.get("pair_option_index"), meta.get("added_option_index"), row.get("category"))
+    return PlusItem(question_of_row(row), str(row["id"]), group, int(gold), int(meta["original_answer_index"]),
+                    len(row["choices"]) - added, len(row["choices"]), meta.get("pair_option_index"),
+                    meta.get("added_option_index"), row.get("category"))
 
 
 def load_items(dataset: str, config: str, split: str, revision: str | None) -> dict[str, PlusItem]:
@@ -159,16 +158,16 @@ class GroupAccuracy:
 
     @property
     def accuracy_before(self) -> float | None:
-        return 100.0 * self.correct_before / self.items if self.items else None
+        return self.correct_before / self.items if self.items else None
 
     @property
     def accuracy_after(self) -> float | None:
-        return 100.0 * self.correct_after / self.items if self.items else None
+        return self.correct_after / self.items if self.items else None
 
     @property
     def drop(self) -> float | None:
-        """Percentage points lost from MMLU-Pro to MMLU-Pro+ on the same questions."""
-        return None if not self.items else self.accuracy_before - self.accuracy_after
+        """The accuracy lost from MMLU-Pro to MMLU-Pro+ on the same questions."""
+        return (self.correct_before - self.correct_after) / self.items if self.items else None
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "accuracy_before": self.accuracy_before, "accuracy_after": self.accuracy_after,
@@ -289,45 +288,43 @@ def compute(items: Mapping[str, PlusItem], before: Sequence[Prediction], after: 
     return Report(dataset, results, notes)
 
 
-# ---- output -------------------------------------------------------------------------------------------------
+# ---- the tables ---------------------------------------------------------------------------------------------
+
+ACCURACY = ("MMLU-Pro", "MMLU-Pro+", "drop")
 
 
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
-
-
-def _ratio(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.4f}"
+def metrics_tables(models: Sequence[ModelMetrics]) -> Statistics:
+    """The paper's tables for these models: accuracy per group (and over all) and per category on both sides, with
+    the drop, then the shortcut selection ratios and the correct pair identification ratio with their counts."""
+    groups, categories, ratios = [], [], []
+    for m in models:
+        for group, tally in [("all", m.overall), *m.groups.items()]:
+            if tally.items:
+                groups.append((m.model, group, tally.items, tally.accuracy_before, tally.accuracy_after, tally.drop))
+        categories += [(m.model, category, tally.items, tally.accuracy_before, tally.accuracy_after, tally.drop)
+                       for category, tally in sorted(m.categories.items())]
+        ratios.append((m.model, m.tpp_total, m.tpp_stayed_wrong, m.ssr_wrong, m.tpp_stayed_partial, m.ssr_partial,
+                       m.tpp_pair_chosen, m.pfpp_pair_chosen, m.cfpp_pair_chosen, m.cpi))
+    return Statistics([
+        Table("Accuracy per group", ("model", "group", "items", *ACCURACY), groups, percent=ACCURACY,
+              note="Accuracy on MMLU-Pro and on MMLU-Pro+ over the same questions, per modification group; the drop "
+                   "is the first minus the second."),
+        Table("Accuracy per category", ("model", "category", "items", *ACCURACY), categories, percent=ACCURACY,
+              note="The same per MMLU-Pro category (the paper's Table 1)."),
+        Table("Shortcut selection and pair identification",
+              ("model", "TPP", "stayed wrong", "SSR_wrong", "stayed on X alone", "SSR_partial", "TPP pair chosen",
+               "PFPP pair chosen", "CFPP pair chosen", "CPI"), ratios,
+              note="Over the TPP questions: SSR_wrong, the share where the model stays on the wrong option it chose "
+                   "on MMLU-Pro; SSR_partial, where it stays on the original answer alone. CPI: TPP questions "
+                   "answered with the (correct) pair over PFPP + CFPP questions answered with the (wrong) pair; "
+                   "none (–) when that denominator is 0."),
+    ])
 
 
 def to_markdown(report: Report) -> str:
-    lines = [f"## MMLU-Pro+ metrics ({report.dataset})", "",
-             "Accuracy (%) on MMLU-Pro+ per group, and the drop in percentage points from MMLU-Pro on the same questions.", "",
-             "| model | items | overall | drop | " + " | ".join(f"{g} | drop" for g in GROUPS) + " |",
-             "|---|---|---|---|" + "---|---|" * len(GROUPS)]
-    for m in report.models:
-        cells = [f"{_pct(m.groups[g].accuracy_after)} ({m.groups[g].items}) | {_pct(m.groups[g].drop)}" for g in GROUPS]
-        lines.append(f"| {m.model} | {m.overall.items} | {_pct(m.overall.accuracy_after)} | {_pct(m.overall.drop)} | "
-                     + " | ".join(cells) + " |")
-    lines += ["", "Shortcut selection and correct pair identification (TPP = true positive pair questions).", "",
-              "| model | TPP | SSR_wrong (stayed wrong / TPP) | SSR_partial (stayed on X alone / TPP) | "
-              "CPI = TPP pair chosen / (PFPP + CFPP pair chosen) |", "|---|---|---|---|---|"]
-    for m in report.models:
-        cpi = f"{_ratio(m.cpi)} = {m.tpp_pair_chosen} / ({m.pfpp_pair_chosen} + {m.cfpp_pair_chosen})"
-        if m.cpi is None:
-            cpi += " (undefined: denominator 0)"
-        lines.append(f"| {m.model} | {m.tpp_total} | {_ratio(m.ssr_wrong)} = {m.tpp_stayed_wrong} / {m.tpp_total} | "
-                     f"{_ratio(m.ssr_partial)} = {m.tpp_stayed_partial} / {m.tpp_total} | {cpi} |")
-    categories = sorted({c for m in report.models for c in m.categories})
-    if categories:
-        lines += ["", "Accuracy (%) per MMLU-Pro category (the paper's Table 1): MMLU-Pro -> MMLU-Pro+ (drop).", "",
-                  "| model | " + " | ".join(categories) + " |", "|---|" + "---|" * len(categories)]
-        for m in report.models:
-            cells = [(f"{_pct(t.accuracy_before)} -> {_pct(t.accuracy_after)} ({_pct(t.drop)})"
-                      if (t := m.categories.get(c)) else "-") for c in categories]
-            lines.append(f"| {m.model} | " + " | ".join(cells) + " |")
-    lines += [""] + [f"Note: {note}." for note in report.notes]
-    return "\n".join(lines).rstrip() + "\n"
+    tables = "\n\n".join(f"### {table.title}\n\n{table.to_markdown()}" for table in metrics_tables(report.models))
+    notes = "".join(f"\nNote: {note}.\n" for note in report.notes)
+    return f"## MMLU-Pro+ metrics ({report.dataset})\n\n{tables}\n{notes}"
 
 
 def write_outputs(report: Report, out_dir: Path) -> dict[str, Path]:
@@ -344,7 +341,7 @@ def write_outputs(report: Report, out_dir: Path) -> dict[str, Path]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", required=True, metavar="DIR|REPO_ID", help="the MMLU-Pro+ release folder or Hub repo")
     parser.add_argument("--revision", help="Hub revision of --dataset, e.g. v1.0.0")
-    parser.add_argument("--config", default="default")
+    parser.add_argument("--config", default=CONFIG)
     parser.add_argument("--split", default="test")
     parser.add_argument("--before", nargs="+", required=True, metavar="[MODEL=]PATH",
                         help="predictions on MMLU-Pro: lm-eval samples_*.jsonl logs or folders, or JSONL "
@@ -369,44 +366,3 @@ def run(args: argparse.Namespace) -> int:
         paths = write_outputs(report, args.output)
         print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0
-
-
-# ---- the paper's table, for `python -m builders evaluate` ----------------------------------------------
-
-
-def evaluation_table(runs: Runs, manifest: Mapping[str, Any], options: TableOptions) -> Statistics:
-    [plus] = by_role(manifest, "plus")
-    [original] = by_role(manifest, "original")
-    group_rows, category_rows, ratio_rows = [], [], []
-    for model, tasks in runs.items():
-        after, before = tasks[plus["task"]], tasks[original["task"]]
-        items = {str(doc.get("metadata", {}).get("question_id", rid)): item_from_row(doc) for rid, doc in after.docs.items()}
-        key = {rid: str(doc.get("metadata", {}).get("question_id", rid)) for rid, doc in after.docs.items()}
-        before_key = {str(doc.get("metadata", {}).get("question_id", rid)): rid for rid, doc in before.docs.items()}
-        new = {key[rid]: pred for rid, (_, pred) in after.items.items()}
-        old = {q: before.items[rid][1] for q, rid in before_key.items() if q in items}
-        metrics = score_model(model, items, old, new)
-        for group, tally in sorted(metrics.groups.items()):
-            if tally.items:  # the metrics count in percentage points; the table holds fractions
-                group_rows.append((model, group, tally.items, tally.accuracy_before / 100, tally.accuracy_after / 100,
-                                   tally.drop / 100))
-        ratio_rows.append((model, metrics.ssr_wrong, metrics.ssr_partial, metrics.cpi))
-        per_category: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
-        for rid, doc in after.docs.items():
-            q = key[rid]
-            if q in old:
-                per_category[doc.get("category") or "?"].append((old[q] == items[q].original_answer,
-                                                                  new[q] == items[q].answer))
-        for category, hits in sorted(per_category.items()):
-            before_acc = sum(b for b, _ in hits) / len(hits)
-            after_acc = sum(a for _, a in hits) / len(hits)
-            category_rows.append((model, category, len(hits), before_acc, after_acc, before_acc - after_acc))
-    percent = ("MMLU-Pro", "MMLU-Pro+", "drop")
-    return Statistics([
-        Table("Accuracy per group", ("model", "group", "items", *percent), group_rows, percent=percent),
-        Table("Accuracy per category", ("model", "category", "items", *percent), category_rows, percent=percent),
-        Table("Shortcut selection and pair identification", ("model", "SSR_wrong", "SSR_partial", "CPI"), ratio_rows,
-              note="SSR_wrong: TPP questions where the model stays on the wrong option it chose on MMLU-Pro; "
-                   "SSR_partial: TPP questions where it stays on the original answer alone; CPI: TPP questions "
-                   "answered with the (correct) pair over PFPP + CFPP questions answered with the (wrong) pair."),
-    ])
