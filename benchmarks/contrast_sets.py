@@ -22,6 +22,7 @@ STARTED = time.perf_counter()
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import logging  # noqa: E402
 import os  # noqa: E402
 import resource  # noqa: E402
 import subprocess  # noqa: E402
@@ -35,28 +36,47 @@ PAPER = (820, 7611)
 STAGES = ["imports", "load", "embed", "edges", "matching", "configs", "validate", "write"]
 
 
+class StageTimes(logging.Handler):
+    """The builder's ``stage NAME: S s`` log lines (embed, edges, matching, configs), as seconds per stage."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.seconds: dict[str, float] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.msg == "stage %s: %.2f s":
+            name, seconds = record.args  # type: ignore[misc]
+            self.seconds[name] = seconds
+
+
 def child(argv: list[str]) -> None:
     """One build, stage by stage, as ``python -m builders.contrast_sets`` runs it; prints one JSON line."""
     sys.path.insert(0, str(REPO))
-    from builders.contrast_sets import builder as cs
+    from builders.contrast_sets import BUILDER
     from builders.core.pipeline import cli
     from builders.core.release.writer import write_release
 
-    stopwatch = cs.Stopwatch()
-    stopwatch.seconds["imports"] = time.perf_counter() - STARTED
-    parser = cli.builder_parser(cs.BUILDER)
+    stages = StageTimes()
+    logging.getLogger("builders.contrast_sets").addHandler(stages)
+    logging.getLogger("builders.contrast_sets").setLevel(logging.INFO)
+    seconds = {"imports": time.perf_counter() - STARTED}
+    parser = cli.builder_parser(BUILDER)
     args = cli.parse_args(parser, argv)
-    options = cli.check_options(cs.BUILDER, args)
-    with stopwatch.stage("load"):
-        source = cli.load(cs.BUILDER, args, options)
-    build = cs.build(source, options, stopwatch).converted(cs.BUILDER.params(args, options, parser))
-    with stopwatch.stage("validate"):
-        report = cli.validate(build)
-    with stopwatch.stage("write"):
-        write_release(build, report, args.output)
+    options = cli.check_options(BUILDER, args)
+    started = time.perf_counter()
+    source = cli.load(BUILDER, args, options)
+    seconds["load"] = time.perf_counter() - started
+    build = BUILDER.make_build(source, options)
+    started = time.perf_counter()
+    report = cli.validate(build)
+    seconds["validate"] = time.perf_counter() - started
+    started = time.perf_counter()
+    write_release(build, report, args.output)
+    seconds["write"] = time.perf_counter() - started
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"stages": stopwatch.seconds, "peak_mib": peak_mib, "threshold": options.threshold,
-                      "graph": build.release.card_context["graph"], "similarity": build.release.card_context["similarity"]}))
+    print(json.dumps({"stages": {**seconds, **stages.seconds}, "peak_mib": peak_mib, "threshold": options.threshold,
+                      "graph": build.release.card_context["graph"],
+                      "similarity": build.release.card_context["similarity"]}))
 
 
 def run_build(argv: list[str]) -> tuple[float, dict]:

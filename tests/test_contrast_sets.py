@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from fixtures import outcome_rows, write_jsonl
 
-from builders.contrast_sets import builder as cs
-from builders.contrast_sets import calibration, graph
+from builders import contrast_sets as cs
+from builders.contrast_sets import calibration, graph, mining, transform
 from builders.contrast_sets.equivalence import contradicts
 from builders.core.errors import UserError, ValidationFailed
 from builders.core.items.record import MCQRecord
@@ -76,12 +76,17 @@ def builder_args(cache: Path, *argv: str) -> argparse.Namespace:
 
 
 def builder_options(cache: Path, *argv: str) -> cs.Options:
-    return cs.Options.from_args(builder_args(cache, *argv))
+    return cs.BUILDER.options_from(["--cache-dir", str(cache), *argv])
+
+
+def make(source, options: cs.Options):
+    """The build of ``source``, its steps run by the core, as the command line makes it."""
+    return cs.BUILDER.make_build(source, options)
 
 
 def build_fixture(tmp_path: Path, cache: Path, *argv: str):
     source = load_source(BENCHMARKS["unifiedqa"], str(write_unifiedqa(tmp_path)))
-    return cs.build(source, builder_options(cache, *argv))
+    return make(source, builder_options(cache, *argv))
 
 
 # ---- edges on hand-made embeddings ------------------------------------------------------------------
@@ -211,11 +216,11 @@ def test_components_are_counted():
 
 def test_balanced_flags_put_exactly_half_at_a():
     keys = [f"pair-{i}" for i in range(10)]
-    flags = cs.balanced_flags(keys, 0, "pair_order")
+    flags = transform.balanced_flags(keys, 0, "pair_order")
     assert sum(flags.values()) == 5
-    assert cs.balanced_flags(keys[::-1], 0, "pair_order") == flags
-    assert cs.balanced_flags(keys, 1, "pair_order") != flags
-    assert sum(cs.balanced_flags(keys + ["pair-10"], 0, "pair_order").values()) in (5, 6)
+    assert transform.balanced_flags(keys[::-1], 0, "pair_order") == flags
+    assert transform.balanced_flags(keys, 1, "pair_order") != flags
+    assert sum(transform.balanced_flags(keys + ["pair-10"], 0, "pair_order").values()) in (5, 6)
 
 
 # ---- the embedding cache -----------------------------------------------------------------------------
@@ -260,7 +265,7 @@ def test_four_configs_with_exact_counts_and_exclusions(tmp_path, cache_dir):
     excluded = {e.id for e in build.exclusions.entries}
     assert {uid("sci", "test", 5), uid("misc", "test", 3), uid("misc", "train", 0)} < excluded
     assert len(excluded & {uid("misc", "test", 1), uid("misc", "test", 4)}) == 1
-    graph = build.card_context["graph"]
+    graph = build.release.card_context["graph"]
     assert (graph["vertices"], graph["edges"], graph["components"], graph["pairs"]) == (13, 7, 4, 5)
     assert (graph["questions"], graph["yield_percent"], graph["cross_source_pairs"]) == (10, 71.43, 1)
 
@@ -277,7 +282,7 @@ def test_contrast_pairs_share_their_options_and_differ_in_gold(tmp_path, cache_d
     for (a, b), options in expected_pairs.items():
         first, second = contrast[a], contrast[b]
         assert first.choices == second.choices and set(first.choices) == options
-        assert first.metadata["pair_id"] == second.metadata["pair_id"] == cs.pair_id(a, b)
+        assert first.metadata["pair_id"] == second.metadata["pair_id"] == transform.pair_id(a, b)
         assert (first.metadata["partner_id"], second.metadata["partner_id"]) == (b, a)
         assert first.answer != second.answer and first.gold != second.gold
         assert first.metadata["gold_similarity"] == pytest.approx(1.0, abs=1e-5)
@@ -286,7 +291,7 @@ def test_contrast_pairs_share_their_options_and_differ_in_gold(tmp_path, cache_d
     assert contrast[uid("sci", "test", 2)].metadata["component_size"] == 4
     assert sum(r.answer == 0 for r in contrast.values()) == 5
     firsts_at_a = sum(r.answer == 0 for r in contrast.values() if r.metadata["pair_member"] == 0)
-    assert firsts_at_a in (2, 3) and build.card_context["pair_balance"] == {"total": 5, "at_a": firsts_at_a}
+    assert firsts_at_a in (2, 3) and build.release.card_context["pair_balance"] == {"total": 5, "at_a": firsts_at_a}
 
 
 def test_the_other_configs_hold_the_same_questions(tmp_path, cache_dir):
@@ -312,7 +317,7 @@ def test_the_other_configs_hold_the_same_questions(tmp_path, cache_dir):
 def test_no_cross_source_drops_the_cross_source_pair(tmp_path, cache_dir):
     build = build_fixture(tmp_path, cache_dir, "--no-cross-source")
     assert counts(build)["contrast"] == {"train": 2, "test": 6}
-    assert build.card_context["graph"]["cross_source_pairs"] == 0 and validate(build).passed
+    assert build.release.card_context["graph"]["cross_source_pairs"] == 0 and validate(build).passed
 
 
 def test_validation_refuses_pairs_that_do_not_share_options(tmp_path, cache_dir):
@@ -356,10 +361,10 @@ def test_release_is_byte_identical_cold_or_warm_and_loads(tmp_path):
     assert "sentence-transformers/all-MiniLM-L6-v2" in card and "a matching of **5 pairs**" in card
     every = "all 4 configs"  # every matched row is a question of each config; the rest are excluded
     assert outcome_rows(card) == [
+        (every, "train", "altered", "–", 2), (every, "train", "excluded", "no_contrast_partner", 1),
         (every, "test", "altered", "–", 8), (every, "test", "excluded", "no_contrast_partner", 1),
         (every, "test", "excluded", "position_dependent_gold", 1),
-        (every, "test", "excluded", "unmatched_in_maximum_matching", 1),
-        (every, "train", "altered", "–", 2), (every, "train", "excluded", "no_contrast_partner", 1)]
+        (every, "test", "excluded", "unmatched_in_maximum_matching", 1)]
 
 
 def test_publish_to_the_hub_and_load_back(local_hub, tmp_path, cache_dir):
@@ -386,7 +391,7 @@ def test_a_split_without_pairs_is_left_out_and_no_pair_at_all_is_an_error(tmp_pa
     for (source, split), rows in UNIFIEDQA.items():
         if (source, split) != ("sci", "train"):  # the train split keeps only the bees, who have no partner
             write_jsonl(tmp_path / "a" / source / f"{split}.jsonl", rows)
-    build = cs.build(load_source(BENCHMARKS["unifiedqa"], str(tmp_path / "a")), builder_options(cache_dir))
+    build = make(load_source(BENCHMARKS["unifiedqa"], str(tmp_path / "a")), builder_options(cache_dir))
     assert counts(build) == {config: {"test": 8} for config in CONFIGS}
     assert validate(build).counts["contrast"] == {"test": {"in": 11, "out": 8, "excluded": 3}}
     write_jsonl(tmp_path / "b" / "misc" / "train.jsonl", UNIFIEDQA[("misc", "train")])
@@ -441,11 +446,8 @@ def test_the_default_threshold_is_the_calibration_of_the_packaged_embedder(tmp_p
     assert all(calibration.DEFAULT_THRESHOLD <= v < calibration.PAPER_THRESHOLD for v in result.paper_examples.values())
     # the calibration beats the paper's threshold on the labelled set
     assert (result.recall + result.rejection) / 2 > (result.paper_threshold_recall + result.paper_threshold_rejection) / 2
-    args = builder_args(cache_dir)
-    assert args.threshold is None
-    cs.check_arguments(args)
-    assert args.threshold is None  # checking leaves the arguments as parsed: the options derive the default
-    assert cs.Options.from_args(args).threshold == 0.78
+    assert builder_args(cache_dir).threshold is None  # the arguments as parsed: the options derive the default
+    assert builder_options(cache_dir).threshold == 0.78
 
 
 def test_the_papers_examples_make_an_edge_at_the_default_threshold(tmp_path, cache_dir):
@@ -456,38 +458,38 @@ def test_the_papers_examples_make_an_edge_at_the_default_threshold(tmp_path, cac
     ]
     write_jsonl(tmp_path / "uqa" / "sci" / "test.jsonl", rows)
     source = load_source(BENCHMARKS["unifiedqa"], str(tmp_path / "uqa"))
-    build = cs.build(source, builder_options(cache_dir))
+    build = make(source, builder_options(cache_dir))
     [first, second] = build.configs["contrast"]["test"]
     assert set(first.choices) == set(second.choices) == {"rain", "sun"}
     assert (first.metadata["gold_similarity"], second.metadata["gold_similarity"]) == \
            (pytest.approx(0.80), pytest.approx(0.83))
     assert first.metadata["replaced_distractor"] == "sunlight" and second.metadata["replaced_distractor"] == "rainfall"
-    graph_summary = build.card_context["graph"]
+    graph_summary = build.release.card_context["graph"]
     assert (graph_summary["edges"], graph_summary["edges_identical_texts"], graph_summary["edges_identical_texts_percent"]) == (1, 0, 0.0)
     with pytest.raises(UserError, match="no contrast pair among 2 items"):
-        cs.build(source, builder_options(cache_dir, "--threshold", "0.85"))
+        make(source, builder_options(cache_dir, "--threshold", "0.85"))
 
 
 def test_threshold_options_are_checked():
     for argv, message in [(["--threshold", "0.855"], "at most 2 decimals"), (["--threshold", "1.5"], r"argument --threshold: must be a finite number above 0 and at most 1, got 1\.5"),
                           (["--embedder", "some/model"], "--embedder needs --threshold")]:
         with pytest.raises(UserError, match=message):
-            cs.check_arguments(cli.builder_parser(cs.BUILDER).parse_args(argv))
+            cs.BUILDER.options_from(argv)
 
 
 def test_the_card_reports_identical_edges_and_the_yield_against_the_paper(tmp_path, cache_dir):
     build = build_fixture(tmp_path, cache_dir)
-    graph_summary = build.card_context["graph"]
+    graph_summary = build.release.card_context["graph"]
     assert (graph_summary["edges_identical_texts"], graph_summary["edges_identical_texts_percent"]) == (7, 100.0)
     assert (graph_summary["kept_edges_identical_texts_percent"], graph_summary["paper_yield_percent"]) == (100.0, 10.77)
-    table = build.statistics["Similarity of the edges"]
+    table = build.release.statistics["Similarity of the edges"]
     assert table.row("all edges")["identical texts"] == 14 and table.row("all edges")["values"] == 14
     cs.main(["--source", str(tmp_path / "unifiedqa"), "--cache-dir", str(cache_dir), "--output", str(tmp_path / "out")])
     card = (tmp_path / "out" / "README.md").read_text()
     assert "**100.0% of the edges**\n(7 of 7)" in card and "against the paper's 10.77%" in card
     assert "calibrated for this embedder" in card and "at least **0.78**" in card
     # the random partner's window is the builder's, and no figure of another build is printed as this one's
-    assert f"drawn among the {2 * cs.LENGTH_WINDOW} questions of its source" in card and "77-81%" not in card
+    assert f"drawn among the {2 * mining.LENGTH_WINDOW} questions of its source" in card and "77-81%" not in card
 
 
 # ---- determinism: the bytes do not depend on the embedding batches (issue 13, point 6) -------------------
@@ -528,8 +530,8 @@ def test_items_with_duplicated_options_are_counted_not_mined(tmp_path, cache_dir
         {"question": "Which numeral is two in lower case?", "choices": ["ii", "II", "iv"], "answer": "A"},  # case differs: kept
     ]
     write_jsonl(tmp_path / "uqa" / "sci" / "test.jsonl", rows)
-    build = cs.build(load_source(BENCHMARKS["unifiedqa"], str(tmp_path / "uqa")), builder_options(cache_dir))
-    summary = build.card_context["graph"]
+    build = make(load_source(BENCHMARKS["unifiedqa"], str(tmp_path / "uqa")), builder_options(cache_dir))
+    summary = build.release.card_context["graph"]
     assert (summary["rows_in"], summary["not_mined_duplicate_choices"], summary["vertices"], summary["pairs"]) == (4, 1, 3, 1)
     report = validate(build)
     assert report.exclusion_reasons == {"test": {"duplicate_choices": 1, "no_contrast_partner": 1}}
@@ -592,8 +594,8 @@ def test_a_blank_question_is_a_malformed_row_never_mined(tmp_path, cache_dir):
         {"question": "   ", "choices": ["Jupiter", "Mars"], "answer": "A"},  # would make an edge with the first
     ]
     write_jsonl(tmp_path / "uqa" / "sci" / "test.jsonl", rows)
-    build = cs.build(load_source(BENCHMARKS["unifiedqa"], str(tmp_path / "uqa")), builder_options(cache_dir))
-    summary = build.card_context["graph"]
+    build = make(load_source(BENCHMARKS["unifiedqa"], str(tmp_path / "uqa")), builder_options(cache_dir))
+    summary = build.release.card_context["graph"]
     assert (summary["rows_in"], summary["vertices"], summary["pairs"]) == (3, 2, 1)
     report = validate(build)
     assert report.exclusion_reasons == {"test": {"malformed_row": 1}}
@@ -669,7 +671,7 @@ def test_a_random_partner_comes_from_the_same_source_with_a_gold_of_similar_leng
             records.append(record(f"{source}{i:03d}", gold, f"d{source}{i}", source=source))
     pool = graph.make_pool(records, cross_source=True, cross_split=False)
     embeddings = np.eye(len(pool.texts), dtype=np.float32)
-    partners = cs.random_partners(pool, embeddings, 0.78, range(len(pool)), seed=0)
+    partners = mining.random_partners(pool, embeddings, 0.78, range(len(pool)), seed=0)
     assert all(graph.source_name(pool.records[v]) == graph.source_name(pool.records[p]) for v, p in partners.items())
     length = [len(pool.texts[g]) for g in pool.gold]
     # "pick the shorter option", a tie counting half: at chance

@@ -9,17 +9,15 @@ letter scored); the choices-only task shows the same options without the questio
 
 from __future__ import annotations
 
-import statistics
 from typing import Any, Mapping, Sequence
 
 from builders.core.items.record import MCQRecord
-from builders.core.items.tables import Statistics, Table
 from builders.core.build.result import TaskLocation
 from builders.core.sources.loading import evaluation_split
 from builders.core.tasks import lm_eval_tasks
-from builders.core.tasks.results import Runs, TableOptions, by_role
 
-NAME = "contrast_sets"
+from .transform import NAME
+
 # task -> (config, manifest role, prompt function in utils.py)
 TASKS = {
     f"{NAME}_question_and_choices": ("contrast", "question_and_choices", lm_eval_tasks.Function("utils.mc_text")),
@@ -27,7 +25,6 @@ TASKS = {
 }
 DESCRIPTION = "The following are multiple choice questions (with answers).\n\n"
 CHOICES_ONLY_DESCRIPTION = "The following are the options of multiple choice questions (with answers).\n\n"
-
 
 
 def contrast_tasks(configs: Mapping[str, Mapping[str, Sequence[MCQRecord]]], location: TaskLocation) -> dict[str, bytes]:
@@ -67,19 +64,3 @@ lm_eval --model hf --model_args pretrained=MODEL --include_path lm_eval --tasks 
 python -m builders.evaluate RELEASE --model hf:MODEL   # accuracy with and without the question, and the gap
 ```
 """
-
-
-# ---- the paper's table, for `python -m builders evaluate` ----------------------------------------------
-
-
-def evaluation_table(runs: Runs, manifest: Mapping[str, Any], options: TableOptions) -> Statistics:
-    full, only = by_role(manifest, "question_and_choices"), by_role(manifest, "choices_only")
-    rows = []
-    for model, tasks in runs.items():
-        with_question = statistics.fmean(tasks[t["task"]].accuracy for t in full)
-        without = statistics.fmean(tasks[t["task"]].accuracy for t in only)
-        rows.append((model, with_question, without, with_question - without))
-    columns = ("model", "question and choices", "choices only", "gap")
-    return Statistics([Table("Contrast-set accuracy", columns, rows, percent=columns[1:],
-                             note="A model that answers the choices-only task as well as the full one is not using "
-                                  "the question (Balepur and Rudinger, 2024).")])
