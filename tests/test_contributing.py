@@ -208,7 +208,7 @@ def resolves(value, parts: list[str]) -> bool:
 
 def name_exists(name: str) -> bool:
     """A name of the template builder, of `builders.core` or of a dataclass a builder fills, a module or a dotted
-    path from the package (`builders.core.tasks.results.by_role`, `perturbations.ranking.evaluation_table`), or a test helper."""
+    path from the package (`builders.core.tasks.results.by_role`, `perturbations.evaluation.evaluation_table`), or a test helper."""
     from builders.core.build import result
     from builders.core.items import outcomes, record, rng, tables
     from builders.core.options import declare

@@ -16,7 +16,7 @@ from builders.core.options.argtypes import share_or_count
 from builders.core.release.reader import open_release
 from builders.core.tasks.results import TableOptions, TaskResult
 from builders.from_predictions.tasks import sets_table
-from builders.perturbations import ranking
+from builders.perturbations import evaluation, ranking
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -71,7 +71,7 @@ def test_the_ranking_table_flags_a_major_shift(tmp_path):
         items_p = {q: (g, g if i < correct_after else 1 - g) for i, (q, g) in enumerate(gold.items())}
         return {"o": result(correct_before / 4, items_o), "p": result(correct_after / 4, items_p)}
     runs = {"a": run(4, 1), "b": run(2, 3), "c": run(1, 4)}
-    [table] = ranking.evaluation_table(runs, manifest, options(output=tmp_path / "results"))  # not made yet
+    [table] = evaluation.evaluation_table(runs, manifest, options(output=tmp_path / "results"))  # not made yet
     assert table.row("shuffle", "symbol", "a")["rank original"] == 1 and table.row("shuffle", "symbol", "a")["rank perturbed"] == 3
     assert table.row("shuffle", "symbol", "a")["k_tau"] == pytest.approx(-1.0)
     assert table.row("shuffle", "symbol", "a")["major shift"] == "yes"
@@ -90,7 +90,7 @@ def test_each_perturbed_config_is_ranked_against_its_own_baseline():
     right, wrong = {q: (g, g) for q, g in gold.items()}, {q: (g, 1 - g) for q, g in gold.items()}
     runs = {"a": {"o5": result(1.0, right), "o0": result(0.0, wrong), "s": result(1.0, right), "g": result(0.0, wrong)},
             "b": {"o5": result(0.0, wrong), "o0": result(1.0, right), "s": result(0.0, wrong), "g": result(1.0, right)}}
-    [table] = ranking.evaluation_table(runs, manifest, options())
+    [table] = evaluation.evaluation_table(runs, manifest, options())
     assert table.row("shuffle", "symbol", "a")["accuracy original"] == 1.0
     assert table.row("gold_at_A", "symbol", "a")["accuracy original"] == 0.0
     assert table.row("gold_at_A", "symbol", "a")["k_tau"] == pytest.approx(1.0)

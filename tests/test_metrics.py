@@ -25,7 +25,7 @@ from builders.core.sources.predictions import (
     resolve_prediction,
     write_predictions,
 )
-from builders.perturbations import builder as perturbations
+from builders import perturbations
 from builders.perturbations import ranking as metrics
 
 REPO = Path(__file__).resolve().parents[1]

@@ -21,48 +21,44 @@ build that shows no demonstrations (``--shots 0``, or a source without its few-s
 configs that change only the demonstrations (`fewshot_gold_at_<L>`, `ood_fewshot`, `trivial_fewshot`):
 each would be a copy of `original`.
 
-The modules: :mod:`.configs` (what each config changes), :mod:`.transforms` (the per-item transforms,
-demonstrations and prompts), :mod:`.prompts` (the prompt renderer the lm-eval tasks share), :mod:`.tasks`
-(the lm-eval folder and its manifest), :mod:`.checks` (the invariants, independent of the transforms).
+The parts: :mod:`.configs` (what each config changes, and which configs a build makes), :mod:`.transform`
+(the per-item transforms, demonstrations and prompts), :mod:`.prompts` (the prompt renderer the lm-eval tasks
+share), :mod:`.tasks` (the lm-eval folder and its manifest), :mod:`.checks` (the invariants, independent of the
+transforms), :mod:`.card_statistics` (the card's tables), :mod:`.evaluation` (the paper's table, from
+:mod:`.ranking`, which is also ``python -m builders.metrics ranking``); this module is the builder: its options
+and its build.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
-import re
-from dataclasses import dataclass
-from typing import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import ClassVar
 
-from builders.core.errors import UserError
-from builders.core.items.record import LETTERS, MCQRecord, Value, list_of
-from builders.core.items.tables import Statistics, Table
-from builders.core.pipeline import api, cli
-from builders.core.options import argtypes
-from builders.core.pipeline.legacy import Build, Builder
-from builders.core.items.outcomes import Outcomes
+from builders.core.build.result import Release
+from builders.core.items.record import Value, list_of
+from builders.core.options.argtypes import nonnegative_int
+from builders.core.options.declare import option
+from builders.core.pipeline.builder import Builder
+from builders.core.pipeline.options import BuildOptions
+from builders.core.pipeline.steps import Run
 from builders.core.sources.benchmarks import BENCHMARKS
 from builders.core.sources.loading import LoadedSource, evaluation_split
-from builders.perturbations import ranking, tasks
-from builders.perturbations.checks import checks
-from builders.perturbations.configs import (
+
+from . import tasks
+from .card_statistics import left_out_configs, statistics
+from .checks import checks
+from .configs import (
     NAME,
     SYMBOL_EXTENSIONS,
     SYMBOL_SETS,
-    ConfigSpec,
-    config_specs,
+    check_swaps_fit,
+    inherent_baselines,
     parse_swaps,
-    selected_specs,
+    select_specs,
 )
-from builders.perturbations.transforms import (
-    SAMPLERS,
-    Demonstrations,
-    ItemDraws,
-    Perturbation,
-    config_records,
-    subject_group,
-    trivial_questions,
-)
+from .evaluation import evaluation_table
+from .transform import SAMPLERS, ConfigRecords, Demonstrations, ItemDraws, trivial_questions
 
 logger = logging.getLogger(__name__)
 
@@ -86,220 +82,73 @@ CITATION = """@inproceedings{alzahrani2024benchmarks,
 }"""
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("perturbations")
-    group.add_argument("--shots", type=argtypes.nonnegative_int, default=5,
-                       help="demonstrations per prompt (gold_at_<L> and original_zero_shot are zero-shot)")
-    group.add_argument("--fewshot-sampler", choices=SAMPLERS, default="first_n",
-                       help="which of the subject's few-shot items are shown: the first --shots in source order "
-                            "(lm-eval's MMLU), or --shots in a per-item random order")
-    group.add_argument("--swaps", default="adjacent", metavar="PAIRS",
-                       help="swap_fixed's swaps: 'adjacent' (A<->B, C<->D, E<->F, ...) or letter pairs like 'AC,BD'")
-    group.add_argument("--only", nargs="+", metavar="CONFIG", default=None,
-                       help="build only these configs (and their baselines: `original`, and `original_zero_shot` "
-                            "for the zero-shot configs)")
-    group.add_argument("--task-prefix", type=task_prefix, default=None,
-                       help="prefix of the lm-eval task names (default: perturbations_<benchmark>)")
+@dataclass(frozen=True, kw_only=True)
+class Options(BuildOptions):
+    """The perturbation builder's options."""
+
+    GROUP: ClassVar[str] = "perturbations"
+
+    shots: int = option(5, type=nonnegative_int,
+                        help="demonstrations per prompt (gold_at_<L> and original_zero_shot are zero-shot)")
+    fewshot_sampler: str = option("first_n", choices=SAMPLERS,
+                                  help="which of the subject's few-shot items are shown: the first --shots in source "
+                                       "order (lm-eval's MMLU), or --shots in a per-item random order")
+    swaps: str = option("adjacent", metavar="PAIRS",
+                        help="swap_fixed's swaps: 'adjacent' (A<->B, C<->D, E<->F, ...) or letter pairs like 'AC,BD'")
+    only: tuple[str, ...] | None = option(None, metavar="CONFIG",
+                                          help="build only these configs (and their baselines: `original`, and "
+                                               "`original_zero_shot` for the zero-shot configs)")
+    task_prefix: str | None = option(None, type=tasks.task_prefix,
+                                     help="prefix of the lm-eval task names (default: perturbations_<benchmark>)")
+
+    def check(self) -> None:
+        parse_swaps(self.swaps)
+
+    def derived(self) -> Options:
+        """The task names' prefix of the benchmark when ``--task-prefix`` is unset: what the build uses and records."""
+        return self if self.task_prefix is not None else replace(self, task_prefix=f"{NAME}_{self.benchmark}")
+
+    @property
+    def swap_pairs(self) -> tuple[tuple[int, int], ...]:
+        """The positions swap_fixed exchanges."""
+        return parse_swaps(self.swaps)
 
 
-def task_prefix(text: str) -> str:
-    """An argparse type: lm-eval task names are one word (a space or a comma would break ``--tasks a,b``)."""
-    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", text):
-        raise argparse.ArgumentTypeError(f"letters, digits, '_' and '-', starting with a letter; got {text!r}")
-    return text
-
-
-def check_arguments(args: argparse.Namespace) -> None:
-    parse_swaps(args.swaps)
-
-
-@dataclass(frozen=True)
-class Options:
-    """The perturbation builder's options, made once from the parsed arguments."""
-
-    seed: int
-    shots: int
-    fewshot_sampler: str
-    swaps: str  # --swaps as given, for the card
-    swap_pairs: tuple[tuple[int, int], ...]  # the positions swap_fixed exchanges
-    only: tuple[str, ...] | None
-    task_prefix: str | None  # None: perturbations_<benchmark>
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> Options:
-        return cls(seed=args.seed, shots=args.shots, fewshot_sampler=args.fewshot_sampler, swaps=args.swaps,
-                   swap_pairs=parse_swaps(args.swaps), only=tuple(args.only) if args.only is not None else None,
-                   task_prefix=args.task_prefix)
-
-
-def select_specs(source: LoadedSource, only: Sequence[str] | None, shots: int) -> list[ConfigSpec]:
-    positions = max((len(r.choices) for records in source.items.values() for r in records), default=4)
-    fewshot = source.items.get(source.benchmark.fewshot_split or "", [])
-    specs = config_specs(positions, with_other_subjects=len({subject_group(r) for r in fewshot}) > 1)
-    if not shows_demonstrations(source, shots):
-        # Without demonstrations these configs would be copies of `original`, reported as "no effect".
-        left_out = [s.name for s in specs if s.changes_only_demonstrations]
-        asked = sorted(set(only or ()) & set(left_out))
-        if asked:
-            raise UserError(f"--only: {asked} change only the demonstrations, and this build shows none "
-                            f"({no_demonstrations_reason(source, shots)})")
-        logger.warning("%s: leaving out the configs that change only the demonstrations (%d)",
-                       no_demonstrations_reason(source, shots), len(left_out))
-        specs = [s for s in specs if not s.changes_only_demonstrations]
-    return selected_specs(specs, only)
-
-
-def shows_demonstrations(source: LoadedSource, shots: int) -> bool:
-    return shots > 0 and bool(source.items.get(source.benchmark.fewshot_split or ""))
-
-
-def no_demonstrations_reason(source: LoadedSource, shots: int) -> str:
-    return "--shots 0" if shots <= 0 else f"the source has no few-shot split {source.benchmark.fewshot_split!r}"
-
-
-def left_out_configs(source: LoadedSource, shots: int, specs: Sequence[ConfigSpec]) -> dict[str, object] | None:
-    """For the card: the configs a build without demonstrations leaves out, and why (None: none left out)."""
-    if shows_demonstrations(source, shots):
-        return None
-    names = [s.name for s in config_specs(len(LETTERS)) if s.changes_only_demonstrations]
-    kept = {s.name for s in specs}
-    return {"reason": no_demonstrations_reason(source, shots),
-            "families": sorted({n.rsplit("_", 1)[0] + "_<L>" if n.startswith("fewshot_gold_at_") else n
-                                for n in names if n not in kept})}
-
-
-def build(source: LoadedSource, options: Options) -> Build:
+def build(source: LoadedSource, options: Options, run: Run) -> Release:
     specs = select_specs(source, options.only, options.shots)
     fewshot_split = source.benchmark.fewshot_split
     if fewshot_split not in source.items:
         logger.warning("the source has no few-shot split %r: prompts have no demonstrations", fewshot_split)
-    draws = ItemDraws(options.seed)
-    demonstrations = Demonstrations(source.items.get(fewshot_split or "", []), options.shots, options.fewshot_sampler, draws)
-    swaps = options.swap_pairs
     if any(spec.order == "swap_fixed" for spec in specs):
-        check_swaps_fit(options.swaps, swaps, source)
-    configs, outcomes = {}, Outcomes()
+        check_swaps_fit(options.swaps, options.swap_pairs, source)
+    draws = ItemDraws(options.seed)
+    demonstrations = Demonstrations(source.items.get(fewshot_split or "", []), options.shots, options.fewshot_sampler,
+                                    draws)
     for spec in specs:
-        configs[spec.name], counted = config_records(spec, source.items, fewshot_split,
-                                                     Perturbation(spec, draws, swaps, fewshot_split), demonstrations)
-        outcomes.update(counted)
+        config = ConfigRecords(spec, draws, options.swap_pairs, fewshot_split, demonstrations)
+        run.make(spec.name, [config.step], copy=config.copy)
         logger.info("built config %s", spec.name)
     metadata = {**source.benchmark.metadata_features, **PERTURBATION_FEATURES}
-    task_prefix = options.task_prefix or f"{NAME}_{source.benchmark.name}"
-    return Build(
-        builder=NAME,
-        title=f"{source.benchmark.pretty_name} leaderboard-sensitivity perturbations",
-        method_citation=CITATION,
-        source=source,
-        params={"task_prefix": task_prefix},
-        configs=configs,
+    task_prefix = options.task_prefix
+    return Release(
         metadata_features={spec.name: metadata for spec in specs},
-        exclusions=source.exclusions,
-        outcomes=outcomes,
-        checks=checks(specs, source, options.shots, options.fewshot_sampler),
-        statistics=statistics(specs, configs, fewshot_split, options),
-        lm_eval_tasks=lambda location: tasks.task_files(specs, source, task_prefix, location),
         extra_columns={spec.name: COLUMN_FEATURES for spec in specs},
+        checks=checks(specs, source, options.shots, options.fewshot_sampler),
+        statistics=statistics(specs, run.configs, fewshot_split, options.shots, options.fewshot_sampler),
+        lm_eval_tasks=lambda location: tasks.task_files(specs, source, task_prefix, location),
         inherent_baselines=inherent_baselines(specs),
         card_context={"specs": specs, "shots": options.shots, "sampler": options.fewshot_sampler,
                       "task_prefix": task_prefix, "tasks_dir": "lm_eval", "swaps": options.swaps,
                       "in_prompt_demonstrations": tasks.IN_PROMPT_DEMONSTRATIONS,
                       "symbol_sets": {n: (SYMBOL_SETS[n], SYMBOL_EXTENSIONS[n]) for n in SYMBOL_SETS},
                       "trivial_count": len(trivial_questions()),
-                      "eval_split": evaluation_split(source.items, source.benchmark.fewshot_split), "fewshot_split": fewshot_split,
+                      "eval_split": evaluation_split(source.items, fewshot_split), "fewshot_split": fewshot_split,
                       "left_out": left_out_configs(source, options.shots, specs)},
     )
 
 
-def check_swaps_fit(text: str, swaps: Sequence[tuple[int, int]], source: LoadedSource) -> None:
-    """Explicit ``--swaps`` must name positions that some item has: a swap no item can take would make
-    `swap_fixed` a silent copy of `original` (``adjacent`` is meant for any number of options)."""
-    if text == "adjacent":
-        return
-    positions = max(len(r.choices) for records in source.items.values() for r in records)
-    beyond = [LETTERS[a] + LETTERS[b] for a, b in swaps if max(a, b) >= positions]
-    if beyond:
-        raise UserError(f"--swaps: {', '.join(beyond)} names a position past the last option of every item "
-                        f"(at most {positions} options, A-{LETTERS[positions - 1]})")
-
-
-def inherent_baselines(specs: Sequence[ConfigSpec]) -> dict[str, str]:
-    """The shortcut-audit rules that the gold-position configs make right by design."""
-    inherent = {}
-    last = max((s.gold_position for s in specs if s.gold_position is not None), default=None)
-    for spec in specs:
-        if spec.order != "gold_at" or spec.transformed != "all":
-            continue
-        reason = f"every transformable gold is at position {spec.gold_position} by design"
-        inherent[f"{spec.name}/fewshot_position_prior"] = reason
-        inherent[f"{spec.name}/choices_only_model"] = reason + ", and the model sees positions"
-        if spec.gold_position == 0:
-            inherent[f"{spec.name}/always_first"] = reason
-        if spec.gold_position == last:
-            inherent[f"{spec.name}/always_last"] = reason
-    return inherent
-
-
-# ---- statistics for the card -------------------------------------------------------------------------
-
-
-def statistics(specs: Sequence[ConfigSpec], configs: Mapping[str, Mapping[str, list[MCQRecord]]],
-               fewshot_split: str | None, options: Options) -> Statistics:
-    splits = list(dict.fromkeys(split for records in configs.values() for split in records))
-    rows = []
-    for spec in specs:
-        rows.append((spec.name, spec.family, spec.baseline or "–", *[len(configs[spec.name].get(s, [])) for s in splits],
-                     demonstrations_text(spec, options, fewshot_split)))
-    return Statistics([
-        Table("Rows per config", ("config", "family", "compared with", *[f"{s} rows" for s in splits],
-                                  "demonstrations per prompt"), rows,
-              note="Every config keeps every source item; items that cannot take a config's change are copied "
-                   "unchanged (the table \"Items altered, copied unchanged and excluded\")."),
-        unchanged_demonstration_table(specs, configs, fewshot_split),
-        Table("Symbol sets", ("set", "the 4 symbols", "extension (options 5 and beyond)"),
-              [(n, " ".join(SYMBOL_SETS[n]), " ".join(SYMBOL_EXTENSIONS[n])) for n in SYMBOL_SETS]),
-    ])
-
-
-def demonstrations_text(spec: ConfigSpec, options: Options, fewshot_split: str | None = None) -> str:
-    if spec.demonstrations == "none" or options.shots == 0:
-        return "none"
-    which = "first" if options.fewshot_sampler == "first_n" else "random"
-    if spec.promises_demonstration_answers(fewshot_split):
-        return f"the subject's {which} {options.shots} among the few-shot items it moves to {LETTERS[spec.gold_position]}"
-    kinds = {"same_subject": f"the subject's {which} {options.shots}",
-             "other_subject": f"another subject's {which}, as many as `original`",
-             "trivial": f"{which} trivial questions, as many as `original`"}
-    return kinds[spec.demonstrations] + (", then the item" if spec.context_answer else "")
-
-
-def unchanged_demonstration_table(specs: Sequence[ConfigSpec], configs: Mapping[str, Mapping[str, list[MCQRecord]]],
-                                  fewshot_split: str | None) -> Table:
-    """Per config and split: the prompts whose demonstrations include an item copied unchanged (shown unchanged,
-    never dropped). The items themselves are counted in the card's outcome table."""
-    rows = []
-    for spec in specs:
-        splits = configs[spec.name]
-        unchanged = {r.id for r in splits.get(fewshot_split or "", []) if r.metadata["skip_reason"]}
-        for split, records in splits.items():
-            with_demo = sum(1 for r in records if unchanged.intersection(r.columns["fewshot"]))
-            if with_demo:
-                rows.append((spec.name, split, with_demo))
-    return Table("Prompts with an unchanged demonstration", ("config", "split", "prompts"), rows,
-                 note="Items whose options cannot be reordered or relabelled are copied unchanged (source order, "
-                      "letters) with `metadata.skip_reason`, in the configs and splits that change options; items "
-                      "with duplicated options carry `duplicate_choices` in every config and split. As demonstrations "
-                      "they are shown unchanged: these prompts show one.")
-
-
-BUILDER = Builder(NAME, __doc__.split("\n\n")[0], [BENCHMARKS[name] for name in BENCHMARK_NAMES], add_arguments,
-                  build, check_arguments, evaluation_table=ranking.evaluation_table, make_options=Options.from_args)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return cli.main(BUILDER, argv)
-
-
-def build_dataset(data, **options) -> api.BuildResult:
-    """Build the perturbations from rows in memory (see :mod:`builders.core.pipeline.api`)."""
-    return api.build_dataset(BUILDER, data, **options)
+BUILDER = Builder(
+    name=NAME, title="{benchmark} leaderboard-sensitivity perturbations", description=__doc__.split("\n\n")[0],
+    citation=CITATION, benchmarks=[BENCHMARKS[name] for name in BENCHMARK_NAMES], options=Options, build=build,
+    evaluation_table=evaluation_table,
+)

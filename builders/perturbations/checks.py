@@ -1,5 +1,5 @@
 """The builder's invariants, re-derived from the built records and the source: none of them calls the
-transform code (:mod:`.transforms` gives only its reason names and the trivial questions). The prompts are
+transform code (:mod:`.transform` gives only its reason names and the trivial questions). The prompts are
 re-rendered from the records with the plain renderer (:func:`prompts.render`), a second method beside the
 builder's cached one."""
 
@@ -13,14 +13,8 @@ from builders.core.items.record import LETTERS, MCQRecord, normalize_text
 from builders.core.build.result import Build, Check
 from builders.core.sources.loading import LoadedSource
 from builders.perturbations import prompts
-from builders.perturbations.configs import ORIGINAL, ConfigSpec, symbols
-from builders.perturbations.transforms import (
-    DUPLICATE_CHOICES,
-    FEWER_OPTIONS,
-    MORE_OPTIONS,
-    subject_group,
-    trivial_questions,
-)
+from builders.perturbations.configs import ORIGINAL, ConfigSpec, subject_group, symbols
+from builders.perturbations.transform import DUPLICATE_CHOICES, FEWER_OPTIONS, MORE_OPTIONS, trivial_questions
 
 Visit = tuple[ConfigSpec, str, MCQRecord, MCQRecord]  # spec, split, record, source record
 

@@ -9,12 +9,16 @@ zero-shot `gold_at_<L>` configs (the paper's Table 2).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Sequence
 
 from builders.core.errors import UserError
-from builders.core.items.record import LETTERS
+from builders.core.items.record import LETTERS, MCQRecord
+from builders.core.sources.loading import LoadedSource
 from builders.perturbations import prompts
+
+logger = logging.getLogger(__name__)
 
 # The paper's two symbol sets; options beyond the fourth take the extension, in order. The common
 # extension stays with ASCII punctuation, the rare one with Latin/Cyrillic letters rarely used as labels.
@@ -30,6 +34,11 @@ ORIGINAL_ZERO_SHOT = "original_zero_shot"
 
 def symbols(name: str) -> tuple[str, ...]:
     return SYMBOL_SETS[name] + SYMBOL_EXTENSIONS[name]
+
+
+def subject_group(record: MCQRecord) -> str:
+    """The subject an item's demonstrations come from."""
+    return record.subject or record.category or ""
 
 
 @dataclass(frozen=True)
@@ -131,6 +140,33 @@ def config_specs(positions: int, with_other_subjects: bool = True) -> list[Confi
     return specs
 
 
+def select_specs(source: LoadedSource, only: Sequence[str] | None, shots: int) -> list[ConfigSpec]:
+    """The configs this build makes, in release order: every config (``--only``: those named and their baselines),
+    less those that change only the demonstrations when the build shows none."""
+    positions = max((len(r.choices) for records in source.items.values() for r in records), default=4)
+    fewshot = source.items.get(source.benchmark.fewshot_split or "", [])
+    specs = config_specs(positions, with_other_subjects=len({subject_group(r) for r in fewshot}) > 1)
+    if not shows_demonstrations(source, shots):
+        # Without demonstrations these configs would be copies of `original`, reported as "no effect".
+        left_out = [s.name for s in specs if s.changes_only_demonstrations]
+        asked = sorted(set(only or ()) & set(left_out))
+        if asked:
+            raise UserError(f"--only: {asked} change only the demonstrations, and this build shows none "
+                            f"({no_demonstrations_reason(source, shots)})")
+        logger.warning("%s: leaving out the configs that change only the demonstrations (%d)",
+                       no_demonstrations_reason(source, shots), len(left_out))
+        specs = [s for s in specs if not s.changes_only_demonstrations]
+    return selected_specs(specs, only)
+
+
+def shows_demonstrations(source: LoadedSource, shots: int) -> bool:
+    return shots > 0 and bool(source.items.get(source.benchmark.fewshot_split or ""))
+
+
+def no_demonstrations_reason(source: LoadedSource, shots: int) -> str:
+    return "--shots 0" if shots <= 0 else f"the source has no few-shot split {source.benchmark.fewshot_split!r}"
+
+
 def selected_specs(specs: list[ConfigSpec], only: Sequence[str] | None) -> list[ConfigSpec]:
     """``--only``: the named configs and their baselines (`original` always), in release order."""
     if not only:
@@ -156,3 +192,32 @@ def parse_swaps(text: str) -> tuple[tuple[int, int], ...]:
     if len(used) != len(set(used)):
         raise UserError("--swaps: a position appears in two swaps; the swaps must be disjoint")
     return tuple(pairs)
+
+
+def check_swaps_fit(text: str, swaps: Sequence[tuple[int, int]], source: LoadedSource) -> None:
+    """Explicit ``--swaps`` must name positions that some item has: a swap no item can take would make
+    `swap_fixed` a silent copy of `original` (``adjacent`` is meant for any number of options)."""
+    if text == "adjacent":
+        return
+    positions = max(len(r.choices) for records in source.items.values() for r in records)
+    beyond = [LETTERS[a] + LETTERS[b] for a, b in swaps if max(a, b) >= positions]
+    if beyond:
+        raise UserError(f"--swaps: {', '.join(beyond)} names a position past the last option of every item "
+                        f"(at most {positions} options, A-{LETTERS[positions - 1]})")
+
+
+def inherent_baselines(specs: Sequence[ConfigSpec]) -> dict[str, str]:
+    """The shortcut-audit rules that the gold-position configs make right by design."""
+    inherent = {}
+    last = max((s.gold_position for s in specs if s.gold_position is not None), default=None)
+    for spec in specs:
+        if spec.order != "gold_at" or spec.transformed != "all":
+            continue
+        reason = f"every transformable gold is at position {spec.gold_position} by design"
+        inherent[f"{spec.name}/fewshot_position_prior"] = reason
+        inherent[f"{spec.name}/choices_only_model"] = reason + ", and the model sees positions"
+        if spec.gold_position == 0:
+            inherent[f"{spec.name}/always_first"] = reason
+        if spec.gold_position == last:
+            inherent[f"{spec.name}/always_last"] = reason
+    return inherent

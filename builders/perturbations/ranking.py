@@ -27,7 +27,6 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from builders.core.errors import UserError
 from builders.core.items.record import LETTERS
-from builders.core.items.tables import Statistics, Table
 from builders.core.pipeline.cli import check_writable_folder
 from builders.core.release.reader import load_release_split
 from builders.core.sources.predictions import (
@@ -39,7 +38,6 @@ from builders.core.sources.predictions import (
     require_matches,
     resolve_prediction,
 )
-from builders.core.tasks.results import Runs, TableOptions, by_role
 
 logger = logging.getLogger(__name__)
 MAJOR_SHIFT = 0.75  # k_τ at or below which a ranking shift is major (Alzahrani et al., 2024)
@@ -437,31 +435,3 @@ def run(args: argparse.Namespace) -> int:
     print(to_markdown(ranking))
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0
-
-
-# ---- the paper's table, for `python -m builders evaluate` ----------------------------------------------
-
-
-def evaluation_table(runs: Runs, manifest: Mapping[str, Any], options: TableOptions) -> Statistics:
-    # each perturbed config names its baseline config (original, or original_zero_shot for the zero-shot ones)
-    originals = {(t["config"], t.get("scoring", "")): t for t in by_role(manifest, "original")}
-    rows = []
-    for task in by_role(manifest, "perturbed"):
-        base = originals.get((task.get("baseline", "original"), task.get("scoring", "")))
-        if base is None:
-            continue
-        sides = [Side(t["task"], {i: g for r in runs.values() for i, (g, _) in r[t["task"]].items.items()},
-                      {m: {i: p for i, (_, p) in r[t["task"]].items.items()} for m, r in runs.items()})
-                 for t in (base, task)]
-        ranking = rank_models(*sides)
-        if options.output:
-            slope_chart(ranking, options.output / f"slope_{task['task']}.png")
-        for row in ranking.rows:
-            rows.append((task["config"], task.get("scoring", ""), row.model, row.before.accuracy / 100,
-                         row.after.accuracy / 100, row.before.rstd / 100, row.after.rstd / 100, row.rank_before,
-                         row.rank_after, ranking.k_tau, "yes" if ranking.k_tau <= MAJOR_SHIFT else "no"))
-    columns = ("config", "scoring", "model", "accuracy original", "accuracy perturbed", "RStd original",
-               "RStd perturbed", "rank original", "rank perturbed", "k_tau", "major shift")
-    return Statistics([Table("Leaderboard sensitivity", columns, rows,
-                             percent=("accuracy original", "accuracy perturbed", "RStd original", "RStd perturbed"),
-                             note=f"k_τ ≤ {MAJOR_SHIFT} is a major shift of the ranking (Alzahrani et al., 2024).")])

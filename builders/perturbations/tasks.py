@@ -11,7 +11,9 @@ baselines, `perturbed` otherwise), family, scoring method and baseline config.
 
 from __future__ import annotations
 
+import argparse
 import pprint
+import re
 from importlib import resources
 from typing import Any, Sequence
 
@@ -20,7 +22,7 @@ from builders.core.sources.loading import LoadedSource, evaluation_split
 from builders.core.tasks import lm_eval_tasks
 from builders.perturbations import prompts
 from builders.perturbations.configs import NAME, ConfigSpec
-from builders.perturbations.transforms import trivial_questions
+from builders.perturbations.transform import trivial_questions
 
 # Why these tasks cannot use lm-eval's few-shot machinery (fewshot_split, fewshot_config, num_fewshot), as the
 # other builders' tasks do: shown in the manifest, the tasks' README and the card.
@@ -33,6 +35,13 @@ IN_PROMPT_DEMONSTRATIONS = (
 
 # The metric each scoring method is read by: hybrid and cloze are length-normalised (the paper's setting).
 METRICS = {"symbol": "acc", "hybrid": "acc_norm", "cloze": "acc_norm"}
+
+
+def task_prefix(text: str) -> str:
+    """An argparse type: lm-eval task names are one word (a space or a comma would break ``--tasks a,b``)."""
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", text):
+        raise argparse.ArgumentTypeError(f"letters, digits, '_' and '-', starting with a letter; got {text!r}")
+    return text
 
 
 def task_name(prefix: str, config: str, method: str) -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from functools import lru_cache, partial
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -29,11 +29,11 @@ import numpy as np
 from builders.core.items.record import LETTERS, MCQRecord, normalize_text
 from builders.core.items.referring import LABEL_REASONS, position_dependent_reason
 from builders.core.items.rng import item_rng
-from builders.core.items.outcomes import Outcomes, Skip
-from builders.core.pipeline.legacy import run_steps
+from builders.core.items.outcomes import Skip
+from builders.core.pipeline.steps import Across
 from builders.core.sources.loading import duplicate_option
 from builders.perturbations import prompts
-from builders.perturbations.configs import NAME, ConfigSpec, symbols
+from builders.perturbations.configs import NAME, ConfigSpec, subject_group, symbols
 
 TRIVIAL_FILE = Path(__file__).resolve().parent / "trivial_fewshot.jsonl"
 DUPLICATE_CHOICES = "duplicate_choices"
@@ -47,10 +47,6 @@ def trivial_questions() -> tuple[dict[str, Any], ...]:
     """The shipped trivial questions (written for mcqforge), as rows with letter labels."""
     rows = [json.loads(line) for line in TRIVIAL_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
     return tuple({**row, "labels": list(LETTERS[: len(row["choices"])])} for row in rows)
-
-
-def subject_group(record: MCQRecord) -> str:
-    return record.subject or record.category or ""
 
 
 # ---- per-item draws -------------------------------------------------------------------------------------
@@ -281,61 +277,56 @@ class PromptRenderer:
 BASELINE = "baseline_config"  # the outcome of every item of `original` and `original_zero_shot`: the source itself
 
 
-def config_fields(spec: ConfigSpec, items: Mapping[str, Sequence[MCQRecord]], perturbation: Perturbation
-                  ) -> tuple[dict[str, list[dict[str, Any]]], Outcomes]:
-    """Every item's fields in this config, and what became of the items: altered where the config's change
-    (options, labels, prompt) reaches the item, else copied unchanged with its ``skip_reason`` (a baseline config
-    copies every item, as :data:`BASELINE` where it has no other reason)."""
-    fields: dict[str, list[dict[str, Any]]] = {}
-    outcomes = Outcomes()
-    for split, records in items.items():
-        step, copy = partial(_transformed, perturbation, split), partial(_copied, perturbation, split)
-        ran, counted = run_steps({split: records}, [(spec.name, step)], copy=copy, configs=spec.name)
-        fields[split] = ran[split]
-        outcomes.update(counted)
-    return fields, outcomes
+class ConfigRecords:
+    """One config's records, made by the core's runner. Its :attr:`step` spans the items: every prompt shows the
+    few-shot split's items as this config transforms them, so the few-shot split is transformed first. An item
+    the config's change (options, labels, prompt) reaches is altered; any other is copied unchanged with its
+    ``skip_reason`` (a baseline config copies every item, as :data:`BASELINE` where it has no other reason), still
+    with its labels, demonstrations and prompt: :meth:`copy` gives that record."""
 
+    def __init__(self, spec: ConfigSpec, draws: ItemDraws, swaps: tuple[tuple[int, int], ...],
+                 fewshot_split: str | None, demonstrations: Demonstrations):
+        self.spec, self.fewshot_split, self.demonstrations = spec, fewshot_split, demonstrations
+        self.perturbation = Perturbation(spec, draws, swaps, fewshot_split)
+        self._copies: dict[str, MCQRecord] = {}  # id -> the record of an item copied unchanged
 
-def _transformed(perturbation: Perturbation, split: str, record: MCQRecord) -> dict[str, Any]:
-    new = perturbation.fields(record, split)
-    reason = new["metadata"]["skip_reason"] or (BASELINE if perturbation.spec.baseline is None else None)
-    if reason:
-        raise Skip(reason)
-    return new
+    @property
+    def step(self) -> Across:
+        return Across(self.spec.name, self._records)
 
+    def copy(self, record: MCQRecord, reason: str) -> MCQRecord:
+        return self._copies.pop(record.id)
 
-def _copied(perturbation: Perturbation, split: str, record: MCQRecord, reason: str) -> dict[str, Any]:
-    return perturbation.fields(record, split)  # the source's options and letters, with the ``skip_reason``
+    def _records(self, items: Mapping[str, Sequence[MCQRecord]]) -> dict[str, list[tuple[MCQRecord, Any]]]:
+        fields = {split: [self.perturbation.fields(r, split) for r in records] for split, records in items.items()}
+        fewshot = list(zip(items.get(self.fewshot_split or "", []), fields.get(self.fewshot_split or "", []),
+                           strict=True))
+        movable = None
+        if self.spec.promises_demonstration_answers(self.fewshot_split):
+            movable = frozenset(r.id for r, f in fewshot if f["metadata"]["skip_reason"] is None)
+        renderer = PromptRenderer(self.spec, {r.id: row_view(r, f) for r, f in fewshot})
+        outcomes: dict[str, list[tuple[MCQRecord, Any]]] = {}
+        for split, records in items.items():
+            outcomes[split] = []
+            for record, new in zip(records, fields[split], strict=True):
+                made = self._record(record, new, renderer, movable)
+                reason = new["metadata"]["skip_reason"] or (BASELINE if self.spec.baseline is None else None)
+                if reason:
+                    self._copies[record.id] = made
+                outcomes[split].append((record, Skip(reason) if reason else made))
+        return outcomes
 
-
-def config_records(spec: ConfigSpec, items: Mapping[str, Sequence[MCQRecord]], fewshot_split: str | None,
-                   perturbation: Perturbation, demonstrations: Demonstrations
-                   ) -> tuple[dict[str, list[MCQRecord]], Outcomes]:
-    """Every item of every split in this config, with its labels, demonstrations and prompt, and what became
-    of the items. The few-shot split is transformed first: its items are the demonstrations, as the config
-    shows them."""
-    fields, outcomes = config_fields(spec, items, perturbation)
-    fewshot = list(zip(items.get(fewshot_split or "", []), fields.get(fewshot_split or "", []), strict=True))
-    pool = {r.id: row_view(r, f) for r, f in fewshot}
-    movable = None
-    if spec.promises_demonstration_answers(fewshot_split):
-        movable = frozenset(r.id for r, f in fewshot if f["metadata"]["skip_reason"] is None)
-    renderer = PromptRenderer(spec, pool)
-    draws = perturbation.draws
-    configured = {}
-    for split, records in items.items():
-        out = []
-        for record, new in zip(records, fields[split], strict=True):
-            ids = demonstrations.ids(record, spec.demonstrations, movable)
-            context = None
-            if spec.context_answer == "correct":
-                context = new["answer"]
-            elif spec.context_answer == "wrong":  # a wrong source option, where the config shows it
-                context = new["metadata"]["permutation"].index(draws.wrong_answer(record))
-            prompt = renderer.prompt(row_view(record, new), ids, context)
-            fewshot = [*ids, record.id] if context is not None else list(ids)
-            out.append(record.replace(choices=new["choices"], answer=new["answer"],
-                                      metadata={**new["metadata"], "context_answer": context},
-                                      columns={"labels": new["labels"], "fewshot": fewshot, "prompt": prompt}))
-        configured[split] = out
-    return configured, outcomes
+    def _record(self, record: MCQRecord, new: Mapping[str, Any], renderer: PromptRenderer,
+                movable: frozenset[str] | None) -> MCQRecord:
+        """The record with its new fields, its demonstrations and its prompt."""
+        ids = self.demonstrations.ids(record, self.spec.demonstrations, movable)
+        context = None
+        if self.spec.context_answer == "correct":
+            context = new["answer"]
+        elif self.spec.context_answer == "wrong":  # a wrong source option, where the config shows it
+            context = new["metadata"]["permutation"].index(self.perturbation.draws.wrong_answer(record))
+        prompt = renderer.prompt(row_view(record, new), ids, context)
+        fewshot = [*ids, record.id] if context is not None else list(ids)
+        return record.replace(choices=new["choices"], answer=new["answer"],
+                              metadata={**new["metadata"], "context_answer": context},
+                              columns={"labels": new["labels"], "fewshot": fewshot, "prompt": prompt})
