@@ -52,13 +52,15 @@ class StageTimes(logging.Handler):
 def child(argv: list[str]) -> None:
     """One build, stage by stage, as ``python -m builders.contrast_sets`` runs it; prints one JSON line."""
     sys.path.insert(0, str(REPO))
+    from builders import contrast_sets
     from builders.contrast_sets import BUILDER
     from builders.core.pipeline import cli
     from builders.core.release.writer import write_release
 
     stages = StageTimes()
-    logging.getLogger("builders.contrast_sets").addHandler(stages)
-    logging.getLogger("builders.contrast_sets").setLevel(logging.INFO)
+    logger = logging.getLogger(contrast_sets.__name__)
+    logger.addHandler(stages)
+    logger.setLevel(logging.INFO)
     seconds = {"imports": time.perf_counter() - STARTED}
     parser = cli.builder_parser(BUILDER)
     args = cli.parse_args(parser, argv)

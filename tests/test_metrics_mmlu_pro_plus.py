@@ -154,7 +154,7 @@ def test_ranking_reads_the_mmlu_pro_predictions_that_mmlu_pro_plus_reads(tmp_pat
     from test_mmlu_pro_plus import source_rows
 
     import builders.mmlu_pro_plus as mmlu_pro_plus
-    from builders.perturbations import builder as perturbations
+    import builders.perturbations as perturbations
 
     rows = source_rows()
     source = write_jsonl(tmp_path / "src" / "test.jsonl", rows).parent
