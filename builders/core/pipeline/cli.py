@@ -42,7 +42,7 @@ from builders.core.release.publish import (
 from builders.core.release.writer import check_output_folder, output_lock, write_release
 from builders.core.runtime import progress
 from builders.core.runtime.redact import scrub_log_handlers, scrub_text
-from builders.core.sources.corrections import apply_corrections
+from builders.core.sources.corrections import apply_corrections, read_corrections
 from builders.core.sources.loading import Benchmark, LoadedSource, Selection, load_source
 from builders.core.validation.validate import ValidationReport, validate
 
@@ -172,7 +172,9 @@ def build_and_validate(builder: Runnable, parser: argparse.ArgumentParser, args:
                        source: LoadedSource) -> tuple[Build, ValidationReport]:
     """The build from the builder's ``options``, every recorded option in its params, validated. The source the
     builder's steps see is the loaded one with its item-level corrections, applied here for every builder."""
-    source = apply_corrections(source, options)
+    # a legacy builder's options may not have it: its namespace does
+    corrections = getattr(options, "corrections", None) or getattr(args, "corrections", None)
+    source = apply_corrections(source, read_corrections(corrections) if corrections else ())
     build = builder.make_build(source, options, builder.params(args, options, parser))
     check_excluded_share(build, args.max_excluded, builder.selection_reasons)
     return build, validate(build)

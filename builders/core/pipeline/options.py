@@ -25,6 +25,7 @@ from builders.core.llm.settings import LLMEndpoint, LLMSettings
 from builders.core.options.argtypes import positive_int, share
 from builders.core.options.declare import option
 from builders.core.runtime.models import ModelToLoad
+from builders.core.sources.corrections import read_corrections
 from builders.core.sources.loading import DEFAULT_MAX_EXCLUDED
 
 SHARED = "source and release (shared by every builder)"
@@ -54,6 +55,15 @@ class BuildOptions:
     limit: int | None = option(None, type=positive_int, metavar="N",
                                help="build only the first N rows of each evaluation split (of each subject, with "
                                     "--subjects)")
+    corrections: Path | None = option(None, metavar="FILE",
+                                      help="JSON lines of decisions about items, in the release's ids, applied "
+                                           "before the transform: {\"id\", \"action\": \"set_answer\" or "
+                                           "\"exclude\", \"answer\": an option's index or text, \"reason\", "
+                                           "\"by\"}; copied into the release as corrections.jsonl")
+
+    def check(self) -> None:
+        if self.corrections is not None:
+            read_corrections(self.corrections)  # its own faults, before any source is read
 
     def llm_models(self) -> list[str]:
         """The LLM models the build will call (their endpoint, the options' ``llm``, is checked before loading)."""

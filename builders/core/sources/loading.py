@@ -134,6 +134,8 @@ class LoadedSource:
     exclusions: ExclusionLog
     provenance: list[Provenance]
     selection: Selection = field(default_factory=Selection)
+    # the item-level corrections applied to it (builders.core.sources.corrections.AppliedCorrection), in order
+    corrections: tuple[Any, ...] = ()
 
     @property
     def dataset(self) -> str:
