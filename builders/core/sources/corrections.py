@@ -36,6 +36,7 @@ Action = Literal["set_answer", "exclude"]
 ACTIONS: tuple[str, ...] = ("set_answer", "exclude")
 FIELDS = ("id", "action", "answer", "reason", "by")
 OTHER_FIELDS = ("evidence",)  # what a review queue adds beside the decision: read, never applied
+CORRECTIONS_FILE = "corrections.jsonl"  # the release's copy of the --corrections file
 STEP = "corrections"  # the exclusion log's step of an item a correction withdrew
 
 # the metadata of an item whose key a correction moved (the other items have them null): the original key (an option's

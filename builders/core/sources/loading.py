@@ -136,6 +136,7 @@ class LoadedSource:
     selection: Selection = field(default_factory=Selection)
     # the item-level corrections applied to it (builders.core.sources.corrections.AppliedCorrection), in order
     corrections: tuple[Any, ...] = ()
+    errata: Any = None  # the errata applied to it (builders.core.sources.errata.ErrataApplied), or None
 
     @property
     def dataset(self) -> str:
