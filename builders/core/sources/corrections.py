@@ -30,6 +30,7 @@ from typing import Any, Iterable, Literal, Mapping, Sequence, cast
 from builders.core.errors import UserError
 from builders.core.items.outcomes import Exclude, ExclusionLog
 from builders.core.items.record import MCQRecord, OpenItem, Value, normalize_text
+from builders.core.items.tables import Table
 from builders.core.sources.loading import LoadedSource
 
 Action = Literal["set_answer", "exclude"]
@@ -241,3 +242,10 @@ def correction_counts(applied: Sequence[AppliedCorrection]) -> Mapping[tuple[str
     """{(by, action, reason): items}, sorted: what the card's table of corrections counts."""
     counts = Counter((a.correction.by or "unnamed", a.correction.action, a.correction.reason) for a in applied)
     return dict(sorted(counts.items()))
+
+
+def corrections_table(applied: Sequence[AppliedCorrection]) -> Table:
+    """The card's one table of the corrections applied, whoever decided them (a person, an errata source, a
+    consensus): items per (by, action, reason)."""
+    return Table("Corrections applied", ("by", "action", "reason", "items"),
+                 [(by, action, reason or None, n) for (by, action, reason), n in correction_counts(applied).items()])
