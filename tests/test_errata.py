@@ -12,7 +12,7 @@ import pytest
 import yaml
 from fixtures import MMLU_TEST, write_benchmark, write_jsonl
 
-from builders import perturbations, wicked
+from builders import gsm_mc, perturbations, wicked
 from builders.core.errors import UserError, ValidationFailed
 from builders.core.items.outcomes import ExclusionLog
 from builders.core.sources.benchmarks import BENCHMARKS
@@ -176,3 +176,31 @@ def test_the_validator_reads_the_errata_itself_and_refuses_a_release_that_contra
     assert "mmlu/test/5: mmlu-redux-2.0 flags it multiple_correct_answers, and it is released" in str(error.value)
     with pytest.raises(UserError):
         errata_corrections(source, str(tmp_path / "nowhere"))
+
+
+def write_platinum(root: Path) -> Path:
+    """A local copy of GSM8K-Platinum in its Hub layout (config main: one file per split), from GSM-MC's sample:
+    its first question revised to another answer, its second removed, the rest kept by consensus, in reverse order."""
+    sample = Path(gsm_mc.__file__).resolve().parents[1] / "data" / "samples" / "gsm8k" / "test.jsonl"
+    rows = [json.loads(line) for line in sample.read_text(encoding="utf-8").splitlines()]
+    platinum = [{**row, "cleaning_status": "consensus"} for row in rows]
+    platinum[0] = {**platinum[0], "cleaning_status": "revised",
+                   "answer": platinum[0]["answer"].rsplit("####", 1)[0] + "#### 20"}
+    platinum[1] = {**platinum[1], "cleaning_status": "removed"}
+    return write_jsonl(root / "gsm8k-platinum" / "test.jsonl", platinum[::-1]).parent
+
+
+def test_gsm8k_platinum_repairs_and_withdraws_the_questions_of_a_plain_gsm8k_build(tmp_path, capsys):
+    out = tmp_path / "release"
+    status = gsm_mc.main(["--source", "sample", "--errata", str(write_platinum(tmp_path)), "--output", str(out),
+                          "--no-progress"])
+    assert status == 0, capsys.readouterr().err
+    rows = {row["id"]: row for row in datasets.load_dataset(str(out), "default", split="test")}
+    assert len(rows) == 11 and "gsm8k/test/1" not in rows
+    repaired = rows["gsm8k/test/0"]
+    assert repaired["choices"][repaired["answer"]] == "20"
+    assert (repaired["metadata"]["original_gold"], repaired["metadata"]["answer_corrected_by"]) == ("19", "gsm8k-platinum")
+    exclusions = [json.loads(line) for line in (out / "exclusions.jsonl").read_text().splitlines()]
+    assert [(e["id"], e["reason"]) for e in exclusions] == [("gsm8k/test/1", "removed")]
+    card = (out / "README.md").read_text()
+    assert "| gsm8k-platinum | set_answer | revised | 1 |" in card and "| consensus | 10 | 0 | 0 | 0 |" in card
