@@ -204,3 +204,21 @@ def test_gsm8k_platinum_repairs_and_withdraws_the_questions_of_a_plain_gsm8k_bui
     assert [(e["id"], e["reason"]) for e in exclusions] == [("gsm8k/test/1", "removed")]
     card = (out / "README.md").read_text()
     assert "| gsm8k-platinum | set_answer | revised | 1 |" in card and "| consensus | 10 | 0 | 0 | 0 |" in card
+
+
+def test_the_validator_refuses_a_gsm_mc_release_that_keeps_an_answer_platinum_revised(tmp_path):
+    from builders.core.pipeline import cli
+
+    builder = gsm_mc.BUILDER
+    args = cli.builder_parser(builder).parse_args(["--source", "sample", "--errata", str(write_platinum(tmp_path)),
+                                                   "--output", str(tmp_path / "out")])
+    options = builder.options_of(args)
+    build, report = cli.build_and_validate(builder, cli.builder_parser(builder), args, options,
+                                           cli.load(builder, args, options))
+    assert report.passed
+    records = build.configs["default"]["test"]
+    index = next(i for i, r in enumerate(records) if r.id == "gsm8k/test/0")
+    records[index] = records[index].replace(answer=records[index].choices.index("19"))
+    with pytest.raises(ValidationFailed) as error:
+        validate(build)
+    assert "default/test gsm8k/test/0: gsm8k-platinum revised its answer to '20', and the key is '19'" in str(error.value)
