@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import dataclasses
 import logging
 import os
 import sys
@@ -42,7 +43,8 @@ from builders.core.release.publish import (
 from builders.core.release.writer import check_output_folder, output_lock, write_release
 from builders.core.runtime import progress
 from builders.core.runtime.redact import scrub_log_handlers, scrub_text
-from builders.core.sources.corrections import apply_corrections
+from builders.core.sources.corrections import CORRECTIONS_FILE, apply_corrections, read_corrections
+from builders.core.sources.errata import errata_corrections
 from builders.core.sources.loading import Benchmark, LoadedSource, Selection, load_source
 from builders.core.validation.validate import ValidationReport, validate
 
@@ -172,10 +174,34 @@ def build_and_validate(builder: Runnable, parser: argparse.ArgumentParser, args:
                        source: LoadedSource) -> tuple[Build, ValidationReport]:
     """The build from the builder's ``options``, every recorded option in its params, validated. The source the
     builder's steps see is the loaded one with its item-level corrections, applied here for every builder."""
-    source = apply_corrections(source, options)
-    build = builder.make_build(source, options, builder.params(args, options, parser))
+    source = corrected(source, options, args)
+    params = builder.params(args, options, parser)
+    if source.errata is not None:
+        params["errata"] = source.errata.recorded  # a Hub id with the revision read
+    build = builder.make_build(source, options, params)
+    corrections = shared_option(options, args, "corrections")
+    if corrections:
+        build.release.extra_files[CORRECTIONS_FILE] = Path(corrections).expanduser().read_bytes()
     check_excluded_share(build, args.max_excluded, builder.selection_reasons)
     return build, validate(build)
+
+
+def shared_option(options: Any, args: argparse.Namespace, name: str) -> Any:
+    """An option every build shares, from the options (a legacy builder's may not have it: its namespace does)."""
+    return getattr(options, name, None) or getattr(args, name, None)
+
+
+def corrected(source: LoadedSource, options: Any, args: argparse.Namespace) -> LoadedSource:
+    """The source with a person's ``--corrections`` applied, then its ``--errata`` (on the items no person decided)."""
+    path, spec = shared_option(options, args, "corrections"), shared_option(options, args, "errata")
+    own = read_corrections(path) if path else ()
+    source = apply_corrections(source, own)
+    if spec:
+        errata = errata_corrections(source, spec, bool(shared_option(options, args, "errata_keep_flagged")),
+                                    decided=[c.id for c in own])
+        source = apply_corrections(source, errata.corrections, origin=f"--errata {errata.source.name}")
+        source = dataclasses.replace(source, errata=errata)
+    return source
 
 
 def check_excluded_share(build: Build, max_excluded: float, selection_reasons: frozenset[str] = frozenset()) -> None:

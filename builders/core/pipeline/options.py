@@ -25,6 +25,9 @@ from builders.core.llm.settings import LLMEndpoint, LLMSettings
 from builders.core.options.argtypes import positive_int, share
 from builders.core.options.declare import option
 from builders.core.runtime.models import ModelToLoad
+from builders.core.errors import UserError
+from builders.core.sources.corrections import read_corrections
+from builders.core.sources.errata import errata_of
 from builders.core.sources.loading import DEFAULT_MAX_EXCLUDED
 
 SHARED = "source and release (shared by every builder)"
@@ -54,6 +57,26 @@ class BuildOptions:
     limit: int | None = option(None, type=positive_int, metavar="N",
                                help="build only the first N rows of each evaluation split (of each subject, with "
                                     "--subjects)")
+    corrections: Path | None = option(None, metavar="FILE",
+                                      help="JSON lines of decisions about items, in the release's ids, applied "
+                                           "before the transform: {\"id\", \"action\": \"set_answer\" or "
+                                           "\"exclude\", \"answer\": an option's index or text, \"reason\", "
+                                           "\"by\"}; copied into the release as corrections.jsonl")
+    errata: str | None = option(None, metavar="SPEC",
+                                help="the source's curated errata, applied as corrections (MMLU: MMLU-Redux 2.0, "
+                                     "edinburgh-dawg/mmlu-redux-2.0): a Hub id or a local copy in its Hub layout. "
+                                     "A wrong key that the errata correct is repaired; any other flagged item is "
+                                     "excluded with its error type")
+    errata_keep_flagged: bool = option(False, help="with --errata: keep the items the errata flag unchanged "
+                                                   "(listed in the card) instead of repairing or excluding them")
+
+    def check(self) -> None:
+        if self.corrections is not None:
+            read_corrections(self.corrections)  # its own faults, before any source is read
+        if self.errata is not None and self.benchmark is not None:
+            errata_of(self.benchmark)
+        if self.errata_keep_flagged and self.errata is None:
+            raise UserError("--errata-keep-flagged needs --errata SPEC")
 
     def llm_models(self) -> list[str]:
         """The LLM models the build will call (their endpoint, the options' ``llm``, is checked before loading)."""

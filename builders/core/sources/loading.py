@@ -134,6 +134,9 @@ class LoadedSource:
     exclusions: ExclusionLog
     provenance: list[Provenance]
     selection: Selection = field(default_factory=Selection)
+    # the item-level corrections applied to it (builders.core.sources.corrections.AppliedCorrection), in order
+    corrections: tuple[Any, ...] = ()
+    errata: Any = None  # the errata applied to it (builders.core.sources.errata.ErrataApplied), or None
 
     @property
     def dataset(self) -> str:
