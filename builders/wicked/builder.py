@@ -35,6 +35,7 @@ from builders.core.pipeline.options import BuildOptions
 from builders.core.pipeline.steps import Run
 from builders.core.runtime.models import ModelToLoad
 from builders.core.sources.benchmarks import BENCHMARKS, ReduxOptions
+from builders.core.sources.consensus import KeyConsensusOptions
 from builders.core.sources.loading import LoadedSource
 from classifiers.sba_model import BATCH_SIZE, PAPER_CLASSIFIER, configured_threshold
 
@@ -66,7 +67,7 @@ CITATION = """@article{elhady2025wicked,
 
 
 @dataclass(frozen=True, kw_only=True)
-class Options(BuildOptions, ReduxOptions, LLMEndpoint):
+class Options(BuildOptions, ReduxOptions, KeyConsensusOptions, LLMEndpoint):
     """WiCkeD's options (the LLM endpoint is the SBA judge's)."""
 
     GROUP: ClassVar[str] = "WiCkeD"

@@ -43,7 +43,9 @@ from builders.core.release.publish import (
 from builders.core.release.writer import check_output_folder, output_lock, write_release
 from builders.core.runtime import progress
 from builders.core.runtime.redact import scrub_log_handlers, scrub_text
+from builders.core.sources.consensus import KeyConsensusOptions, find_suspect_keys
 from builders.core.sources.corrections import CORRECTIONS_FILE, apply_corrections, read_corrections
+from builders.core.sources.duplicates import exclude_conflicts
 from builders.core.sources.errata import errata_corrections
 from builders.core.sources.loading import Benchmark, LoadedSource, Selection, load_source
 from builders.core.validation.validate import ValidationReport, validate
@@ -201,6 +203,18 @@ def corrected(source: LoadedSource, options: Any, args: argparse.Namespace) -> L
                                     decided=[c.id for c in own])
         source = apply_corrections(source, errata.corrections, origin=f"--errata {errata.source.name}")
         source = dataclasses.replace(source, errata=errata)
+    return checked(source, options, [c.id for c in own] + [c.id for c in (source.errata.corrections
+                                                                           if source.errata else ())])
+
+
+def checked(source: LoadedSource, options: Any, decided: Sequence[str]) -> LoadedSource:
+    """The source's own checks, on the items no person or errata decided: conflicting duplicates excluded, and
+    (with ``--predictions``) the keys the models contradict, corrections by ``consensus``."""
+    source = exclude_conflicts(source, decided)
+    if isinstance(options, KeyConsensusOptions) and options.predictions:
+        found = find_suspect_keys(source, options.predictions, options.keep_suspect_keys, decided)
+        source = apply_corrections(source, found.corrections, origin="--predictions (model consensus)")
+        source = dataclasses.replace(source, consensus=found)
     return source
 
 

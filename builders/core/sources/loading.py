@@ -137,6 +137,10 @@ class LoadedSource:
     # the item-level corrections applied to it (builders.core.sources.corrections.AppliedCorrection), in order
     corrections: tuple[Any, ...] = ()
     errata: Any = None  # the errata applied to it (builders.core.sources.errata.ErrataApplied), or None
+    # what the source's own checks found: its duplicates (builders.core.sources.duplicates.SourceDuplicates) and the
+    # models' consensus on its keys (builders.core.sources.consensus.KeyConsensus), None where not checked
+    duplicates: Any = None
+    consensus: Any = None
 
     @property
     def dataset(self) -> str:
