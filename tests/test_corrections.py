@@ -105,3 +105,60 @@ def test_wicked_keeps_a_corrected_key_in_every_variant(tmp_path, capsys):
         shown = item["choices"][item["answer"]]
         assert shown == "6" or (shown == "None of the above" and "6" not in item["choices"]), (config, item)
         assert item["metadata"]["original_answer"] == 1 and item["metadata"]["answer_corrected_by"] == "jo"
+
+
+def release_files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_the_release_carries_the_file_and_config_rebuilds_it_byte_for_byte(tmp_path, capsys):
+    fixes = tmp_path / "fixes.jsonl"
+    fixes.write_text(json.dumps({"id": "mmlu/test/7", "action": "set_answer", "answer": "10", "reason": "typo",
+                                 "by": "jo"}) + "\n\n" +
+                     json.dumps({"id": "mmlu/test/1", "action": "exclude", "reason": "two gases", "by": "ann"}) + "\n",
+                     encoding="utf-8")
+    source = str(write_benchmark("mmlu", tmp_path))
+    first, again = tmp_path / "v1.1.0", tmp_path / "rebuilt"
+    assert wicked.main(["--source", source, "--sba-classifier", "none", "--corrections", str(fixes),
+                        "--output", str(first), "--no-progress"]) == 0, capsys.readouterr().err
+    assert (first / "corrections.jsonl").read_bytes() == fixes.read_bytes()
+    config = (first / "build_config.yaml").read_text()
+    assert "corrections:\n    content: sha256:" in config and "local: corrections.jsonl" in config
+    card = (first / "README.md").read_text()
+    assert "| ann | exclude | two gases | 1 |" in card and "| jo | set_answer | typo | 1 |" in card
+    assert wicked.main(["--config", str(first / "build_config.yaml"), "--source", source, "--output", str(again),
+                        "--no-progress"]) == 0, capsys.readouterr().err
+    assert release_files(again) == release_files(first)
+
+
+def test_a_bad_corrections_file_stops_the_build_before_the_source_is_read(tmp_path, capsys):
+    fixes = write_jsonl(tmp_path / "fixes.jsonl", [{"id": "mmlu/test/1", "action": "remove"}])
+    status = wicked.main(["--source", str(tmp_path / "no-such-source"), "--sba-classifier", "none",
+                          "--corrections", str(fixes), "--output", str(tmp_path / "out")])
+    assert status == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --corrections fixes.jsonl line 1: mmlu/test/1: action must be one of") and \
+        err.count("\n") == 1
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"id": "mmlu/test/70", "action": "exclude", "reason": "x"}, "1 ids are no item of local copy 'mmlu', e.g. mmlu/test/70"),
+    ({"id": "mmlu/test/1", "action": "set_answer", "answer": 9}, "answer 9 is out of range"),
+])
+def test_an_unknown_id_or_answer_is_one_error_line_before_the_transform(tmp_path, capsys, entry, message):
+    fixes = write_jsonl(tmp_path / "fixes.jsonl", [entry])
+    status = wicked.main(["--source", str(write_benchmark("mmlu", tmp_path)), "--sba-classifier", "none",
+                          "--corrections", str(fixes), "--output", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert status == 2 and message in err and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_subset_build_takes_the_corrections_of_the_items_it_read(tmp_path, capsys):
+    fixes = write_jsonl(tmp_path / "fixes.jsonl", [{"id": "mmlu/test/0", "action": "exclude", "reason": "x"},
+                                                   {"id": "mmlu/test/6", "action": "exclude", "reason": "x"}])
+    out = tmp_path / "out"
+    assert wicked.main(["--source", str(write_benchmark("mmlu", tmp_path)), "--sba-classifier", "none",
+                        "--corrections", str(fixes), "--limit", "3", "--output", str(out), "--no-progress"]) == 0
+    report = json.loads((out / "validation_report.json").read_text())
+    assert report["counts"]["original"]["test"] == {"in": 3, "out": 2, "excluded": 1}

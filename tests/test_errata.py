@@ -3,6 +3,7 @@ content, each finding a correction by ``mmlu-redux-2.0``; the validator re-reads
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from fixtures import MMLU_TEST, write_benchmark, write_jsonl
 
 from builders import perturbations, wicked
 from builders.core.errors import UserError, ValidationFailed
+from builders.core.items.outcomes import ExclusionLog
 from builders.core.sources.benchmarks import BENCHMARKS
 from builders.core.sources.errata import errata_corrections, read_option
 from builders.core.sources.loading import load_source
@@ -122,7 +124,7 @@ def test_with_the_flag_flagged_items_are_kept_unchanged_and_listed(tmp_path, cap
 def test_the_errata_of_a_subset_match_by_content_and_count_the_rows_they_did_not_match(tmp_path):
     source = load_source(BENCHMARKS["mmlu"], str(write_benchmark("mmlu", tmp_path)))
     applied = errata_corrections(source, str(write_redux(tmp_path)))
-    assert applied.rows == 9 and applied.unmatched_rows == 1
+    assert applied.rows == 8 and applied.unmatched_rows == 1
     assert applied.matched == {"multiple_correct_answers": 1, "no_correct_answer": 1, "ok": 1, "wrong_groundtruth": 4}
     assert {c.id: (c.action, c.answer) for c in applied.corrections} == {
         "mmlu/test/0": ("set_answer", "6"), "mmlu/test/1": ("exclude", None), "mmlu/test/2": ("exclude", None),
@@ -139,7 +141,7 @@ def test_perturbations_from_mmlu_take_the_same_errata(tmp_path, capsys):
     for config in configs:
         rows = released(out, config)
         assert not set(EXCLUDED) & set(rows)
-        for item_id, (correct, _) in REPAIRED.items():
+        for item_id in REPAIRED:
             assert rows[item_id]["metadata"]["answer_corrected_by"] == "mmlu-redux-2.0"
 
 
@@ -157,13 +159,20 @@ def test_the_validator_reads_the_errata_itself_and_refuses_a_release_that_contra
     from builders.core.pipeline.cli import corrected
 
     fixed = corrected(source, options, options)
-    build = wicked.BUILDER.make_build(fixed, options)
-    assert validate(build).ok
-    # the same build as if the repair had not been made: its records keep MMLU's wrong key
-    unrepaired = wicked.BUILDER.make_build(
-        type(fixed)(**{**vars(fixed), "items": source.items}), options)
+    assert validate(wicked.BUILDER.make_build(fixed, options)).passed
+    # the same build as if the repairs had not been made: the items keep MMLU's keys, which Redux calls wrong
+    kept = {item.id for item in fixed.records()}
+    unrepaired = dataclasses.replace(fixed, items={split: [item for item in items if item.id in kept]
+                                                   for split, items in source.items.items()})
     with pytest.raises(ValidationFailed) as error:
-        validate(unrepaired).raise_if_failed()
-    assert "mmlu/test/0" in str(error.value) and "mmlu-redux-2.0" in str(error.value)
+        validate(wicked.BUILDER.make_build(unrepaired, options))
+    assert "errata_respected (18: original/test mmlu/test/0: mmlu-redux-2.0 calls the key '5' wrong" in str(error.value)
+    # and as if an item Redux flags had been released
+    flagged = dataclasses.replace(fixed, items={"test": fixed.items["test"] + [source.items["test"][5]],
+                                                "dev": fixed.items["dev"]},
+                                  exclusions=ExclusionLog())
+    with pytest.raises(ValidationFailed) as error:
+        validate(wicked.BUILDER.make_build(flagged, options))
+    assert "mmlu/test/5: mmlu-redux-2.0 flags it multiple_correct_answers, and it is released" in str(error.value)
     with pytest.raises(UserError):
         errata_corrections(source, str(tmp_path / "nowhere"))

@@ -44,7 +44,12 @@ from builders.core.release.writer import check_output_folder, output_lock, write
 from builders.core.runtime import progress
 from builders.core.runtime.redact import scrub_log_handlers, scrub_text
 from builders.core.sources.consensus import KeyConsensusOptions, find_suspect_keys
-from builders.core.sources.corrections import CORRECTIONS_FILE, apply_corrections, read_corrections
+from builders.core.sources.corrections import (
+    CORRECTIONS_FILE,
+    apply_corrections,
+    read_corrections,
+    recorded_corrections,
+)
 from builders.core.sources.duplicates import exclude_conflicts
 from builders.core.sources.errata import errata_corrections
 from builders.core.sources.loading import Benchmark, LoadedSource, Selection, load_source
@@ -180,8 +185,10 @@ def build_and_validate(builder: Runnable, parser: argparse.ArgumentParser, args:
     params = builder.params(args, options, parser)
     if source.errata is not None:
         params["errata"] = source.errata.recorded  # a Hub id with the revision read
-    build = builder.make_build(source, options, params)
     corrections = shared_option(options, args, "corrections")
+    if corrections:
+        params["corrections"] = recorded_corrections(corrections)  # as the release's copy of it
+    build = builder.make_build(source, options, params)
     if corrections:
         build.release.extra_files[CORRECTIONS_FILE] = Path(corrections).expanduser().read_bytes()
     check_excluded_share(build, args.max_excluded, builder.selection_reasons)

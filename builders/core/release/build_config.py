@@ -54,7 +54,7 @@ def load_build_config(path: Path) -> dict[str, Any]:
     if unknown:  # e.g. options written at the top level, which would otherwise be ignored without a word
         raise UserError(f"{path}: unknown top-level keys {unknown}; a build config holds only "
                         f"{', '.join(BUILD_CONFIG_KEYS)} (options go under 'params:')")
-    return _resolve_sample_files(data)
+    return _resolve_release_files(_resolve_sample_files(data), Path(path).parent)
 
 
 def _resolve_sample_files(data: dict[str, Any]) -> dict[str, Any]:
@@ -78,6 +78,24 @@ def _resolve_sample_files(data: dict[str, Any]) -> dict[str, Any]:
             candidate = folder / Path(value["local"]).name
             if candidate.is_file() and content_revision(candidate) == value["content"]:
                 return f"{value['model']}={candidate}" if value.get("model") else str(candidate)
+        return value
+
+    return {**data, "params": {key: resolve(value) for key, value in data["params"].items()}}
+
+
+def _resolve_release_files(data: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """A release carries copies of some local files it was built from (``corrections.jsonl``), recorded by that
+    name and content hash: a recorded file that the build config's own folder holds, with that content, is given
+    back as its path, so that ``--config RELEASE/build_config.yaml`` rebuilds the release with no other option."""
+    if not isinstance(data.get("params"), dict):
+        return data
+
+    def resolve(value: Any) -> Any:
+        if isinstance(value, dict) and isinstance(value.get("local"), str) and "content" in value \
+                and not value.get("model"):
+            candidate = folder / Path(value["local"]).name
+            if candidate.is_file() and content_revision(candidate) == value["content"]:
+                return str(candidate)
         return value
 
     return {**data, "params": {key: resolve(value) for key, value in data["params"].items()}}

@@ -14,6 +14,8 @@ from builders.core.items.record import record_features
 from builders.core.build.result import Build, TaskLocation
 from builders.core.release.build_config import build_config_text
 from builders.core.items.outcomes import outcome_table
+from builders.core.sources.corrections import CORRECTIONS_FILE, corrections_table
+from builders.core.sources.errata import errata_kept_table, errata_table
 from builders.core.validation.validate import ValidationReport
 from builders.core.version import PACKAGE_DIR, __version__
 
@@ -156,8 +158,22 @@ def render_card(build: Build, report: ValidationReport, release: ReleaseInfo,
         "changelog": changelog,
         **build.release.card_context,
     }
+    context["corrections_section"] = corrections_section(build, context)
     context["method_section"] = _render_fragment(build.about.card_template or f"{build.about.builder}.md", context)
     return DatasetCard.from_template(card_data, template_path=str(CARDS_DIR / "dataset.md"), **context)
+
+
+def corrections_section(build: Build, context: dict[str, Any]) -> str:
+    """The card's section on the corrections applied to the source (``cards/corrections.md``), empty without any."""
+    errata = build.source.errata
+    has_file = CORRECTIONS_FILE in build.release.extra_files
+    if not build.source.corrections and errata is None and not has_file:
+        return ""
+    return _render_fragment("corrections.md", {
+        **context, "has_corrections_file": has_file, "errata": errata,
+        "corrections_table": corrections_table(build.source.corrections),
+        "errata_table": errata_table(errata) if errata else None,
+        "errata_kept_table": errata_kept_table(errata) if errata else None})
 
 
 # The embedded samples were written for mcqforge and are released with it (builders/data/samples/README.md).

@@ -22,6 +22,12 @@ def content_revision(path: Path, ignore: tuple[str, ...] = ()) -> str:
     return "sha256:" + digest.hexdigest()
 
 
+def named_content_revision(name: str, data: bytes) -> str:
+    """The :func:`content_revision` of a file named ``name`` that holds ``data`` (a copy a release carries under
+    its own name, recorded before it is written)."""
+    return "sha256:" + hashlib.sha256(name.encode() + hashlib.sha256(data).digest()).hexdigest()
+
+
 def _file_sha256(file: Path) -> bytes:
     """The file's sha256, read in chunks (hashlib.file_digest is Python 3.11+; the project runs on 3.10)."""
     file_hash = hashlib.sha256()

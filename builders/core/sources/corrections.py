@@ -30,6 +30,8 @@ from typing import Any, Iterable, Literal, Mapping, Sequence, cast
 from builders.core.errors import UserError
 from builders.core.items.outcomes import Exclude, ExclusionLog
 from builders.core.items.record import MCQRecord, OpenItem, Value, normalize_text
+from builders.core.items.tables import Table
+from builders.core.runtime.content import named_content_revision
 from builders.core.sources.loading import LoadedSource
 
 Action = Literal["set_answer", "exclude"]
@@ -132,6 +134,13 @@ def correction_from(entry: Any, where: str) -> Correction | None:
 def write_corrections(corrections: Iterable[Correction], path: Path | str) -> None:
     """The corrections as :func:`read_corrections` reads them back, one JSON object a line, in the given order."""
     Path(path).write_text(corrections_text(corrections), encoding="utf-8")
+
+
+def recorded_corrections(path: Path | str) -> dict[str, str]:
+    """How a build config records a ``--corrections`` file: as the release's copy of it (``corrections.jsonl``) and
+    its content hash, whatever the file's own name, so that a rebuild from the release's copy records the same."""
+    return {"local": CORRECTIONS_FILE, "content": named_content_revision(CORRECTIONS_FILE,
+                                                                         Path(path).expanduser().read_bytes())}
 
 
 def corrections_text(corrections: Iterable[Correction]) -> str:
@@ -241,3 +250,10 @@ def correction_counts(applied: Sequence[AppliedCorrection]) -> Mapping[tuple[str
     """{(by, action, reason): items}, sorted: what the card's table of corrections counts."""
     counts = Counter((a.correction.by or "unnamed", a.correction.action, a.correction.reason) for a in applied)
     return dict(sorted(counts.items()))
+
+
+def corrections_table(applied: Sequence[AppliedCorrection]) -> Table:
+    """The card's one table of the corrections applied, whoever decided them (a person, an errata source, a
+    consensus): items per (by, action, reason)."""
+    return Table("Corrections applied", ("by", "action", "reason", "items"),
+                 [(by, action, reason or None, n) for (by, action, reason), n in correction_counts(applied).items()])

@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from builders.core.errors import UserError
 from builders.core.items.record import LETTERS, MCQRecord, normalize_text
+from builders.core.items.tables import Table
 from builders.core.sources.benchmarks import MMLU_SUBJECTS
 from builders.core.sources.corrections import Correction
 from builders.core.sources.loading import LoadedSource
@@ -184,6 +185,27 @@ def errata_corrections(source: LoadedSource, spec_text: str, keep_flagged: bool 
     recorded = spec.recorded() if spec.is_local else (spec.text if spec.revision else f"{spec.text}@{raw.revision}")
     return ErrataApplied(errata, spec_text, recorded, raw.revision, keep_flagged, tuple(corrections), tuple(kept),
                          rows, dict(sorted(matched.items())), unmatched)
+
+
+def errata_table(applied: ErrataApplied) -> Table:
+    """Per error type: the items of the build the errata matched, and how many were repaired, excluded or kept."""
+    done: Counter = Counter((c.reason, c.action) for c in applied.corrections)
+    kept = Counter(error_type for _, error_type in applied.kept)
+    rows = [(error_type, n, done[error_type, "set_answer"], done[error_type, "exclude"], kept[error_type])
+            for error_type, n in applied.matched.items()]
+    where = applied.recorded["local"] if isinstance(applied.recorded, dict) else applied.recorded
+    note = (f"{applied.source.pretty_name} (`{applied.source.hub_id}`; read from `{where}`, revision "
+            f"`{applied.revision}`): {applied.rows} rows, {applied.rows - applied.unmatched_rows} matched to items of "
+            f"this build by subject and content, {applied.unmatched_rows} to none. "
+            + ("Flagged items were kept unchanged (`--errata-keep-flagged`)." if applied.keep_flagged else
+               "A wrong key with a readable correction is repaired; every other flagged item is excluded with its "
+               "error type."))
+    return Table("Errata applied", ("error type", "items matched", "repaired", "excluded", "kept unchanged"), rows,
+                 note=note)
+
+
+def errata_kept_table(applied: ErrataApplied) -> Table:
+    return Table("Flagged by the errata and kept", ("id", "error type"), sorted(applied.kept))
 
 
 register(MMLU_REDUX)

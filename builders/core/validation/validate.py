@@ -21,6 +21,7 @@ from builders.core.items.tables import Table
 from builders.core.build.result import Build, Check
 from builders.core.validation import adversary as choices_only
 from builders.core.validation import audit as shortcut_audit
+from builders.core.validation.errata import errata_contradictions
 
 logger = logging.getLogger(__name__)
 MAX_EXAMPLES = 10
@@ -97,6 +98,8 @@ COMMON_CHECKS = [
     Check("rows_accounted", "rows in = rows out + rows excluded, per config and split", _accounting),
     Check("outcomes_accounted", "every config and split has its outcome counts, and altered + copied unchanged = "
           "rows out, + excluded = rows in", _outcomes_accounting),
+    Check("errata_respected", "with --errata: no released item keeps a key its errata call wrong, or is released "
+          "while they flag it (the errata read again, on their own)", errata_contradictions),
 ]
 
 
