@@ -42,7 +42,7 @@ from classifiers.sba_model import BATCH_SIZE, PAPER_CLASSIFIER, configured_thres
 from .card_statistics import statistics
 from .checks import CHECKS
 from .evaluation import evaluation_table
-from .sba import decide_sba, undetected_sba
+from .sba import decide_sba, near_threshold, undetected_sba
 from .tasks import TaskPlan
 from .transform import NAME, copied, skip_reason, variant_step
 
@@ -136,6 +136,7 @@ def build(source: LoadedSource, options: Options, run: Run) -> Release:
         card_context={"sba": sba.card, "variants": options.variants, "nota_position": options.nota_position,
                       "tasks": tasks.card(), "undetected_sba": undetected_sba(source.benchmark.name, sba, run.configs)},
         lm_eval_tasks=tasks.files,
+        review=near_threshold(records, sba, options.sba_threshold if options.classifies else None),
     )
 
 

@@ -310,6 +310,8 @@ def check_options(builder: Runnable, args: argparse.Namespace) -> Any:
 def deliver(build: Build, report: ValidationReport, args: argparse.Namespace, release: ReleaseInfo) -> None:
     """Write the folder and/or publish it, then say what was built and where it went."""
     where = []
+    if release.previous_tag:
+        compare_with_previous(build, release)
     if args.output:
         write_release(build, report, args.output, release)
         where.append(f"wrote {args.output}")
@@ -324,6 +326,17 @@ def deliver(build: Build, report: ValidationReport, args: argparse.Namespace, re
         if release.published is None:
             raise
         raise interrupted_after(release.published) from None
+
+
+def compare_with_previous(build: Build, release: ReleaseInfo) -> None:
+    """What changed since the repo's previous release: the new card's changelog says it, ``diff.json`` lists it."""
+    from builders.core.release.diff import RELEASE_FILES, build_content, diff_releases, read_release, summary
+    from builders.core.release.reader import open_release
+
+    old = read_release(open_release(f"{release.repo_id}@{release.previous_tag}", RELEASE_FILES))
+    release.diff = {"old": f"{release.repo_id}@{release.previous_tag}", "new": f"{release.repo_id}@{release.tag}",
+                    **diff_releases(old, build_content(build))}
+    release.diff_summary = summary(release.diff, release.previous_tag or "")
 
 
 def exit_code(command: Callable[[], int | None]) -> int:

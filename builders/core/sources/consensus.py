@@ -126,13 +126,18 @@ class KeyConsensus:
         status = "kept (--keep-suspect-keys)" if self.kept else f"excluded ({REASON})"
         share = len(self.suspects) / self.items if self.items else 0.0
         note = (f"Model consensus: {self.models} models answered {len(self.votes)} of the {self.items} items. A key "
-                f"is suspect when {self.rule.describe()}. {len(self.suspects)} items ({share:.1%}) are suspect; they "
+                f"is suspect when {self.rule.describe()}. {len(self.suspects)} {_items(len(self.suspects))} ({share:.1%}) "
+                f"{'is' if len(self.suspects) == 1 else 'are'} suspect; they "
                 f"are {status} and queued for review (`review.jsonl`) with their votes.")
         rows = [(s.item.id, f"{LETTERS[s.item.answer]}. {s.item.gold}", f"{LETTERS[s.option]}. {s.item.choices[s.option]}",
                  s.agreeing, s.votes.counts[s.item.answer], s.votes.valid, status) for s in self.suspects]
         return Table("Suspect keys (model consensus)", ("item", "key", "models agree on", "models agreeing",
                                                          "models giving the key", "models with a valid answer",
                                                          "status"), tuple(rows), note=note)
+
+
+def _items(count: int) -> str:
+    return "item" if count == 1 else "items"
 
 
 def find_suspect_keys(source: LoadedSource, specs: Sequence[str], keep: bool, decided: Iterable[str] = (),
