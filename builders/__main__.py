@@ -13,6 +13,7 @@ TOOLS = {
     "metrics": "builders.metrics",
     "evaluate": "builders.evaluate",
     "export": "builders.export",
+    "diff": "builders.diff",
     "sba": "classifiers.sba",
 }
 

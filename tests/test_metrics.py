@@ -165,8 +165,8 @@ def test_jsonl_predictions_and_their_errors(tmp_path):
     assert {p.model for p in read_predictions([path], model="renamed")} == {"renamed"}
     assert {p.model for p in read_predictions([f"spec-name={path}"], model="renamed")} == {"spec-name"}
     for number, (row, message) in enumerate([
-            ({"model": "m", "id": "q2"}, "exactly one of 'output' or 'pred'"),
-            ({"model": "m", "id": "q2", "pred": 1, "output": "B"}, "exactly one of 'output' or 'pred'"),
+            ({"model": "m", "id": "q2"}, "exactly one of 'output', 'pred' or 'answer'"),
+            ({"model": "m", "id": "q2", "pred": 1, "output": "B"}, "exactly one of 'output', 'pred' or 'answer'"),
             ({"id": "q2", "pred": 1}, "'model' must be a non-empty string"),
             ({"model": "m", "pred": 1, "split": "test"}, "the row names no item"),
             ({"model": "m", "id": True, "pred": 1}, "'id' must be a string or an integer"),
@@ -372,7 +372,7 @@ def test_every_command_reads_predictions_with_the_one_reader(tmp_path, capsys):
     for command, run in runs.items():
         assert run() == 2, command
         assert capsys.readouterr().err.splitlines()[-1] == \
-            f"error: {bad}:2: give the answer as exactly one of 'output' or 'pred' (null for no answer)", command
+            f"error: {bad}:2: give the answer as exactly one of 'output', 'pred' or 'answer' (null for no answer)", command
 
 
 @pytest.mark.parametrize("subcommand", ["ranking", "mmlu-pro-plus"])

@@ -15,7 +15,7 @@ from builders.core.items.outcomes import Exclude
 from builders.core.items.record import MCQRecord, Value
 from builders.core.items.referring import position_dependent_reason
 from builders.core.items.rng import item_rng
-from builders.core.sources.loading import duplicate_option
+from builders.core.items.twins import duplicate_option
 
 from .graph import text_key
 

@@ -50,6 +50,7 @@ from builders.core.pipeline.options import BuildOptions
 from builders.core.pipeline.steps import Run
 from builders.core.runtime.embeddings import embedder_to_load
 from builders.core.runtime.models import ModelToLoad
+from builders.core.sources.consensus import KeyConsensusOptions
 from builders.core.sources.loading import LoadedSource
 
 from .audit import export_audit_command, import_audit_command, read_verdicts, verdicts_files
@@ -113,7 +114,7 @@ GENERATION = "TPP generation (any OpenAI-compatible endpoint)"
 
 
 @dataclass(frozen=True, kw_only=True)
-class Options(BuildOptions, LLMEndpoint):
+class Options(BuildOptions, KeyConsensusOptions, LLMEndpoint):
     """MMLU-Pro+'s options (the LLM endpoint is the TPP options' generator's; its cache folder also holds the
     similarity check's sentence embeddings, in DIR/embeddings)."""
 

@@ -43,6 +43,7 @@ from builders.core.pipeline.builder import Builder
 from builders.core.pipeline.options import BuildOptions
 from builders.core.pipeline.steps import Run
 from builders.core.sources.benchmarks import BENCHMARKS
+from builders.core.sources.consensus import KeyConsensusOptions
 from builders.core.sources.loading import LoadedSource, evaluation_split
 
 from . import tasks
@@ -83,7 +84,7 @@ CITATION = """@inproceedings{alzahrani2024benchmarks,
 
 
 @dataclass(frozen=True, kw_only=True)
-class Options(BuildOptions):
+class Options(BuildOptions, KeyConsensusOptions):
     """The perturbation builder's options."""
 
     GROUP: ClassVar[str] = "perturbations"

@@ -12,6 +12,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 from builders.core.items.record import LETTERS, MCQRecord, normalize_text
 from builders.core.build.result import Build, Check
 from builders.core.sources.loading import LoadedSource
+from builders.core.validation.validate import option_spelling
 from builders.perturbations import prompts
 from builders.perturbations.configs import ORIGINAL, ConfigSpec, subject_group, symbols
 from builders.perturbations.transform import DUPLICATE_CHOICES, FEWER_OPTIONS, MORE_OPTIONS, trivial_questions
@@ -63,7 +64,7 @@ def checks(specs: Sequence[ConfigSpec], source: LoadedSource, shots: int, sample
         for spec, split, record, original in each(build):
             reason, size = record.metadata["skip_reason"], len(original.choices)
             where = f"{spec.name}/{split} {record.id}"
-            duplicated = len({normalize_text(c) for c in original.choices}) < size
+            duplicated = len({option_spelling(c) for c in original.choices}) < size
             if duplicated != (reason == DUPLICATE_CHOICES):
                 yield f"{where}: duplicated options {duplicated}, skip_reason {reason!r}"
             if not spec.transforms(split, fewshot_split) or duplicated:

@@ -26,12 +26,12 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from builders.core.items.record import LETTERS, MCQRecord, normalize_text
+from builders.core.items.record import LETTERS, MCQRecord
 from builders.core.items.referring import LABEL_REASONS, position_dependent_reason
 from builders.core.items.rng import item_rng
 from builders.core.items.outcomes import Skip
 from builders.core.pipeline.steps import Across
-from builders.core.sources.loading import duplicate_option
+from builders.core.items.twins import duplicate_option, option_key
 from builders.perturbations import prompts
 from builders.perturbations.configs import NAME, ConfigSpec, subject_group, symbols
 
@@ -85,8 +85,8 @@ class ItemDraws:
 
     def wrong_answer(self, record: MCQRecord) -> int:
         """A source index whose text differs from the gold's (with duplicated options, not the gold's twin)."""
-        gold = normalize_text(record.gold)
-        wrong = ([i for i in range(len(record.choices)) if normalize_text(record.choices[i]) != gold]
+        gold = option_key(record.gold)
+        wrong = ([i for i in range(len(record.choices)) if option_key(record.choices[i]) != gold]
                  or [i for i in range(len(record.choices)) if i != record.answer])  # every option is the gold's text
         return self._draw(record, "wrong_answer", lambda rng: wrong[int(rng.integers(len(wrong)))])
 

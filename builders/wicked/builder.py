@@ -35,13 +35,14 @@ from builders.core.pipeline.options import BuildOptions
 from builders.core.pipeline.steps import Run
 from builders.core.runtime.models import ModelToLoad
 from builders.core.sources.benchmarks import BENCHMARKS, ReduxOptions
+from builders.core.sources.consensus import KeyConsensusOptions
 from builders.core.sources.loading import LoadedSource
 from classifiers.sba_model import BATCH_SIZE, PAPER_CLASSIFIER, configured_threshold
 
 from .card_statistics import statistics
 from .checks import CHECKS
 from .evaluation import evaluation_table
-from .sba import decide_sba, undetected_sba
+from .sba import decide_sba, near_threshold, undetected_sba
 from .tasks import TaskPlan
 from .transform import NAME, copied, skip_reason, variant_step
 
@@ -66,7 +67,7 @@ CITATION = """@article{elhady2025wicked,
 
 
 @dataclass(frozen=True, kw_only=True)
-class Options(BuildOptions, ReduxOptions, LLMEndpoint):
+class Options(BuildOptions, ReduxOptions, KeyConsensusOptions, LLMEndpoint):
     """WiCkeD's options (the LLM endpoint is the SBA judge's)."""
 
     GROUP: ClassVar[str] = "WiCkeD"
@@ -135,6 +136,7 @@ def build(source: LoadedSource, options: Options, run: Run) -> Release:
         card_context={"sba": sba.card, "variants": options.variants, "nota_position": options.nota_position,
                       "tasks": tasks.card(), "undetected_sba": undetected_sba(source.benchmark.name, sba, run.configs)},
         lm_eval_tasks=tasks.files,
+        review=near_threshold(records, sba, options.sba_threshold if options.classifies else None),
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from builders.core.items.referring import NOTA_TEXT
 from builders.core.build.result import Build, Check
-from builders.core.validation.validate import referring_options, says_no_answer
+from builders.core.validation.validate import option_spelling, referring_options, says_no_answer
 
 
 def _pairs(build: Build):
@@ -36,7 +36,7 @@ def _no_reference_altered(build: Build):
             yield f"{config}/{split} {record.id}: altered, but option {referring[0]!r} refers to the others"
         elif none_like:  # "None is correct" is one problem, not two
             yield f"{config}/{split} {record.id}: altered, but option {none_like[0]!r} already says there is no answer"
-        if len({" ".join(c.split()) for c in original.choices}) < len(original.choices):
+        if len({option_spelling(c) for c in original.choices}) < len(original.choices):
             yield f"{config}/{split} {record.id}: altered, but two options are the same text"
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol, Sequence
 
 from builders.core.items.record import MCQRecord
+from builders.core.items.review import ReviewEntry, shown_item
 from builders.core.llm import settings as llm
 from classifiers.sba_model import EVALUATIONS_FILE
 
@@ -165,3 +166,21 @@ def undetected_sba(benchmark: str, sba: SBADecisions, configs) -> dict[str, Any]
                    known.still_acceptable, known.nota_keyed, 100 * expected)
     return warning
 
+
+
+NEAR_THRESHOLD = 0.05  # an SBA score this close to the threshold: the classifier barely decided
+
+
+def near_threshold(records: list[MCQRecord], sba: SBADecisions, threshold: float | None) -> list[ReviewEntry]:
+    """The items whose SBA score lies within :data:`NEAR_THRESHOLD` of the threshold, for a person to look at: a
+    little either way and the item would have been altered, or copied unchanged."""
+    if threshold is None:
+        return []
+    entries = []
+    for record in records:
+        score = sba.verdict(record).score
+        if score is not None and abs(score - threshold) < NEAR_THRESHOLD:
+            status = "copied unchanged (SBA)" if score >= threshold else "altered"
+            entries.append(ReviewEntry(record.id, "sba_near_threshold", status, shown_item(record),
+                                       {"sba_score": round(score, 4), "sba_threshold": threshold}))
+    return entries

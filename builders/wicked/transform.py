@@ -9,7 +9,7 @@ from builders.core.items.record import MCQRecord
 from builders.core.items.referring import NOTA_TEXT, none_like_option, position_dependent_reason
 from builders.core.items.rng import item_rng
 from builders.core.pipeline.steps import Step
-from builders.core.sources.loading import duplicate_option
+from builders.core.items.twins import duplicate_option
 
 from .sba import SBADecisions, SBAVerdict
 

@@ -81,6 +81,8 @@ class Release:
     baselines: list[Baseline] = field(default_factory=list)
     inherent_baselines: dict[str, str] = field(default_factory=dict)
     rows_in: dict[str, int] | None = None
+    # items the builder doubts, for the release's review queue (builders.core.items.review.ReviewEntry)
+    review: list[Any] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)

@@ -145,12 +145,23 @@ _NONE_LIKE = re.compile(
     r"^\W*none\b(?!\s+of\b)"
     # opening the option: not "the hearsay rule applies with no exception", "a yes or no answer"
     r"|^\W*(?:(?:there\s+(?:is|are)|i\s+have)\s+)?no\s+(?:comment|exceptions?|objections?"
-    r"|(?:correct\s+|right\s+)?answers?)\b",  # not "No choice" (a stance in ethics)
+    r"|(?:correct\s+|right\s+)?answers?)\b"  # not "No choice" (a stance in ethics)
+    # "none of these" in other words, as the whole claim of the option: "Cannot be determined", "The answer cannot
+    # be determined without ...", "It is impossible to determine.", "Not enough information to say", "a different
+    # crime not listed", "Not listed". Not a part of a claim: "Statement 1 cannot be determined", "True, Not enough
+    # information" (the truth values of two statements), "The drug is not given to children".
+    r"|^\W*(?:(?:it|the\s+answer)\s+)?(?:cannot|can\s*not|can't)\s+be\s+(?:determined|calculated|answered"
+    r"|known|computed|found|said)\b(?!\s*,\s*(?:true|false|cannot|not)\b)"
+    r"|^\W*(?:(?:it\s+is|it's)\s+)?impossible\s+to\s+(?:determine|tell|say|know)\b"
+    r"|^\W*(?:there\s+is\s+)?(?:not\s+enough|insufficient)\s+(?:information|data)\b(?![^,]*,)"
+    r"|\b(?:a|an|some|another)\s+(?:different\s+|other\s+)?\w+(?:\s+\w+)?\s+not\s+(?:listed|mentioned)(?:\s+above)?\W*$"
+    r"|^\W*(?:not\s+listed|none\s+listed|not\s+determinable)\W*$",  # not "Unknown." (who wrote it: content)
     re.I)
 
 
 def none_like_option(choices: Sequence[str]) -> str | None:
-    """The first option that asserts there is no answer (no exception, no objection, no comment), or None."""
+    """The first option that asserts there is no answer (no exception, no objection, no comment, cannot be
+    determined, an answer not listed), or None."""
     return next((choice for choice in choices if _NONE_LIKE.search(" ".join(choice.split()))), None)
 
 

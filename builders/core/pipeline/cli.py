@@ -43,12 +43,14 @@ from builders.core.release.publish import (
 from builders.core.release.writer import check_output_folder, output_lock, write_release
 from builders.core.runtime import progress
 from builders.core.runtime.redact import scrub_log_handlers, scrub_text
+from builders.core.sources.consensus import KeyConsensusOptions, find_suspect_keys
 from builders.core.sources.corrections import (
     CORRECTIONS_FILE,
     apply_corrections,
     read_corrections,
     recorded_corrections,
 )
+from builders.core.sources.duplicates import exclude_conflicts
 from builders.core.sources.errata import errata_corrections
 from builders.core.sources.loading import Benchmark, LoadedSource, Selection, load_source
 from builders.core.validation.validate import ValidationReport, validate
@@ -208,6 +210,18 @@ def corrected(source: LoadedSource, options: Any, args: argparse.Namespace) -> L
                                     decided=[c.id for c in own])
         source = apply_corrections(source, errata.corrections, origin=f"--errata {errata.source.name}")
         source = dataclasses.replace(source, errata=errata)
+    return checked(source, options, [c.id for c in own] + [c.id for c in (source.errata.corrections
+                                                                           if source.errata else ())])
+
+
+def checked(source: LoadedSource, options: Any, decided: Sequence[str]) -> LoadedSource:
+    """The source's own checks, on the items no person or errata decided: conflicting duplicates excluded, and
+    (with ``--predictions``) the keys the models contradict, corrections by ``consensus``."""
+    source = exclude_conflicts(source, decided)
+    if isinstance(options, KeyConsensusOptions) and options.predictions:
+        found = find_suspect_keys(source, options.predictions, options.keep_suspect_keys, decided)
+        source = apply_corrections(source, found.corrections, origin="--predictions (model consensus)")
+        source = dataclasses.replace(source, consensus=found)
     return source
 
 
@@ -296,6 +310,8 @@ def check_options(builder: Runnable, args: argparse.Namespace) -> Any:
 def deliver(build: Build, report: ValidationReport, args: argparse.Namespace, release: ReleaseInfo) -> None:
     """Write the folder and/or publish it, then say what was built and where it went."""
     where = []
+    if release.previous_tag:
+        compare_with_previous(build, release)
     if args.output:
         write_release(build, report, args.output, release)
         where.append(f"wrote {args.output}")
@@ -310,6 +326,17 @@ def deliver(build: Build, report: ValidationReport, args: argparse.Namespace, re
         if release.published is None:
             raise
         raise interrupted_after(release.published) from None
+
+
+def compare_with_previous(build: Build, release: ReleaseInfo) -> None:
+    """What changed since the repo's previous release: the new card's changelog says it, ``diff.json`` lists it."""
+    from builders.core.release.diff import RELEASE_FILES, build_content, diff_releases, read_release, summary
+    from builders.core.release.reader import open_release
+
+    old = read_release(open_release(f"{release.repo_id}@{release.previous_tag}", RELEASE_FILES))
+    release.diff = {"old": f"{release.repo_id}@{release.previous_tag}", "new": f"{release.repo_id}@{release.tag}",
+                    **diff_releases(old, build_content(build))}
+    release.diff_summary = summary(release.diff, release.previous_tag or "")
 
 
 def exit_code(command: Callable[[], int | None]) -> int:

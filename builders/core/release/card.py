@@ -53,6 +53,9 @@ class ReleaseInfo:
     changelog: list[ChangelogEntry] = field(default_factory=list)
     message: str | None = None  # --message: what changed, in the changelog entry of this release
     published: Published | None = None  # set by publish_folder the moment the tag is there
+    previous_tag: str | None = None  # the repo's newest earlier release, which the new one is compared with
+    diff: dict | None = None  # what changed since it (builders.core.release.diff): diff.json and the changelog
+    diff_summary: str = ""
 
     @property
     def tag(self) -> str | None:
@@ -117,7 +120,8 @@ def render_card(build: Build, report: ValidationReport, release: ReleaseInfo,
 
     benchmark = build.source.benchmark
     largest = max((len(records) for _, _, records in build.records()), default=0)
-    changelog = [ChangelogEntry(release.version or "unreleased", _change_summary(build, release.message))] + [
+    summary = " ".join(filter(None, (_change_summary(build, release.message), release.diff_summary)))
+    changelog = [ChangelogEntry(release.version or "unreleased", summary)] + [
         e for e in release.changelog if e.version != release.version
     ]
     card_data = DatasetCardData(
@@ -159,6 +163,7 @@ def render_card(build: Build, report: ValidationReport, release: ReleaseInfo,
         **build.release.card_context,
     }
     context["corrections_section"] = corrections_section(build, context)
+    context["source_checks"] = source_check_tables(build)
     context["method_section"] = _render_fragment(build.about.card_template or f"{build.about.builder}.md", context)
     return DatasetCard.from_template(card_data, template_path=str(CARDS_DIR / "dataset.md"), **context)
 
@@ -174,6 +179,13 @@ def corrections_section(build: Build, context: dict[str, Any]) -> str:
         "corrections_table": corrections_table(build.source.corrections),
         "errata_table": errata_table(errata) if errata else None,
         "errata_kept_table": errata_kept_table(errata) if errata else None})
+
+
+def source_check_tables(build: Build) -> list[Any]:
+    """The tables of what the source's own checks found: its duplicates, and the models' consensus on its keys."""
+    duplicates, consensus = build.source.duplicates, build.source.consensus
+    return [*(duplicates.tables() if duplicates is not None else ()),
+            *((consensus.table(),) if consensus is not None else ())]
 
 
 # The embedded samples were written for mcqforge and are released with it (builders/data/samples/README.md).

@@ -141,7 +141,16 @@ def prepare_release(repo_id: str, version: str, repo_type: str = "dataset") -> R
     tags = {t.name for t in refs.tags}
     if tag in tags:
         raise ReleaseError(f"{repo_id} already has tag {tag}; {NEVER_REWRITTEN}")
-    return ReleaseInfo(repo_id, version, _previous_changelog(api, repo_id, repo_type, tags))
+    return ReleaseInfo(repo_id, version, _previous_changelog(api, repo_id, repo_type, tags),
+                       previous_tag=previous_tag(tags, version))
+
+
+def previous_tag(tags: set[str], version: str) -> str | None:
+    """The newest release tag before ``version``, or None."""
+    new = tuple(map(int, version.split(".")))
+    earlier = sorted((tuple(map(int, t[1:].split("."))), t) for t in tags
+                     if VERSION.match(t[1:]) and tuple(map(int, t[1:].split("."))) < new)
+    return earlier[-1][1] if earlier else None
 
 
 def _previous_changelog(api: HfApi, repo_id: str, repo_type: str, tags: set[str]) -> list[ChangelogEntry]:

@@ -39,6 +39,8 @@ from builders.core.errors import UserError, ValidationFailed
 from builders.core.items.record import record_features
 from builders.core.build.result import Build
 from builders.core.release.build_config import BUILD_CONFIG_FILE, build_config_text
+from builders.core.release.diff import DIFF_FILE
+from builders.core.release.review import review_files
 from builders.core.release.card import ReleaseInfo, render_card
 from builders.core.runtime.progress import bar
 from builders.core.tasks import inspect_tasks
@@ -306,7 +308,9 @@ def _write_files(build: Build, report: ValidationReport, folder: Path, release: 
                                              folder / parquet_path(config, split), build.release.extra_columns.get(config))
     (folder / REPORT_FILE).write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True, default=str) + "\n")
     build.exclusions.write_jsonl(folder / EXCLUSIONS_FILE)
-    files = dict(build.release.extra_files)
+    files = {**build.release.extra_files, **review_files(build)}  # the review queue: every release has one
+    if release.diff is not None:  # what changed since the repo's previous release
+        files[DIFF_FILE] = (json.dumps(release.diff, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
     if build.release.lm_eval_tasks is not None:
         files.update(build.release.lm_eval_tasks(release.task_location))
         files.update(inspect_tasks.task_files(files[MANIFEST], release.task_location))  # inspect_ai, beside lm_eval

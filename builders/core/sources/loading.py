@@ -16,11 +16,11 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence, Sized
+from typing import Any, Callable, Iterator, Mapping, Sized
 
 from builders.core.errors import MalformedRow, SourceError
 from builders.core.items.outcomes import Exclude, ExclusionLog
-from builders.core.items.record import MCQRecord, normalize_text
+from builders.core.items.record import MCQRecord
 from builders.core.options.declare import declared_options
 from builders.core.runtime.progress import bar
 from builders.core.sources.reading import RawSource, read_hub, read_local
@@ -137,6 +137,10 @@ class LoadedSource:
     # the item-level corrections applied to it (builders.core.sources.corrections.AppliedCorrection), in order
     corrections: tuple[Any, ...] = ()
     errata: Any = None  # the errata applied to it (builders.core.sources.errata.ErrataApplied), or None
+    # what the source's own checks found: its duplicates (builders.core.sources.duplicates.SourceDuplicates) and the
+    # models' consensus on its keys (builders.core.sources.consensus.KeyConsensus), None where not checked
+    duplicates: Any = None
+    consensus: Any = None
 
     @property
     def dataset(self) -> str:
@@ -359,17 +363,6 @@ def _check_loaded(loaded: LoadedSource, max_excluded: float) -> None:
     if empty or not rows:
         subjects = f" of --subjects {' '.join(loaded.selection.subjects)}" if loaded.selection.subjects else ""
         raise SourceError(f"{loaded.source_description}: split {empty[0] if empty else 'any'!r} has no rows{subjects}")
-
-
-def duplicate_option(choices: Sequence[str]) -> int | None:
-    """The index of the first option whose text repeats an earlier one (whitespace-normalised), or None."""
-    seen: set[str] = set()
-    for index, choice in enumerate(choices):
-        key = normalize_text(choice)
-        if key in seen:
-            return index
-        seen.add(key)
-    return None
 
 
 def evaluation_split(splits: Mapping[str, Sized], fewshot_split: str | None = None) -> str:

@@ -22,7 +22,7 @@ What is read:
       {"model": ..., "id" | "question_index" | "question": ..., "output": ..., "split"?: ..,
        "benchmark"?: .., "output_kind"?: "raw" | "extracted"}
 
-  ``output`` (or ``pred``, its multiple-choice spelling) is an option index, a label, a generated text
+  ``output`` (or ``pred`` or ``answer``, its multiple-choice spellings) is an option index, a label, a generated text
   (``output_kind`` "extracted" when it already is the final answer), or null for no answer. Other fields
   (MMLU-Pro's ``question_id``; CodeMind's ``benchmark``, ``task_id``, ``input``) stay in ``ref`` for the
   builder's own matching.
@@ -49,7 +49,8 @@ logger = logging.getLogger(__name__)
 SCORES = ("auto", "acc", "acc_norm")
 PROBLEMS_FILE = "problems.jsonl"
 _SAMPLES_NAME = re.compile(r"^samples_(?P<task>.+)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-.]+)\.jsonl$")
-_NOT_REF_FIELDS = frozenset({"model", "output", "pred", "output_kind"})  # a plain row's fields not in its ref
+ANSWER_FIELDS = ("output", "pred", "answer")  # a plain row's answer, as the formats spell it (one of them)
+_NOT_REF_FIELDS = frozenset({"model", "output", "pred", "answer", "output_kind"})  # a plain row's fields not in its ref
 _NOT_REFERENCES = frozenset({"split", "benchmark", "source", "raw", "task"})  # fields that name no item alone
 ItemId = TypeVar("ItemId")
 
@@ -161,9 +162,11 @@ def _plain_prediction(row: dict[str, Any], origin: str, model: str | None, bench
         raise PredictionError(f"{origin}: 'model' must be a non-empty string (or pass --predictions MODEL=PATH)")
     if benchmarks:
         _check_benchmark(row, origin, benchmarks)
-    if ("output" in row) == ("pred" in row):
-        raise PredictionError(f"{origin}: give the answer as exactly one of 'output' or 'pred' (null for no answer)")
-    spelled = "output" if "output" in row else "pred"
+    spellings = [name for name in ANSWER_FIELDS if name in row]
+    if len(spellings) != 1:
+        raise PredictionError(f"{origin}: give the answer as exactly one of 'output', 'pred' or 'answer' (null for no "
+                              "answer)")
+    spelled, = spellings
     output = row.pop(spelled)
     if output is not None and type(output) not in (int, str):  # a bool is no option index
         raise PredictionError(f"{origin}: '{spelled}' must be an option index, a label, a text or null")

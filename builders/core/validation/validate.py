@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
 from builders.core.errors import ValidationFailed
-from builders.core.items.record import LETTERS, MCQRecord, normalize_text
+from builders.core.items.record import LETTERS, MCQRecord
 from builders.core.items.tables import Table
 from builders.core.build.result import Build, Check
 from builders.core.validation import adversary as choices_only
@@ -76,7 +76,7 @@ def _duplicates_only_as_copied(build: Build) -> Iterable[str]:
     sources = {item.id: item for item in build.source.records() if isinstance(item, MCQRecord)}
     for config, split, records in build.records():
         for record in records:
-            normalized = [normalize_text(c) for c in record.choices]
+            normalized = [option_spelling(c) for c in record.choices]
             if len(set(normalized)) == len(normalized):
                 continue
             original = sources.get(record.id)
@@ -92,7 +92,8 @@ COMMON_CHECKS = [
           lambda b: _per_record(b, lambda r: not 0 <= r.answer < len(r.choices) and f"answer {r.answer}")),
     Check("no_empty_choice", "no choice is empty or whitespace",
           lambda b: _per_record(b, lambda r: any(not c.strip() for c in r.choices) and "empty choice")),
-    Check("no_duplicate_choices", "no two options are equal after whitespace normalisation, except in items "
+    Check("no_duplicate_choices", "no two options are equal after normalising whitespace, invisible characters, "
+          "Unicode composition and the spelling of numbers (\"128.1\", \"128.10\"), except in items "
           "copied unchanged from a source item that has them", _duplicates_only_as_copied),
     Check("rows_accounted", "rows in = rows out + rows excluded, per config and split", _accounting),
     Check("outcomes_accounted", "every config and split has its outcome counts, and altered + copied unchanged = "
@@ -383,7 +384,67 @@ def says_no_answer(option: str) -> bool:
         texts = texts[2:]
     if len(texts) >= 2 and texts[0] == "no" and texts[1] in {"correct", "right"}:
         texts = texts[:1] + texts[2:]
-    return len(texts) >= 2 and texts[0] == "no" and texts[1] in _NO_WHAT
+    return (len(texts) >= 2 and texts[0] == "no" and texts[1] in _NO_WHAT) or _undecidable(option, texts)
+
+
+_CANNOT = {"cannot", "can't"}
+_DECIDED = {"determined", "calculated", "answered", "known", "computed", "found", "said"}
+_NOT_LISTED = {"listed", "mentioned"}
+_ALONE = {("not", "listed"), ("none", "listed"), ("not", "determinable")}  # not "Unknown." (content)
+
+
+def _undecidable(option: str, texts: list[str]) -> bool:
+    """ "None of these" in other words, as the option's whole claim: it opens with "[it / the answer] cannot be
+    determined", "[it is] impossible to determine", "[there is] not enough / insufficient information"; it ends with
+    "a [different] crime not listed"; or it is only "Not listed". A truth value beside it ("True, Not enough
+    information") makes it a statement's value, not a verdict on the options."""
+    if re.search(r",\s*(?:true|false|not|cannot)\b", option, re.I) or re.search(r"\b(?:true|false),", option, re.I):
+        return False
+    opening = texts[2:] if texts[:2] in (["the", "answer"], ["it", "is"], ["there", "is"]) else \
+        texts[1:] if texts[:1] == ["it"] else texts
+    if opening[:1] and opening[0] in _CANNOT and opening[1:2] == ["be"] and opening[2:3] and opening[2] in _DECIDED:
+        return True
+    if opening[:3] in (["can", "not", "be"],) and opening[3:4] and opening[3] in _DECIDED:
+        return True
+    if opening[:2] == ["impossible", "to"] and opening[2:3] and opening[2] in {"determine", "tell", "say", "know"}:
+        return True
+    if opening[:3] in (["not", "enough", "information"], ["not", "enough", "data"]) or \
+            opening[:2] in (["insufficient", "information"], ["insufficient", "data"]):
+        return True
+    if len(texts) >= 3 and texts[-2] == "not" and texts[-1] in _NOT_LISTED and \
+            {"a", "an", "some", "another"} & set(texts[-5:-2]):
+        return True
+    return tuple(texts) in _ALONE
+
+
+# ---- options that are the same: a second normaliser, for the validator ----------------------------------
+# Apart from builders.core.items.twins: the option is decomposed (NFD), stripped of every format character (Unicode
+# category Cf), and each number in it is read as a decimal value; the rest compared word by word.
+
+_NUMBER_TEXT = re.compile(r"\d[\d,]*(?:\.\d+)?")
+_DASHES = {"\u2212", "\u2012", "\u2013"}
+
+
+def option_spelling(option: str) -> str:
+    """The option as the validator compares options: equal spellings are the same option ("128.1", "128.10")."""
+    import unicodedata
+    from decimal import Decimal, InvalidOperation
+
+    decomposed = unicodedata.normalize("NFD", option)
+    kept = "".join("-" if ch in _DASHES else " " if unicodedata.category(ch) == "Zs" else ch
+                   for ch in decomposed if unicodedata.category(ch) != "Cf" and ch != "\u00ad")
+
+    def value(match: re.Match) -> str:
+        digits = match.group()
+        if "," in digits and not re.fullmatch(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?", digits):
+            return digits  # "1,2,3": a list, not a number
+        try:
+            number = Decimal(digits.replace(",", ""))
+        except InvalidOperation:
+            return digits
+        return format(number.normalize(), "f") if "." in digits else digits.replace(",", "")
+
+    return " ".join(_NUMBER_TEXT.sub(value, kept).split())
 
 
 def referring_options(choices: Iterable[str]) -> list[str]:
