@@ -252,9 +252,9 @@ def config_case(name: str, params: dict, text: str | None = None) -> Callable[[P
     return make
 
 
-ALIAS_BOMB = "\n".join(['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'] +
-                       [f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 9)}]" for i in range(7)] +
-                       ["builder: gsm_mc", "params: {seed: *h}"])
+ALIAS_BOMB = "\n".join(['mcqforge_version:', '- &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'] +
+                       [f"- &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 9)}]" for i in range(7)] +
+                       ["builder: gsm_mc", "source: {benchmark: gsm8k, spec: sample}", "params: {seed: *h}"])
 
 
 def option_cases() -> list[Callable[[Path], Case]]:
