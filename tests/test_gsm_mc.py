@@ -596,3 +596,21 @@ def test_the_validator_refuses_a_distractor_of_another_kind_the_balanced_draw_le
     assert {"5.5", "-4"} & {c for k in range(10) for c in blinded.configs[f"set_{k}"]["test"][0].choices}
     with pytest.raises(ValidationFailed, match="distractors_of_the_keys_kind"):
         validate(blinded)
+
+
+@pytest.mark.parametrize("key, gold", [
+    ("1e999", None), ("1,5", None), ("2.5e3", None), ("12 or 13", None), ("12.5.3", None), ("5%", None),
+    ("\u0661\u0662", "12"), ("1,500", "1500"), ("$18", "18"), ("-3", "-3"), ("18.0", "18"), ("3.5", "3.5"),
+])
+def test_a_key_that_is_not_one_plain_number_is_excluded_with_its_reason(key, gold):
+    from builders.core.sources.loading import load_rows
+
+    row = {"question": "How many?", "answer": f"It is a lot.\n#### {key}"}
+    loaded = load_rows(gsm_mc.GSM8K, {"test": [row, GSM8K_TEST[0]]}, max_excluded=1.0)
+    kept = {item.id: item.gold for item in loaded.items["test"]}
+    excluded = [(e.id, e.reason, e.detail) for e in loaded.exclusions.entries]
+    if gold is None:
+        assert kept == {"gsm8k/test/1": "5"}
+        assert excluded == [("gsm8k/test/0", "gold_not_a_number", f"'#### {key}' is not one plain number")]
+    else:
+        assert kept == {"gsm8k/test/0": gold, "gsm8k/test/1": "5"} and excluded == []

@@ -86,6 +86,9 @@ PLATINUM_CITATION = """@article{vendrow2025platinum,
   year={2025}
 }"""
 _GOLD_LINE = re.compile(r"####\s*(.+?)\s*$", re.MULTILINE)
+# The whole key line is one number as GSM8K writes it ("1,500", "-3", "$18", "3.5"): "1e999", "1,5" or "12 or 13"
+# would otherwise be read by their first number.
+_PLAIN_KEY = re.compile(r"\$?\s*(?:" + NUMBER + ")")
 
 
 def gsm8k_item(row: dict, ctx: RowContext, metadata: dict | None = None) -> OpenItem:
@@ -96,6 +99,8 @@ def gsm8k_item(row: dict, ctx: RowContext, metadata: dict | None = None) -> Open
     if gold is None:
         raise Exclude("no_gold_answer", "answer", "no '#### N' line with a number")
     gold_text = _GOLD_LINE.findall(answer)[-1]
+    if not _PLAIN_KEY.fullmatch(gold_text):
+        raise Exclude("gold_not_a_number", "answer", f"'#### {gold_text:.40}' is not one plain number")
     return OpenItem(row_id, ctx.split, ctx.index, question, gold, gold_text, answer, ctx.config,
                     metadata=metadata or {})
 

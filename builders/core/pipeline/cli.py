@@ -345,7 +345,7 @@ def exit_code(command: Callable[[], int | None]) -> int:
     try:
         status = command()
     except UserError as error:
-        print(f"error: {scrub_text(str(error))}", file=sys.stderr)
+        print(f"error: {error_line(scrub_text(str(error)[:4 * MAX_ERROR_CHARS]))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as interruption:  # its message, if any, says what was left (WorkDone: what was done)
         end_quietly_on_another_interrupt()
@@ -358,6 +358,19 @@ def exit_code(command: Callable[[], int | None]) -> int:
         print("interrupted", file=sys.stderr)  # e.g. an import that Ctrl-C broke half-way
         return 130
     return status or 0
+
+
+# An error line is read, not searched: a message that quotes a whole input (a YAML alias bomb expanded to 25
+# million characters) is cut, saying how long it was.
+MAX_ERROR_CHARS = 600
+
+
+def error_line(message: str) -> str:
+    """``message`` on one line of at most ``MAX_ERROR_CHARS`` characters."""
+    line = " ".join(message.split("\n"))
+    if len(line) <= MAX_ERROR_CHARS:
+        return line
+    return f"{line[:MAX_ERROR_CHARS - 40]}... ({len(line):,} characters in all)"
 
 
 def run_metric(metric: Any, args: argparse.Namespace) -> int:

@@ -22,13 +22,17 @@ from pathlib import Path
 from typing import ClassVar
 
 from builders.core.llm.settings import LLMEndpoint, LLMSettings
-from builders.core.options.argtypes import positive_int, share
+from builders.core.options.argtypes import positive_int, share, whole_number
 from builders.core.options.declare import option
 from builders.core.runtime.models import ModelToLoad
 from builders.core.errors import UserError
 from builders.core.sources.corrections import read_corrections
 from builders.core.sources.errata import errata_of
 from builders.core.sources.loading import DEFAULT_MAX_EXCLUDED
+
+# The seeds every library a build seeds takes (numpy's legacy seed, torch, sklearn): 32 bits. A seed out of range is
+# refused as it is parsed, not by the first library that gets it, after the work.
+MAX_SEED = 2 ** 32 - 1
 
 SHARED = "source and release (shared by every builder)"
 
@@ -46,7 +50,8 @@ class BuildOptions:
                                 help="HUB_ID[:CONFIG][@REVISION], a local file or folder in the Hub dataset's columns "
                                      "(json/jsonl/csv/parquet, one file per split named after the split), or 'sample' "
                                      "for the small sample shipped in the package; default: the benchmark's Hub id")
-    seed: int = option(0, help="build seed; every random choice derives from (seed, item content)")
+    seed: int = option(0, type=whole_number(0, MAX_SEED),
+                       help="build seed; every random choice derives from (seed, item content)")
     strict: bool = option(False, help="stop at the first malformed source row instead of excluding it with its reason")
     max_excluded: float = option(DEFAULT_MAX_EXCLUDED, type=share, metavar="SHARE",
                                  help="stop when more than this share of the source rows would be excluded")

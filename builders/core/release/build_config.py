@@ -10,6 +10,8 @@ each value checked as if it had been typed, and explicit flags still win.
 from __future__ import annotations
 
 import argparse
+import re
+import reprlib
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -48,6 +50,12 @@ def load_build_config(path: Path) -> dict[str, Any]:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
         raise UserError(f"cannot read build config {path}: {error}") from None
+    except RecursionError:
+        raise UserError(f"cannot read build config {path}: nested too deeply") from None
+    values = _values_in(data, {})
+    if values > MAX_CONFIG_VALUES:  # aliases of aliases: a few lines that stand for millions of values
+        raise UserError(f"{path} holds {values:,} values once its YAML aliases are expanded; a build config holds "
+                        f"at most {MAX_CONFIG_VALUES:,}")
     if not isinstance(data, dict) or not isinstance(data.get("source", {}), dict):
         raise UserError(f"{path} is not an mcqforge build_config.yaml")
     unknown = sorted(str(key) for key in data if key not in BUILD_CONFIG_KEYS)
@@ -55,6 +63,20 @@ def load_build_config(path: Path) -> dict[str, Any]:
         raise UserError(f"{path}: unknown top-level keys {unknown}; a build config holds only "
                         f"{', '.join(BUILD_CONFIG_KEYS)} (options go under 'params:')")
     return _resolve_release_files(_resolve_sample_files(data), Path(path).parent)
+
+
+MAX_CONFIG_VALUES = 100_000
+
+
+def _values_in(value: Any, sizes: dict[int, int]) -> int:
+    """How many values ``value`` holds written out, itself included: an object a YAML alias repeats is counted
+    each time, and measured once (``sizes``, by identity)."""
+    if id(value) not in sizes:
+        sizes[id(value)] = 1  # a cycle (a recursive alias) counts once
+        children = [*value.keys(), *value.values()] if isinstance(value, dict) else \
+            value if isinstance(value, list) else []
+        sizes[id(value)] = 1 + sum(_values_in(child, sizes) for child in children)
+    return sizes[id(value)]
 
 
 def _resolve_sample_files(data: dict[str, Any]) -> dict[str, Any]:
@@ -189,17 +211,36 @@ def _option_tokens(where: str | Path, action: argparse.Action, value: Any) -> li
     flag = next((s for s in action.option_strings if s.startswith("--")), action.option_strings[0])
     if isinstance(action, argparse.BooleanOptionalAction) or action.nargs == 0:
         if not isinstance(value, bool):
-            raise UserError(f"{where}: option {action.dest} is a switch (true or false), got {value!r}")
+            raise UserError(f"{where}: option {action.dest} is a switch (true or false), got {shown(value)}")
         if isinstance(action, argparse.BooleanOptionalAction):
             return [flag if value else action.option_strings[1]]
         return [flag] if value != action.default else []
     if action.nargs is None or action.nargs == "?":
         if isinstance(value, (list, tuple, dict)):
-            raise UserError(f"{where}: option {action.dest} takes one value, got {value!r}")
+            raise UserError(f"{where}: option {action.dest} takes one value, got {shown(value)}")
         return [f"{flag}={_token(value)}"]
     if not isinstance(value, (list, tuple)) or any(isinstance(v, (list, tuple, dict)) for v in value):
-        raise UserError(f"{where}: option {action.dest} takes a list of values, got {value!r}")
+        raise UserError(f"{where}: option {action.dest} takes a list of values, got {shown(value)}")
+    # a list's items follow its flag as separate words, where one that looks like a flag would be parsed as
+    # that option ("splits: [test, --seed=7]" replaced the recorded seed)
+    flag_like = [v for v in map(_token, value) if _NOT_A_VALUE.match(v)]
+    if flag_like:
+        raise UserError(f"{where}: option {action.dest}: item {flag_like[0]!r} looks like an option, not a value")
     return [flag, *map(_token, value)] if value else []
+
+
+# What argparse reads as an option rather than a value: a word that starts with "-" and is not a negative number
+_NOT_A_VALUE = re.compile(r"-(?!\d+(?:\.\d*)?$|\.\d+$).")
+
+
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxlist, _SHOWN.maxdict, _SHOWN.maxstring, _SHOWN.maxother = 2, 4, 4, 60, 60
+
+
+def shown(value: Any) -> str:
+    """A value as an error line quotes it: short, however large it is (a YAML alias bomb is 25 million
+    characters long once written out, and as slow to write)."""
+    return _SHOWN.repr(value)
 
 
 def _token(value: Any) -> str:

@@ -146,7 +146,7 @@ def _is_lm_eval_samples(file: Path) -> bool:
         first = next((line for line in handle if line.strip()), "")
     try:
         row = json.loads(first) if first else {}
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON, too long a number, too deep: the reader names the line
         return False
     return isinstance(row, dict) and "doc" in row and ("resps" in row or "filtered_resps" in row)
 
@@ -290,7 +290,7 @@ def _gold(row: Mapping[str, Any]) -> int | None:
     target = row.get("target")
     if isinstance(target, int) and not isinstance(target, bool):
         return target
-    if isinstance(target, str) and target.strip().isdigit():
+    if isinstance(target, str) and target.strip().isdigit() and len(target.strip()) <= 18:
         return int(target)
     return None
 
@@ -310,7 +310,7 @@ def _results_for(file: Path) -> dict[str, Any]:
         return {}
     try:
         return json.loads(results.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError, RecursionError):  # ValueError: JSONDecodeError, a number too long to read
         logger.warning("cannot read %s; the model name falls back to the folder name", results)
         return {}
 

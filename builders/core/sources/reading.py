@@ -16,6 +16,7 @@ from builders.core.sources.spec import LOCAL_SUFFIXES, SourceSpec
 
 # A JSON escape of a UTF-16 surrogate: only a valid high+low pair makes text.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_MAX_DIGITS = 4300  # the longest integer Python reads from text (sys.get_int_max_str_digits' default)
 
 
 @dataclass
@@ -123,6 +124,10 @@ def _loads(text: str, where: str, error: type[Exception]) -> Any:
         value = json.loads(text)
     except json.JSONDecodeError as problem:
         raise error(f"{where}: invalid JSON ({problem.msg})") from None
+    except ValueError:  # Python reads no integer of more than 4,300 digits (sys.get_int_max_str_digits)
+        raise error(f"{where}: a number too long to read (more than {_MAX_DIGITS:,} digits)") from None
+    except RecursionError:
+        raise error(f"{where}: JSON nested too deeply to read") from None
     if _SURROGATE_ESCAPE.search(text):
         try:
             json.dumps(value, ensure_ascii=False).encode("utf-8")
@@ -146,15 +151,17 @@ def _read_csv(text: str, file: Path) -> list[dict[str, Any]]:
 
 
 def _csv_value(cell: str | None) -> Any:
+    """A cell that is not JSON, or not an integer Python can read (4,300 digits at most), stays text: the
+    source's adapter then names the row and the field it expected something else in."""
     if cell is None:
         return None
     stripped = cell.strip()
     if stripped[:1] in "[{":
         try:
             return json.loads(stripped)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # JSONDecodeError, too long a number, too deep
             return cell
-    if re.fullmatch(r"-?\d+", stripped):
+    if re.fullmatch(r"-?\d+", stripped) and len(stripped) <= _MAX_DIGITS:
         return int(stripped)
     return cell
 
