@@ -248,7 +248,7 @@ def test_the_inspect_tasks_load_in_inspect_and_read_the_release(name, sample_rel
     configs = dict.fromkeys((task["config"], task["split"]) for task in manifest_of(release)["tasks"])
     tasks = inspect_tasks(release)
     assert len(tasks) == len(configs)
-    for (config, split), (task_name, task) in zip(configs, tasks.items()):
+    for (config, split), (task_name, task) in zip(configs, tasks.items(), strict=True):
         samples = list(task.dataset)
         assert [sample.id for sample in samples] == parquet_ids(release, config, split), task_name
         assert all(ord(sample.target) - ord("A") < len(sample.choices) for sample in samples), task_name
