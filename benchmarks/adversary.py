@@ -5,7 +5,7 @@
 Each build runs in this process as the command line runs it (``builders.<name>.main``), with the adversary's
 ``assess`` wrapped to time it: the overhead is its share of the rest of the build (target: at most 20%). Then
 the adversary's row per config and split, beside the strongest listed rule on the same split, so that what it
-finds can be read against the rules (issue 23's table: closest-to-mean 47-50% on GSM-MC `--distractors random`,
+finds can be read against the rules (the review's figures: closest-to-mean 47-50% on GSM-MC `--distractors random`,
 the longest option 18.4% on WiCkeD MMLU-Pro).
 """
 

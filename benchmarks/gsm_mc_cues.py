@@ -1,6 +1,6 @@
 """Answer cues of a GSM-MC release, read from its Parquet files: the key's rank among the numeric options,
 the no-knowledge rules "pick the option closest to the mean" and "pick an integer option" (uniformly among the
-integer options; none: a uniform guess), and which of issue 22's known defects remain (wrong keys released,
+integer options; none: a uniform guess), and which known defects remain (wrong keys released,
 distractors that are the key in another unit).
 
     python benchmarks/gsm_mc_cues.py RELEASE [RELEASE ...]

@@ -3,7 +3,7 @@
     python benchmarks/math_equivalence.py --data ../shared/data [--limit N] [--timeout 5] [--hostile 20]
     python benchmarks/math_equivalence.py --data ../shared/data --check-fast-path [--choices 2]
 
-``--check-fast-path`` (issue 12.4) proves the builder's shortcuts around math-verify on the real build: every
+``--check-fast-path`` proves the builder's shortcuts around math-verify on the real build: every
 pair the MATH-MC build from the real predictions judges (golds against boxed alternatives, answers against
 the gold and each other, pool candidates against each other) is asked again of plain math-verify, both
 ways, with no normal form or fingerprint. Printed: the pairs, how many the fast path settled, and the

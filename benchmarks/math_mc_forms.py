@@ -1,4 +1,4 @@
-"""MATH-MC's form cues on the real data (issues 22 §3 and 23 §3): what a reader sees in the options alone.
+"""MATH-MC's form cues on the real data: what a reader sees in the options alone.
 
     python benchmarks/math_mc_forms.py --data ../shared/data [--choices 2 3 4] [--keep DIR]
     python benchmarks/math_mc_forms.py --release DIR [DIR ...]     # figures of releases already built

@@ -124,7 +124,7 @@ def main() -> None:
     if args.baseline:
         ratio = sum(rates["current"]) / sum(rates["baseline"])
         print(f"current / baseline trivial throughput: {ratio:.2f}")
-    if args.attacks:  # this sandbox only: the old one let them take 2.2 and 1.8 GiB of the host (issue 13)
+    if args.attacks:  # this sandbox only: the old one let them take 2.2 and 1.8 GiB of the host
         attacks(current, "current")
 
 

@@ -60,6 +60,15 @@ datasets.config.USE_PARQUET_EXPORT = False
 
 
 @pytest.fixture(scope="session")
+def sample_releases(tmp_path_factory):
+    """Every builder's release from its embedded sample, each built in-process once per session, when first asked
+    for (:mod:`sample_releases`)."""
+    from sample_releases import SampleReleases
+
+    return SampleReleases(tmp_path_factory.mktemp("sample-releases"))
+
+
+@pytest.fixture(scope="session")
 def local_hub() -> Iterator[LocalHub]:
     """A LocalHub serving HF_ENDPOINT for the whole session, with HF_TOKEN set to its token."""
     with LocalHub(port=HUB_PORT) as hub, pytest.MonkeyPatch.context() as patch:

@@ -8,7 +8,7 @@ another reason). ``CONTENT``: real items whose
 options look like references but are content (variables, roots, alleles, the question's numbered statements).
 ``row`` is the item's 0-based row in the split, for provenance only; the tests read nothing but this module.
 
-Issue 22.1: ``PROSE_REFERENCES`` (options that count or quantify over the others in prose) and ``NONE_LIKE``
+``PROSE_REFERENCES`` (options that count or quantify over the others in prose) and ``NONE_LIKE``
 (an option that already means "no answer"), real items altered before; ``FORMS``, forms no real item here holds,
 with the reason each gets.
 """

@@ -1,4 +1,4 @@
-"""The choices-only adversary finds each shortcut of issue 23's table when it is planted in a small build, and
+"""The choices-only adversary finds each shortcut the review tabled when it is planted in a small build, and
 stays quiet on the same build without it (both directions, so that the check can fail)."""
 
 from __future__ import annotations
@@ -247,7 +247,7 @@ def test_numbers_too_large_for_floats_are_not_read_as_numbers():
 
 def math_decimals(items: int, kind_filter: bool) -> list[MCQRecord]:
     """MATH-MC with 2 options: an exact key (an integer or a fraction) and one model's wrong answer, a decimal
-    approximation in half of the items (what the shared build released before issue 23's last fixes); with
+    approximation in half of the items (what the shared build released before the last fixes of its cues); with
     ``kind_filter`` the builder's rule leaves decimals beside exact keys out and an exact wrong answer is shown."""
     from builders.math_mc import forms
 

@@ -1,6 +1,6 @@
 """The shortcut audit warns on a real shortcut, not on the noise of many randomly laid-out sets; a rule abstains
 where it does not apply, comes with its mirror, is held to a margin relative to chance, and a split too small
-to judge says so (issue 23 §2)."""
+to judge says so."""
 
 from __future__ import annotations
 

@@ -265,6 +265,7 @@ def test_help_prints_each_default_once():
     assert "default: the benchmark's Hub id" in text and text.count("(default:") == text.count("(default: ") > 3
 
 
+@pytest.mark.slow  # a build in another process
 def test_the_console_command_runs_a_builder(tmp_path):
     result = subprocess.run([sys.executable, "-m", "builders", "wicked", "--source", "sample", "--sba-classifier",
                              "none", "--output", str(tmp_path / "o")], capture_output=True, text=True, cwd=REPO)
@@ -298,7 +299,7 @@ def _config(tmp_path: Path, name: str, params: dict | None = None, source: objec
     ("a delivery option", {"params": {"output": "/tmp/elsewhere"}}, "options ['output'] are never recorded"),
     ("an endpoint option", {"params": {"base_url": "http://attacker.example/v1"}}, "options ['base_url'] are never recorded"),
     ("params not a mapping", {"params": [1]}, "'params' and 'source' must be mappings"),
-    # issue 25.6: options at the top level were ignored without a word (the build used the defaults)
+    # Options at the top level were ignored without a word (the build used the defaults)
     ("options at the top level", {"variants": 2, "seed": 4},
      ("unknown top-level keys ['seed', 'variants']; a build config holds only builder, mcqforge_version, source, "
       "params (options go under 'params:')")),
@@ -334,7 +335,7 @@ def test_a_config_without_params_is_refused_not_ignored(tmp_path, capsys):
                                           ("math_mc", "--equivalence-timeout")])
 def test_a_timeout_beyond_a_day_is_refused_naming_its_flag(module, flag, capsys):
     """--call-timeout 1e12 made every verification fail (a wait beyond threading.TIMEOUT_MAX overflows), and the
-    error blamed the predictions (issue 25.6)."""
+    error blamed the predictions."""
     from builders.core.pipeline import cli
     from builders.registry import builder_module
 

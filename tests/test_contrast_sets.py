@@ -399,7 +399,7 @@ def test_a_split_without_pairs_is_left_out_and_no_pair_at_all_is_an_error(tmp_pa
     assert "error: no contrast pair among 1 items (0 edges)" in capsys.readouterr().err
 
 
-# ---- the threshold: calibrated for the packaged MiniLM (issue 12, point 7) ------------------------------
+# ---- the threshold: calibrated for the packaged MiniLM ------------------------------
 
 # Option pairs in the style of the UnifiedQA sources, labelled by hand: paraphrases, inflections and synonyms
 # (equivalent) against co-hyponyms, antonyms and near-misses (not equivalent).
@@ -492,7 +492,7 @@ def test_the_card_reports_identical_edges_and_the_yield_against_the_paper(tmp_pa
     assert f"drawn among the {2 * mining.LENGTH_WINDOW} questions of its source" in card and "77-81%" not in card
 
 
-# ---- determinism: the bytes do not depend on the embedding batches (issue 13, point 6) -------------------
+# ---- determinism: the bytes do not depend on the embedding batches -------------------
 
 
 def test_edges_do_not_move_when_the_embeddings_move_by_float_noise():
@@ -519,7 +519,7 @@ def test_release_bytes_do_not_depend_on_the_batch_size(tmp_path):
     assert large == small and len(large) == 9
 
 
-# ---- items with duplicated options are left out of the pool, and counted (issue 12, point 1) ------------
+# ---- items with duplicated options are left out of the pool, and counted ------------
 
 
 def test_items_with_duplicated_options_are_counted_not_mined(tmp_path, cache_dir):
@@ -540,34 +540,34 @@ def test_items_with_duplicated_options_are_counted_not_mined(tmp_path, cache_dir
     assert report.counts["contrast"]["test"] == {"in": 4, "out": 2, "excluded": 2}
 
 
-# ---- the embedded sample and the lm-eval tasks (issue 15, points 1 and 5) ---------------------------------
+# ---- the embedded sample and the lm-eval tasks ---------------------------------
 
 
-def test_the_embedded_sample_builds_with_no_option(tmp_path, cache_dir):
-    assert cs.main(["--source", "sample", "--cache-dir", str(cache_dir), "--output", str(tmp_path / "out")]) == 0
+def test_the_embedded_sample_builds_with_no_option(sample_releases):
+    out = sample_releases.release("contrast_sets")
     for config in CONFIGS:
-        loaded = datasets.load_dataset(str(tmp_path / "out"), config)
+        loaded = datasets.load_dataset(str(out), config)
         assert (loaded["test"].num_rows, loaded["train"].num_rows) == (14, 2)
-    edges = [json.loads(line) for line in (tmp_path / "out" / "contrast_edges.jsonl").read_text().splitlines()]
+    edges = [json.loads(line) for line in (out / "contrast_edges.jsonl").read_text().splitlines()]
     assert len(edges) == 8 and all(e["matched"] for e in edges)
     # one pair joins two sources through rain / rainfall (0.80), not through identical texts
     cross = [e for e in edges if e["first"].split("/")[1] != e["second"].split("/")[1]]
     assert [(e["first"], e["second"], e["second_similarity"]) for e in cross] == \
            [("unifiedqa/arc/test/6", "unifiedqa/qasc/test/3", 0.8)]
-    manifest = json.loads((tmp_path / "out" / "lm_eval" / "manifest.json").read_text())
+    manifest = json.loads((out / "lm_eval" / "manifest.json").read_text())
     assert [(t["task"], t["config"], t["split"], t["role"]) for t in manifest["tasks"]] == [
         ("contrast_sets_question_and_choices", "contrast", "test", "question_and_choices"),
         ("contrast_sets_choices_only", "choices_only", "test", "choices_only")]
 
 
-@pytest.mark.slow
-def test_real_lm_eval_loads_both_tasks_of_the_release(tmp_path, cache_dir):
-    from lm_eval.tasks import TaskManager, get_task_dict
+def test_real_lm_eval_loads_both_tasks_of_the_release(sample_releases):
+    from lm_eval.tasks import TaskManager
 
-    assert cs.main(["--source", "sample", "--cache-dir", str(cache_dir), "--output", str(tmp_path / "out")]) == 0
-    found = get_task_dict(["contrast_sets"], TaskManager(include_path=str(tmp_path / "out" / "lm_eval")))
-    [tasks] = found.values()
-    assert sorted(tasks) == ["contrast_sets_choices_only", "contrast_sets_question_and_choices"]
+    manager = TaskManager(include_path=str(sample_releases.release("contrast_sets") / "lm_eval"), include_defaults=False)
+    loaded = manager.load(["contrast_sets"])
+    assert sorted(loaded["group_map"]["contrast_sets"]) == ["contrast_sets_choices_only",
+                                                             "contrast_sets_question_and_choices"]
+    tasks = loaded["tasks"]
     full, only = tasks["contrast_sets_question_and_choices"], tasks["contrast_sets_choices_only"]
     full_docs, only_docs = list(full.test_docs()), list(only.test_docs())
     assert len(full_docs) == len(only_docs) == 14
@@ -604,7 +604,7 @@ def test_a_blank_question_is_a_malformed_row_never_mined(tmp_path, cache_dir):
     assert sorted(r.id for r in build.configs["contrast"]["test"]) == [uid("sci", "test", 0), uid("sci", "test", 1)]
 
 
-# ---- issue 22 §4: equivalences the embedder cannot judge; issue 23 §3: the random partner's length ----------
+# ---- equivalences the embedder cannot judge; the random partner's length ----------
 
 
 @pytest.mark.parametrize("first, second, reason", [

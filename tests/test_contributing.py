@@ -163,6 +163,27 @@ def test_the_toy_releases_tasks_load_in_lm_eval_and_inspect(toy, tmp_path, monke
     assert log.results.scores[0].metrics["accuracy"].value == golds_at_a
 
 
+def in_process_conformance_checks():
+    """The conformance suite's checks that run in this process (those of the slow layer start other processes, in
+    which the toy is not in the registry)."""
+    import test_conformance
+
+    checks = [getattr(test_conformance, name) for name in dir(test_conformance) if name.startswith("test_")]
+    return [pytest.param(check, id=check.__name__) for check in checks
+            if not any(mark.name == "slow" for mark in getattr(check, "pytestmark", []))]
+
+
+@pytest.mark.parametrize("check", in_process_conformance_checks())
+def test_the_toy_passes_the_conformance_suite_unedited(check, toy, request):
+    """The builder added by following the guide is held to what every builder of the registry is
+    (``tests/test_conformance.py``), by the suite's own test functions, called as pytest calls them."""
+    import inspect
+
+    arguments = {name: "toy" if name == "name" else request.getfixturevalue(name)
+                 for name in inspect.signature(check).parameters}
+    check(**arguments)
+
+
 def test_python_m_runs_the_toy_builder(toy, monkeypatch, capsys):
     """`python -m builders.<name>` runs the package's `__main__.py`."""
     monkeypatch.setattr(sys, "argv", ["builders.toy", "--help"])

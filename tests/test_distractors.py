@@ -323,7 +323,7 @@ def test_bad_prediction_files(tmp_path):
 
 
 def test_a_file_of_another_benchmark_is_one_error(tmp_path):
-    """Issue 12.5: MATH predictions given to GSM-MC stop the read, instead of 1,625 unmatched rows."""
+    """MATH predictions given to GSM-MC stop the read, instead of 1,625 unmatched rows."""
     path = write_jsonl(tmp_path / "preds.jsonl", [{"benchmark": "math", "question_index": 0, "model": "a", "output": "x"}])
     with pytest.raises(UserError, match=r"preds.jsonl:1: this row is a 'math' prediction; this command reads gsm8k "
                                         r"predictions"):
@@ -390,7 +390,7 @@ def test_generation_uses_the_cache_on_a_second_run(llm_server, tmp_path):
     assert [(p.ref["question_index"], p.output) for p in as_list.predictions] == [(0, answers["What is 3 + 3?"])]
 
 
-# ---- the shared kernel, issue 22 / 23 / 25 ----------------------------------------------------------------
+# ---- the shared kernel ----------------------------------------------------------------
 
 def scattered_pools(items: int) -> list:
     """Pools as models' wrong answers make them: near misses around the key (given by 1 to 3 models each) and
@@ -427,7 +427,7 @@ def drawn_records(pools, draw) -> list:
 
 
 def test_the_balanced_draw_hides_the_key_that_the_weighted_draw_leaves_in_the_middle():
-    """Issue 23: drawn by frequency, the key sat near the middle of its options and was rarely the outlier; a
+    """Drawn by frequency, the key sat near the middle of its options and was rarely the outlier; a
     choices-only model found it in 33-38% of GSM-MC's items (chance 25%). The balanced draw, its tilt fitted on
     one half of the pools, leaves the model at chance on the other half."""
     from builders.core.validation import adversary
@@ -523,7 +523,7 @@ ADVERSARIAL = {  # 1 MB each: the shapes that made extraction quadratic or worse
 
 @pytest.mark.parametrize("name", ADVERSARIAL)
 def test_answer_extraction_is_linear(name):
-    """Regression (issue 25): every ``\\boxed{`` sliced and scanned the rest of the text, so a 140 KB output took
+    """Regression: every ``\\boxed{`` sliced and scanned the rest of the text, so a 140 KB output took
     106 s of a GSM-MC build and a 5 MB one ran past 400 s. Now the braces are matched once: 1 MB takes well under
     a second, where the quadratic scan took hours."""
     text = ADVERSARIAL[name]

@@ -1,4 +1,4 @@
-"""One row-field reader (issue 21): every source adapter, multiple-choice or open-ended, reads its columns through
+"""One row-field reader: every source adapter, multiple-choice or open-ended, reads its columns through
 ``builders.core.sources.fields``, so a wrong field is reported the same way whatever the source; and no builder reads rows
 with another builder's code (``math_mc`` took ``text_field`` from the GSM-MC builder)."""
 

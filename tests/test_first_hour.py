@@ -1,4 +1,4 @@
-"""What a new user meets in the first hour (issue 24): honest card metadata, options that do what they say,
+"""What a new user meets in the first hour: honest card metadata, options that do what they say,
 a quick and quiet command line."""
 
 from __future__ import annotations
@@ -87,6 +87,9 @@ def test_a_rebuild_from_a_build_config_refuses_another_source(tmp_path, capsys):
     assert wicked.main(["--source", str(first), "--output", str(tmp_path / "release"), *base]) == 0
     config = str(tmp_path / "release" / "build_config.yaml")
     capsys.readouterr()
+    # a local source is recorded by base name and content hash, never by path: a rebuild must name it again
+    assert wicked.main(["--config", config, "--output", str(tmp_path / "again")]) == 2
+    capsys.readouterr()
     assert wicked.main(["--config", config, "--source", str(other), "--output", str(tmp_path / "again")]) == 2
     recorded = yaml.safe_load(Path(config).read_text())["source"]["spec"]
     assert capsys.readouterr().err == (
@@ -118,6 +121,7 @@ def test_a_version_without_its_v_suggests_the_tag(local_hub, tmp_path, capsys):
                                        "tagged vX.Y.Z)\n")
 
 
+@pytest.mark.slow  # evaluations in other processes
 def test_offline_a_release_not_fetched_yet_is_one_line_that_says_why(local_hub, tmp_path):
     """With HF_HUB_OFFLINE=1 (offline clusters), `evaluate REPO@TAG` said only "cannot fetch ... from the Hub
     (LocalEntryNotFoundError)", and `@1.0.0` got no hint; a release fetched once stays readable offline."""
@@ -263,7 +267,7 @@ def test_every_commands_help_shows_every_default_the_seed_included(monkeypatch, 
     export, metrics and sba showed none of theirs (`evaluate --batch-size`: 8, `--log-level`: WARNING)."""
     monkeypatch.setenv("COLUMNS", "400")
     parsers = command_parsers(monkeypatch)
-    assert {"evaluate", "export", "metrics ranking", "sba label", "sba train", "wicked", "math_mc"} <= set(parsers)
+    assert {"evaluate", "export", "metrics ranking", "sba label", "sba train", *BUILDERS} <= set(parsers)
     hidden = []
     for name, parser in parsers.items():
         text = parser.format_help()
@@ -312,6 +316,7 @@ def _stderr_of(command: list[str], terminal: bool) -> str:
     return b"".join(chunks).decode(errors="replace")
 
 
+@pytest.mark.slow  # three builds in other processes
 def test_progress_bars_show_on_a_terminal_only_and_no_progress_turns_them_off(tmp_path):
     """With stderr going to a file, the bars wrote `read mmlu/test: 0it` joined by `\\r` into the log lines."""
     def build(out: str, *extra: str) -> list[str]:
@@ -326,6 +331,7 @@ def test_progress_bars_show_on_a_terminal_only_and_no_progress_turns_them_off(tm
     assert "read mmlu" not in quiet and "loaded mmlu" in quiet
 
 
+@pytest.mark.slow  # an lm-eval run in another process
 def test_lm_eval_says_nothing_about_git_or_a_chat_template_the_model_does_not_have(tmp_path):
     """Outside a git checkout lm-eval's `git describe` printed "fatal: not a git repository", and a model named
     "...-Instruct" whose tokenizer has no chat template got "chat template is not applied": noise, both."""
@@ -380,7 +386,7 @@ def test_the_suite_caches_in_a_temporary_folder_and_marks_model_runs_slow(pytest
                                 "-m", "not slow", "tests/test_wicked.py", "tests/test_evaluate.py"],
                                capture_output=True, text=True, cwd=REPO, timeout=300)
     assert "smollm2" not in collected.stdout and "test_lm_eval_runs_the_release_tasks" not in collected.stdout
-    assert "test_help_documents_every_option" in collected.stdout
+    assert "test_configs_counts_and_skip_reasons" in collected.stdout
 
 
 def test_an_embedder_that_cannot_be_loaded_is_refused_before_the_source_is_read(local_hub, tmp_path, capsys):

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -28,28 +27,20 @@ from llm_server import start_llmock
 
 from builders.core.build.result import TaskLocation
 from builders.core.tasks.inspect_tasks import task_files
-from builders.core.pipeline.cli import builder_parser
-from builders.registry import BUILDERS, load_builder
+from builders.registry import BUILDERS
 
 inspect_ai = pytest.importorskip("inspect_ai")
 
 REPO = Path(__file__).resolve().parents[1]
-SAMPLE_OPTIONS = {name: list(load_builder(name).sample_options) for name in BUILDERS}
 LIMIT = 2
 
 
 @pytest.fixture(scope="module")
-def releases(tmp_path_factory) -> Path:
-    """A sample release of every builder, side by side under one folder."""
-    root = tmp_path_factory.mktemp("releases")
-    for builder, options in SAMPLE_OPTIONS.items():
-        takes_a_cache = "--cache-dir" in builder_parser(load_builder(builder))._option_string_actions
-        cache = ["--cache-dir", str(root / f".cache-{builder}")] if takes_a_cache else []  # kept out of ~/.cache
-        result = subprocess.run([sys.executable, "-m", "builders", builder, "--source", "sample", *options, *cache,
-                                 "--output", str(root / builder), "--log-level", "WARNING"],
-                                capture_output=True, text=True, cwd=REPO)
-        assert result.returncode == 0, result.stderr[-2000:]
-    return root
+def releases(sample_releases) -> Path:
+    """A sample release of every builder, side by side under one folder (the session's sample builds)."""
+    for builder in BUILDERS:
+        sample_releases.release(builder)
+    return sample_releases.release(next(iter(BUILDERS))).parent
 
 
 def expected_tasks(release: Path) -> dict[str, tuple[str, str]]:
@@ -77,14 +68,14 @@ def test_the_inspect_eval_command_runs_every_builders_release_offline(releases, 
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "LLMOCK_BASE_URL":
                server.openai_base_url, "LLMOCK_API_KEY": "none",
                "TIKTOKEN_CACHE_DIR": str(tmp_path / "empty")}  # no vocabulary a developer's machine has cached
-        result = subprocess.run(["inspect", "eval", *[f"{builder}/inspect/tasks.py" for builder in SAMPLE_OPTIONS],
+        result = subprocess.run(["inspect", "eval", *[f"{builder}/inspect/tasks.py" for builder in BUILDERS],
                                  "--model", "openai-api/llmock/model", "--limit", str(LIMIT), "--display", "none",
                                  "--log-format", "json", "--log-dir", str(logs_dir)],
                                 capture_output=True, text=True, cwd=releases, env=env, timeout=900)
         asked = len(server.chat_requests)
     assert result.returncode == 0, result.stderr[-3000:]
     logs = [read_eval_log(str(path)) for path in sorted(logs_dir.glob("*.json"))]
-    expected = {task: (builder, *where) for builder in SAMPLE_OPTIONS
+    expected = {task: (builder, *where) for builder in BUILDERS
                 for task, where in expected_tasks(releases / builder).items()}
     assert sorted(log.eval.task for log in logs) == sorted(expected) and len(logs) == len(expected) > len(BUILDERS)
     assert asked == len(logs) * LIMIT

@@ -9,18 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from sample_releases import sample_argv
+
+from builders.registry import BUILDERS
 
 REPO = Path(__file__).resolve().parents[1]
-# builder -> extra options its sample build needs (none reaches the network)
-SAMPLE_BUILDS = {
-    "wicked": ["--sba-classifier", "none"],
-    "perturbations": [],
-    "gsm_mc": [],
-    "math_mc": [],
-    "python_io": [],
-    "mmlu_pro_plus": [],
-    "contrast_sets": [],
-}
 
 
 @pytest.fixture(scope="module")
@@ -54,9 +47,9 @@ def test_the_wheel_carries_the_cards_and_samples(installed):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("builder", sorted(SAMPLE_BUILDS))
+@pytest.mark.parametrize("builder", sorted(BUILDERS))
 def test_every_builder_builds_its_sample_from_an_installed_wheel(installed, tmp_path, builder):
-    result = _run(installed, tmp_path, builder, "--source", "sample", *SAMPLE_BUILDS[builder], "--output",
+    result = _run(installed, tmp_path, builder, *sample_argv(builder), "--output",
                   str(tmp_path / "release"), "--log-level", "WARNING")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "builders/__init__.py" not in result.stderr

@@ -531,7 +531,7 @@ def test_endpoint_options_help_shows_each_default_once():
 @pytest.mark.parametrize(("argv", "message"), [
     (["--llm-concurrency", "0"], "argument --llm-concurrency: must be at least 1, got 0"),
     (["--llm-timeout", "0"], "argument --llm-timeout: must be a finite number above 0 and at most 86400, got 0"),
-    # beyond what the platform's waits take (issue 25.6): before, every request failed, blamed on the endpoint
+    # beyond what the platform's waits take: before, every request failed, blamed on the endpoint
     (["--llm-timeout", "1e12"], "argument --llm-timeout: must be a finite number above 0 and at most 86400, got 1e12"),
     (["--max-llm-failures", "1.5"], ("argument --max-llm-failures: must be a finite number at least 0 and at most "
                                      "1, got 1.5")),
@@ -560,7 +560,7 @@ def test_every_command_that_calls_an_llm_takes_the_same_endpoint_options():
     assert all(build_config.not_recorded_options(p) >= LLM_DESTS for p in calling)  # never in build_config.yaml
 
 
-# -- requests that fail beyond a stated share stop the run (issue 25.4) ------------------------------------------
+# -- requests that fail beyond a stated share stop the run ------------------------------------------
 
 
 def failing_on(numbers: set[int]) -> Callable[[ChatCall], object]:

@@ -232,10 +232,8 @@ def test_multi_value_golds_are_kept_and_counted_empty_boxes_are_not(tmp_path):
     assert result.statistics["Gold answers"].row("test")["of which multi-value"] == 1
 
 
-def test_sample_builds_offline_with_lm_eval_tasks_by_type(tmp_path):
-    out = tmp_path / "out"
-    assert math_mc.main(["--source", "sample", "--output", str(out), "--log-level", "WARNING",
-                         "--equivalence-timeout", "20"]) == 0
+def test_sample_builds_offline_with_lm_eval_tasks_by_type(sample_releases):
+    out = sample_releases.release("math_mc")
     test = datasets.load_dataset(str(out), "set_0")["test"]
     assert len(test) == 12 and sorted(set(test["subject"])) == ["Algebra", "Prealgebra"]
     gold_of = {r["id"]: r["choices"][r["answer"]] for r in test}

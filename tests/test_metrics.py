@@ -344,7 +344,7 @@ def test_module_command_line_lists_the_subcommands():
 
 
 def test_every_command_reads_predictions_with_the_one_reader(tmp_path, capsys):
-    """Issue 14.2: the same file gives the same one-line error in every command that reads predictions
+    """The same file gives the same one-line error in every command that reads predictions
     (each had its own reader and message; PythonIO counted the row as unused)."""
     from test_gsm_mc import GSM8K_TEST
     from test_math_mc import MATH_TEST

@@ -149,7 +149,7 @@ def test_command_on_a_built_release(tmp_path, capsys):
 
 
 def test_ranking_reads_the_mmlu_pro_predictions_that_mmlu_pro_plus_reads(tmp_path):
-    """Issue 15.5: MMLU-Pro's own result rows ``{question_id, model, pred}`` (letters) are read by both metrics
+    """MMLU-Pro's own result rows ``{question_id, model, pred}`` (letters) are read by both metrics
     commands; ranking maps a question_id to the release record that carries it."""
     from test_mmlu_pro_plus import source_rows
 

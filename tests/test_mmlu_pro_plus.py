@@ -454,7 +454,7 @@ def test_build_config_rebuilds_the_same_release(scripted, source_dir, tmp_path):
     assert parquet_hashes(tmp_path / "out1") == parquet_hashes(tmp_path / "out2")
 
 
-# ---- pair texts and layout (issue 12, point 6) ---------------------------------------------------------------
+# ---- pair texts and layout ---------------------------------------------------------------
 
 
 def test_pair_texts_strip_trailing_periods_and_spaces():
@@ -529,7 +529,7 @@ def pair_rule_audit(layout: str, declared: bool) -> dict[str, object]:
 
 
 def test_without_tpp_a_named_option_answers_half_the_pfpp_items_and_is_declared_inherent():
-    """Issue 23: at `--ratios 0:1:1:1` a rule that picks one of the pair's named options answers 25% of the items
+    """At `--ratios 0:1:1:1` a rule that picks one of the pair's named options answers 25% of the items
     with a pair (chance about 9%): a PFPP pair names the answer by definition and a CFPP pair does not, so no
     layout can hide it. It warns when nothing declares it; the builder declares it inherent in the random layout
     with the figure the shares give, and not in the paper's layout, whose order cue (the answer named first) is
@@ -603,12 +603,11 @@ def load_release(folder: Path, *config: str):
     return datasets.load_dataset(str(folder), *config, download_mode="force_redownload")
 
 
-# ---- the sample, offline, with pre-generated TPP options (issue 15, points 1 and 5) --------------------------
+# ---- the sample, offline, with pre-generated TPP options --------------------------
 
 
-def test_the_sample_builds_offline_with_its_pregenerated_options(tmp_path):
-    out = tmp_path / "release"
-    assert mpp.main(["--source", "sample", "--output", str(out), "--cache-dir", str(tmp_path / "cache")]) == 0
+def test_the_sample_builds_offline_with_its_pregenerated_options(sample_releases):
+    out = sample_releases.release("mmlu_pro_plus")
     test = load_release(out, "default")["test"]
     assert Counter(test["modification"]) == {TPP: 4, PFPP: 2, CFPP: 2, UNCHANGED: 4}
     # MMLU-Pro's Hub columns, the answer as a letter, next to the compatibility flags.
@@ -632,7 +631,7 @@ def test_the_sample_builds_offline_with_its_pregenerated_options(tmp_path):
              for r in report["audit"]}
     assert audit[("default", "always_both")] == (8, 4, True)  # the TPP share, declared inherent
     assert audit[("default", "always_last")] == (12, 5, True)  # the 4 TPP pairs, and 9003 left unchanged with its key at J
-    # a named option is the answer in half of the PFPP items by the groups' design: declared inherent (issue 23)
+    # a named option is the answer in half of the PFPP items by the groups' design: declared inherent
     assert audit[("default", "pair_first_named")] == (8, 1, True)
     assert audit[("default", "pair_second_named")] == (8, 1, True)
     assert audit[("default", "pair_if_just_before_else_first_named")] == (8, 2, True)
@@ -684,9 +683,8 @@ def _upstream_utils():
     return module
 
 
-def test_the_upstream_lm_eval_task_reads_the_release(tmp_path):
-    out = tmp_path / "release"
-    assert mpp.main(["--source", "sample", "--output", str(out), "--cache-dir", str(tmp_path / "cache")]) == 0
+def test_the_upstream_lm_eval_task_reads_the_release(sample_releases):
+    out = sample_releases.release("mmlu_pro_plus")
     upstream = _upstream_utils()
     release = load_release(out)  # the default config, as the upstream task loads it
     math = upstream.process_math(release["test"])
@@ -700,13 +698,12 @@ def test_the_upstream_lm_eval_task_reads_the_release(tmp_path):
 
 
 @pytest.mark.slow
-def test_evaluate_runs_the_release_tasks_in_lm_eval(tmp_path):
+def test_evaluate_runs_the_release_tasks_in_lm_eval(sample_releases, tmp_path):
     """The release's own lm-eval tasks run in the real lm_eval (its dummy model), and ``evaluate`` reads them by
     their manifest roles (plus / original) into the paper's tables: per group, per category, SSR and CPI."""
     from builders import evaluate
 
-    out = tmp_path / "release"
-    assert mpp.main(["--source", "sample", "--output", str(out), "--cache-dir", str(tmp_path / "cache")]) == 0
+    out = sample_releases.release("mmlu_pro_plus")
     assert evaluate.main([str(out), "--model", "dummy", "--output", str(tmp_path / "eval")]) == 0
     text = (tmp_path / "eval" / "evaluation.md").read_text()
     assert "| dummy | true_positive_pair | 4 |" in text and "| dummy | complete_false_positive_pair | 2 |" in text
@@ -799,7 +796,7 @@ def test_the_option_count_tells_a_tpp_item_apart():
     assert pair_if_twelve_options(ten) is None
 
 
-# ---- issue 22 §4: items read on the real MMLU-Pro build ---------------------------------------------------------
+# ---- items read on the real MMLU-Pro build ---------------------------------------------------------
 
 
 def real_item_rows() -> list[dict]:

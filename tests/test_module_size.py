@@ -1,5 +1,5 @@
-"""The package's modules stay of a readable size, and its Python lives in modules, never in string constants
-(issue 21): a program in a string is seen by no linter and no type checker."""
+"""The package's modules stay of a readable size, and its Python lives in modules, never in string constants:
+a program in a string is seen by no linter and no type checker."""
 
 from __future__ import annotations
 

@@ -129,7 +129,7 @@ def skip_counts(build, config):
 
 
 def test_items_that_cannot_move_are_copied_unchanged_with_their_reason(built):
-    """Regression (issue 12.1-2): such items were excluded from the order-changing configs."""
+    """Regression: such items were excluded from the order-changing configs."""
     source = originals(built)
     shuffle = {r.id: r for rs in built.configs["shuffle"].values() for r in rs}
     assert {i: r.metadata["skip_reason"] for i, r in shuffle.items() if r.metadata["skip_reason"]} == {
@@ -145,7 +145,7 @@ def test_items_that_cannot_move_are_copied_unchanged_with_their_reason(built):
         ("test", "fewer_options_than_gold_position"): 7, ("dev", "has_all_of_the_above"): 1,
         ("dev", "fewer_options_than_gold_position"): 5}
     # every order-changing config and split copies the six items, with the same reasons; a config that only
-    # relabels (issue 22.1) copies the items whose options name a label, and relabels "All of the above" (test/4)
+    # relabels copies the items whose options name a label, and relabels "All of the above" (test/4)
     # and "None of the above" (test/5)
     for config in CONFIGS:
         spec = next(s for s in configs.config_specs(6) if s.name == config)
@@ -161,7 +161,7 @@ def test_items_that_cannot_move_are_copied_unchanged_with_their_reason(built):
 
 
 def test_real_mmlu_references_are_copied_unchanged_and_real_content_is_moved(tmp_path):
-    """Issue 12.2 on the real MMLU items the first detector missed ("Both a and c", "a. and b. above", bare
+    """The real MMLU items the first detector missed ("Both a and c", "a. and b. above", bare
     "None"...), and on real look-alikes that are content (roots "1 and 2", alleles, variables)."""
     from fixtures_mmlu_references import CONTENT, REFERENCES
 
@@ -194,7 +194,7 @@ def test_real_mmlu_references_are_copied_unchanged_and_real_content_is_moved(tmp
 
 
 def test_prose_references_are_not_moved_and_none_like_options_are(tmp_path):
-    """Issue 22.1: the real prose references (mmlu/test 216, 9419, 9677, 6288) and the forms of the issue are copied
+    """The real prose references (mmlu/test 216, 9419, 9677, 6288) and the forms of the issue are copied
     unchanged, with their reason, in every config that reorders; a config that only relabels copies only the
     forms that name a label ("Only A", "(b) is correct"). An option that means "none" (1646, 11109, 13740) does
     not depend on the order: those items are moved (only WiCkeD, which adds NOTA, copies them)."""
@@ -221,7 +221,7 @@ def test_prose_references_are_not_moved_and_none_like_options_are(tmp_path):
 
 
 def test_validator_refuses_moved_references_when_the_builder_is_blinded(tmp_path, monkeypatch):
-    """Issue 22.1: with the builder's detector blinded, the checks' own reading refuses the build: in `shuffle`, the
+    """With the builder's detector blinded, the checks' own reading refuses the build: in `shuffle`, the
     six items whose options plainly name others (test 4-7, 13, dev 3); in `symbols_common`, which only relabels,
     the three that name a label (test 6 "Both A and B", 7 "option A", 13 "Both a and c")."""
     monkeypatch.setattr(transform, "position_dependent_reason", lambda choices, among=None: None)
@@ -235,7 +235,7 @@ def test_validator_refuses_moved_references_when_the_builder_is_blinded(tmp_path
 
 
 def test_options_that_differ_in_case_are_not_duplicates(built):
-    """Regression (issue 12.1): alleles "BB Bb" / "Bb Bb" are different options; whitespace alone is not."""
+    """Regression: alleles "BB Bb" / "Bb Bb" are different options; whitespace alone is not."""
     assert transform.content_skip_reason(("BB Bb", "Bb Bb", "BB bb", "bb bb")) is None
     assert transform.content_skip_reason(("2", "3", "2 ", "1")) == "duplicate_choices"
     assert transform.content_skip_reason(("Sc ≡ Ej", "sC ≡ eJ", "ii", "II")) is None
@@ -420,7 +420,7 @@ def test_demonstrations_are_the_subjects_first_few_shot_items(built):
 
 
 def test_every_config_shows_as_many_demonstrations_as_original(built):
-    """Regression (issue 12.3): a demonstration that could not be shuffled was dropped, so six MMLU subjects
+    """Regression: a demonstration that could not be shuffled was dropped, so six MMLU subjects
     had 4 demonstrations in the shuffled configs and 5 in `original`."""
     original = {r.id: r.columns["fewshot"] for rs in built.configs["original"].values() for r in rs}
     assert sum(map(len, original.values())) == 25 + 4
@@ -431,7 +431,7 @@ def test_every_config_shows_as_many_demonstrations_as_original(built):
                 shown = record.columns["fewshot"][:-1] if spec.context_answer else record.columns["fewshot"]
                 if spec.demonstrations == "none":
                     assert shown == [], config
-                elif spec.promises_demonstration_answers("dev"):  # only the few-shot items it moves (issue 22.1)
+                elif spec.promises_demonstration_answers("dev"):  # only the few-shot items it moves
                     moved = {r.id: r for rs in built.configs[config].values() for r in rs}
                     assert shown == [i for i in original[record.id] if moved[i].metadata["skip_reason"] is None]
                 elif spec.demonstrations == "same_subject":
@@ -446,7 +446,7 @@ def test_every_config_shows_as_many_demonstrations_as_original(built):
 
 
 def test_gold_position_configs_show_only_demonstrations_that_answer_the_position(built):
-    """Issue 22.1: `fewshot_gold_at_<L>` and `fewshot_and_test_gold_at_<L>` promise that every demonstration answers
+    """`fewshot_gold_at_<L>` and `fewshot_and_test_gold_at_<L>` promise that every demonstration answers
     L; dev/3 ("All of the above") cannot move, so biology shows dev/2 alone there (and dev/2, dev/3 in `original`),
     and no 4-option dev item can answer E or F, so those configs show none."""
     biology = ["mmlu/test/1", "mmlu/test/2", "mmlu/test/6", "mmlu/test/11", "mmlu/test/13"]
@@ -463,7 +463,7 @@ def test_gold_position_configs_show_only_demonstrations_that_answer_the_position
 
 
 def test_validator_refuses_a_gold_position_demonstration_that_does_not_answer_the_position(tmp_path, monkeypatch):
-    """Issue 22.1: with the builder's choice of demonstrations blinded (any few-shot item), the checks refuse."""
+    """With the builder's choice of demonstrations blinded (any few-shot item), the checks refuse."""
     monkeypatch.setattr(configs.ConfigSpec, "promises_demonstration_answers", lambda self, fewshot_split: False)
     build = build_fixture(tmp_path, "--only", "fewshot_gold_at_A")
     monkeypatch.undo()
@@ -506,7 +506,7 @@ def test_prompt_is_the_rendered_mmlu_prompt(built):
     dev = by_id(built, "original", "dev")
     for record in built.configs["fewshot_gold_at_C"]["test"]:  # setting i: only the demonstrations answer C
         answers = [line for line in record.columns["prompt"].splitlines() if line.startswith("Answer:")]
-        # dev/3 ("All of the above", gold D) cannot move: it is not shown, so every demonstration answers C (issue 22.1)
+        # dev/3 ("All of the above", gold D) cannot move: it is not shown, so every demonstration answers C
         assert answers == ["Answer: C"] * len(record.columns["fewshot"]) + ["Answer:"]
     biology = by_id(built, "fewshot_gold_at_C")["mmlu/test/1"]
     assert biology.columns["fewshot"] == ["mmlu/dev/2"] and biology.columns["prompt"].count("Answer: D") == 0
@@ -647,7 +647,7 @@ def test_other_benchmarks_build(tmp_path, name):
 
 
 def test_push_to_an_unreachable_hub_stops_before_loading(tmp_path):
-    """Issue 13.3: one `error:` line, status 2, in seconds, before the source is read or anything is built."""
+    """One `error:` line, status 2, in seconds, before the source is read or anything is built."""
     import socket
     import time
 

@@ -171,6 +171,7 @@ def test_a_hub_source_records_its_resolved_revision(local_hub, tmp_path):
     assert content(loaded) == content(local) and loaded.items["test"][0].source == "someone/mmlu-copy"
 
 
+@pytest.mark.slow  # builds and pushes in other processes
 def test_a_push_logs_no_request_lines_and_a_refused_push_is_one_line(local_hub):
     """The HTTP client logged every request at INFO with its full URL (32 lines for this sample push, the
     signed LFS upload URLs among them, and 2 before the `error:` line of a refusal); they show at DEBUG only."""
@@ -244,7 +245,7 @@ def test_the_cards_commands_fetch_task_files_that_lm_eval_can_load(local_hub, tm
     blobs/ and fails: "Cannot import module 'utils' for function 'load_release'"."""
     import shlex
 
-    from lm_eval.tasks import TaskManager, get_task_dict
+    from lm_eval.tasks import TaskManager
 
     repo = "mcqforge/wicked-card-commands"
     assert push(write_benchmark("mmlu", tmp_path), repo, "1.0.0") == 0
@@ -258,20 +259,12 @@ def test_the_cards_commands_fetch_task_files_that_lm_eval_can_load(local_hub, tm
     subprocess.run(shlex.split(download), cwd=work, check=True, capture_output=True, timeout=120)
     include = shlex.split(run)[shlex.split(run).index("--include_path") + 1]
     assert not any(path.is_symlink() for path in (work / include).iterdir())
-    tasks = get_task_dict(["wicked_mmlu_original", "wicked_mmlu_variants"], TaskManager(include_path=str(work / include)))
-    leaves = {name: task for name, task in _leaf_tasks(tasks)}
+    manager = TaskManager(include_path=str(work / include), include_defaults=False)
+    leaves = {**manager.load(["wicked_mmlu_original"])["tasks"], **manager.load(["wicked_mmlu_variants"])["tasks"]}
     configs = ["original"] + [f"variant_{k}" for k in range(5)]
     subjects = sorted({row["subject"] for row in MMLU_TEST})  # each config: a group of one task per subject
     assert sorted(leaves) == sorted(f"wicked_mmlu_{c}_{s}" for c in configs for s in subjects)
     assert [sum(len(list(leaves[f"wicked_mmlu_{c}_{s}"].test_docs())) for s in subjects) for c in configs] == [8] * 6
-
-
-def _leaf_tasks(tasks):
-    for key, value in tasks.items():
-        if isinstance(value, dict):
-            yield from _leaf_tasks(value)
-        else:
-            yield getattr(key, "group_name", key), value
 
 
 def test_predictions_given_with_a_config_replace_the_recorded_ones(tmp_path):

@@ -191,7 +191,7 @@ HOSTILE_PREDICTIONS = ["open('/etc/hostname').read()", "__import__('os').uname()
 
 def test_constructors_outputs_need_are_read_and_everything_else_is_not_a_literal():
     """Predicted outputs are values: the literal grammar and a short list of constructors, read from the
-    syntax tree; no other expression has a value, however harmless (issue 25 point 2)."""
+    syntax tree; no other expression has a value, however harmless."""
     readable = {"set()": "set()", "frozenset()": "frozenset()", "frozenset([2, 1])": "frozenset({1, 2})",
                 "set('ba')": "{'a', 'b'}", "float('inf')": "float('inf')", "-float('inf')": "float('-inf')",
                 "float('-Infinity')": "float('-inf')", "[float('inf'), 1]": "[float('inf'), 1]",
@@ -493,12 +493,12 @@ def test_bad_options_are_user_errors(tmp_path, capsys, monkeypatch):
     assert "humaneval=SPEC,mbpp=SPEC" in capsys.readouterr().err
 
 
-# ---- hostile predictions and programs (issue 13 point 1) --------------------------------------------------
+# ---- hostile predictions and programs --------------------------------------------------
 
 
 @needs_bwrap
 def test_hostile_predictions_are_not_a_literal_and_never_reach_the_sandbox(tmp_path, monkeypatch):
-    """Issue 25 point 2: an expression a model wrote never runs, so it can neither read host data (the kernel
+    """An expression a model wrote never runs, so it can neither read host data (the kernel
     release, a host file) into a release nor pin memory; it is counted as not_a_literal."""
     ran: list[str] = []
     execute = Sandbox._execute
@@ -582,13 +582,12 @@ def test_a_program_cannot_forge_another_problems_verification_in_a_build(tmp_pat
     assert exclusions["mbpp/902/1"] == "no_predictions"  # verified (3), then left without distractors
 
 
-# ---- the embedded sample (issue 15 points 1 and 5) ---------------------------------------------------------
+# ---- the embedded sample ---------------------------------------------------------
 
 
 @needs_bwrap
-def test_the_sample_builds_with_no_options_and_carries_lm_eval_tasks(tmp_path):
-    out = tmp_path / "release"
-    assert python_io.main(["--source", "sample", "--output", str(out)]) == 0
+def test_the_sample_builds_with_no_options_and_carries_lm_eval_tasks(sample_releases):
+    out = sample_releases.release("python_io")
     report = json.loads((out / "validation_report.json").read_text())
     counts = {split: (n["in"], n["out"]) for split, n in report["counts"]["set_0"].items()}
     # 22 HumanEval + 12 MBPP test asserts, one item short of distractors; 15 MBPP train asserts
@@ -688,7 +687,7 @@ def test_distractors_equal_to_the_gold_up_to_float_rounding_are_dropped():
     matched = {pair.id: [Prediction(f"m{i}", o, {"id": pair.id}, f"x:{i}", extracted=True) for i, o in enumerate(outputs)]}
     pools, counts = make_pools([Verified(pair, "10.63014581273465")], matched, 1000)
     # within a relative 1e-6: ...463 and 10.630146 go; 10.6301 is the gold rounded to the 4 decimals it shows
-    # (issue 22 §3), so it goes too; 9.0, 10 and a list stay; m6 is right
+    #, so it goes too; 9.0, 10 and a list stay; m6 is right
     assert [c.text for c in pools[pair.id].candidates] == ["10", "9.0", "[10.63014581273465]"]
     assert counts["near_gold_dropped"] == 3 and pools[pair.id].correct == {"m6": 1}
     from builders.python_io.values import nearly_equal

@@ -38,7 +38,7 @@ def test_real_mmlu_content_is_not_a_reference(item):
 
 
 def test_the_lower_case_letter_references_of_the_issue():
-    """Issue 12.2 counts about 36 MMLU test items with lower-case letter references ("Both a and c", "a. and b.
+    """The review counted about 36 MMLU test items with lower-case letter references ("Both a and c", "a. and b.
     above", "neither a nor b.") that the first detector missed: exactly 36 test items, and 1 dev item."""
     def lower_label(option):
         return re.search(r"(?:^|[\s(])[a-j](?:[).]|\s+(?:and|or|nor|to)\b|$)", option) is not None
@@ -90,7 +90,7 @@ REFERRING = {
     "The answer is option B": "has_letter_reference",
     "choice (c)": "has_letter_reference",
     "(a)": "has_letter_reference",
-    # issue 22.1: options that count, quantify over or name the others in prose
+    # Options that count, quantify over or name the others in prose
     "All three": "has_quantified_reference",
     "all five": "has_quantified_reference",
     "all three structures.": "has_quantified_reference",
@@ -145,7 +145,7 @@ CONTENT_FORMS = [
     ["the answer a student gives", "a guess", "a lie", "a fact"],
     ["Both fox and hare populations will decrease.", "x", "y", "z"],
     ["Either AC or DC", "AC", "DC", "Pulsed"],
-    # issue 22.1 look-alikes: a predicate, the question's statements, a quantity, a word of a text
+    # look-alikes of references in prose: a predicate, the question's statements, a quantity, a word of a text
     ["All three steps are exothermic.", "Steps 1 and 2 are exothermic.", "x", "y"],
     ["I only", "II only", "I and III only", "II and III only"],
     ["(i) only", "(ii) only", "(i) and (iii) only", "(ii) and (iv) only"],
@@ -196,7 +196,7 @@ def test_a_single_option_is_read_without_item_context():
 
 
 def test_the_validator_detector_is_independent_of_the_builders():
-    """Issue 12.8: the validator's reference check does not reuse the builder's detector."""
+    """The validator's reference check does not reuse the builder's detector."""
     tree = ast.parse((REPO / "builders" / "core" / "validation" / "validate.py").read_text())
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}

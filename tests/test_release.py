@@ -1,4 +1,4 @@
-"""The release folder as a writer sees it (issue 25): one writer per folder, staging folders cleaned only when
+"""The release folder as a writer sees it: one writer per folder, staging folders cleaned only when
 their writer is gone, everything on disk before the swap; nothing empty or built from failed LLM calls
 published."""
 
@@ -41,6 +41,7 @@ def wait_for(condition, seconds: float = 90.0) -> None:
 # ---- one writer per release folder (25.3) -------------------------------------------------------------------
 
 
+@pytest.mark.slow  # builds in other processes
 def test_a_second_build_on_the_same_output_refuses_or_waits_and_the_release_is_whole(llm_server, tmp_path):
     """Two real builds on one --output: the first, held inside its build by a judge that does not answer yet,
     writes the whole release; a second refuses in one line naming the folder and the first's pid, and a

@@ -480,7 +480,7 @@ def test_limits_reject_non_positive_values() -> None:
         Limits(processes=0)
 
 
-# ---- memory of the whole program (issue 13 point 1) -----------------------------------------------------
+# ---- memory of the whole program -----------------------------------------------------
 
 BUDGET = Limits(cpu_seconds=10, wall_seconds=30, memory_bytes=512 * MiB, processes=4)
 # Six children each try to hold 400 MiB (pages written, so really resident) at the same time; each reports
@@ -576,7 +576,7 @@ def test_limits_that_leave_python_no_room_are_refused() -> None:
         Sandbox(Limits(memory_bytes=256 * MiB, processes=16), unsafe=True)
 
 
-# ---- kernel memory of the private /tmp, measured from outside (issue 25 point 1) -------------------------
+# ---- kernel memory of the private /tmp, measured from outside -------------------------
 
 SCRATCH = Limits(cpu_seconds=5, wall_seconds=10, memory_bytes=256 * MiB, processes=2, tmp_bytes=4 * MiB, tmp_inodes=64)
 # Each attack makes what it can for at most 2 s (until /tmp refuses), holds it for 1 s, and prints how much it made.
@@ -677,7 +677,7 @@ def test_unsafe_mode_never_empties_the_hosts_tmp(tmp_path: Path) -> None:
     assert kept.read_text() == "another user's file"
 
 
-# ---- the cgroup v2 path, where the machine delegates one (issue 25 point 7) ----------------------------------
+# ---- the cgroup v2 path, where the machine delegates one ----------------------------------
 
 CGROUP, WHY_NO_CGROUP = _find_cgroup()
 
@@ -695,7 +695,7 @@ def test_under_a_delegated_cgroup_the_whole_program_and_its_tmp_are_limited() ->
     assert growth <= scratch_cap(BUDGET) + 48 * MiB, growth >> 20
 
 
-# ---- every unit gets a fresh scratch space (issue 25 point 1) ----------------------------------------------
+# ---- every unit gets a fresh scratch space ----------------------------------------------
 
 # Writes a file, a folder it makes unreadable, an xattr, a SysV message queue with a known key, and leaves a
 # process that writes another file later.
@@ -734,7 +734,7 @@ def test_every_unit_gets_a_fresh_scratch_space() -> None:
     assert tally == {"runs": 1, "rounds": 1}
 
 
-# ---- verdicts are what happened (issue 13 point 1) ------------------------------------------------------
+# ---- verdicts are what happened ------------------------------------------------------
 
 @needs_bwrap
 def test_verdicts_come_from_what_happened_not_from_the_program() -> None:
@@ -766,7 +766,7 @@ def test_verdicts_come_from_what_happened_not_from_the_program() -> None:
         assert verdicts[f"real_cpu_limit_{k}"][1] is None or results[f"real_cpu_limit_{k}"].cpu_seconds >= 1
 
 
-# ---- one untrusted unit cannot decide another's value (issue 13 point 1) --------------------------------
+# ---- one untrusted unit cannot decide another's value --------------------------------
 
 @needs_bwrap
 def test_isolated_units_cannot_forge_or_poison_each_other() -> None:
@@ -797,7 +797,7 @@ def test_isolated_units_cannot_forge_or_poison_each_other() -> None:
     assert shown[6] == [(False, None, "timeout"), (True, "'after'", None)]
 
 
-# ---- a Python that lives under /tmp (issue 13 point 1) --------------------------------------------------
+# ---- a Python that lives under /tmp --------------------------------------------------
 
 PROBE_IN_VENV = textwrap.dedent("""
     import sys

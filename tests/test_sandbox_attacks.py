@@ -1,4 +1,4 @@
-"""The red team's attacks on the sandbox (issue 32), each a regression test that failed on the old code.
+"""The red team's attacks on the sandbox, each a regression test that failed on the old code.
 
 Each holds whoever runs it: CI runs this file as root and again as an ordinary user (``.ci/run``), and so can
 anyone (``runuser -u USER -- python -m pytest tests/test_sandbox_attacks.py``). No test here skips for either.

@@ -303,6 +303,7 @@ def trained(tmp_path_factory) -> tuple[Path, Path]:
     return train_on_fixture(tmp_path_factory.mktemp("sba"), "--recipe", "mcqforge", "--epochs", "3", "--batch-size", "8")
 
 
+@pytest.mark.slow  # trains a model
 def test_train_writes_a_labelled_calibrated_folder_and_the_loss_falls(trained):
     folder, labels = trained
     config = json.loads((folder / "config.json").read_text())
@@ -321,6 +322,7 @@ def test_train_writes_a_labelled_calibrated_folder_and_the_loss_falls(trained):
     assert training["recipe"]["name"] == "mcqforge"
 
 
+@pytest.mark.slow  # trains a model
 def test_train_is_reproducible_with_a_seed(tmp_path):
     labels = write_jsonl(tmp_path / "labels.jsonl", labelled_fixture(16))
     outputs = []
@@ -338,6 +340,7 @@ def test_train_is_reproducible_with_a_seed(tmp_path):
     assert config["sba_training"]["trainable_parameters"] < config["sba_training"]["total_parameters"] / 5
 
 
+@pytest.mark.slow  # trains a model
 def test_evaluate_reports_metrics_per_source_and_records_them(trained, tmp_path, capsys):
     folder, labels = trained
     report_path = tmp_path / "report.json"
@@ -354,6 +357,7 @@ def test_evaluate_reports_metrics_per_source_and_records_them(trained, tmp_path,
     assert "| labelled SBA |" in printed and "| mmlu | 24 | 8 |" in printed
 
 
+@pytest.mark.slow  # trains a model
 def test_predict_and_wicked_use_the_trained_folder(trained, tmp_path):
     folder, _ = trained
     threshold = json.loads((folder / "config.json").read_text())["sba_threshold"]
@@ -388,6 +392,7 @@ def test_predict_and_wicked_use_the_trained_folder(trained, tmp_path):
     assert f"threshold {median}" in (out / "README.md").read_text()
 
 
+@pytest.mark.slow  # trains a model
 @pytest.mark.parametrize("model", ["trained", "cross_encoder"])
 def test_a_score_does_not_depend_on_the_other_questions_in_its_batch(model, request):
     """WiCkeD output must not depend on the item subset: fp32 scores are bit-identical in any company."""
@@ -401,6 +406,7 @@ def test_a_score_does_not_depend_on_the_other_questions_in_its_batch(model, requ
     assert together[1::3].tobytes() == subset_in_reverse.tobytes()
 
 
+@pytest.mark.slow  # trains a model
 def test_push_publishes_a_model_card_and_tag(trained, local_hub, tmp_path, capsys):
     folder, labels = trained
     assert sba.main(["evaluate", "--model", str(folder), "--labels", str(labels), "--record"]) == 0
@@ -460,6 +466,7 @@ def cross_encoder(tmp_path_factory) -> tuple[Path, Path]:
     return train_on_fixture(tmp_path_factory.mktemp("sba_cross"), "--epochs", "2", "--batch-size", "4")  # the default recipe
 
 
+@pytest.mark.slow  # trains a model
 def test_cross_encoder_scores_an_item_by_its_most_acceptable_remaining_option(cross_encoder):
     folder, _ = cross_encoder
     config = json.loads((folder / "config.json").read_text())
@@ -489,6 +496,7 @@ def test_cross_encoder_scores_an_item_by_its_most_acceptable_remaining_option(cr
         classifier.scores([("What is 2 + 2?", ("4", "5"))])
 
 
+@pytest.mark.slow  # trains a model
 def test_cross_encoder_needs_the_key_to_train_and_to_predict(cross_encoder, tmp_path, capsys):
     folder, _ = cross_encoder
     unkeyed = write_jsonl(tmp_path / "unkeyed.jsonl", [{k: v for k, v in r.items() if k not in ("answer", "alternative")}
@@ -597,6 +605,7 @@ def test_benchmark_counts_wicked_s_altered_share_as_wicked_decides_it():
     assert bench.wicked_altered_share(coherent, [0.1, 0.9, 0.5, 0.9, 0.49], 0.5) == (2 / 5, 1)
 
 
+@pytest.mark.slow  # trains a model
 def test_wicked_uses_the_threshold_stored_in_the_folder_with_no_flag(cross_encoder, tmp_path):
     """The threshold chosen on held-out training labels travels in config.json: WiCkeD needs no flag."""
     folder, _ = cross_encoder

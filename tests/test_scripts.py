@@ -102,6 +102,7 @@ def test_a_train_s_options_become_the_words_a_build_config_s_would():
     assert (args.cross_source, args.cross_split, args.threshold) == (False, True, 0.8)
 
 
+@pytest.mark.slow  # a build and a push in other processes
 def test_the_local_hub_script_serves_a_push_from_the_command_line(tmp_path):
     """The README's way to try publishing offline: start the local Hub, export the variables it prints, push."""
     import os

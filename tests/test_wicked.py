@@ -14,7 +14,7 @@ from pathlib import Path
 import datasets
 import pytest
 import yaml
-from fixtures import ARC, MMLU_TEST, outcome_rows, read_lm_eval_task, write_benchmark, write_jsonl
+from fixtures import MMLU_TEST, outcome_rows, read_lm_eval_task, write_benchmark, write_jsonl
 from fixtures_mmlu_references import FORMS, NONE_LIKE, PROSE_REFERENCES, TRUTHFUL_QA_NO_COMMENT
 
 from builders import wicked
@@ -158,7 +158,7 @@ def test_validation_refuses_a_broken_build(tmp_path):
 
 
 def test_validation_refuses_an_outcome_table_that_loses_a_row(tmp_path):
-    """Issue 21: the card's outcome table is checked like the configs: altered + copied = rows out, + excluded =
+    """The card's outcome table is checked like the configs: altered + copied = rows out, + excluded =
     rows in, per config and split."""
     build = build_fixture(tmp_path)
     assert validate(build).passed
@@ -167,26 +167,14 @@ def test_validation_refuses_an_outcome_table_that_loses_a_row(tmp_path):
         validate(build)
 
 
-def test_output_does_not_depend_on_order_or_subset(tmp_path):
-    full = build_fixture(tmp_path / "a", name="arc_challenge")
-    rows = list(reversed(ARC["test"][1:]))  # ARC items carry their own ids
-    write_jsonl(tmp_path / "b" / "arc_challenge" / "test.jsonl", rows)
-    subset = wicked_build(load_source(BENCHMARKS["arc_challenge"], str(tmp_path / "b" / "arc_challenge")), wicked_args())
-    for variant in ("variant_0", "variant_4"):
-        expected = {r.id: (r.choices, r.answer, r.metadata) for r in full.configs[variant]["test"][1:]}
-        assert {r.id: (r.choices, r.answer, r.metadata) for r in subset.configs[variant]["test"]} == expected
-
-
 def _parquet_hashes(folder: Path) -> dict[str, str]:
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*.parquet"))}
 
 
-def test_cli_build_is_byte_identical_and_loads(tmp_path):
+def test_the_cli_build_loads_in_datasets_with_its_features(tmp_path):
     folder = write_benchmark("mmlu", tmp_path)
-    for out in ("out1", "out2"):
-        assert wicked.main(["--source", str(folder), "--sba-classifier", "none", "--output", str(tmp_path / out)]) == 0
-    first, second = _parquet_hashes(tmp_path / "out1"), _parquet_hashes(tmp_path / "out2")
-    assert first == second and len(first) == 12
+    assert wicked.main(["--source", str(folder), "--sba-classifier", "none", "--output", str(tmp_path / "out1")]) == 0
+    assert len(list((tmp_path / "out1").rglob("*.parquet"))) == 12
     loaded = datasets.load_dataset(str(tmp_path / "out1"), "variant_0")
     assert loaded["test"].num_rows == 8 and loaded["dev"].num_rows == 3
     assert loaded["test"].features["metadata"]["nota_is_answer"] == datasets.Value("bool")
@@ -194,23 +182,11 @@ def test_cli_build_is_byte_identical_and_loads(tmp_path):
     assert row["id"] == "mmlu/test/0" and row["choices"][-1] == NOTA_TEXT
 
 
-def test_build_config_rebuilds_the_same_release(tmp_path):
-    folder = write_benchmark("mmlu", tmp_path)
-    wicked.main(["--source", str(folder), "--sba-classifier", "none", "--seed", "3", "--variants", "2",
-                 "--nota-position", "random", "--output", str(tmp_path / "out1")])
-    config = str(tmp_path / "out1" / "build_config.yaml")
-    # A local source is recorded by base name and content hash, never by path: a rebuild must name it again.
-    assert wicked.main(["--config", config, "--output", str(tmp_path / "out2")]) == 2
-    assert wicked.main(["--config", config, "--source", str(folder), "--output", str(tmp_path / "out2")]) == 0
-    assert _parquet_hashes(tmp_path / "out1") == _parquet_hashes(tmp_path / "out2")
-    assert (tmp_path / "out1" / "build_config.yaml").read_text() == (tmp_path / "out2" / "build_config.yaml").read_text()
-
-
 VARIANTS = "variant_0, variant_1, variant_2"
 
 
 def test_card_shows_the_outcome_table_with_exact_counts(tmp_path):
-    """Issue 21: the card's one table of what became of every row, per config (the variants, whose counts are the
+    """The card's one table of what became of every row, per config (the variants, whose counts are the
     same, share their rows): altered, copied unchanged with the reason (`metadata.skip_reason`; `original` holds the
     source unchanged), excluded with the reason."""
     folder = write_benchmark("mmlu", tmp_path)
@@ -257,14 +233,6 @@ def test_card_mentions_nota_demonstrations_only_where_the_tasks_show_some(tmp_pa
     assert "from the few-shot split" not in card
 
 
-def test_help_documents_every_option():
-    result = subprocess.run([sys.executable, "-m", BUILDERS["wicked"], "--help"], capture_output=True, text=True, cwd=REPO)
-    assert result.returncode == 0
-    for option in ["--benchmark", "--source", "--seed", "--output", "--push", "--version", "--private", "--variants",
-                   "--sba-classifier", "--sba-threshold", "--nota-position", "--config", "--strict"]:
-        assert option in result.stdout
-
-
 def test_offline_hub_classifier_gives_a_clear_error(tmp_path):
     folder = write_benchmark("mmlu", tmp_path)
     result = subprocess.run(
@@ -308,7 +276,7 @@ def _reference_source(tmp_path):
 
 
 def test_real_mmlu_references_are_copied_unchanged_with_the_reason(tmp_path):
-    """Issue 12.2: "Both a and c", "a. and b. above", "both a and b." ... are never altered (79 real MMLU items)."""
+    """Regression: "Both a and c", "a. and b. above", "both a and b." ... are never altered (79 real MMLU items)."""
     source, references = _reference_source(tmp_path)
     build = wicked_build(source, wicked_args(variants=3))
     expected = [item["reason"] for item in references if item["split"] == "test"]
@@ -331,7 +299,7 @@ def test_real_mmlu_references_are_copied_unchanged_with_the_reason(tmp_path):
 
 
 def test_validator_catches_a_reference_the_builder_misses(tmp_path, monkeypatch):
-    """Issue 12.8: the validator's reference check is independent: with the builder's detector blinded, the 79 real
+    """The validator's reference check is independent: with the builder's detector blinded, the 79 real
     reference items are altered in each of 2 variants, and the build is refused."""
     monkeypatch.setattr(wicked.transform, "position_dependent_reason", lambda choices: None)
     monkeypatch.setattr(wicked.transform, "none_like_option", lambda choices: None)  # it would keep the bare "None." items
@@ -403,7 +371,7 @@ def expected_prompt(release: Path, config: str, index: int) -> str:
 def test_task_folder_builds_the_five_shot_mmlu_prompt_with_lm_evals_few_shot_machinery(tmp_path):
     """The 5 demonstrations were baked into a `prompt` column, so lm-eval said "n-shot 0" and --num_fewshot did
     nothing. lm-eval's own first_n sampler, per subject, builds the very prompt written out by expected_prompt."""
-    from lm_eval.tasks import TaskManager, get_task_dict
+    from lm_eval.tasks import TaskManager
 
     release = tmp_path / "release"
     assert wicked.main(["--source", str(lm_eval_source(tmp_path)), "--sba-classifier", "none", "--variants", "2",
@@ -425,13 +393,12 @@ def test_task_folder_builds_the_five_shot_mmlu_prompt_with_lm_evals_few_shot_mac
     assert group["task"] == ["wicked_mmlu_variant_0", "wicked_mmlu_variant_1"]
     assert group["aggregate_metric_list"] == [{"metric": "acc", "aggregation": "mean", "weight_by_size": False}]
 
-    manager = TaskManager(include_path=str(folder))
+    manager = TaskManager(include_path=str(folder), include_defaults=False)
     for config in configs:
         task = read_lm_eval_task(folder / f"wicked_mmlu_{config}_high_school_geography.yaml")
         assert (task["num_fewshot"], task["fewshot_split"]) == (5, "dev")
         assert task["fewshot_config"] == {"sampler": "first_n"}
-        [(_, built)] = get_task_dict([f"wicked_mmlu_{config}"], manager).items()
-        [subject_task] = built.values()
+        [subject_task] = manager.load([f"wicked_mmlu_{config}"])["tasks"].values()
         docs = list(subject_task.test_docs())
         prompts = [subject_task.fewshot_context(doc, subject_task.config.num_fewshot) for doc in docs]
         assert len(prompts) == 6 and all(p.count("Answer:") == 6 for p in prompts)
@@ -475,7 +442,7 @@ def test_lm_eval_runs_the_release_tasks(smollm2, tmp_path):
     assert logged["wicked_mmlu_variants"]["acc,none"] == pytest.approx(sum(variants) / 2)
 
 
-# ---- the LLM judge (issue 16.3), end to end against llmock -----------------------------------------------
+# ---- the LLM judge, end to end against llmock -----------------------------------------------
 
 
 def judge_reply(call) -> str:
@@ -528,7 +495,7 @@ def test_sba_judge_end_to_end_against_llmock(llm_server, tmp_path):
 
 
 def test_card_reports_altered_flagged_and_labelled_shares(tmp_path):
-    """Issue 16.4: the share altered, the share flagged SBA, and the labelled share the classifier's recorded
+    """The share altered, the share flagged SBA, and the labelled share the classifier's recorded
     evaluation measured on this benchmark (read from the model folder's evaluations file)."""
     from classifiers.sba_model import EVALUATIONS_FILE
 
@@ -562,7 +529,7 @@ def test_card_reports_altered_flagged_and_labelled_shares(tmp_path):
     assert "scored 8 distinct items; 1 reached the threshold 0.5" in shares.note
 
 
-# ---- issue 22.1: options that refer to others in prose, and options that already mean "none" ------------------
+# ---- options that refer to others in prose, and options that already mean "none" ------------------
 
 CONTENT_LOOKALIKES = [  # content, altered as before
     ["All three steps are exothermic.", "Step 1 only is exothermic.", "Steps 1 and 2 are exothermic.", "None is needed"][:3]
@@ -583,7 +550,7 @@ def _mmlu_rows(items):
 
 
 def test_real_prose_references_and_none_like_options_are_copied_unchanged():
-    """Issue 22.1: mmlu/test 216, 9419, 9677, 6288 (prose references, broken in 4-5 of 5 variants before) and 1646,
+    """Mmlu/test 216, 9419, 9677, 6288 (prose references, broken in 4-5 of 5 variants before) and 1646,
     11109, 13740 (an option that already means "none") are copied unchanged in all 5 variants, with the reason."""
     items = PROSE_REFERENCES + NONE_LIKE
     result = wicked.build_dataset(_mmlu_rows(items), sba_classifier="none", variants=5)
@@ -598,7 +565,7 @@ def test_real_prose_references_and_none_like_options_are_copied_unchanged():
 
 
 def test_truthful_qa_no_comment_is_none_like():
-    """Issue 22.1: TruthfulQA's "I have no comment." (56 of 817 items) beside an added NOTA was a second answer."""
+    """TruthfulQA's "I have no comment." (56 of 817 items) beside an added NOTA was a second answer."""
     result = wicked.build_dataset([TRUTHFUL_QA_NO_COMMENT], benchmark="truthful_qa", split="validation",
                                   sba_classifier="none", variants=5)
     for k in range(5):
@@ -609,7 +576,7 @@ def test_truthful_qa_no_comment_is_none_like():
 
 @pytest.mark.parametrize("form", list(FORMS))
 def test_every_form_is_copied_unchanged_in_a_four_option_build(form):
-    """Issue 22.1: each form a 4-option build_dataset call altered with the report passed is now copied unchanged,
+    """Each form a 4-option build_dataset call altered with the report passed is now copied unchanged,
     and the validator's own reading agrees (the build passes)."""
     row = {"question": "Which of these is right?", "subject": "biology", "answer": 0,
            "choices": ["Mitochondria make ATP", "Ribosomes make lipids", "The nucleus digests food", form]}
@@ -627,7 +594,7 @@ def test_content_that_looks_like_a_reference_is_still_altered(choices):
 
 
 def test_validator_refuses_a_build_whose_builder_rules_are_blinded(monkeypatch):
-    """Issue 22.1: with the builder's detectors returning nothing, every real item and every form above is altered in
+    """With the builder's detectors returning nothing, every real item and every form above is altered in
     each of 2 variants, and the validator's separately written reading refuses the build: one violation per
     item and variant."""
     monkeypatch.setattr(wicked.transform, "position_dependent_reason", lambda choices: None)
@@ -641,7 +608,7 @@ def test_validator_refuses_a_build_whose_builder_rules_are_blinded(monkeypatch):
 
 
 def test_regression_a_split_whose_only_row_is_excluded_has_statistics(tmp_path):
-    """Issue 25.4: a source whose only test row is excluded (a non-string subject) ended in ZeroDivisionError in
+    """A source whose only test row is excluded (a non-string subject) ended in ZeroDivisionError in
     the statistics; the split now reports 0 items."""
     write_jsonl(tmp_path / "mmlu" / "test.jsonl", [{"question": "Q?", "subject": 5, "choices": ["a", "b", "c", "d"],
                                                     "answer": 0}])
@@ -656,7 +623,7 @@ def test_regression_a_split_whose_only_row_is_excluded_has_statistics(tmp_path):
 
 @pytest.mark.parametrize("name", ["commonsense_qa", "mmlu"])
 def test_no_sba_detection_on_a_high_sba_benchmark_warns_in_log_and_card(tmp_path, caplog, name):
-    """Issue 22.1: CommonsenseQA built with --sba-classifier none warns, with the expected incoherent share (6 of 11
+    """CommonsenseQA built with --sba-classifier none warns, with the expected incoherent share (6 of 11
     NOTA-keyed items in a 60-item reading still had an acceptable option); MMLU, with no known high share, does not."""
     folder = write_benchmark(name, tmp_path)
     with caplog.at_level("WARNING", logger=BUILDERS["wicked"]):

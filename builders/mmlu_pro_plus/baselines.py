@@ -98,7 +98,7 @@ INHERENT_BASELINES = {
 }
 
 
-# A rule that picks one of the pair's two named options. Issue 23 asked whether its cue can be removed: it cannot
+# A rule that picks one of the pair's two named options. Can its cue be removed? It cannot
 # without changing what the groups are. A PFPP pair names the answer and a wrong option (its definition), a CFPP
 # pair two wrong options and a TPP pair the two halves of an answer that is the pair itself, so a named option is
 # the answer in half of the PFPP items, whatever the order or the place: PFPP items / items with a pair / 2 (25%

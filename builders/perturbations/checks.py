@@ -200,7 +200,7 @@ def checks(specs: Sequence[ConfigSpec], source: LoadedSource, shots: int, sample
     ]
 
 
-# The check's own, deliberately narrow reading of "this option names other options" (issue 12.8: the
+# The check's own, deliberately narrow reading of "this option names other options" (the
 # validator does not reuse the builder's detector). Every form it accepts must be copied unchanged by the
 # builder; the builder's detector is wider (prose references, numbered options, verdicts).
 _PLAIN_LETTER = r"(?:\([a-dA-D]\)|\b[a-dA-D]\b\.?)"  # a, a., (a)

@@ -35,8 +35,8 @@ class KnownSBAShare:
 # Benchmarks whose share of single-best-answer items is known to be high: without SBA detection, a large part of
 # the items whose gold was removed keep an acceptable option.
 KNOWN_SBA_SHARES = {
-    "commonsense_qa": KnownSBAShare(11, 6, "a 60-item reading of a WiCkeD CommonsenseQA build without SBA detection "
-                                           "(mcqforge issue 22)"),
+    "commonsense_qa": KnownSBAShare(11, 6, "a 60-item reading of a WiCkeD CommonsenseQA build without SBA "
+                                           "detection"),
 }
 
 

@@ -1,0 +1,47 @@
+"""Each builder's release from its embedded sample (``--source sample`` and the builder's ``sample_options``), built
+in-process once per test session and shared: the conformance suite, the inspect tests and the template's test read
+the same folders instead of building their own.
+
+A release is built lazily, the first time a test asks for it, so that a run of one test file builds only the
+builders it reads.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from builders.core.pipeline import cli
+from builders.registry import load_builder
+
+QUIET = ("--log-level", "WARNING", "--no-progress")
+
+
+def sample_argv(name: str) -> list[str]:
+    """The words of the sample build of builder ``name``, as a user types them after ``python -m builders NAME``."""
+    return ["--source", "sample", *load_builder(name).sample_options]
+
+
+class SampleReleases:
+    """The release folders of the session's sample builds, under ``root``: ``release(name)`` the first build,
+    ``again(name)`` a second one from the same words, ``rebuilt(name)`` the rebuild from the first one's
+    ``build_config.yaml`` (``--config``)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def _built(self, name: str, kind: str, argv: list[str]) -> Path:
+        out = self.root / kind / name
+        if not (out / "build_config.yaml").is_file():
+            status = cli.main(load_builder(name), [*argv, "--output", str(out), *QUIET])
+            assert status == 0, f"{name}: the {kind} sample build exited with {status}"
+        return out
+
+    def release(self, name: str) -> Path:
+        return self._built(name, "first", sample_argv(name))
+
+    def again(self, name: str) -> Path:
+        return self._built(name, "again", sample_argv(name))
+
+    def rebuilt(self, name: str) -> Path:
+        config = self.release(name) / "build_config.yaml"
+        return self._built(name, "rebuilt", ["--config", str(config)])
