@@ -13,6 +13,7 @@ TOOLS = {
     "metrics": "builders.metrics",
     "evaluate": "builders.evaluate",
     "export": "builders.export",
+    "publish": "builders.publish",
     "sba": "classifiers.sba",
 }
 

@@ -40,6 +40,7 @@ from builders.core.items.record import record_features
 from builders.core.build.result import Build
 from builders.core.release.build_config import BUILD_CONFIG_FILE, build_config_text
 from builders.core.release.card import ReleaseInfo, render_card
+from builders.core.release.figure import FIGURE_FILE, summary_figure
 from builders.core.runtime.progress import bar
 from builders.core.tasks import inspect_tasks
 from builders.core.tasks.lm_eval_tasks import MANIFEST
@@ -75,15 +76,18 @@ def check_output_folder(out_dir: Path) -> None:
         raise UserError(f"--output {out_dir}: cannot create a folder there ({error.strerror or error})") from None
 
 
-def write_release(build: Build, report: ValidationReport, out_dir: Path, release: ReleaseInfo | None = None) -> Path:
-    """Write the whole folder into a staging folder beside ``out_dir``, flush it to disk, then move it into place."""
+def write_release(build: Build, report: ValidationReport, out_dir: Path, release: ReleaseInfo | None = None, *,
+                  announce: bool = True) -> Path:
+    """Write the whole folder into a staging folder beside ``out_dir``, flush it to disk, then move it into place
+    (``announce``: log where; not for a temporary folder that a push uploads and removes)."""
     release = release or ReleaseInfo()
     out_dir = Path(out_dir)
     check_not_empty(build)
     with output_lock(out_dir):
         check_output_folder(out_dir)
         write_folder_atomically(out_dir, lambda staging: _write_files(build, report, staging, release))
-    logger.info("wrote release folder %s", out_dir)
+    if announce:
+        logger.info("wrote release folder %s", out_dir)
     return out_dir
 
 
@@ -306,7 +310,7 @@ def _write_files(build: Build, report: ValidationReport, folder: Path, release: 
                                              folder / parquet_path(config, split), build.release.extra_columns.get(config))
     (folder / REPORT_FILE).write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True, default=str) + "\n")
     build.exclusions.write_jsonl(folder / EXCLUSIONS_FILE)
-    files = dict(build.release.extra_files)
+    files = {**build.release.extra_files, FIGURE_FILE: summary_figure(build, report)}
     if build.release.lm_eval_tasks is not None:
         files.update(build.release.lm_eval_tasks(release.task_location))
         files.update(inspect_tasks.task_files(files[MANIFEST], release.task_location))  # inspect_ai, beside lm_eval
