@@ -14,6 +14,7 @@ TOOLS = {
     "evaluate": "builders.evaluate",
     "export": "builders.export",
     "diff": "builders.diff",
+    "publish": "builders.publish",
     "sba": "classifiers.sba",
 }
 

@@ -141,7 +141,7 @@ def build(source: LoadedSource, options: Options, run: Run) -> Release:
 BUILDER = Builder(
     name=NAME, title="Contrast sets from {benchmark}", description=__doc__.split("\n\n")[0], citation=CITATION,
     benchmarks=[BENCHMARKS[name] for name in BENCHMARK_NAMES], options=Options, build=build,
-    evaluation_table=evaluation_table, preview_subset=False,
+    default_config="contrast", evaluation_table=evaluation_table, preview_subset=False,
     # mining keeps only the matched questions (the paper: 820 of 7,611): the rest is the method's choice
     selection_reasons=frozenset({"no_contrast_partner", "unmatched_in_maximum_matching"}),
 )

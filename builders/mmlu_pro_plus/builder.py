@@ -231,6 +231,6 @@ def build(source: LoadedSource, options: Options, run: Run) -> Release:
 BUILDER = Builder(
     name=NAME, title='MMLU-Pro+ ({benchmark} with "Both X and Y are correct" options)',
     description=__doc__.split("\n\n")[0], citation=CITATION, benchmarks=[MMLU_PRO], options=Options, build=build,
-    unchanged_config=ORIGINAL_CONFIG, evaluation_table=evaluation_table,
+    default_config=CONFIG, unchanged_config=ORIGINAL_CONFIG, evaluation_table=evaluation_table,
     commands={"export-audit": export_audit_command, "import-audit": import_audit_command},
 )

@@ -110,6 +110,12 @@ class Options(BuildOptions, KeyConsensusOptions):
         return self if self.task_prefix is not None else replace(self, task_prefix=f"{NAME}_{self.benchmark}")
 
     @property
+    def default_config(self) -> str:
+        """The config ``load_dataset(repo)`` returns: every config is compared with `original`, the source, so a
+        user who names none gets a perturbation, `shuffle` (a per-item choice order), or the first of ``--only``."""
+        return "shuffle" if not self.only or "shuffle" in self.only else self.only[0]
+
+    @property
     def swap_pairs(self) -> tuple[tuple[int, int], ...]:
         """The positions swap_fixed exchanges."""
         return parse_swaps(self.swaps)
@@ -151,5 +157,5 @@ def build(source: LoadedSource, options: Options, run: Run) -> Release:
 BUILDER = Builder(
     name=NAME, title="{benchmark} leaderboard-sensitivity perturbations", description=__doc__.split("\n\n")[0],
     citation=CITATION, benchmarks=[BENCHMARKS[name] for name in BENCHMARK_NAMES], options=Options, build=build,
-    evaluation_table=evaluation_table,
+    default_config="{options.default_config}", evaluation_table=evaluation_table,
 )

@@ -119,4 +119,5 @@ def build(source: LoadedSource, options: Options, run: Run) -> Release:
 
 
 BUILDER = Builder(name=NAME, title="PythonIO", description=__doc__.split("\n\n")[0], citation=CITATION,
-                  benchmarks=[BENCHMARK], options=Options, build=build, evaluation_table=evaluation_table)
+                  benchmarks=[BENCHMARK], options=Options, build=build, default_config="default",
+                  evaluation_table=evaluation_table)

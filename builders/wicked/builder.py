@@ -144,5 +144,5 @@ BUILDER = Builder(
     name=NAME, title="WiCkeD {benchmark}", description=__doc__.split("\n\n")[0], citation=CITATION,
     benchmarks=[BENCHMARKS[name] for name in BENCHMARK_NAMES], options=Options, build=build,
     # a shortcut the source's own options carry (MMLU-Pro's longest option) is the source's, inherited
-    unchanged_config="original", evaluation_table=evaluation_table, sample_options=("--sba-classifier", "none"),
+    default_config="variant_0", unchanged_config="original", evaluation_table=evaluation_table, sample_options=("--sba-classifier", "none"),
 )

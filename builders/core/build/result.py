@@ -55,7 +55,7 @@ class About:
     citation: str
     card_template: str | None = None
     unchanged_config: str | None = None
-
+    default_config: str | None = None  # the config its paper evaluates, which `load_dataset(repo)` returns
 
 @dataclass(kw_only=True)
 class Release:
@@ -104,3 +104,11 @@ class Build:
         for config, splits in self.configs.items():
             for split, records in splits.items():
                 yield config, split, records
+
+    @property
+    def default_config(self) -> str:
+        """The config ``load_dataset(repo)`` returns, with no config named: the builder's, or the first."""
+        default = self.about.default_config or next(iter(self.configs))
+        if default not in self.configs:
+            raise ValueError(f"{self.about.builder}: the default config {default!r} is not one of the build's configs")
+        return default

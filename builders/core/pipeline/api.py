@@ -17,6 +17,7 @@ run as on the command line, so the same inputs and seed give the same items.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -32,6 +33,8 @@ from builders.core.release.card import ReleaseInfo
 from builders.core.release.writer import release_rows, write_release
 from builders.core.sources.loading import load_rows
 from builders.core.validation.validate import ValidationReport
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -77,7 +80,10 @@ def build_dataset(builder: Runnable, data: Any, *, benchmark: str | None = None,
     source = load_rows(builder.benchmark(args.benchmark), rows, seed=args.seed, strict=args.strict,
                        options=builder.source_options(args, built_with), selection=selection(builder, args),
                        max_excluded=args.max_excluded)
-    return BuildResult(*build_and_validate(builder, parser, args, built_with, source))
+    result = BuildResult(*build_and_validate(builder, parser, args, built_with, source))
+    for warning in result.report.warnings:
+        logger.warning("shortcut audit: %s", warning)
+    return result
 
 
 def _rows(data: Any, split: str) -> Mapping[str, Any]:

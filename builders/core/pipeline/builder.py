@@ -2,7 +2,7 @@
 
     BUILDER = Builder(name="wicked", title="WiCkeD {benchmark}", description=__doc__.split("\\n\\n")[0],
                       citation=CITATION, benchmarks=[...], options=Options, build=build,
-                      unchanged_config="original", evaluation_table=evaluation_table)
+                      default_config="variant_0", unchanged_config="original", evaluation_table=evaluation_table)
 
 and in the package's ``__init__.py``: ``main, build_dataset = BUILDER.main, BUILDER.build_dataset``. The core does
 the rest: the command line and ``--help`` from the options' fields, the checks before any source is read, loading
@@ -44,7 +44,10 @@ class Builder:
     (``"GSM-MC{options.title_suffix}"``). ``benchmarks``: the sources it reads (the first is the default).
     ``options``: its frozen options class, which extends :class:`~builders.core.pipeline.options.BuildOptions`.
     ``build(source, options, run)`` makes the configs with ``run`` and returns the rest of the release
-    (:class:`~builders.core.build.result.Release`). ``unchanged_config``: the config that holds the source as it is.
+    (:class:`~builders.core.build.result.Release`). ``default_config``: the config its paper evaluates, which
+    ``load_dataset(repo)`` returns with no config named (``default: true`` in the card, whose snippet loads it),
+    never the source unchanged (``{options}`` as in the title). ``unchanged_config``: the config that holds the source
+    as it is.
     ``card_template``: the card's method section (``cards/<name>.md`` unless named). ``evaluation_table``: the table
     its paper reports, from lm-eval runs on the release's tasks (``python -m builders evaluate``): (runs {model:
     {task: TaskResult}}, lm_eval/manifest.json, options) -> Statistics. ``preview_subset``: whether ``--preview K``
@@ -64,6 +67,7 @@ class Builder:
     benchmarks: Sequence[Benchmark]
     options: type[BuildOptions]
     build: Callable[[LoadedSource, Any, Run], Release]
+    default_config: str
     unchanged_config: str | None = None
     card_template: str | None = None
     evaluation_table: Callable[..., Statistics] | None = None
@@ -142,7 +146,8 @@ class Builder:
         run = Run(source.items, source.exclusions)
         release = self.build(source, options, run)
         about = About(self.name, self.title.format(benchmark=source.benchmark.pretty_name, options=options),
-                      self.citation, self.card_template, self.unchanged_config)
+                      self.citation, self.card_template, self.unchanged_config,
+                      self.default_config.format(options=options))
         return Build(about=about, source=source, params=recorded_params(options) if params is None else params,
                      configs=run.configs, exclusions=run.exclusion_log(),
                      outcomes=run.outcomes, rows_in=release.rows_in or dict(source.rows_in), release=release)

@@ -263,6 +263,8 @@ def preflight(builder: Runnable, args: argparse.Namespace) -> tuple[ReleaseInfo,
         check_output_folder(args.output)
         check_source_and_output(args.source, args.output)
         check_same_builder(args.output, builder.name, args.force)
+    if args.no_upload and not (args.push and args.output):
+        raise UserError("--no-upload writes --output as --push would publish it: pass --output DIR and --push REPO_ID")
     if args.push:
         if not args.version:
             raise UserError("--push needs --version X.Y.Z")
@@ -316,9 +318,12 @@ def deliver(build: Build, report: ValidationReport, args: argparse.Namespace, re
         write_release(build, report, args.output, release)
         where.append(f"wrote {args.output}")
     try:
-        if args.push:
+        if args.push and args.no_upload:
+            where.append(f"not uploaded: once reviewed, `python -m builders publish {args.output} --push {args.push} "
+                         f"--version {args.version}` publishes it as it is")
+        elif args.push:
             with tempfile.TemporaryDirectory(prefix="mcqforge-release-") as tmp:
-                folder = args.output or write_release(build, report, Path(tmp) / "release", release)
+                folder = args.output or write_release(build, report, Path(tmp) / "release", release, announce=False)
                 published = publish_folder(Path(folder), release, private=args.private)
             where.append(f"published {published.url} tag {published.tag}")
         print_summary(build, report, where)

@@ -151,6 +151,7 @@ class Builder:
     epilog: str = ""
     evaluation_table: Callable[..., Statistics] | None = None
     sample_options: tuple[str, ...] = ()
+    default_config: str = "default"  # the config its paper evaluates (see the core's Builder)
     make_options: Callable[[argparse.Namespace], Any] = field(kw_only=True)
 
     def benchmark(self, name: str) -> Benchmark:
@@ -197,4 +198,5 @@ class Builder:
         return {k: recorded_value(v) for k, v in sorted({**vars(args), **derived}.items()) if k not in skipped}
 
     def make_build(self, source: LoadedSource, options: Any, params: dict[str, Any]) -> CoreBuild:
-        return self.build(source, options).converted(params)
+        build = self.build(source, options).converted(params)
+        return dataclasses.replace(build, about=dataclasses.replace(build.about, default_config=self.default_config))

@@ -106,6 +106,10 @@ class Delivery:
                               help="validate, publish to this Hub dataset repo and tag the version")
     version: str | None = option(None, metavar="X.Y.Z",
                                  help="release version, required with --push; tagged vX.Y.Z")
+    no_upload: bool = option(False, help="with --push and --output: every check of --push, and --output written "
+                                         "exactly as --push would publish it, but nothing uploaded; once reviewed, "
+                                         "`python -m builders publish DIR --push REPO_ID --version X.Y.Z` "
+                                         "publishes it as it is")
     private: bool = option(False, help="create the Hub repo as private")
     message: str | None = option(None, metavar="TEXT",
                                  help="what changed in this release, for the card's changelog")

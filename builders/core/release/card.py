@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from builders.core.items.record import record_features
 from builders.core.build.result import Build, TaskLocation
 from builders.core.release.build_config import build_config_text
-from builders.core.items.outcomes import outcome_table
+from builders.core.items.outcomes import ALTERED, COPIED, EXCLUDED, outcome_table
+from builders.core.release.figure import FIGURE_FILE, row_outcomes
 from builders.core.sources.corrections import CORRECTIONS_FILE, corrections_table
 from builders.core.sources.errata import errata_kept_table, errata_table
 from builders.core.validation.validate import ValidationReport
@@ -135,8 +136,8 @@ def render_card(build: Build, report: ValidationReport, release: ReleaseInfo,
         pretty_name=build.about.title,
         configs=[{"config_name": config,
                   "data_files": [{"split": split, "path": f"{config}/{split}-*.parquet"} for split in splits],
-                  **({"default": True} if i == 0 else {})}
-                 for i, (config, splits) in enumerate(build.configs.items())],
+                  **({"default": True} if config == build.default_config else {})}
+                 for config, splits in build.configs.items()],
         dataset_info=dataset_info(build, sizes),
         mcqforge={"builder": build.about.builder, "version": release.version,
                   "changelog": [{"version": e.version, "summary": e.summary} for e in changelog]},
@@ -147,7 +148,7 @@ def render_card(build: Build, report: ValidationReport, release: ReleaseInfo,
         "title": build.about.title,
         "repo_id": release.repo_id,
         "version": release.version,
-        "first_config": next(iter(build.configs)),
+        "default_config": build.default_config,
         "mcqforge_version": __version__,
         "git_commit": git_commit(),
         "provenance": build.source.provenance,
@@ -160,6 +161,8 @@ def render_card(build: Build, report: ValidationReport, release: ReleaseInfo,
         "statistics": build.release.statistics,
         "has_lm_eval": build.release.lm_eval_tasks is not None,
         "changelog": changelog,
+        "glance": at_a_glance(build, report),
+        "figure_file": FIGURE_FILE,
         **build.release.card_context,
     }
     context["corrections_section"] = corrections_section(build, context)
@@ -186,6 +189,28 @@ def source_check_tables(build: Build) -> list[Any]:
     duplicates, consensus = build.source.duplicates, build.source.consensus
     return [*(duplicates.tables() if duplicates is not None else ()),
             *((consensus.table(),) if consensus is not None else ())]
+
+
+def at_a_glance(build: Build, report: ValidationReport) -> dict[str, Any]:
+    """What the card's summary states: the default config's rows and what became of them, the share altered, the
+    checks, the warnings, and the columns no record of the release fills (with the reason they are there)."""
+    default = build.default_config
+    counts = row_outcomes(build)[default]
+    total = sum(counts.values())
+    return {"config": default, "splits": {split: len(records) for split, records in build.configs[default].items()},
+            "altered": counts[ALTERED], "copied": counts[COPIED], "excluded": counts[EXCLUDED], "rows": total,
+            "altered_share": counts[ALTERED] / total if total else 0.0,
+            "copied_reasons": sorted(build.outcomes.reasons(config=default).items(), key=lambda kv: -kv[1])[:3],
+            "checks": len(report.checks), "warnings": report.warnings, "empty_columns": empty_columns(build)}
+
+
+def empty_columns(build: Build) -> list[str]:
+    """The columns (``metadata.<field>`` for the metadata struct's) that are null in every record of every config:
+    the schema is the builder's, the same whatever the source and the options, so that releases concatenate."""
+    records = [record for _, _, split in build.records() for record in split]
+    columns = [name for name in ("subject", "category") if all(getattr(r, name) is None for r in records)]
+    fields = dict.fromkeys(name for features in build.release.metadata_features.values() for name in features)
+    return columns + [f"metadata.{name}" for name in fields if all(r.metadata.get(name) is None for r in records)]
 
 
 # The embedded samples were written for mcqforge and are released with it (builders/data/samples/README.md).

@@ -42,6 +42,7 @@ from builders.core.release.build_config import BUILD_CONFIG_FILE, build_config_t
 from builders.core.release.diff import DIFF_FILE
 from builders.core.release.review import review_files
 from builders.core.release.card import ReleaseInfo, render_card
+from builders.core.release.figure import FIGURE_FILE, summary_figure
 from builders.core.runtime.progress import bar
 from builders.core.tasks import inspect_tasks
 from builders.core.tasks.lm_eval_tasks import MANIFEST
@@ -77,15 +78,18 @@ def check_output_folder(out_dir: Path) -> None:
         raise UserError(f"--output {out_dir}: cannot create a folder there ({error.strerror or error})") from None
 
 
-def write_release(build: Build, report: ValidationReport, out_dir: Path, release: ReleaseInfo | None = None) -> Path:
-    """Write the whole folder into a staging folder beside ``out_dir``, flush it to disk, then move it into place."""
+def write_release(build: Build, report: ValidationReport, out_dir: Path, release: ReleaseInfo | None = None, *,
+                  announce: bool = True) -> Path:
+    """Write the whole folder into a staging folder beside ``out_dir``, flush it to disk, then move it into place
+    (``announce``: log where; not for a temporary folder that a push uploads and removes)."""
     release = release or ReleaseInfo()
     out_dir = Path(out_dir)
     check_not_empty(build)
     with output_lock(out_dir):
         check_output_folder(out_dir)
         write_folder_atomically(out_dir, lambda staging: _write_files(build, report, staging, release))
-    logger.info("wrote release folder %s", out_dir)
+    if announce:
+        logger.info("wrote release folder %s", out_dir)
     return out_dir
 
 
@@ -308,7 +312,8 @@ def _write_files(build: Build, report: ValidationReport, folder: Path, release: 
                                              folder / parquet_path(config, split), build.release.extra_columns.get(config))
     (folder / REPORT_FILE).write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True, default=str) + "\n")
     build.exclusions.write_jsonl(folder / EXCLUSIONS_FILE)
-    files = {**build.release.extra_files, **review_files(build)}  # the review queue: every release has one
+    files = {**build.release.extra_files, **review_files(build),
+             FIGURE_FILE: summary_figure(build, report)}  # the review queue: every release has one
     if release.diff is not None:  # what changed since the repo's previous release
         files[DIFF_FILE] = (json.dumps(release.diff, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
     if build.release.lm_eval_tasks is not None:

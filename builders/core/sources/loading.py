@@ -152,7 +152,7 @@ class LoadedSource:
 
     @property
     def source_description(self) -> str:
-        return ", ".join(_describe(p) for p in self.provenance)
+        return ", ".join(dict.fromkeys(_describe(p) for p in self.provenance))  # PythonIO's 3 samples: "sample"
 
     def records(self) -> list[Any]:
         return [item for items in self.items.values() for item in items]

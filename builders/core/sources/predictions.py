@@ -417,11 +417,22 @@ def match_predictions(predictions: Iterable[Prediction], item_id: Callable[[Pred
             seen.add((found, prediction.model))
             matched.setdefault(found, []).append(prediction)
             report.matched[prediction.model] += 1
-    if report.reasons:
-        level = logging.INFO if set(report.reasons) == {SPLIT_NOT_BUILT.reason} else logging.WARNING
-        logger.log(level, "%s; not used: %s (e.g. %s)", report.summary(), dict(report.reasons),
-                   "; ".join(e for found in report.examples.values() for e in found))
+    _log_not_used(report)
     return matched, report
+
+
+def _log_not_used(report: MatchReport) -> None:
+    """One line: predictions on a split the build does not select are expected (no pointers to them, no
+    warning); any other prediction not used is a warning with the first few, by file and line."""
+    not_built = report.reasons.get(SPLIT_NOT_BUILT.reason, 0)
+    others = {reason: n for reason, n in report.reasons.items() if reason != SPLIT_NOT_BUILT.reason}
+    if not others:
+        if not_built:
+            logger.info("%d predictions read, %d matched, %d on splits this build does not make", report.read.total(),
+                        report.matched.total(), not_built)
+        return
+    logger.warning("%s; not used: %s (e.g. %s)", report.summary(), dict(report.reasons),
+                   "; ".join(e for reason, found in report.examples.items() if reason in others for e in found))
 
 
 def _not_used(report: MatchReport, reason: str, example: str) -> None:

@@ -180,9 +180,7 @@ def validate(build: Build) -> ValidationReport:
         warnings=shortcut_audit.warnings(audit_rows) + choices_only.warnings(adversary_rows),
         statistics=build.release.statistics.to_list(),
     )
-    for warning in report.warnings:
-        logger.warning("shortcut audit: %s", warning)
-    return report
+    return report  # its warnings are shown once: the command's summary, or build_dataset's log
 
 
 def _run_stage(checks: Iterable[Check], build: Build) -> list[CheckResult]:

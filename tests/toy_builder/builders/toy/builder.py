@@ -63,5 +63,6 @@ def build(source: LoadedSource, options: Options, run: Run) -> Release:
 
 
 BUILDER = Builder(name=NAME, title="Toy {benchmark}", description=__doc__.split("\n\n")[0], citation="",
-                  benchmarks=[BENCHMARKS["mmlu"]], options=Options, build=build, unchanged_config="original",
+                  benchmarks=[BENCHMARKS["mmlu"]], options=Options, build=build,
+                  default_config="{options.config_prefix}_0", unchanged_config="original",
                   evaluation_table=evaluation_table)
