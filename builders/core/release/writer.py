@@ -312,8 +312,8 @@ def _write_files(build: Build, report: ValidationReport, folder: Path, release: 
                                              folder / parquet_path(config, split), build.release.extra_columns.get(config))
     (folder / REPORT_FILE).write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True, default=str) + "\n")
     build.exclusions.write_jsonl(folder / EXCLUSIONS_FILE)
-    files = {**build.release.extra_files, **review_files(build),
-             FIGURE_FILE: summary_figure(build, report)}  # the review queue: every release has one
+    # the review queue and the card's picture: every release has both
+    files = {**build.release.extra_files, **review_files(build), FIGURE_FILE: summary_figure(build, report)}
     if release.diff is not None:  # what changed since the repo's previous release
         files[DIFF_FILE] = (json.dumps(release.diff, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
     if build.release.lm_eval_tasks is not None:
