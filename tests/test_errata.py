@@ -222,3 +222,16 @@ def test_the_validator_refuses_a_gsm_mc_release_that_keeps_an_answer_platinum_re
     with pytest.raises(ValidationFailed) as error:
         validate(build)
     assert "default/test gsm8k/test/0: gsm8k-platinum revised its answer to '20', and the key is '19'" in str(error.value)
+
+
+def test_a_persons_correction_wins_over_the_errata_for_its_item(tmp_path, capsys):
+    fixes = write_jsonl(tmp_path / "fixes.jsonl", [
+        {"id": "mmlu/test/5", "action": "set_answer", "answer": "Neon", "reason": "reviewed: one noble gas", "by": "jo"},
+        {"id": "mmlu/test/0", "action": "exclude", "reason": "reviewed: out of scope", "by": "jo"}])
+    status, out = build_wicked(tmp_path, "--corrections", str(fixes))
+    assert status == 0, capsys.readouterr().err
+    rows = released(out, "original")
+    assert "mmlu/test/0" not in rows and rows["mmlu/test/5"]["metadata"]["answer_corrected_by"] == "jo"
+    card = (out / "README.md").read_text()
+    assert "| jo | exclude | reviewed: out of scope | 1 |" in card
+    assert "| mmlu-redux-2.0 | set_answer | wrong_groundtruth | 2 |" in card
