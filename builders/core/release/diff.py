@@ -115,7 +115,7 @@ def diff_releases(old: ReleaseContent, new: ReleaseContent) -> dict[str, Any]:
                      for i in sorted(set(after) - set(before), key=_id_order)]
             removed = [{"id": i, "reason": new.excluded_reason(config, i)}
                        for i in sorted(set(before) - set(after), key=_id_order)]
-            changed = []
+            changed: list[dict[str, Any]] = []
             for i in sorted(set(before) & set(after), key=_id_order):
                 kinds = changes(before[i], after[i])
                 if kinds:
