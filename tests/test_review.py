@@ -249,3 +249,23 @@ def test_review_page_shows_each_queued_item_with_its_evidence_in_a_real_browser(
     assert '<li class="agreed">C. Carbon dioxide (suggested)</li>' in dom
     assert "A: 1, C: 21" in dom
     assert "same_question_as" in dom and "mmlu_pro/test/16" in dom
+
+
+def test_a_missing_predictions_file_is_one_error_before_the_source_is_read(tmp_path, capsys):
+    assert build(tmp_path / "no-source", tmp_path / "out", "--predictions", str(tmp_path / "none.jsonl")) == 2
+    assert capsys.readouterr().err.strip() == f"error: --predictions {tmp_path / 'none.jsonl'}: no such file or folder"
+
+
+def test_sba_scores_near_the_threshold_are_queued_with_the_score():
+    from builders.core.items.record import MCQRecord
+    from builders.wicked.sba import SBADecisions, SBAVerdict, near_threshold, sba_key
+
+    records = [MCQRecord(f"mmlu/test/{i}", f"Question {i}?", ("a", "b", "c", "d"), 0, "s", "c", "test", i)
+               for i in range(3)]
+    scores = [0.47, 0.8, 0.53]
+    sba = SBADecisions({sba_key(r): SBAVerdict(s >= 0.5, s) for r, s in zip(records, scores, strict=True)}, None)
+    entries = near_threshold(records, sba, 0.5)
+    assert [(e.id, e.status, e.evidence["sba_score"]) for e in entries] == [
+        ("mmlu/test/0", "altered", 0.47), ("mmlu/test/2", "copied unchanged (SBA)", 0.53)]
+    assert entries[0].to_json()["action"] == "" and entries[0].to_json()["reason"] == "sba_near_threshold"
+    assert near_threshold(records, sba, None) == []

@@ -21,8 +21,10 @@ release's review queue.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Iterable, Mapping, Sequence
 
+from builders.core.errors import UserError
 from builders.core.items.record import LETTERS, MCQRecord
 from builders.core.items.tables import Table
 from builders.core.items.twins import option_key, question_key
@@ -65,6 +67,13 @@ class KeyConsensusOptions:
                                                "read recursively")
     keep_suspect_keys: bool = option(False, help=f"keep the items whose key the models contradict ({RULE.describe().replace('%', '%%')}"
                                                  f"); they are excluded as {REASON} by default, and listed either way")
+
+    def check(self) -> None:
+        """Each predictions path is there, before the source is read (what is in them is read after it)."""
+        for spec in self.predictions:
+            model, equals, rest = spec.partition("=")
+            if not Path(spec).expanduser().exists() and not (equals and model and Path(rest).expanduser().exists()):
+                raise UserError(f"--predictions {spec}: no such file or folder")
 
 
 @dataclass(frozen=True)
