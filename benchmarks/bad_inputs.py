@@ -310,16 +310,19 @@ def where_cases() -> list[Callable[[Path], Case]]:
         (work / "out").write_text("x")
         return Case("--output is a file", "where", gsm_argv("sample", work))
 
+    def contrast_sets(work: Path, cache: Path) -> list[str]:  # a sample build that caches its embeddings
+        return ["builders.contrast_sets", "--source", "sample", "--cache-dir", str(cache), "--output",
+                str(work / "out"), "--log-level", "ERROR"]
+
     def cache_file(work: Path) -> Case:
         (work / "cache").write_text("x")
-        return Case("--cache-dir is a file", "where", gsm_argv("sample", work, "--cache-dir", str(work / "cache")),
+        return Case("--cache-dir is a file", "where", contrast_sets(work, work / "cache"),
                     lambda work: "silently wrong")
 
     def cache_read_only(work: Path) -> Case:
         (work / "ro").mkdir()
-        return Case("--cache-dir on a read-only filesystem", "where",
-                    gsm_argv("sample", work, "--cache-dir", str(work / "ro" / "cache")), lambda work: "silently wrong",
-                    mounts=["--ro-bind", str(work / "ro"), str(work / "ro")])
+        return Case("--cache-dir on a read-only filesystem", "where", contrast_sets(work, work / "ro" / "cache"),
+                    lambda work: "silently wrong", mounts=["--ro-bind", str(work / "ro"), str(work / "ro")])
 
     return [full_disk, tiny_disk, mount_point, read_only, output_file, cache_file, cache_read_only]
 
@@ -328,14 +331,15 @@ REPO_SAMPLE_RELEASE = Path()  # a sample GSM-MC release, built once by main()
 
 
 def damaged_release_cases() -> list[Callable[[Path], Case]]:
-    def damaged(name: str, damage: Callable[[Path], None]) -> Callable[[Path], Case]:
+    def damaged(name: str, damage: Callable[[Path], None],
+                judge: Callable[[Path], str] = lambda work: "silently wrong") -> Callable[[Path], Case]:
         def make(work: Path) -> Case:
             release = work / "release"
             shutil.copytree(REPO_SAMPLE_RELEASE, release)
             damage(release)
             return Case(f"export: {name}", "damaged release", ["builders.export", str(release), "--layout",
                                                                 "mc-evaluation", "--output", str(work / "out")],
-                        lambda work: "silently wrong")
+                        judge)
         return make
 
     def parquet(release: Path) -> Path:
@@ -360,7 +364,8 @@ def damaged_release_cases() -> list[Callable[[Path], Case]]:
             damaged("answer out of range", lambda r: rewrite(r, lambda rows: rows[0].update(answer=9))),
             damaged("answer null", lambda r: rewrite(r, lambda rows: [row.update(answer=None) for row in rows])),
             damaged("27 choices", lambda r: rewrite(r, lambda rows: rows[0].update(choices=[str(i) for i in range(27)]))),
-            damaged("build_config.yaml a list", lambda r: (r / "build_config.yaml").write_text("- 1\n"))]
+            damaged("build_config.yaml a list", lambda r: (r / "build_config.yaml").write_text("- 1\n"),
+                    lambda work: "legitimately kept")]  # the export needs no build config of a GSM-MC release
 
 
 def math_cases() -> list[Callable[[Path], Case]]:

@@ -93,3 +93,102 @@ def test_every_error_line_is_one_short_line():
     assert cli.error_line("x" * cli.MAX_ERROR_CHARS) == "x" * cli.MAX_ERROR_CHARS
     cut = cli.error_line("y" * 10 ** 6)
     assert len(cut) <= cli.MAX_ERROR_CHARS and cut.endswith("... (1,000,000 characters in all)")
+
+
+# ---- source rows ---------------------------------------------------------------------------------------------
+
+
+def load_mmlu(folder: Path):
+    from builders.core.sources.benchmarks import BENCHMARKS
+    from builders.core.sources.loading import load_source
+
+    return load_source(BENCHMARKS["mmlu"], str(folder), max_excluded=1.0)
+
+
+def excluded_rows(loaded) -> list[tuple[str, str, str, str]]:
+    return [(e.id, e.reason, e.field, e.detail) for e in loaded.exclusions.entries]
+
+
+@pytest.mark.parametrize("option", ["\u200b", "\u00ad\u2060", "\ufeff ", "\u00a0\u3000"])
+def test_an_option_of_invisible_characters_is_empty(tmp_path, option):
+    """An option of only a zero-width space was kept: an item with an option nobody can see."""
+    rows = [dict(MMLU_TEST[0], choices=["4", option, "6", "7"]), *MMLU_TEST[1:]]
+    loaded = load_mmlu(mmlu_folder(tmp_path, rows))
+    assert excluded_rows(loaded) == [("mmlu/test/0", "malformed_row", "choices[1]", "empty option")]
+    assert len(loaded.items["test"]) == len(MMLU_TEST) - 1
+
+
+def test_a_question_of_invisible_characters_is_empty(tmp_path):
+    rows = [dict(MMLU_TEST[0], question="\u200b\u200b"), *MMLU_TEST[1:]]
+    assert excluded_rows(load_mmlu(mmlu_folder(tmp_path, rows))) == [
+        ("mmlu/test/0", "malformed_row", "question", "empty question")]
+
+
+def test_the_validator_finds_an_invisible_option_on_its_own():
+    from builders.core.validation.validate import COMMON_CHECKS, _visible
+
+    assert not _visible("\u200b \u2060") and _visible("\u200bx") and _visible("0")
+    assert next(c for c in COMMON_CHECKS if c.name == "no_empty_choice")
+
+
+def test_more_options_than_letters_are_refused_at_the_source(tmp_path):
+    """A 30-option item passed validation, and the release's lm-eval helper raised IndexError at the 27th label.
+    The letters A to Z label every option everywhere (lm-eval, inspect, the export layouts): a source item with
+    more options is malformed, for every builder; 26 options are labelled to Z."""
+    from builders.core.tasks.lm_eval_utils import lettered_options
+
+    rows = [dict(MMLU_TEST[0], choices=[f"option {i}" for i in range(30)]),
+            dict(MMLU_TEST[1], choices=[f"option {i}" for i in range(26)]), *MMLU_TEST[2:]]
+    loaded = load_mmlu(mmlu_folder(tmp_path, rows))
+    assert excluded_rows(loaded) == [("mmlu/test/0", "malformed_row", "choices",
+                                      "30 choices; at most 26 can be labelled A to Z")]
+    widest = loaded.items["test"][0]
+    assert len(widest.choices) == 26 and lettered_options({"choices": widest.choices})[-1] == "Z. option 25"
+
+
+# ---- numbers too long and nesting too deep, in every file a build reads ---------------------------------------
+
+ROW = '{"question": "Q?", "subject": "astronomy", "choices": ["a", "b", "c", "d"], "answer": %s}'
+
+
+@pytest.mark.parametrize("value, problem", [(HUGE, "a number too long to read (more than 4,300 digits)"),
+                                            ("[" * DEEP + "]" * DEEP, "JSON nested too deeply to read")])
+@pytest.mark.parametrize("suffix", [".jsonl", ".json"])
+def test_a_json_source_with_a_huge_number_or_deep_nesting_is_one_line(tmp_path, capsys, value, problem, suffix):
+    folder = mmlu_folder(tmp_path)
+    test = folder / "test.jsonl"
+    if suffix == ".json":
+        test.unlink()
+        test = folder / "test.json"
+        test.write_text(f"[{ROW % value}]")
+    else:
+        test.write_text(ROW % value + "\n")
+    assert wicked.main(["--source", str(folder), "--sba-classifier", "none", "--output", str(tmp_path / "o")]) == 2
+    assert error_lines(capsys) == [f"error: {test}{':1' if suffix == '.jsonl' else ''}: {problem}"]
+
+
+def test_a_csv_cell_with_a_huge_number_or_deep_nesting_is_a_malformed_row(tmp_path):
+    folder = mmlu_folder(tmp_path)
+    (folder / "test.jsonl").unlink()
+    (folder / "test.csv").write_text("question,subject,choices,answer\n"
+                                     f'Q1?,astronomy,"[""a"", ""b""]",{HUGE}\n'
+                                     f'Q2?,astronomy,"{"[" * 20_000 + "]" * 20_000}",0\n'  # within csv's field limit
+                                     'Q3?,astronomy,"[""a"", ""b""]",1\n')
+    loaded = load_mmlu(folder)
+    assert [(row_id, reason, field) for row_id, reason, field, _ in excluded_rows(loaded)] == [
+        ("mmlu/test/0", "malformed_row", "answer"), ("mmlu/test/1", "malformed_row", "choices")]
+    assert [item.question for item in loaded.items["test"]] == ["Q3?"]
+
+
+@pytest.mark.parametrize("index, problem", [(HUGE, "a number too long to read (more than 4,300 digits)"),
+                                            ("[" * DEEP + "]" * DEEP, "JSON nested too deeply to read")])
+def test_a_predictions_file_with_a_huge_number_or_deep_nesting_is_one_line(tmp_path, capsys, index, problem):
+    from builders import gsm_mc
+
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text('{"benchmark": "gsm8k", "split": "test", "question_index": %s, "model": "m", '
+                           '"output": "5"}\n' % index)
+    assert gsm_mc.main(["--source", "sample", "--predictions", str(predictions), "--output", str(tmp_path / "o")]) == 2
+    lines = error_lines(capsys)
+    assert len(lines) == 1 and lines[0].startswith("error: ") and lines[0].endswith(f"{predictions}:1: {problem}"), \
+        lines

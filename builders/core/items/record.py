@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+# Every option of a release is labelled by one letter: by its lm-eval and inspect tasks, and by the papers' export
+# layouts. A source item with more options is malformed (the loader refuses it, for every builder).
+MAX_CHOICES = len(LETTERS)
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,12 @@ def record_features(metadata: Mapping[str, Any], columns: Mapping[str, Any] | No
 
 def list_of(feature: Any) -> ListOf:
     return ListOf(feature)
+
+
+def is_blank(text: str) -> bool:
+    """Text with nothing to read: empty, whitespace, or only invisible format characters (a zero-width space, a
+    soft hyphen, a word joiner, a byte-order mark), which ``str.strip`` keeps."""
+    return all(char.isspace() or unicodedata.category(char) == "Cf" for char in text)
 
 
 def normalize_text(text: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from builders.core.errors import MalformedRow
+from builders.core.items.record import is_blank
 
 
 def required(row: Mapping[str, Any], name: str, row_id: str) -> Any:
@@ -21,11 +22,12 @@ def required(row: Mapping[str, Any], name: str, row_id: str) -> Any:
 
 
 def text(row: Mapping[str, Any], name: str, row_id: str, *, non_empty: bool = False) -> str:
-    """A string; with ``non_empty``, one that is not blank either (a blank question asks nothing)."""
+    """A string; with ``non_empty``, one that is not blank either (a blank question asks nothing; a zero-width
+    space is blank)."""
     value = required(row, name, row_id)
     if not isinstance(value, str):
         raise MalformedRow(row_id, name, f"expected a string, got {type(value).__name__}")
-    if non_empty and not value.strip():
+    if non_empty and is_blank(value):
         raise MalformedRow(row_id, name, f"empty {name}")
     return value
 

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator, Mapping, Sized
 
 from builders.core.errors import MalformedRow, SourceError
 from builders.core.items.outcomes import Exclude, ExclusionLog
-from builders.core.items.record import MCQRecord
+from builders.core.items.record import LETTERS, MAX_CHOICES, MCQRecord, is_blank
 from builders.core.options.declare import declared_options
 from builders.core.runtime.progress import bar
 from builders.core.sources.reading import RawSource, read_hub, read_local
@@ -336,14 +336,19 @@ def _convert_rows(loaded: LoadedSource, raw: RawSource, seed: int, strict: bool,
 
 
 def _check_item(item: Any, seen_ids: set[str]) -> None:
-    """Rules every item meets, whatever its source: a unique id; a multiple-choice item has at least two
-    options and no empty one. Duplicated options are well-formed: the builders copy such items unchanged."""
+    """Rules every item meets, whatever its source: a unique id; a multiple-choice item has from two to
+    ``MAX_CHOICES`` options, a question, and no empty option (invisible characters are empty). Duplicated options are well-formed: the builders copy such items unchanged."""
     if item.id in seen_ids:
         raise MalformedRow(item.id, "id", "duplicate id")
     if isinstance(item, MCQRecord):
         if len(item.choices) < 2:
             raise MalformedRow(item.id, "choices", f"{len(item.choices)} choices; at least 2 are needed")
-        empty = [i for i, c in enumerate(item.choices) if not c.strip()]
+        if len(item.choices) > MAX_CHOICES:
+            raise MalformedRow(item.id, "choices", f"{len(item.choices)} choices; at most {MAX_CHOICES} can be "
+                               f"labelled A to {LETTERS[-1]}")
+        if is_blank(item.question):
+            raise MalformedRow(item.id, "question", "empty question")
+        empty = [i for i, c in enumerate(item.choices) if is_blank(c)]
         if empty:
             raise MalformedRow(item.id, f"choices[{empty[0]}]", "empty option")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import logging
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
@@ -84,6 +85,12 @@ def _duplicates_only_as_copied(build: Build) -> Iterable[str]:
                 yield f"{config}/{split} {record.id}: two options are equal and the item is not the source's unchanged"
 
 
+def _visible(text: str) -> bool:
+    """Whether ``text`` shows anything: a character that is neither a space nor an invisible format character
+    (a zero-width space)."""
+    return any(not (char.isspace() or unicodedata.category(char) == "Cf") for char in text)
+
+
 COMMON_CHECKS = [
     Check("unique_ids", "every id appears once per config", _unique_ids),
     Check("at_least_two_choices", "every item has at least 2 choices",
@@ -91,7 +98,7 @@ COMMON_CHECKS = [
     Check("answer_in_range", "0 <= answer < len(choices)",
           lambda b: _per_record(b, lambda r: not 0 <= r.answer < len(r.choices) and f"answer {r.answer}")),
     Check("no_empty_choice", "no choice is empty or whitespace",
-          lambda b: _per_record(b, lambda r: any(not c.strip() for c in r.choices) and "empty choice")),
+          lambda b: _per_record(b, lambda r: any(not _visible(c) for c in r.choices) and "empty choice")),
     Check("no_duplicate_choices", "no two options are equal after normalising whitespace, invisible characters, "
           "Unicode composition and the spelling of numbers (\"128.1\", \"128.10\"), except in items "
           "copied unchanged from a source item that has them", _duplicates_only_as_copied),
