@@ -37,8 +37,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def every_builder():
-    """One parameter per builder of the registry, read when the tests are collected (the toy builder of
-    ``tests/test_contributing.py`` is added to the registry before it collects this module's tests)."""
+    """One parameter per builder of the registry, read when the tests are collected (``tests/test_contributing.py``
+    calls these checks on the toy builder it adds)."""
     return [pytest.param(name, id=name) for name in BUILDERS]
 
 
