@@ -43,7 +43,10 @@ def every_builder():
 
 
 def files_of(folder: Path) -> dict[str, bytes]:
-    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+    """Every file of a release folder, but the bytecode that loading its task modules (``lm_eval/utils.py``,
+    ``inspect/tasks.py``) in this session may have written beside them."""
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*"))
+            if path.is_file() and "__pycache__" not in path.parts}
 
 
 def parquet_ids(release: Path, config: str, split: str) -> list[str]:
