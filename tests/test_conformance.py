@@ -37,13 +37,16 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def every_builder():
-    """One parameter per builder of the registry, read when the tests are collected (the toy builder of
-    ``tests/test_contributing.py`` is added to the registry before it collects this module's tests)."""
+    """One parameter per builder of the registry, read when the tests are collected (``tests/test_contributing.py``
+    calls these checks on the toy builder it adds)."""
     return [pytest.param(name, id=name) for name in BUILDERS]
 
 
 def files_of(folder: Path) -> dict[str, bytes]:
-    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+    """Every file of a release folder, but the bytecode that loading its task modules (``lm_eval/utils.py``,
+    ``inspect/tasks.py``) in this session may have written beside them."""
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*"))
+            if path.is_file() and "__pycache__" not in path.parts}
 
 
 def parquet_ids(release: Path, config: str, split: str) -> list[str]:

@@ -203,3 +203,22 @@ def test_a_build_whose_configs_the_core_did_not_make_fails_validation(tmp_path):
     build.outcomes.ran = {key for key in build.outcomes.ran if key[0] != "variant_4"}  # one config made by hand
     with pytest.raises(ValidationFailed, match=r"outcomes_accounted \(1: variant_4/test: no outcome counts"):
         validate(build)
+
+
+def test_a_build_with_one_split_made_without_the_runner_fails_validation():
+    """Outcome counts are required of every split too: a config whose `dev` split was made by hand (its `test` by
+    the runner) is refused, naming that split."""
+    from fixtures import MMLU_DEV, MMLU_TEST
+
+    from builders import wicked
+    from builders.core.errors import ValidationFailed
+    from builders.core.sources.loading import load_rows
+    from builders.core.validation.validate import validate
+
+    source = load_rows(wicked.BUILDER.benchmark("mmlu"), {"test": MMLU_TEST, "dev": MMLU_DEV})
+    build = wicked.BUILDER.make_build(source, wicked.BUILDER.options_from(["--sba-classifier", "none"]))
+    assert validate(build).passed
+    build.outcomes.counts = {key: n for key, n in build.outcomes.counts.items() if key[:2] != ("variant_1", "dev")}
+    build.outcomes.ran = {key for key in build.outcomes.ran if key != ("variant_1", "dev")}
+    with pytest.raises(ValidationFailed, match=r"outcomes_accounted \(1: variant_1/dev: no outcome counts"):
+        validate(build)
