@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from builders.core.errors import UserError
-from builders.core.items.tables import Statistics
+from builders.core.items.tables import Statistics, Table
 from builders.core.options.argtypes import positive_int, share_or_count
 from builders.core.release.build_config import BUILD_CONFIG_FILE
 from builders.core.pipeline.cli import ArgumentParser, check_writable_folder, exit_code
@@ -318,18 +318,39 @@ def paper_table(builder: str | None) -> Callable[[Runs, Mapping[str, Any], Table
 # ---- writing ------------------------------------------------------------------------------------------------
 
 
-def write_outputs(tables: Statistics, folder: Path) -> None:
+PER_TASK = "Per task"
+
+
+def per_task_table(runs: Runs, manifest: Mapping[str, Any], limit: float | int | None) -> Table:
+    """One row per model and task: the items it was scored on, the ``--limit`` that chose them, the accuracy and
+    its standard error (sqrt(p(1-p)/(n-1)), as lm-eval's), so that a partial run cannot pass for a whole one."""
+    configs = {task["task"]: task for task in manifest["tasks"]}
+    rows = []
+    for model, results in runs.items():
+        for name, result in results.items():
+            n = len(result.items)
+            stderr = math.sqrt(result.accuracy * (1 - result.accuracy) / (n - 1)) if n > 1 else None
+            rows.append((model, name, configs.get(name, {}).get("config"), configs.get(name, {}).get("role"), n,
+                         "all" if limit is None else limit, result.accuracy, stderr))
+    note = "Every item of each task." if limit is None else \
+        f"A partial result: `--limit {limit}` scored only the first items of each task (of each subject)."
+    return Table(PER_TASK, ("model", "task", "config", "role", "items", "limit", "accuracy", "stderr"), rows,
+                 note=note)
+
+
+def write_outputs(tables: Statistics, folder: Path, per_task: Table) -> None:
+    """evaluation.md and .json: the per-task table, then the paper's; evaluation.csv the per-task table alone, one
+    row per model and task (``pandas.read_csv`` reads it as it is)."""
     folder.mkdir(parents=True, exist_ok=True)
+    every = [per_task, *tables]
     (folder / "evaluation.md").write_text(
-        "\n\n".join(f"## {t.title}\n\n{t.to_markdown()}" for t in tables) + "\n", encoding="utf-8")
-    (folder / "evaluation.json").write_text(json.dumps(tables.to_list(), indent=2) + "\n", encoding="utf-8")
+        "\n\n".join(f"## {t.title}\n\n{t.to_markdown()}" for t in every) + "\n", encoding="utf-8")
+    (folder / "evaluation.json").write_text(json.dumps([t.to_dict() for t in every], indent=2) + "\n",
+                                            encoding="utf-8")
     text = io.StringIO()
-    writer = csv.writer(text)
-    for table in tables:
-        writer.writerow([table.title])
-        writer.writerow(table.columns)
-        writer.writerows(table.rows)
-        writer.writerow([])
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(per_task.columns)
+    writer.writerows(per_task.rows)
     (folder / "evaluation.csv").write_text(text.getvalue(), encoding="utf-8")
 
 
@@ -387,7 +408,7 @@ def evaluate(options: argparse.Namespace) -> Statistics:
     runs = {model.name: evaluate_model(folder, manifest, model, settings) for model in models}
     tables = table(runs, manifest, TableOptions(options.output, options.open_ended_scores))
     if options.output:
-        write_outputs(tables, options.output)
+        write_outputs(tables, options.output, per_task_table(runs, manifest, options.limit))
     return tables
 
 

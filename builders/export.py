@@ -20,6 +20,7 @@ later export replaces an export of the same release and layout, and refuses any 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -114,7 +115,7 @@ def export(spec: str, layout: str, output: Path) -> list[Path]:
     if Path(spec).is_dir() and Path(output).resolve().is_relative_to(Path(spec).resolve()):
         raise UserError(f"--output {output} is inside the release {spec}: the export would change the release")
     recover_interrupted(Path(output))
-    identity = {"release": _release_identity(spec), "layout": layout}
+    identity = {"release": _release_identity(spec, Path(output)), "layout": layout}
     _refuse_to_mix(Path(output), identity)
     configs = release_rows(spec)
     written: list[str] = []
@@ -131,10 +132,11 @@ def export(spec: str, layout: str, output: Path) -> list[Path]:
     return [Path(output) / relative for relative in written]
 
 
-def _release_identity(spec: str) -> str:
-    """``REPO@TAG``, or the release folder's absolute path."""
+def _release_identity(spec: str, output: Path) -> str:
+    """``REPO@TAG``, or the release folder's path from the export folder (``../release``): no artefact carries a
+    machine's path, and a folder moved with its export still names its release."""
     folder = Path(spec).expanduser()
-    return str(folder.resolve()) if folder.is_dir() else spec
+    return os.path.relpath(folder.resolve(), output.expanduser().resolve()) if folder.is_dir() else spec
 
 
 def _refuse_to_mix(output: Path, identity: Mapping[str, str]) -> None:

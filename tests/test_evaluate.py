@@ -152,7 +152,7 @@ def test_a_release_folder_is_evaluated_without_lm_evals_metadata_hint_per_task(t
         assert evaluate.main([str(release), "--model", "dummy", "--limit", "2", "--device", "cpu",
                               "--output", str(tmp_path / "results")]) == 0
     assert [r for r in caplog.records if "--metadata" in r.getMessage()] == []
-    [table] = json.loads((tmp_path / "results" / "evaluation.json").read_text())
+    per_task, table = json.loads((tmp_path / "results" / "evaluation.json").read_text())
     assert table["columns"][:7] == ["model", "original"] + [f"variant {k}" for k in range(5)]
     [row] = table["rows"]
     from collections import Counter
@@ -162,6 +162,16 @@ def test_a_release_folder_is_evaluated_without_lm_evals_metadata_hint_per_task(t
     # 2 items of each subject (each config is a group of one lm-eval task per subject)
     evaluated = sum(min(2, count) for count in Counter(r["subject"] for r in MMLU_TEST).values())
     assert row[0] == "dummy" and all(abs(value * evaluated - round(value * evaluated)) < 1e-9 for value in row[1:7])
+    # evaluation.csv opened with a title line that pandas read as one column, and no file said --limit or how
+    # many items: one row per model and task, with its items, the limit and the standard error
+    import pandas as pd
+
+    csv = pd.read_csv(tmp_path / "results" / "evaluation.csv")
+    assert list(csv.columns) == ["model", "task", "config", "role", "items", "limit", "accuracy", "stderr"]
+    assert len(csv) == 6 and set(csv["model"]) == {"dummy"} and set(csv["items"]) == {evaluated}
+    assert set(csv["limit"]) == {2} and csv["stderr"].between(0, 1).all()
+    assert per_task["title"] == "Per task" and [r[:6] for r in per_task["rows"]] == csv.iloc[:, :6].values.tolist()
+    assert "A partial result: `--limit 2`" in (tmp_path / "results" / "evaluation.md").read_text()
 
 
 def test_a_slope_chart_with_the_longest_names_keeps_every_text_inside_the_image():
@@ -291,7 +301,7 @@ def test_the_gguf_smollm2_ships_is_evaluated_with_lm_evals_model_arguments(smoll
     assert evaluate.main([str(release), "--model", f"hf:{smollm2_gguf.parent}", "--model-args",
                           f"gguf_file={smollm2_gguf.name},dtype=float32", "--tasks", "variant_1", "--limit", "0.5",
                           "--batch-size", "8", "--device", "cpu", "--log-samples", "--output", str(out)]) == 0
-    [table] = json.loads((out / "evaluation.json").read_text())
+    per_task, table = json.loads((out / "evaluation.json").read_text())
     assert table["columns"][:3] == ["model", "original", "variant 1"] and "variant 0" not in table["columns"]
     [row] = table["rows"]
     assert row[0] == smollm2_gguf.stem and all(value in (0.0, 0.25, 0.5, 0.75, 1.0) for value in row[1:3])

@@ -5,6 +5,7 @@ columns as its evaluation code and lm-eval's upstream ``mmlu_pro_plus`` task rea
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -204,19 +205,23 @@ def test_a_failed_export_leaves_no_folder_and_keeps_an_earlier_export_whole(gsm_
 def test_an_export_into_another_releases_export_is_refused(gsm_release, plus_release, tmp_path, capsys):
     """Exporting into a folder holding another release's export mixed them (11 GSM-MC + 6 WiCkeD configs)."""
     out = tmp_path / "x"
+
+    def from_out(release: Path) -> str:
+        return os.path.relpath(Path(release).resolve(), out.resolve())
+
     assert export.main([str(gsm_release), "--layout", "mc-evaluation", "--output", str(out)]) == 0
     files = sorted(p.relative_to(out) for p in out.rglob("*.jsonl"))
     for spec, layout in ((plus_release, "mmlu-pro-plus"), (gsm_release, "mmlu-pro-plus")):
         assert export.main([str(spec), "--layout", layout, "--output", str(out)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
-        assert err == [f"error: --output {out} holds the mc-evaluation export of {gsm_release.resolve()}; choose "
-                       f"another folder for the {layout} export of {Path(spec).resolve()}"]
+        assert err == [f"error: --output {out} holds the mc-evaluation export of {from_out(gsm_release)}; choose "
+                       f"another folder for the {layout} export of {from_out(spec)}"]
     assert sorted(p.relative_to(out) for p in out.rglob("*.jsonl")) == files
     (out / "set_0" / "stale.jsonl").write_text("{}\n")  # an export of the same release is replaced whole
     assert export.main([str(gsm_release), "--layout", "mc-evaluation", "--output", str(out)]) == 0
     assert sorted(p.relative_to(out) for p in out.rglob("*.jsonl")) == files
     manifest = json.loads((out / export.EXPORT_FILE).read_text())
-    assert manifest == {"release": str(gsm_release.resolve()), "layout": "mc-evaluation",
+    assert manifest == {"release": from_out(gsm_release), "layout": "mc-evaluation",  # no machine's path
                         "files": [str(f) for f in files]}
 
 
