@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -15,18 +16,36 @@ sys.path.insert(0, str(REPO))
 from builders.registry import BUILDERS  # noqa: E402
 
 
-def run_builder(name: str, argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of the builder ``name`` (``python -m builders.<name> ARGV``) run from the
-    repository (with ``env`` added to the environment)."""
-    module = BUILDERS[name]
+@dataclass(frozen=True)
+class Cost:
+    """What one process cost: wall seconds, CPU seconds (user + system, its reaped child processes included, as
+    ``wait4`` reports them) and peak RSS in MiB (the largest of the process and its children)."""
+
+    wall: float
+    cpu: float
+    peak_mib: float
+
+
+def run_measured(command: list[str], env: dict[str, str] | None = None) -> Cost:
+    """Run ``command`` from the repository (with ``env`` added to the environment); exit on failure."""
     start = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", module, *argv, "--log-level", "WARNING"],
-                               cwd=REPO, env={**os.environ, **(env or {}), "PYTHONPATH": str(REPO)})
+    process = subprocess.Popen(command, cwd=REPO, env={**os.environ, **(env or {}), "PYTHONPATH": str(REPO)})
     _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"build failed: {module} {' '.join(argv)}")
-    return seconds, usage.ru_maxrss / 1024
+        raise SystemExit(f"failed: {' '.join(command)}")
+    return Cost(seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
+
+
+def builder_command(name: str, argv: list[str]) -> list[str]:
+    return [sys.executable, "-m", BUILDERS[name], *argv, "--log-level", "WARNING"]
+
+
+def run_builder(name: str, argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of the builder ``name`` (``python -m builders.<name> ARGV``) run from the
+    repository (with ``env`` added to the environment)."""
+    cost = run_measured(builder_command(name, argv), env)
+    return cost.wall, cost.peak_mib
 
 
 def parquet_digest(folder: Path) -> str:
