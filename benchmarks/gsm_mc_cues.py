@@ -63,7 +63,7 @@ def calibrate(release: Path, largest: float = 20.0) -> tuple[float, ...]:
 
     from builders.from_predictions.pools import Candidate, Pool
     from builders.from_predictions.sets import fit_balance_tilt
-    from builders.gsm_mc.builder import float_value
+    from builders.gsm_mc.checks import float_value
 
     kept = {row["id"] for file in release.glob("set_0/*.parquet") for row in pq.read_table(file, columns=["id"]).to_pylist()}
     rows = [json.loads(line) for line in (release / "pools.jsonl").read_text().splitlines()]

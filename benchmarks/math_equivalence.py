@@ -190,29 +190,29 @@ def check_fast_path(data: Path, workers: int | None, timeout: float) -> None:
     """Every pair the real build judges, the builder's verdict against plain math-verify's."""
     from builders.core.pipeline import cli
     from builders.from_predictions import collect
-    from builders.math_mc import builder as math_mc
+    from builders import math_mc
+    from builders.math_mc import transform
     from builders.math_mc.forms import surface_key
     from builders.math_mc.plain import judge_pairs
 
     args = cli.builder_parser(math_mc.BUILDER).parse_args(
         ["--source", str(data / "math"), "--predictions", str(data / "predictions" / "math_test.jsonl"),
          "--equivalence-timeout", str(max(timeout, 10.0))] + (["--equivalence-workers", str(workers)] if workers else []))
-    math_mc.BUILDER.check_arguments(args)
-    options = math_mc.Options.from_args(args)
+    options = math_mc.BUILDER.options_of(args)
     start = time.perf_counter()
     source = cli.load(math_mc.BUILDER, args, options)
-    items = {split: list(split_items) for split, split_items in source.items.items()}
     with MathEquivalence(args.equivalence_workers, args.equivalence_timeout) as equivalence:
-        gold_exclusions = math_mc.drop_ambiguous_golds(items, equivalence)
-        all_items = [item for split_items in items.values() for item in split_items]
-        pools, collected, _ = math_mc.model_pools(source, options, all_items, equivalence, gold_exclusions)
-        math_mc.distinct_pools(pools, equivalence)
+        golds = transform.Golds(equivalence)
+        golds(source.items)
+        all_items = [item for split_items in golds.kept.values() for item in split_items]
+        pools, collected, _ = transform.model_pools(source, options, all_items, equivalence, golds.excluded)
+        transform.distinct_pools(pools, equivalence)
         # Pairs decided by the surface key never reach math-verify: every two spellings of one question's
         # answers (the gold among them) with one key.
         keyed = set()
         for item in all_items:
-            answers = collect.answers_for(item, collected, partial(math_mc._extract, key=item.gold),
-                                          partial(math_mc._extracted, key=item.gold))
+            answers = collect.answers_for(item, collected, partial(transform._extract, key=item.gold),
+                                          partial(transform._extracted, key=item.gold))
             texts = sorted({item.gold, *(a.strip() for _, a in answers if a and a.strip())})
             keyed |= {(a, b) for i, a in enumerate(texts) for b in texts[i + 1:] if surface_key(a) == surface_key(b)}
         verdicts = dict(equivalence._known)
@@ -269,7 +269,7 @@ def release_report(out: Path, workers: int | None) -> tuple[int, dict, int]:
     import datasets
 
     from builders.core.items.record import MCQRecord
-    from builders.math_mc.builder import form_cue
+    from builders.math_mc.cues import form_cue
     from builders.math_mc.plain import judge_pairs
 
     records, pairs = {}, set()

@@ -167,9 +167,9 @@ def test_the_prediction_options_are_one_mixin_whose_sample_predictions_are_deriv
     assert (options.predictions, options.draw, options.llm_models()) == ((str(sample),), "balanced", [])
     parser = cli.builder_parser(made_up)
     recorded = made_up.params(argparse.Namespace(), options, parser)
-    gsm_mc = load_builder("gsm_mc")  # the legacy declaration of the same options
-    legacy_args = cli.builder_parser(gsm_mc).parse_args(["--source", "sample"])
-    assert recorded == gsm_mc.params(legacy_args, gsm_mc.options_of(legacy_args), cli.builder_parser(gsm_mc))
+    gsm_mc = load_builder("gsm_mc")  # GSM-MC's own declaration of the same options
+    gsm_args = cli.builder_parser(gsm_mc).parse_args(["--source", "sample"])
+    assert recorded == gsm_mc.params(gsm_args, gsm_mc.options_of(gsm_args), cli.builder_parser(gsm_mc))
     assert recorded["predictions"] == [{"local": "predictions.jsonl", "content": content_revision(sample)}]
     titles = [group.title for group in parser._action_groups[2:]]
     assert titles == ["source and release (shared by every builder)", "made up", "distractors from models' predictions",

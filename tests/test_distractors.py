@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import time
 from collections import Counter
@@ -26,6 +25,7 @@ from builders.gsm_mc.prompts import GSM8K_EXEMPLARS, gsm8k_request
 from builders.math_mc import forms as math_answers
 from builders.math_mc.equivalence import MathEquivalence
 from builders.math_mc.prompts import MATH_EXEMPLARS, math_request
+from builders.registry import load_builder
 
 
 class Numbers:
@@ -336,7 +336,7 @@ def test_a_file_of_another_benchmark_is_one_error(tmp_path):
 def test_gsm_mc_refuses_math_predictions_in_one_line(tmp_path, capsys):
     from test_gsm_mc import GSM8K_TEST
 
-    from builders.gsm_mc import builder as gsm_mc
+    from builders import gsm_mc
 
     source = write_jsonl(tmp_path / "gsm8k" / "test.jsonl", GSM8K_TEST).parent
     math = write_jsonl(tmp_path / "math_test.jsonl", [
@@ -573,11 +573,11 @@ def test_consensus_rule_on_pools_of_any_engine():
     assert list(check.find_violations(Released())) == ["set_0/test q: 3 of 5 models answer '2', 0 the key"]
 
 
-@pytest.mark.parametrize("builder_module", ["builders.gsm_mc.builder", "builders.math_mc.builder"])
-def test_help_of_the_prediction_builders_shows_the_consensus_rule(builder_module, capsys):
+@pytest.mark.parametrize("name", ["gsm_mc", "math_mc"])
+def test_help_of_the_prediction_builders_shows_the_consensus_rule(name, capsys):
     """The consensus rule's description holds a percent sign ("20% of"): argparse reads it as a format code unless
     it is escaped, and --help died with 'TypeError: %o format' (GSM-MC and MATH-MC alike)."""
-    main = importlib.import_module(builder_module).main
+    main = load_builder(name).main
     with pytest.raises(SystemExit) as exit_info:
         main(["--help"])
     assert exit_info.value.code == 0

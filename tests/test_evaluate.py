@@ -110,7 +110,7 @@ def test_bad_models_and_releases_are_one_line(tmp_path):
 def test_a_published_sample_release_is_evaluated_with_smollm2_and_the_dummy_model(local_hub, smollm2, tmp_path):
     """build -> publish -> evaluate REPO@TAG -> the paper's per-set table, through the real lm-eval."""
     from builders.core.pipeline import cli
-    from builders.gsm_mc import builder as gsm_mc
+    from builders import gsm_mc
 
     repo = "mcqforge/gsm-mc-sample"
     assert cli.main(gsm_mc.BUILDER, ["--source", "sample", "--push", repo, "--version", "1.0.0",

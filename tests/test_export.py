@@ -16,7 +16,7 @@ import pytest
 
 from builders import export
 from builders.core.items.record import LETTERS
-from builders.gsm_mc import builder as gsm_mc
+from builders import gsm_mc
 import builders.mmlu_pro_plus as mmlu_pro_plus
 
 

@@ -13,8 +13,8 @@ from builders.core.errors import MalformedRow
 from builders.core.sources import fields
 from builders.core.sources.benchmarks import mmlu_record
 from builders.core.sources.loading import RowContext
-from builders.gsm_mc.builder import gsm8k_item, platinum_item
-from builders.math_mc.builder import math_item
+from builders.gsm_mc.benchmarks import gsm8k_item, platinum_item
+from builders.math_mc.benchmarks import math_item
 from builders.python_io.problems import humaneval_problem, mbpp_problem
 
 BUILDERS = Path(__file__).resolve().parents[1] / "builders"

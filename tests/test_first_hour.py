@@ -152,7 +152,7 @@ def test_offline_a_release_not_fetched_yet_is_one_line_that_says_why(local_hub, 
 def test_open_ended_scores_that_name_no_evaluated_model_are_refused(tmp_path, capsys):
     """Keys of --open-ended-scores that matched no model were ignored ("0 models have both scores")."""
     from builders import evaluate
-    from builders.gsm_mc.builder import BUILDER as GSM_MC
+    from builders.gsm_mc import BUILDER as GSM_MC
 
     assert cli.main(GSM_MC, ["--source", "sample", "--output", str(tmp_path / "release"), "--log-level",
                              "WARNING"]) == 0
@@ -181,7 +181,7 @@ def test_limit_counts_per_subject_when_subjects_are_named(tmp_path):
 
 def test_another_builder_replaces_a_release_folder_only_with_force(tmp_path, capsys):
     """A build of another builder silently replaced an existing release folder."""
-    from builders.gsm_mc.builder import BUILDER as GSM_MC
+    from builders.gsm_mc import BUILDER as GSM_MC
 
     out = tmp_path / "release"
     assert wicked.main(["--source", "sample", "--sba-classifier", "none", "--output", str(out),

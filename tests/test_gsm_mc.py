@@ -15,7 +15,8 @@ from fixtures import outcome_rows
 from builders.core.errors import ValidationFailed
 from builders.core.pipeline import cli
 from builders.core.validation.validate import validate
-from builders.gsm_mc import builder as gsm_mc
+from builders import gsm_mc
+from builders.gsm_mc import checks as gsm_checks
 
 GSM8K_TEST = [
     {"question": "Tom has 3 apples and buys 2 more. How many apples does he have?",
@@ -58,9 +59,15 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def made(args: argparse.Namespace, options_args: argparse.Namespace | None = None):
+    """The build of ``args``'s source with the options of ``options_args`` (``args``'s by default), unvalidated."""
+    options = gsm_mc.BUILDER.options_of(options_args or args)
+    return gsm_mc.BUILDER.make_build(cli.load(gsm_mc.BUILDER, args, options), options)
+
+
 def build(files, *extra: str):
     args = parse(["--source", str(files["source"]), "--predictions", str(files["predictions"]), *extra])
-    return gsm_mc.build(cli.load(gsm_mc.BUILDER, args), gsm_mc.Options.from_args(args))
+    return made(args)
 
 
 def test_sets_pools_and_exclusions(files, tmp_path):
@@ -98,7 +105,7 @@ def test_fewer_choices_keep_more_questions(files):
     kept = [r for r in result.configs["set_0"]["test"]]
     assert [r.id for r in kept] == ["gsm8k/test/0", "gsm8k/test/1", "gsm8k/test/2"]
     assert sorted(kept[1].choices) == ["1100", "1200", "1300"] and kept[1].metadata["gold_text"] == "1,200"
-    assert result.statistics["Distractor pools"].row(3) == {"N options": 3, "questions kept": 3, "questions excluded": 2}
+    assert result.release.statistics["Distractor pools"].row(3) == {"N options": 3, "questions kept": 3, "questions excluded": 2}
 
 
 def test_draws_depend_only_on_the_seed(files):
@@ -111,7 +118,7 @@ def test_draws_depend_only_on_the_seed(files):
 
 def test_random_distractors_need_no_predictions(files):
     args = parse(["--source", str(files["source"]), "--distractors", "random", "--sets", "2", "--choices", "5"])
-    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, args), gsm_mc.Options.from_args(args))
+    result = made(args)
     records = result.configs["set_1"]["test"]
     assert [r.id for r in records] == ["gsm8k/test/0", "gsm8k/test/1", "gsm8k/test/2", "gsm8k/test/3", "gsm8k/test/5"]
     bike = records[1]
@@ -215,18 +222,18 @@ def test_correct_answers_in_another_unit_are_left_out_and_counted(tmp_path):
     predictions = write_jsonl(tmp_path / "p.jsonl", [{"question_index": i, "model": m, "output": o}
                                                      for i, m, o in UNIT_PREDICTIONS])
     base = ["--source", str(source), "--predictions", str(predictions), "--sets", "3"]
-    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(base)), gsm_mc.Options.from_args(parse(base)))
+    result = made(parse(base))
     for records in result.configs.values():
         pen, bag = records["test"]
         assert not {"100", "0.01"} & set(pen.choices) and not {"245000", "0.245", "14700"} & set(bag.choices)
-    assert result.statistics["Correct answers in another form"].records() == [
+    assert result.release.statistics["Correct answers in another form"].records() == [
         {"candidate left out": "unit: x or / 100", "candidates": 2},
         {"candidate left out": "unit: x or / 1000", "candidates": 2},
         {"candidate left out": "unit: x or / 60", "candidates": 1},
         {"candidate left out": "the gold rounded to the option's decimals", "candidates": 0}]
     assert validate(result).passed
 
-    kept = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(base)), gsm_mc.Options.from_args(parse([*base, "--keep-unit-multiples"])))
+    kept = made(parse(base), parse([*base, "--keep-unit-multiples"]))
     assert any("100" in r.choices for r in kept.configs["set_0"]["test"] + kept.configs["set_1"]["test"]
                + kept.configs["set_2"]["test"])
     # the independent check refuses a unit multiple where the default build promised none
@@ -276,7 +283,7 @@ def test_the_float_recheck_catches_a_second_correct_option_the_builder_let_throu
     where = dict(question="q", source="gsm8k", source_config="main", source_split="test")
     good = MCQRecord(id="gsm8k/test/0", choices=("1000", "999", "1/2"), answer=0, source_index=0, **where)
     bad = MCQRecord(id="gsm8k/test/1", choices=("7", "1,000.0", "1000"), answer=2, source_index=1, **where)
-    check = gsm_mc.one_numeric_gold({"gsm8k/test/0": "1,000", "gsm8k/test/1": "1000"})
+    check = gsm_checks.one_numeric_gold({"gsm8k/test/0": "1,000", "gsm8k/test/1": "1000"})
     assert list(check.find_violations(Released([good]))) == []
     assert list(check.find_violations(Released([good, bad]))) == [
         "set_0/test gsm8k/test/1: options [1, 2] equal the gold, answer is 2",
@@ -308,7 +315,7 @@ def test_a_boxed_answer_decides_and_an_unreadable_one_is_invalid(tmp_path):
     predictions = write_jsonl(tmp_path / "p.jsonl", [{"question_index": 0, "model": m, "output": o}
                                                      for m, o in BOXED_PREDICTIONS])
     argv = ["--source", str(source), "--predictions", str(predictions), "--sets", "2", "--pool", str(tmp_path / "p")]
-    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), gsm_mc.Options.from_args(parse(argv)))
+    result = made(parse(argv))
     [row] = [json.loads(line) for line in (tmp_path / "p").read_text().splitlines()]
     assert row["invalid"] == {"a": 1, "b": 1, "g": 1}
     assert sorted(c["text"] for c in row["candidates"]) == ["-2.5", "-90/13", "140", "8/3", "85000"]
@@ -370,7 +377,7 @@ def consensus_files(tmp_path) -> list[str]:
 
 def test_items_whose_key_the_models_contradict_are_excluded_as_suspect(tmp_path):
     argv = consensus_files(tmp_path)
-    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), gsm_mc.Options.from_args(parse(argv)))
+    result = made(parse(argv))
     assert sorted((e.id, e.reason, e.detail) for e in result.exclusions.entries) == [
         ("gsm8k/test/0", "suspect_key", "8 of 14 models answer 2180, 0 the key 2280"),
         ("gsm8k/test/1", "suspect_key", "3 of 14 models answer 10.83 or 3.5, 0 the key 3"),
@@ -379,14 +386,14 @@ def test_items_whose_key_the_models_contradict_are_excluded_as_suspect(tmp_path)
         ("gsm8k/test/4", "suspect_key", "8 of 13 models answer 18, 0 the key 14"),
     ]
     assert [r.id for r in result.configs["set_0"]["test"]] == ["gsm8k/test/5", "gsm8k/test/6"]
-    table = result.statistics["Suspect keys"]
+    table = result.release.statistics["Suspect keys"]
     assert [row["item"] for row in table.records()] == [f"gsm8k/test/{i}" for i in range(5)]
     assert "5 of 7 items (71.4%) are suspect; they are excluded with the reason `suspect_key`" in table.note
     assert validate(result).passed
 
-    kept = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), gsm_mc.Options.from_args(parse([*argv, "--keep-suspect-keys"])))
+    kept = made(parse(argv), parse([*argv, "--keep-suspect-keys"]))
     assert [r.id for r in kept.configs["set_0"]["test"]] == [f"gsm8k/test/{i}" for i in range(7)]
-    assert {row["status"] for row in kept.statistics["Suspect keys"].records()} == {"kept (--keep-suspect-keys)"}
+    assert {row["status"] for row in kept.release.statistics["Suspect keys"].records()} == {"kept (--keep-suspect-keys)"}
 
 
 def test_the_validator_refuses_a_suspect_key_the_builder_let_through(tmp_path, monkeypatch):
@@ -394,7 +401,7 @@ def test_the_validator_refuses_a_suspect_key_the_builder_let_through(tmp_path, m
 
     monkeypatch.setattr(consensus, "suspects", lambda pools, rule=consensus.RULE: {})  # blind the builder's rule
     argv = consensus_files(tmp_path)
-    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), gsm_mc.Options.from_args(parse(argv)))
+    result = made(parse(argv))
     assert len(result.configs["set_0"]["test"]) == 7
     with pytest.raises(ValidationFailed, match="no_suspect_key"):
         validate(result)
@@ -429,13 +436,13 @@ def test_the_gold_in_another_unit_or_rounded_is_left_out_and_every_prediction_co
         {"question_index": i, "model": "abcdef"[k], "output": f"#### {answer}"}
         for i, answers in enumerate(OTHER_UNIT_ANSWERS) for k, answer in enumerate(answers)])
     argv = ["--source", str(source), "--predictions", str(predictions), "--sets", "3", "--pool", str(tmp_path / "pool")]
-    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), gsm_mc.Options.from_args(parse(argv)))
+    result = made(parse(argv))
     other = ["21", "60", "400", "2", "28", "2.38"]
     for records in result.configs.values():
         assert [r.id for r in records["test"]] == [f"gsm8k/test/{i}" for i in range(6)]
         assert all(value not in r.choices for r, value in zip(records["test"], other, strict=False))
         assert "2.4" not in records["test"][5].choices
-    rows = {r["candidate left out"]: r["candidates"] for r in result.statistics["Correct answers in another form"].records()}
+    rows = {r["candidate left out"]: r["candidates"] for r in result.release.statistics["Correct answers in another form"].records()}
     assert {label: n for label, n in rows.items() if n} == {
         "unit: x or / 7 (days per week)": 2, "unit: x or / 12 (items per dozen)": 1,
         "unit: x or / 16 (ounces per pound)": 1, "unit: x or / 24 (hours per day)": 1,
@@ -444,7 +451,7 @@ def test_the_gold_in_another_unit_or_rounded_is_left_out_and_every_prediction_co
     assert report[0]["left_out"] == [{"text": "21", "count": 2, "models": ["b", "c"],
                                       "reason": "unit_multiple:7 (days per week)"}]
     assert [left["text"] for left in report[5]["left_out"]] == ["2.38", "2.4"]
-    models = {row["model"]: row for row in result.statistics["Models"].records()}
+    models = {row["model"]: row for row in result.release.statistics["Models"].records()}
     assert {m: (row["answers"], row["correct"], row["pool candidates it gave"],
                 row["left out (another form of the gold)"]) for m, row in models.items()} == {
         "a": (6, 6, 0, 0), "b": (6, 0, 0, 6), "c": (6, 0, 0, 6), "d": (6, 0, 6, 0), "e": (6, 0, 6, 0), "f": (6, 0, 6, 0)}
@@ -476,7 +483,7 @@ def test_the_validator_reads_the_questions_units_itself(tmp_path, monkeypatch):
         {"question_index": i, "model": "abcdef"[k], "output": f"#### {answer}"}
         for i, answers in enumerate(OTHER_UNIT_ANSWERS) for k, answer in enumerate(answers)])
     argv = ["--source", str(source), "--predictions", str(predictions), "--sets", "3"]
-    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), gsm_mc.Options.from_args(parse(argv)))
+    result = made(parse(argv))
     other_unit = {f"gsm8k/test/{i}": value for i, value in enumerate(["21", "60", "400", "2", "28"])}
     shown = [(r.id, c) for records in result.configs.values() for r in records["test"] for c in r.choices
              if other_unit.get(r.id) == c]
@@ -506,7 +513,7 @@ def test_gsm8k_platinum_with_predictions_made_on_gsm8k(files, tmp_path):
     platinum = write_jsonl(tmp_path / "platinum" / "test.jsonl", PLATINUM_ROWS).parent
     argv = ["--benchmark", "gsm8k_platinum", "--source", str(platinum), "--gsm8k-questions", str(files["source"]),
             "--predictions", str(files["predictions"]), "--sets", "1", "--choices", "3"]
-    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), gsm_mc.Options.from_args(parse(argv)))
+    result = made(parse(argv))
     assert sorted((e.id, e.reason) for e in result.exclusions.entries) == [
         ("gsm8k_platinum/test/2", "removed_by_platinum"), ("gsm8k_platinum/test/3", "malformed_row"),
         ("gsm8k_platinum/test/4", "no_predictions")]
@@ -515,8 +522,8 @@ def test_gsm8k_platinum_with_predictions_made_on_gsm8k(files, tmp_path):
         ("gsm8k_platinum/test/0", "5", "consensus"), ("gsm8k_platinum/test/1", "1300", "revised")]
     # GSM8K row 1's predictions reach Platinum row 1 by its text; GSM8K's old key 1200 is now a distractor
     assert sorted(records[1].choices) == ["1100", "1200", "1300"] and records[1].choices[records[1].answer] == "1300"
-    assert result.card_context["predictions_matched"] == 10 and result.card_context["platinum"]
-    assert result.card_context["predictions_unmatched_reasons"] == {"question_not_found": 7}
+    assert result.release.card_context["predictions_matched"] == 10 and result.release.card_context["platinum"]
+    assert result.release.card_context["predictions_unmatched_reasons"] == {"question_not_found": 7}
     assert validate(result).passed
     assert gsm_mc.main(["--source", str(files["source"]), "--gsm8k-questions", str(files["source"]),
                         "--predictions", str(files["predictions"]), "--output", str(tmp_path / "x")]) == 2
@@ -539,11 +546,11 @@ def test_a_5_mb_adversarial_prediction_adds_under_2_seconds(files, tmp_path):
     for name, path in (("plain", plain), ("attacked", attacked)):
         argv = ["--source", str(files["source"]), "--predictions", str(path), "--sets", "2"]
         start = time.perf_counter()
-        result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), gsm_mc.Options.from_args(parse(argv)))
+        result = made(parse(argv))
         seconds[name] = time.perf_counter() - start
     assert seconds["attacked"] - seconds["plain"] < 2.0, seconds
-    assert result.card_context["predictions_too_long"] == 1
-    assert result.statistics["Models"].row("x") == {
+    assert result.release.card_context["predictions_too_long"] == 1
+    assert result.release.statistics["Models"].row("x") == {
         "model": "x", "answers": 2, "correct": 0, "invalid (no extractable answer)": 1, "pool candidates it gave": 1,
         "left out (another form of the gold)": 0}
 
@@ -587,12 +594,12 @@ def test_the_validator_refuses_a_distractor_of_another_kind_the_balanced_draw_le
     predictions = write_jsonl(tmp_path / "p.jsonl", [
         {"question_index": 0, "model": f"m{k}", "output": f"#### {a}"} for k, a in enumerate(answers)])
     argv = ["--source", str(source), "--predictions", str(predictions)]
-    result = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), gsm_mc.Options.from_args(parse(argv)))
+    result = made(parse(argv))
     drawn = {c for k in range(10) for c in result.configs[f"set_{k}"]["test"][0].choices}
     assert drawn == {"4", "5", "6", "7", "8"}
     validate(result)
     monkeypatch.setattr(mc, "of_the_keys_kind", lambda pool, count, value: list(pool.candidates))
-    blinded = gsm_mc.build(cli.load(gsm_mc.BUILDER, parse(argv)), gsm_mc.Options.from_args(parse(argv)))
+    blinded = made(parse(argv))
     assert {"5.5", "-4"} & {c for k in range(10) for c in blinded.configs[f"set_{k}"]["test"][0].choices}
     with pytest.raises(ValidationFailed, match="distractors_of_the_keys_kind"):
         validate(blinded)

@@ -103,7 +103,7 @@ def test_a_published_release_runs_its_inspect_tasks_from_the_hub_at_its_tag(loca
     from inspect_ai import eval as inspect_eval
 
     from builders.core.pipeline import cli
-    from builders.gsm_mc import builder as gsm_mc
+    from builders import gsm_mc
 
     repo = "mcqforge/gsm-mc-inspect"
     assert cli.main(gsm_mc.BUILDER, ["--source", "sample", "--sets", "2", "--push", repo, "--version", "1.0.0",

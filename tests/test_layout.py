@@ -268,9 +268,6 @@ def test_the_builders_are_in_the_graph(module):
 
 # ---- one builder shape ----------------------------------------------------------------------------------------
 
-# Builders not yet converted to the one shape (they run through builders/core/pipeline/legacy.py). This list must
-# shrink to empty: a builder leaves it when it is converted, and the test below fails while it stays on it.
-NOT_YET_IN_THE_SHAPE = {"gsm_mc", "math_mc"}
 SHAPE_MODULES = ("builder", "transform", "checks", "card_statistics", "tasks", "evaluation")
 MAX_BUILDER_LINES = 350
 MAIN = "from . import main\n\nraise SystemExit(main())\n"
@@ -313,11 +310,7 @@ def shape_problems(name: str, root: Path = REPO) -> list[str]:
 
 @pytest.mark.parametrize("name", sorted(BUILDERS))
 def test_every_builder_has_the_one_shape(name):
-    problems = shape_problems(name)
-    if name in NOT_YET_IN_THE_SHAPE:
-        assert problems, f"{name} has the shape: take it off NOT_YET_IN_THE_SHAPE"
-    else:
-        assert problems == []
+    assert shape_problems(name) == []
 
 
 def test_the_shape_check_finds_what_breaks_it(tmp_path):

@@ -15,8 +15,9 @@ from builders.core.errors import ValidationFailed
 from builders.core.items.record import MCQRecord
 from builders.core.pipeline import cli
 from builders.core.validation.validate import validate
-from builders.math_mc import builder as math_mc
-from builders.math_mc import equivalence, forms, plain
+from builders import math_mc
+from builders.math_mc import benchmarks, cues, equivalence, forms, plain
+from builders.math_mc import transform as math_transform
 
 MATH_TEST = [
     {"problem": r"Compute $\frac{2}{4}$.", "level": "Level 1", "type": "Prealgebra",
@@ -60,10 +61,16 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def made(args: argparse.Namespace, options_args: argparse.Namespace | None = None):
+    """The build of ``args``'s source with the options of ``options_args`` (``args``'s by default), unvalidated."""
+    options = math_mc.BUILDER.options_of(options_args or args)
+    return math_mc.BUILDER.make_build(cli.load(math_mc.BUILDER, args, options), options)
+
+
 def test_golds_pools_sets_and_invariants(files, tmp_path):
     args = parse(["--source", str(files["source"]), "--predictions", str(files["predictions"]), "--sets", "2",
                   "--pool", str(tmp_path / "pool.jsonl"), "--equivalence-timeout", "20", "--equivalence-workers", "2"])
-    result = math_mc.build(cli.load(math_mc.BUILDER, args), math_mc.Options.from_args(args))
+    result = made(args)
     assert sorted((e.id, e.reason) for e in result.exclusions.entries) == [
         ("math/test/2", "ambiguous_gold"), ("math/test/3", "pool_too_small"), ("math/test/4", "no_gold_answer")]
     records = result.configs["set_1"]["test"]
@@ -81,7 +88,7 @@ def test_golds_pools_sets_and_invariants(files, tmp_path):
     assert (report["math/test/0"]["merges"], report["math/test/0"]["gold_merges"]) == (2, 1)
     assert report["math/test/0"]["candidates"][0] == {"text": "1/4", "count": 2, "models": ["d", "e"], "variants": ["0.25"]}
     assert report["math/test/1"]["correct"] == {"a": 1, "b": 1}  # x=3 is the gold 3
-    assert result.statistics["Gold answers"].row("test") == {
+    assert result.release.statistics["Gold answers"].row("test") == {
         "split": "test", "source rows": 6, "no boxed gold": 1, "letter answer": 0, "ambiguous gold": 1,
         "usable gold": 4, "of which multi-value": 0, "paper (usable / rows)": "4.9K / 5K"}
     validate(result)
@@ -173,7 +180,7 @@ def test_no_released_item_holds_a_second_correct_option(defect_files, tmp_path):
     args = parse(["--source", str(defect_files["source"]), "--predictions", str(defect_files["predictions"]),
                   "--choices", "3", "--sets", "2", "--pool", str(tmp_path / "pool.jsonl"),
                   "--equivalence-timeout", "20", "--equivalence-workers", "2"])
-    result = math_mc.build(cli.load(math_mc.BUILDER, args), math_mc.Options.from_args(args))
+    result = made(args)
     records = result.configs["set_0"]["test"]
     # The lettered answer "(E)" is no item of a release that letters its options (issue 22.3).
     assert [(e.id, e.reason) for e in result.exclusions.entries] == [("math/test/3", "letter_answer")]
@@ -184,7 +191,7 @@ def test_no_released_item_holds_a_second_correct_option(defect_files, tmp_path):
                           r"\begin{pmatrix}2\\1\end{pmatrix}"]]
     report = [json.loads(line) for line in (tmp_path / "pool.jsonl").read_text().splitlines()]
     assert [r["correct"] for r in report] == [{"a": 1}] * 5  # each released duplicate counts as correct
-    assert result.statistics["Surface-form cues"].row("set_0")["items with a cue"] == 0
+    assert result.release.statistics["Surface-form cues"].row("set_0")["items with a cue"] == 0
     validate(result)
     # The plain math-verify check, which shares no code with the builder's decision, finds a planted duplicate.
     planted = records[0].replace(choices=tuple(r"\text{odd}" if c == "even" else c for c in records[0].choices))
@@ -207,12 +214,12 @@ def _record(choices, answer) -> MCQRecord:
 
 
 def test_form_cue_baseline_and_count():
-    assert math_mc.FORM_CUE.predict(_record(["x = 3", "4"], 1)) == 0
-    assert math_mc.FORM_CUE.predict(_record(["3", "4"], 1)) is None
-    assert math_mc.FORM_CUE.predict(_record([r"30^\circ", "40", "50"], 0)) == 0
-    assert math_mc.FORM_CUE.predict(_record([r"30\%", r"40\%", "50"], 0)) == 2
-    assert math_mc.form_cue(_record(["x = 3", "4"], 0)) == "equation"
-    assert math_mc.form_cue(_record(["x = 3", "y = 4"], 0)) is None
+    assert cues.FORM_CUE.predict(_record(["x = 3", "4"], 1)) == 0
+    assert cues.FORM_CUE.predict(_record(["3", "4"], 1)) is None
+    assert cues.FORM_CUE.predict(_record([r"30^\circ", "40", "50"], 0)) == 0
+    assert cues.FORM_CUE.predict(_record([r"30\%", r"40\%", "50"], 0)) == 2
+    assert cues.form_cue(_record(["x = 3", "4"], 0)) == "equation"
+    assert cues.form_cue(_record(["x = 3", "y = 4"], 0)) is None
 
 
 def test_multi_value_golds_are_kept_and_counted_empty_boxes_are_not(tmp_path):
@@ -224,12 +231,12 @@ def test_multi_value_golds_are_kept_and_counted_empty_boxes_are_not(tmp_path):
     source = write_jsonl(tmp_path / "math" / "test.jsonl", rows).parent
     args = parse(["--source", str(source), "--predictions", str(write_jsonl(tmp_path / "p.jsonl", predictions)),
                   "--choices", "3", "--sets", "1", "--equivalence-timeout", "20", "--equivalence-workers", "2"])
-    result = math_mc.build(cli.load(math_mc.BUILDER, args), math_mc.Options.from_args(args))
+    result = made(args)
     assert sorted((e.id, e.reason) for e in result.exclusions.entries) == [
         ("math/test/1", "no_gold_answer"), ("math/test/2", "no_predictions")]
     # "6", one value beside the two roots, is no distractor (issue 23)
     assert sorted(result.configs["set_0"]["test"][0].choices) == ["2,-6", "6,-2", "6,2"]
-    assert result.statistics["Gold answers"].row("test")["of which multi-value"] == 1
+    assert result.release.statistics["Gold answers"].row("test")["of which multi-value"] == 1
 
 
 def test_sample_builds_offline_with_lm_eval_tasks_by_type(sample_releases):
@@ -279,7 +286,7 @@ def test_review_defects_thousands_braces_phantom_boxes_and_refusals(tmp_path):
                                                      for i, m, o in outputs])
     args = parse(["--source", str(source), "--predictions", str(predictions), "--sets", "2", "--choices", "3",
                   "--pool", str(tmp_path / "pool.jsonl"), "--equivalence-timeout", "20", "--equivalence-workers", "2"])
-    result = math_mc.build(cli.load(math_mc.BUILDER, args), math_mc.Options.from_args(args))
+    result = made(args)
     assert result.exclusions.entries == []
     big, box = result.configs["set_0"]["test"]
     assert big.gold == "10000" and box.gold == "4"
@@ -308,7 +315,7 @@ def test_a_point_as_a_tuple_is_the_column_vector_gold(tmp_path):
     predictions = write_jsonl(tmp_path / "p.jsonl", [{"question_index": 0, "model": m, "output": o} for m, o in outputs])
     args = parse(["--source", str(source), "--predictions", str(predictions), "--sets", "3", "--choices", "3",
                   "--pool", str(tmp_path / "pool.jsonl"), "--equivalence-timeout", "20", "--equivalence-workers", "2"])
-    result = math_mc.build(cli.load(math_mc.BUILDER, args), math_mc.Options.from_args(args))
+    result = made(args)
     [row] = [json.loads(line) for line in (tmp_path / "pool.jsonl").read_text().splitlines()]
     assert row["correct"] == {"a": 1} and row["pool_size"] == 3
     assert all("(-3, -2, 9)" not in r.choices for c in result.configs.values() for r in c["test"])
@@ -322,7 +329,7 @@ def test_an_escaped_dollar_in_minervas_final_answer_line():
     assert forms.extract_answer(output) == r"\$3.25"
     assert forms.option_form(forms.extract_answer(output)) == "3.25"
     assert [forms.non_answer(t) for t in ["\\", " . ", r"\{\}", r"\emptyset", "0"]] == [True, True, False, False, False]
-    assert forms.option_form(";") == ";" and math_mc._extract("The final answer is $;$.") is None
+    assert forms.option_form(";") == ";" and math_transform._extract("The final answer is $;$.") is None
 
 
 def test_a_source_row_with_a_non_text_type_or_level_is_excluded_with_its_field(tmp_path):
@@ -337,7 +344,7 @@ def test_a_source_row_with_a_non_text_type_or_level_is_excluded_with_its_field(t
                                                      for i in range(4)])
     argv = ["--source", str(source), "--predictions", str(predictions), "--sets", "1", "--choices", "2",
             "--max-excluded", "0.9", "--equivalence-workers", "1"]
-    result = math_mc.build(cli.load(math_mc.BUILDER, parse(argv)), math_mc.Options.from_args(parse(argv)))
+    result = made(parse(argv))
     assert sorted((e.id, e.reason, e.field) for e in result.exclusions.entries) == [
         ("math/test/1", "malformed_row", "type"), ("math/test/2", "malformed_row", "level")]
     assert [(r.id, r.subject) for r in result.configs["set_0"]["test"]] == [("math/test/0", "Algebra"),
@@ -414,7 +421,7 @@ def build_real_items(tmp_path: Path, items: slice = slice(None), choices: int = 
     args = parse(["--source", str(source), "--predictions", str(write_jsonl(tmp_path / "p.jsonl", predictions)),
                   "--choices", str(choices), "--sets", "1", "--equivalence-timeout", "20",
                   "--equivalence-workers", "2"])
-    return math_mc.build(cli.load(math_mc.BUILDER, args), math_mc.Options.from_args(args))
+    return made(args)
 
 
 def test_real_items_are_shown_in_one_normal_form_with_answers_of_the_keys_kind(tmp_path):
@@ -426,7 +433,7 @@ def test_real_items_are_shown_in_one_normal_form_with_answers_of_the_keys_kind(t
     assert [(e.id, e.reason) for e in result.exclusions.entries] == [("math/test/19", "letter_answer")]
     records = result.configs["set_0"]["test"]
     assert [(r.choices[r.answer], r.choices[1 - r.answer]) for r in records] == RELEASED
-    left_out = {row["candidate"]: row["left out"] for row in result.statistics["Candidates left out"].records()}
+    left_out = {row["candidate"]: row["left out"] for row in result.release.statistics["Candidates left out"].records()}
     assert {reason: n for reason, n in left_out.items() if n} == {
         forms.KIND_REASONS["equation"]: 1, forms.KIND_REASONS["variable"]: 3, forms.KIND_REASONS["words"]: 3,
         forms.KIND_REASONS["undone"]: 2, forms.KIND_REASONS["decimal"]: 1}  # "0.377", also the gold rounded
@@ -456,7 +463,9 @@ def test_the_validator_refuses_each_kind_when_the_builders_rules_are_blinded(tmp
     math-verify): with the builder's rules switched off, each defect is refused by its own check."""
     rules, items, choices, refused = BLINDED[blinded]
     for name, blind in rules.items():
-        monkeypatch.setattr(forms if name in ("compact_spacing", "_last_side") else math_mc, name, blind)
+        module = forms if name in ("compact_spacing", "_last_side") else benchmarks if name == "letter_answer" \
+            else math_transform
+        monkeypatch.setattr(module, name, blind)
     result = build_real_items(tmp_path, items, choices)
     with pytest.raises(ValidationFailed) as failure:
         validate(result)
@@ -513,12 +522,12 @@ def test_decimals_lists_infinity_and_unreduced_answers_are_not_distractors(tmp_p
     assert [(r.choices[r.answer], r.choices[1 - r.answer]) for r in result.configs["set_0"]["test"]] == [
         ("145", "144"), ("(0,1)", "(0,2)"), ("3", "2"), ("120", "90"), (r"\frac{80}{3}", r"\frac{70}{3}"),
         (r"3\sqrt{5}", r"2\sqrt{5}"), ("1940", "1904")]
-    left_out = {row["candidate"]: row["left out"] for row in result.statistics["Candidates left out"].records()}
+    left_out = {row["candidate"]: row["left out"] for row in result.release.statistics["Candidates left out"].records()}
     assert {reason: n for reason, n in left_out.items() if n} == {
         **{forms.KIND_REASONS[kind]: 1 for kind in ("decimal", "values", "infinite", "unreduced", "radical")},
         forms.KIND_REASONS["undone"]: 2}
     validate(result)
-    monkeypatch.setattr(math_mc, "kind_mismatch", lambda answer, key: None)
+    monkeypatch.setattr(math_transform, "kind_mismatch", lambda answer, key: None)
     blinded = build_real_items(tmp_path / "blind", choices=3, chosen=LAST_CUE_ITEMS)
     with pytest.raises(ValidationFailed) as failure:
         validate(blinded)

@@ -350,8 +350,8 @@ def test_every_command_reads_predictions_with_the_one_reader(tmp_path, capsys):
     from test_math_mc import MATH_TEST
     from test_python_io import write_sources
 
-    from builders.gsm_mc import builder as gsm_mc
-    from builders.math_mc import builder as math_mc
+    from builders import gsm_mc
+    from builders import math_mc
     from builders import python_io
 
     bad = write_jsonl(tmp_path / "preds.jsonl", [{"model": "m", "question_index": 0, "output": "1"},

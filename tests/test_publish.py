@@ -26,7 +26,7 @@ from builders.core.release.publish import Published, prepare_release, publish_fo
 from builders.core.sources.benchmarks import BENCHMARKS
 from builders.core.sources.spec import SAMPLES_DIR
 from builders.core.sources.loading import load_source
-from builders.gsm_mc.builder import BUILDER as GSM_MC
+from builders.gsm_mc import BUILDER as GSM_MC
 from builders.python_io.builder import BUILDER as PYTHON_IO
 
 REPO = Path(__file__).resolve().parents[1]

@@ -19,8 +19,8 @@ from test_cli import REPO, _release_state, one_error_line, run_cli
 
 from builders import wicked
 from builders.core.release import writer as release
-from builders.gsm_mc import builder as gsm_mc
-from builders.math_mc import builder as math_mc
+from builders import gsm_mc
+from builders import math_mc
 from builders.registry import BUILDERS
 
 SCA = json.dumps({"label": "SCA", "alternative": None, "confidence": "high"})

@@ -1,9 +1,8 @@
-"""What the GSM-MC and MATH-MC builders share before the options: their command-line options, the
-predictions (read and/or generated), the extracted answers and the pools."""
+"""What the GSM-MC and MATH-MC builders share before the sets: the predictions (read and/or generated), the
+extracted answers and the pools."""
 
 from __future__ import annotations
 
-import argparse
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
@@ -12,12 +11,8 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from builders.core.errors import UserError
 from builders.core.items.record import OpenItem
-from builders.core.llm.settings import ChatRequest, LLMSettings, add_llm_arguments
-from builders.core.options import argtypes
-from builders.core.pipeline import cli
-from builders.core.pipeline import legacy
+from builders.core.llm.settings import ChatRequest
 from builders.core.items.outcomes import ExclusionLog
-from builders.core.sources.spec import SAMPLES_DIR
 from builders.core.sources.loading import LoadedSource
 from builders.core.sources.predictions import (
     DUPLICATE,
@@ -34,100 +29,10 @@ from builders.core.sources.predictions import (
 
 from .extract import MAX_OUTPUT_CHARS
 from .generate import GenerationRun, generate_predictions
-from .options import MAX_SETS
+from .options import PredictionOptions
 from .pools import Equivalence, Pool, build_pool, comparison_group
 
 logger = logging.getLogger(__name__)
-
-
-
-# ---- TEMPORARY, for the builders not yet converted (builders/core/pipeline/legacy.py): the declaration of these
-# options is builders.from_predictions.options; add_distractor_arguments, prediction_files, check_arguments and
-# DistractorOptions go with the last of GSM-MC, MATH-MC and PythonIO converted. ----------------------------------
-
-
-def add_distractor_arguments(parser: argparse.ArgumentParser, title: str, random_allowed: bool,
-                             numeric: bool = False) -> argparse._ArgumentGroup:
-    """The options of a builder whose distractors are models' answers; ``numeric`` answers allow the
-    'balanced' draw (the default then)."""
-    group = parser.add_argument_group(title)
-    group.add_argument("--predictions", nargs="+", action="extend", default=[], metavar="[MODEL=]PATH",
-                       help="predictions: lm-evaluation-harness samples_<task>_*.jsonl logs, or plain JSON lines "
-                            "{model, id | question_index [+ split] | question, output, output_kind?}; a folder is read "
-                            "recursively; MODEL= names the model")
-    group.add_argument("--generate-with", nargs="+", action="extend", default=[], metavar="MODEL",
-                       help="ask these models for predictions (greedy, the benchmark's standard few-shot prompt)")
-    group.add_argument("--max-tokens", type=argtypes.positive_int, default=None, help="longest generation (default: the prompt's)")
-    group.add_argument("--choices", type=argtypes.whole_number(2, 8), default=4, help="options per question, 2 to 8")
-    group.add_argument("--sets", type=argtypes.whole_number(1, MAX_SETS), default=10,
-                       help="independent draws of distractors and order (configs set_0...)")
-    group.add_argument("--distractors", choices=["pool", "random"] if random_allowed else ["pool"], default="pool",
-                       help="'pool': models' wrong answers" + ("; 'random': random numbers near the gold "
-                                                              "(the paper's ablation)" if random_allowed else ""))
-    draws = ["balanced", "weighted", "uniform", "rank"] if numeric else ["weighted", "uniform"]
-    group.add_argument("--draw", choices=draws, default=draws[0],
-                       help="how a set draws from the pool: 'weighted' by how many models gave each wrong answer "
-                            "(frequent ones are the plausible ones), 'uniform' as the paper"
-                            + ("; 'balanced' (default) weighted too, of the key's kind (integer or not, sign) and "
-                               "tilted so that the key's place among the numeric options (rank, nearness to their "
-                               "mean and median) is no cue (models' wrong answers scatter around the key, which the "
-                               "'weighted' draw leaves in the middle); 'rank', the default before 'balanced', draws the key's rank "
-                               "uniformly first (kept to rebuild older releases)" if numeric else ""))
-    add_llm_arguments(legacy.runtime_group(parser, "LLM endpoint for --generate-with"))
-    runtime = legacy.runtime_group(parser, "side outputs")
-    runtime.add_argument("--save-predictions", type=Path, metavar="PATH",
-                         help="also write the generated predictions here, as plain JSON lines")
-    runtime.add_argument("--pool", type=Path, metavar="REPORT_PATH",
-                         help="write the per-question pool report (JSON lines) here")
-    return group
-
-
-def prediction_files(args: argparse.Namespace) -> list[str]:
-    """``--predictions``; without it and without ``--generate-with``, a ``--source sample`` build reads the
-    predictions of the sample's models, which the embedded sample carries."""
-    sample = SAMPLES_DIR / args.benchmark / "predictions.jsonl"
-    if args.source == "sample" and not (args.predictions or args.generate_with) and sample.is_file():
-        return [str(sample)]
-    return list(args.predictions)
-
-
-def check_arguments(args: argparse.Namespace) -> None:
-    for flag, path in (("--pool", args.pool), ("--save-predictions", args.save_predictions)):
-        if path:
-            cli.check_writable_file(Path(path), flag)  # written at the end: found before the build and any paid call
-    if args.distractors == "pool" and not (prediction_files(args) or args.generate_with):
-        raise UserError("distractor pools need --predictions PATH... and/or --generate-with MODEL...")
-
-
-@dataclass(frozen=True)
-class DistractorOptions:
-    """The options :func:`add_distractor_arguments` declares, as a build uses them; each builder's own
-    options extend them."""
-
-    benchmark: str
-    seed: int
-    predictions: tuple[str, ...]  # [MODEL=]PATH specs, the sample's own predictions by default
-    generate_with: tuple[str, ...]
-    max_tokens: int | None  # None: the prompt's own
-    choices: int
-    sets: int
-    distractors: str  # "pool" or "random"
-    draw: str
-    save_predictions: Path | None
-    pool: Path | None  # where the per-question pool report goes
-    llm: LLMSettings | None  # the endpoint --generate-with asks (None without it)
-
-    @staticmethod
-    def fields_from(args: argparse.Namespace) -> dict:
-        """The fields of :class:`DistractorOptions` from the arguments, for a subclass's constructor."""
-        return {"benchmark": args.benchmark, "seed": args.seed, "predictions": tuple(prediction_files(args)),
-                "generate_with": tuple(args.generate_with), "max_tokens": args.max_tokens, "choices": args.choices,
-                "sets": args.sets, "distractors": args.distractors, "draw": args.draw,
-                "save_predictions": args.save_predictions, "pool": args.pool,
-                "llm": LLMSettings.from_args(args) if args.generate_with else None}
-
-
-# ---- end of the temporary part --------------------------------------------------------------------------------
 
 
 @dataclass
@@ -139,7 +44,7 @@ class Collected:
     too_long: Counter = field(default_factory=Counter)  # outputs over MAX_OUTPUT_CHARS, per model (not read)
 
 
-def card_context(options: DistractorOptions, collected: Collected | None) -> dict:
+def card_context(options: PredictionOptions, collected: Collected | None) -> dict:
     """What a card says about the predictions behind the pools (all zero when none were read)."""
     report = collected.report if collected else MatchReport()
     return {"prediction_files": len(options.predictions), "generated_models": list(options.generate_with),
@@ -207,7 +112,7 @@ def item_of(items: Sequence[OpenItem], doc_question: Callable[[Mapping], str | N
     return item_id
 
 
-def collect_predictions(source: LoadedSource, options: DistractorOptions, items: Sequence[OpenItem],
+def collect_predictions(source: LoadedSource, options: PredictionOptions, items: Sequence[OpenItem],
                         doc_question: Callable[[Mapping], str | None],
                         request_for: Callable[[str], ChatRequest], excluded: ExclusionLog | None = None,
                         made_on: tuple[str, Callable[[], Mapping[tuple[str, int], str]]] | None = None) -> Collected:
@@ -225,7 +130,6 @@ def collect_predictions(source: LoadedSource, options: DistractorOptions, items:
     require_matches(predictions, item_id, f"a question of {sorted({item.split for item in items})}")
     generation = None
     if options.generate_with:
-        assert options.llm is not None, "DistractorOptions.fields_from makes it with --generate-with"
         questions: dict[str, dict[int, str]] = {}
         for item in items:
             questions.setdefault(item.split, {})[item.index] = item.question

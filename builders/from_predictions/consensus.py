@@ -16,7 +16,6 @@ value the models agree on, and list them in the card; ``--keep-suspect-keys`` ke
 
 from __future__ import annotations
 
-import argparse
 from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Mapping
@@ -60,12 +59,6 @@ class Suspect:
                        f"{' or '.join(self.values)}, {self.key_models} the key {self.key}")
 
 
-def add_arguments(group: argparse._ArgumentGroup) -> None:  # TEMPORARY: legacy builders; options.ConsensusOptions
-    group.add_argument("--keep-suspect-keys", action="store_true",
-                       help="keep the items whose key most models contradict (consensus check: "
-                            f"{RULE.describe().replace('%', '%%')}); they are excluded as suspect_key by default")
-
-
 def answer_counts(pool: Pool) -> tuple[int, Counter, int]:
     """(models that gave the key, models per wrong value, models with a valid answer). A left-out candidate (the
     key in another unit, or rounded) is another form of the key: it counts as valid, never against the key."""
@@ -88,11 +81,6 @@ def suspect(pool: Pool, rule: ConsensusRule = RULE) -> Suspect | None:
 def suspects(pools: Mapping[str, Pool], rule: ConsensusRule = RULE) -> dict[str, Suspect]:
     found = {item_id: suspect(pool, rule) for item_id, pool in pools.items()}
     return {item_id: s for item_id, s in found.items() if s is not None}
-
-
-def excluded_items(found: Mapping[str, Suspect], keep: bool) -> dict[str, Exclude]:
-    """What ``build_sets`` leaves out: every suspect item with its reason, none with ``--keep-suspect-keys``."""
-    return {} if keep else {item_id: s.exclusion() for item_id, s in found.items()}
 
 
 def suspect_table(found: Mapping[str, Suspect], items: int, kept: bool, rule: ConsensusRule = RULE) -> Table:

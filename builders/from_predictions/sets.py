@@ -19,8 +19,7 @@ from builders.core.items.record import LETTERS, MCQRecord, OpenItem, Value, list
 from builders.core.items.rng import item_rng
 from builders.core.items.tables import Statistics, Table
 from builders.core.build.result import Build, Check, Configs
-from builders.core.items.outcomes import Exclude, ExclusionLog, Outcomes
-from builders.core.pipeline.legacy import run_steps
+from builders.core.items.outcomes import Exclude
 
 from .pools import Candidate, Pool, distractor_models, summarize_pools
 
@@ -242,30 +241,6 @@ def make_record(item: OpenItem, distractors: Sequence[Option], rng: np.random.Ge
                   "choice_models": [list(o.models) for o in shuffled], "pool_size": pool_size,
                   "set_index": set_index, "solution": item.solution, **(extra_metadata or {}), **item.metadata},
     )
-
-
-def build_sets(items: Mapping[str, Sequence[OpenItem]], pools: Mapping[str, Pool] | None, options: SetOptions,
-               dataset: str, random_distractors: RandomDistractors | None = None,
-               no_predictions: set[str] | frozenset = frozenset(),
-               excluded_items: Mapping[str, Exclude] | None = None) -> tuple[Configs, ExclusionLog, Outcomes]:
-    """Every config and split; items without enough distractors, and those in ``excluded_items`` (item id ->
-    why: a suspect key), are excluded from every config. Every other item is altered: one record per set."""
-    def check_key(item: OpenItem) -> OpenItem:
-        if excluded_items and item.id in excluded_items:
-            raise excluded_items[item.id]
-        return item
-
-    def make_sets(item: OpenItem) -> list[MCQRecord]:
-        return item_sets(item, pools, options, dataset, random_distractors, no_predictions)
-
-    exclusions = ExclusionLog()
-    sets, outcomes = run_steps(items, [("key", check_key), ("distractors", make_sets)], exclusions=exclusions)
-    configs: Configs = {name: {} for name in config_names(options.sets)}
-    for split, records in sets.items():
-        configs["default"][split] = [item_sets[0] for item_sets in records]
-        for k in range(options.sets):
-            configs[f"set_{k}"][split] = [item_sets[k] for item_sets in records]
-    return configs, exclusions, outcomes
 
 
 def item_sets(item: OpenItem, pools: Mapping[str, Pool] | None, options: SetOptions, dataset: str,

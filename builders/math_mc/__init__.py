@@ -1,5 +1,7 @@
-"""MATH-MC: MATH as multiple choice, with real models' wrong answers as distractors."""
+"""MATH-MC: MATH as multiple choice, with real models' wrong answers as distractors (the builder is :mod:`.builder`)."""
 
-from .builder import BUILDER, Options, build_dataset, main
+from .builder import BUILDER, Options, build
 
-__all__ = ["BUILDER", "Options", "build_dataset", "main"]
+main, build_dataset = BUILDER.main, BUILDER.build_dataset
+
+__all__ = ["BUILDER", "Options", "build", "build_dataset", "main"]

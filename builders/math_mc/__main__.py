@@ -1,3 +1,3 @@
-from .builder import main
+from . import main
 
 raise SystemExit(main())

@@ -96,12 +96,11 @@ class Outcomes:
     counts: Counter = field(default_factory=Counter)  # (config, split, outcome, reason) -> items
     ran: set[tuple[str, str]] = field(default_factory=set)
 
-    # a config's name; EVERY_CONFIG is the label of the legacy builders' counts (builders.core.pipeline.legacy)
-    def altered(self, split: str, config: str = EVERY_CONFIG, items: int = 1) -> None:
+    def altered(self, split: str, config: str, items: int = 1) -> None:
         self.counts[config, split, ALTERED, ""] += items
         self.ran.add((config, split))
 
-    def copied(self, split: str, reason: str, config: str = EVERY_CONFIG, items: int = 1) -> None:
+    def copied(self, split: str, reason: str, config: str, items: int = 1) -> None:
         self.counts[config, split, COPIED, reason] += items
         self.ran.add((config, split))
 

@@ -101,8 +101,7 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 class Runnable(Protocol):
-    """What the command line and the Python API ask of a builder (:class:`~builders.core.pipeline.builder.Builder`,
-    and the legacy one of :mod:`.legacy`)."""
+    """What the command line and the Python API ask of a builder (:class:`~builders.core.pipeline.builder.Builder`)."""
 
     @property
     def name(self) -> str: ...

@@ -163,8 +163,6 @@ class ValidationReport:
 
 def validate(build: Build) -> ValidationReport:
     """Run the common invariants and the builder's own; raise ValidationFailed if any breaks."""
-    if hasattr(build, "converted"):  # TEMPORARY: a legacy builder's own Build (builders/core/pipeline/legacy.py)
-        build = build.converted({})
     # In stages: a builder's checks and the audit read every item as well-formed (two options or more, its gold in
     # range), so a broken common invariant stops the build with its name, before they raise on it.
     results = _run_stage(COMMON_CHECKS, build)
