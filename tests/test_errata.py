@@ -105,7 +105,7 @@ def test_redux_repairs_wrong_keys_in_every_variant_and_excludes_the_rest(tmp_pat
     assert report["counts"]["variant_0"]["test"] == {"in": 8, "out": 5, "excluded": 3}
     config = yaml.safe_load((out / "build_config.yaml").read_text())
     assert config["params"]["errata"]["local"] == "mmlu-redux-2.0"
-    assert config["params"]["errata_keep_flagged"] is False
+    assert "errata_keep_flagged" not in config["params"] and "corrections" not in config["params"]
     card = (out / "README.md").read_text()
     assert "| mmlu-redux-2.0 | set_answer | wrong_groundtruth | 3 |" in card
     assert "| mmlu-redux-2.0 | exclude | no_correct_answer | 1 |" in card
