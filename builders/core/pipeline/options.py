@@ -64,7 +64,8 @@ class BuildOptions:
                                            "\"by\"}; copied into the release as corrections.jsonl")
     errata: str | None = option(None, metavar="SPEC",
                                 help="the source's curated errata, applied as corrections (MMLU: MMLU-Redux 2.0, "
-                                     "edinburgh-dawg/mmlu-redux-2.0): a Hub id or a local copy in its Hub layout. "
+                                     "edinburgh-dawg/mmlu-redux-2.0; GSM8K: GSM8K-Platinum, "
+                                     "madrylab/gsm8k-platinum): a Hub id or a local copy in its Hub layout. "
                                      "A wrong key that the errata correct is repaired; any other flagged item is "
                                      "excluded with its error type")
     errata_keep_flagged: bool = option(False, help="with --errata: keep the items the errata flag unchanged "
