@@ -105,7 +105,7 @@ def test_redux_repairs_wrong_keys_in_every_variant_and_excludes_the_rest(tmp_pat
     assert report["counts"]["variant_0"]["test"] == {"in": 8, "out": 5, "excluded": 3}
     config = yaml.safe_load((out / "build_config.yaml").read_text())
     assert config["params"]["errata"]["local"] == "mmlu-redux-2.0"
-    assert config["params"]["errata_keep_flagged"] is False
+    assert "errata_keep_flagged" not in config["params"] and "corrections" not in config["params"]
     card = (out / "README.md").read_text()
     assert "| mmlu-redux-2.0 | set_answer | wrong_groundtruth | 3 |" in card
     assert "| mmlu-redux-2.0 | exclude | no_correct_answer | 1 |" in card
@@ -235,3 +235,26 @@ def test_a_persons_correction_wins_over_the_errata_for_its_item(tmp_path, capsys
     card = (out / "README.md").read_text()
     assert "| jo | exclude | reviewed: out of scope | 1 |" in card
     assert "| mmlu-redux-2.0 | set_answer | wrong_groundtruth | 2 |" in card
+
+
+def test_errata_from_the_hub_read_the_selected_subjects_and_record_the_revision(local_hub, tmp_path, capsys):
+    from huggingface_hub import HfApi
+
+    folder = write_redux(tmp_path)
+    configs = "".join(f"- config_name: {subject}\n  data_files:\n  - split: test\n    path: {subject}/test.jsonl\n"
+                      for subject in REDUX_2)
+    (folder / "README.md").write_text(f"---\nconfigs:\n{configs}---\n")
+    api = HfApi()
+    api.create_repo("someone/redux-copy", repo_type="dataset")
+    commit = api.upload_folder(repo_id="someone/redux-copy", repo_type="dataset", folder_path=str(folder))
+    out = tmp_path / "release"
+    status = wicked.main(["--source", str(write_benchmark("mmlu", tmp_path)), "--sba-classifier", "none",
+                          "--subjects", "elementary_mathematics", "global_facts", "--errata", "someone/redux-copy",
+                          "--output", str(out), "--no-progress"])
+    assert status == 0, capsys.readouterr().err
+    rows = released(out, "variant_0")
+    assert sorted(rows) == ["mmlu/test/0", "mmlu/test/3", "mmlu/test/4", "mmlu/test/7"]
+    assert rows["mmlu/test/3"]["metadata"]["answer_corrected_by"] == "mmlu-redux-2.0"
+    config = yaml.safe_load((out / "build_config.yaml").read_text())
+    assert config["params"]["errata"] == f"someone/redux-copy@{commit.oid}"
+    assert f"revision `{commit.oid}`): 4 rows, 3 matched" in (out / "README.md").read_text()

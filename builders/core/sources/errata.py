@@ -82,6 +82,7 @@ class ErrataApplied:
     rows: int  # the errata's rows
     matched: Mapping[str, int] = field(default_factory=dict)  # {error type: source items it matched}
     unmatched_rows: int = 0  # errata rows that match no item of this build (another subset, reworded)
+    configs: tuple[str, ...] = ()  # the errata's configs read from the Hub (a local copy: every folder)
 
 
 def mmlu_key(subject: str | None, question: str, choices: Sequence[str]) -> tuple[str, str, tuple[str, ...]]:
@@ -177,12 +178,20 @@ def errata_of(benchmark: str) -> ErrataSource:
     return ERRATA[benchmark]
 
 
-def read_errata(errata: ErrataSource, spec_text: str) -> tuple[RawSource, SourceSpec]:
-    """The errata's rows from a Hub id or a local copy in its Hub layout (one folder per config)."""
+def read_errata(errata: ErrataSource, spec_text: str, configs: tuple[str, ...]) -> tuple[RawSource, SourceSpec]:
+    """The errata's rows from a Hub id or a local copy in its Hub layout (one folder per config; from the Hub,
+    only ``configs``)."""
     spec = parse_spec(spec_text, errata.name)
     if spec.path is not None:
         return read_local(spec.path, errata.splits, errata.subconfigs), spec
-    return read_hub(spec, errata.config, errata.splits, errata.subconfigs), spec
+    return read_hub(spec, errata.config, errata.splits, configs), spec
+
+
+def configs_to_read(errata: ErrataSource, source: LoadedSource) -> tuple[str, ...]:
+    """The errata's configs that can hold the build's items: those of the subjects it selected (MMLU's
+    ``--subjects``), or all of them."""
+    wanted = set(source.selection.subjects)
+    return tuple(c for c in errata.subconfigs if c in wanted) if wanted & set(errata.subconfigs) else errata.subconfigs
 
 
 def errata_corrections(source: LoadedSource, spec_text: str, keep_flagged: bool = False,
@@ -190,7 +199,8 @@ def errata_corrections(source: LoadedSource, spec_text: str, keep_flagged: bool 
     """The corrections that ``spec_text``'s errata make to ``source``'s items; items named in ``decided`` (by a
     person's ``--corrections``) are left to that decision."""
     errata = errata_of(source.benchmark.name)
-    raw, spec = read_errata(errata, spec_text)
+    configs = configs_to_read(errata, source)
+    raw, spec = read_errata(errata, spec_text, configs)
     findings = errata.read_findings(raw, source.benchmark)
     corrections, kept = [], []
     matched: Counter = Counter()
@@ -219,7 +229,7 @@ def errata_corrections(source: LoadedSource, spec_text: str, keep_flagged: bool 
                 len(corrections))
     recorded = spec.recorded() if spec.is_local else (spec.text if spec.revision else f"{spec.text}@{raw.revision}")
     return ErrataApplied(errata, spec_text, recorded, raw.revision, keep_flagged, tuple(corrections), tuple(kept),
-                         rows, dict(sorted(matched.items())), unmatched)
+                         rows, dict(sorted(matched.items())), unmatched, configs)
 
 
 def key_text(item: Any) -> str:

@@ -44,7 +44,7 @@ def _errata_rows(build: Build, row_key: Callable[[str, dict[str, Any]], Any]) ->
     errata = build.source.errata
     spec = parse_spec(errata.spec, errata.source.name)
     raw = read_local(spec.path, errata.source.splits, errata.source.subconfigs) if spec.path is not None else \
-        read_hub(spec, errata.source.config, errata.source.splits, errata.source.subconfigs)
+        read_hub(spec, errata.source.config, errata.source.splits, errata.configs)
     rows: dict[Any, list[dict[str, Any]]] = defaultdict(list)
     for (config, _), split_rows in raw.rows.items():
         for row in split_rows:
