@@ -133,8 +133,7 @@ def test_an_option_left_unset_records_the_default_its_options_derived():
     options = builder.options_from(["--predictions", "a.jsonl"])
     assert (options.threshold, options.predictions, options.encoding) == (0.78, ("a.jsonl",), "y")
     params = builder.params(argparse.Namespace(), options, cli.builder_parser(builder))
-    assert params == {"corrections": None, "limit": None, "max_excluded": 0.5, "predictions": ["a.jsonl"], "seed": 0,
-                      "splits": None,
+    assert params == {"limit": None, "max_excluded": 0.5, "predictions": ["a.jsonl"], "seed": 0, "splits": None,
                       "strict": False, "subjects": None, "threshold": 0.78}
     assert changed_options(Options(predictions=("a",)), Options(predictions=("b",))) == ["predictions"]
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from fixtures import MMLU_TEST, write_benchmark, write_jsonl
 
-from builders import perturbations, wicked
+from builders import gsm_mc, perturbations, wicked
 from builders.core.errors import UserError, ValidationFailed
 from builders.core.items.outcomes import ExclusionLog
 from builders.core.sources.benchmarks import BENCHMARKS
@@ -105,7 +105,7 @@ def test_redux_repairs_wrong_keys_in_every_variant_and_excludes_the_rest(tmp_pat
     assert report["counts"]["variant_0"]["test"] == {"in": 8, "out": 5, "excluded": 3}
     config = yaml.safe_load((out / "build_config.yaml").read_text())
     assert config["params"]["errata"]["local"] == "mmlu-redux-2.0"
-    assert config["params"]["errata_keep_flagged"] is False
+    assert "errata_keep_flagged" not in config["params"] and "corrections" not in config["params"]
     card = (out / "README.md").read_text()
     assert "| mmlu-redux-2.0 | set_answer | wrong_groundtruth | 3 |" in card
     assert "| mmlu-redux-2.0 | exclude | no_correct_answer | 1 |" in card
@@ -176,3 +176,85 @@ def test_the_validator_reads_the_errata_itself_and_refuses_a_release_that_contra
     assert "mmlu/test/5: mmlu-redux-2.0 flags it multiple_correct_answers, and it is released" in str(error.value)
     with pytest.raises(UserError):
         errata_corrections(source, str(tmp_path / "nowhere"))
+
+
+def write_platinum(root: Path) -> Path:
+    """A local copy of GSM8K-Platinum in its Hub layout (config main: one file per split), from GSM-MC's sample:
+    its first question revised to another answer, its second removed, the rest kept by consensus, in reverse order."""
+    sample = Path(gsm_mc.__file__).resolve().parents[1] / "data" / "samples" / "gsm8k" / "test.jsonl"
+    rows = [json.loads(line) for line in sample.read_text(encoding="utf-8").splitlines()]
+    platinum = [{**row, "cleaning_status": "consensus"} for row in rows]
+    platinum[0] = {**platinum[0], "cleaning_status": "revised",
+                   "answer": platinum[0]["answer"].rsplit("####", 1)[0] + "#### 20"}
+    platinum[1] = {**platinum[1], "cleaning_status": "removed"}
+    return write_jsonl(root / "gsm8k-platinum" / "test.jsonl", platinum[::-1]).parent
+
+
+def test_gsm8k_platinum_repairs_and_withdraws_the_questions_of_a_plain_gsm8k_build(tmp_path, capsys):
+    out = tmp_path / "release"
+    status = gsm_mc.main(["--source", "sample", "--errata", str(write_platinum(tmp_path)), "--output", str(out),
+                          "--no-progress"])
+    assert status == 0, capsys.readouterr().err
+    rows = {row["id"]: row for row in datasets.load_dataset(str(out), "default", split="test")}
+    assert len(rows) == 11 and "gsm8k/test/1" not in rows
+    repaired = rows["gsm8k/test/0"]
+    assert repaired["choices"][repaired["answer"]] == "20"
+    assert (repaired["metadata"]["original_gold"], repaired["metadata"]["answer_corrected_by"]) == ("19", "gsm8k-platinum")
+    exclusions = [json.loads(line) for line in (out / "exclusions.jsonl").read_text().splitlines()]
+    assert [(e["id"], e["reason"]) for e in exclusions] == [("gsm8k/test/1", "removed")]
+    card = (out / "README.md").read_text()
+    assert "| gsm8k-platinum | set_answer | revised | 1 |" in card and "| consensus | 10 | 0 | 0 | 0 |" in card
+
+
+def test_the_validator_refuses_a_gsm_mc_release_that_keeps_an_answer_platinum_revised(tmp_path):
+    from builders.core.pipeline import cli
+
+    builder = gsm_mc.BUILDER
+    args = cli.builder_parser(builder).parse_args(["--source", "sample", "--errata", str(write_platinum(tmp_path)),
+                                                   "--output", str(tmp_path / "out")])
+    options = builder.options_of(args)
+    build, report = cli.build_and_validate(builder, cli.builder_parser(builder), args, options,
+                                           cli.load(builder, args, options))
+    assert report.passed
+    records = build.configs["default"]["test"]
+    index = next(i for i, r in enumerate(records) if r.id == "gsm8k/test/0")
+    records[index] = records[index].replace(answer=records[index].choices.index("19"))
+    with pytest.raises(ValidationFailed) as error:
+        validate(build)
+    assert "default/test gsm8k/test/0: gsm8k-platinum revised its answer to '20', and the key is '19'" in str(error.value)
+
+
+def test_a_persons_correction_wins_over_the_errata_for_its_item(tmp_path, capsys):
+    fixes = write_jsonl(tmp_path / "fixes.jsonl", [
+        {"id": "mmlu/test/5", "action": "set_answer", "answer": "Neon", "reason": "reviewed: one noble gas", "by": "jo"},
+        {"id": "mmlu/test/0", "action": "exclude", "reason": "reviewed: out of scope", "by": "jo"}])
+    status, out = build_wicked(tmp_path, "--corrections", str(fixes))
+    assert status == 0, capsys.readouterr().err
+    rows = released(out, "original")
+    assert "mmlu/test/0" not in rows and rows["mmlu/test/5"]["metadata"]["answer_corrected_by"] == "jo"
+    card = (out / "README.md").read_text()
+    assert "| jo | exclude | reviewed: out of scope | 1 |" in card
+    assert "| mmlu-redux-2.0 | set_answer | wrong_groundtruth | 2 |" in card
+
+
+def test_errata_from_the_hub_read_the_selected_subjects_and_record_the_revision(local_hub, tmp_path, capsys):
+    from huggingface_hub import HfApi
+
+    folder = write_redux(tmp_path)
+    configs = "".join(f"- config_name: {subject}\n  data_files:\n  - split: test\n    path: {subject}/test.jsonl\n"
+                      for subject in REDUX_2)
+    (folder / "README.md").write_text(f"---\nconfigs:\n{configs}---\n")
+    api = HfApi()
+    api.create_repo("someone/redux-copy", repo_type="dataset")
+    commit = api.upload_folder(repo_id="someone/redux-copy", repo_type="dataset", folder_path=str(folder))
+    out = tmp_path / "release"
+    status = wicked.main(["--source", str(write_benchmark("mmlu", tmp_path)), "--sba-classifier", "none",
+                          "--subjects", "elementary_mathematics", "global_facts", "--errata", "someone/redux-copy",
+                          "--output", str(out), "--no-progress"])
+    assert status == 0, capsys.readouterr().err
+    rows = released(out, "variant_0")
+    assert sorted(rows) == ["mmlu/test/0", "mmlu/test/3", "mmlu/test/4", "mmlu/test/7"]
+    assert rows["mmlu/test/3"]["metadata"]["answer_corrected_by"] == "mmlu-redux-2.0"
+    config = yaml.safe_load((out / "build_config.yaml").read_text())
+    assert config["params"]["errata"] == f"someone/redux-copy@{commit.oid}"
+    assert f"revision `{commit.oid}`): 4 rows, 3 matched" in (out / "README.md").read_text()

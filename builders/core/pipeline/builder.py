@@ -29,7 +29,7 @@ from builders.core.options.declare import (
     option_values,
 )
 from builders.core.pipeline import api, cli
-from builders.core.pipeline.options import BuildOptions, llm_settings
+from builders.core.pipeline.options import BuildOptions, llm_settings, recorded_when_set
 from builders.core.pipeline.steps import Run
 from builders.core.release.build_config import recorded_value
 from builders.core.runtime.models import check_model
@@ -151,4 +151,5 @@ class Builder:
 
 def recorded_params(options: BuildOptions) -> dict[str, Any]:
     """Every recorded option by its name, as the build used it (local files by base name and content hash)."""
-    return {name: recorded_value(value) for name, value in sorted(option_values(options, True).items())}
+    return recorded_when_set({name: recorded_value(value)
+                              for name, value in sorted(option_values(options, True).items())})

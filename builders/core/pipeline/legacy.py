@@ -21,7 +21,7 @@ from builders.core.build.result import Build as CoreBuild
 from builders.core.items.outcomes import EVERY_CONFIG, Exclude, ExclusionLog, Outcomes, Skip
 from builders.core.items.tables import Statistics
 from builders.core.options.declare import add_option_arguments, declared_options
-from builders.core.pipeline.options import BuildOptions
+from builders.core.pipeline.options import BuildOptions, recorded_when_set
 from builders.core.pipeline.steps import SOURCE_UNCHANGED, item_location
 from builders.core.release.build_config import recorded_value
 from builders.core.runtime.models import check_model
@@ -194,7 +194,8 @@ class Builder:
         derived = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)
                    if f.name in vars(args) and getattr(args, f.name) in (None, [])}
         skipped: set[str] = getattr(parser, "not_recorded", set())
-        return {k: recorded_value(v) for k, v in sorted({**vars(args), **derived}.items()) if k not in skipped}
+        return recorded_when_set({k: recorded_value(v) for k, v in sorted({**vars(args), **derived}.items())
+                                  if k not in skipped})
 
     def make_build(self, source: LoadedSource, options: Any, params: dict[str, Any]) -> CoreBuild:
         return self.build(source, options).converted(params)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from builders.core.llm.settings import LLMEndpoint, LLMSettings
 from builders.core.options.argtypes import positive_int, share
@@ -111,6 +111,17 @@ class Delivery:
                                       "where the builder allows, so that a preview costs few LLM calls)")
     log_level: str = option("INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     no_progress: bool = option(False, help="no progress bars (they show only when stderr is a terminal)")
+
+
+# The shared options that a build records only when they are set: a build without corrections records what it did
+# before they existed, and so rebuilds byte for byte.
+RECORDED_WHEN_SET = ("corrections", "errata", "errata_keep_flagged")
+
+
+def recorded_when_set(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` without the options of :data:`RECORDED_WHEN_SET` left unset."""
+    return {name: value for name, value in params.items()
+            if name not in RECORDED_WHEN_SET or value not in (None, False)}
 
 
 def llm_settings(options: BuildOptions) -> LLMSettings:

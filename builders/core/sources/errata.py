@@ -10,6 +10,9 @@ every other correction in the one place (:func:`builders.core.sources.correction
 * a wrong key whose correction names one option: ``set_answer``, reason the error type;
 * any other error, or a correction that cannot be read: ``exclude``, reason the error type;
 * with ``keep_flagged``: no correction; the item is kept unchanged and listed as kept (:attr:`ErrataApplied.kept`).
+
+GSM8K-Platinum re-read GSM8K's test questions the same way (``cleaning_status``): a revised answer repairs the key of
+a build from plain GSM8K, a removed question is excluded.
 """
 
 from __future__ import annotations
@@ -20,11 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from builders.core.errors import UserError
-from builders.core.items.record import LETTERS, MCQRecord, normalize_text
+from builders.core.items.outcomes import Exclude
+from builders.core.items.record import LETTERS, MCQRecord, OpenItem, normalize_text
 from builders.core.items.tables import Table
 from builders.core.sources.benchmarks import MMLU_SUBJECTS
 from builders.core.sources.corrections import Correction
-from builders.core.sources.loading import LoadedSource
+from builders.core.sources.loading import Benchmark, LoadedSource, RowContext
 from builders.core.sources.reading import RawSource, read_hub, read_local
 from builders.core.sources.spec import SourceSpec, parse_spec
 
@@ -45,8 +49,8 @@ class Finding:
 
 @dataclass(frozen=True, kw_only=True)
 class ErrataSource:
-    """One errata source. ``read_findings(raw)`` gives {match key: [finding, ...]} of its rows; ``item_key(item)``
-    the same key of a source item (its subject and content: never its position)."""
+    """One errata source: where it lives, what it corrects, how its rows become findings, and ``item_key(item)``,
+    the key that matches a source item to its rows (its subject and content: never its position)."""
 
     name: str  # the ``by`` of its corrections
     hub_id: str
@@ -54,9 +58,12 @@ class ErrataSource:
     corrects: tuple[str, ...]  # the benchmarks it corrects
     splits: tuple[str, ...]
     subconfigs: tuple[str, ...]  # its Hub configs (a local copy: one folder each); none: one config
-    read_findings: Callable[[RawSource], Mapping[Any, Sequence[Finding]]]
+    # {match key: [finding, ...]} of its rows; the source benchmark reads what it needs of them (GSM8K's gold)
+    read_findings: Callable[[RawSource, Benchmark], Mapping[Any, Sequence[Finding]]]
     item_key: Callable[[Any], Any]
-    error_types: tuple[str, ...]
+    repairs: str  # the error type whose correction repairs the key
+    ok: tuple[str, ...] = (OK,)  # the error types that find nothing wrong
+    config: str | None = None  # its Hub config, when it has one and no subconfigs
 
 
 @dataclass(frozen=True)
@@ -75,6 +82,7 @@ class ErrataApplied:
     rows: int  # the errata's rows
     matched: Mapping[str, int] = field(default_factory=dict)  # {error type: source items it matched}
     unmatched_rows: int = 0  # errata rows that match no item of this build (another subset, reworded)
+    configs: tuple[str, ...] = ()  # the errata's configs read from the Hub (a local copy: every folder)
 
 
 def mmlu_key(subject: str | None, question: str, choices: Sequence[str]) -> tuple[str, str, tuple[str, ...]]:
@@ -96,7 +104,7 @@ def read_option(choices: Sequence[str], written: Any) -> str | None:
     return choices[named.pop()] if len(named) == 1 else None
 
 
-def redux_findings(raw: RawSource) -> Mapping[Any, Sequence[Finding]]:
+def redux_findings(raw: RawSource, benchmark: Benchmark) -> Mapping[Any, Sequence[Finding]]:
     found: dict[Any, list[Finding]] = defaultdict(list)
     for (subject, _), rows in raw.rows.items():
         for row in rows:
@@ -117,20 +125,47 @@ def mmlu_item_key(item: Any) -> Any:
     return mmlu_key(item.subject, item.question, item.choices) if isinstance(item, MCQRecord) else None
 
 
-REDUX_ERROR_TYPES = ("ok", "wrong_groundtruth", "multiple_correct_answers", "no_correct_answer",
-                     "bad_question_clarity", "bad_options_clarity", "expert")
-
 MMLU_REDUX = ErrataSource(
     name="mmlu-redux-2.0", hub_id="edinburgh-dawg/mmlu-redux-2.0", pretty_name="MMLU-Redux 2.0", corrects=("mmlu",),
     splits=("test",), subconfigs=tuple(MMLU_SUBJECTS), read_findings=redux_findings, item_key=mmlu_item_key,
-    error_types=REDUX_ERROR_TYPES)
+    repairs=WRONG_KEY)
+
+
+def platinum_findings(raw: RawSource, benchmark: Benchmark) -> Mapping[Any, Sequence[Finding]]:
+    """GSM8K-Platinum's ``cleaning_status`` of each question: ``consensus`` and ``verified`` keep GSM8K's answer,
+    ``revised`` gives the answer of its ``answer`` field (read by GSM8K's own adapter, so that it is spelled as the
+    build spells its gold), any other status (``removed``, ``rejected``) withdraws the question."""
+    found: dict[Any, list[Finding]] = defaultdict(list)
+    for (config, split), rows in raw.rows.items():
+        for index, row in enumerate(rows):
+            status = str(row.get("cleaning_status") or "").strip().lower()
+            if not isinstance(row.get("question"), str) or not status:
+                continue
+            gold = None
+            if status == "revised" and benchmark.to_item is not None:
+                ctx = RowContext(benchmark.name, benchmark.hub_id, config or "main", split, index, 0, None)
+                try:
+                    gold = benchmark.to_item({"question": row["question"], "answer": row.get("answer")}, ctx).gold
+                except (Exclude, UserError):
+                    gold = None  # no readable answer: the question is withdrawn as revised
+            found[normalize_text(row["question"])].append(Finding(status, gold))
+    return found
+
+
+def open_item_key(item: Any) -> Any:
+    return normalize_text(item.question) if isinstance(item, OpenItem) else None
+
+
+GSM8K_PLATINUM = ErrataSource(
+    name="gsm8k-platinum", hub_id="madrylab/gsm8k-platinum", pretty_name="GSM8K-Platinum", corrects=("gsm8k",),
+    splits=("test",), subconfigs=(), config="main", read_findings=platinum_findings, item_key=open_item_key,
+    repairs="revised", ok=("consensus", "verified"))
 
 ERRATA: dict[str, ErrataSource] = {}
 
 
 def register(errata: ErrataSource) -> ErrataSource:
-    """Make ``errata`` the errata source of the benchmarks it corrects (an open-ended source's lives in its builder's
-    package, and registers itself there)."""
+    """Make ``errata`` the errata source of the benchmarks it corrects."""
     for benchmark in errata.corrects:
         ERRATA[benchmark] = errata
     return errata
@@ -143,12 +178,20 @@ def errata_of(benchmark: str) -> ErrataSource:
     return ERRATA[benchmark]
 
 
-def read_errata(errata: ErrataSource, spec_text: str) -> tuple[RawSource, SourceSpec]:
-    """The errata's rows from a Hub id or a local copy in its Hub layout (one folder per config)."""
+def read_errata(errata: ErrataSource, spec_text: str, configs: tuple[str, ...]) -> tuple[RawSource, SourceSpec]:
+    """The errata's rows from a Hub id or a local copy in its Hub layout (one folder per config; from the Hub,
+    only ``configs``)."""
     spec = parse_spec(spec_text, errata.name)
     if spec.path is not None:
         return read_local(spec.path, errata.splits, errata.subconfigs), spec
-    return read_hub(spec, None, errata.splits, errata.subconfigs), spec
+    return read_hub(spec, errata.config, errata.splits, configs), spec
+
+
+def configs_to_read(errata: ErrataSource, source: LoadedSource) -> tuple[str, ...]:
+    """The errata's configs that can hold the build's items: those of the subjects it selected (MMLU's
+    ``--subjects``), or all of them."""
+    wanted = set(source.selection.subjects)
+    return tuple(c for c in errata.subconfigs if c in wanted) if wanted & set(errata.subconfigs) else errata.subconfigs
 
 
 def errata_corrections(source: LoadedSource, spec_text: str, keep_flagged: bool = False,
@@ -156,8 +199,9 @@ def errata_corrections(source: LoadedSource, spec_text: str, keep_flagged: bool 
     """The corrections that ``spec_text``'s errata make to ``source``'s items; items named in ``decided`` (by a
     person's ``--corrections``) are left to that decision."""
     errata = errata_of(source.benchmark.name)
-    raw, spec = read_errata(errata, spec_text)
-    findings = errata.read_findings(raw)
+    configs = configs_to_read(errata, source)
+    raw, spec = read_errata(errata, spec_text, configs)
+    findings = errata.read_findings(raw, source.benchmark)
     corrections, kept = [], []
     matched: Counter = Counter()
     used = set()
@@ -169,11 +213,12 @@ def errata_corrections(source: LoadedSource, spec_text: str, keep_flagged: bool 
         used.add(key)
         finding = found[0] if len(set(found)) == 1 else Finding("conflicting_errata")
         matched[finding.error_type] += 1
-        if finding.error_type == OK or item.id in decided:
+        if finding.error_type in errata.ok or item.id in decided or \
+                (finding.error_type == errata.repairs and finding.correct_option == key_text(item)):
             continue
         if keep_flagged:
             kept.append((item.id, finding.error_type))
-        elif finding.error_type == WRONG_KEY and finding.correct_option is not None:
+        elif finding.error_type == errata.repairs and finding.correct_option is not None:
             corrections.append(Correction(id=item.id, action="set_answer", answer=finding.correct_option,
                                           reason=finding.error_type, by=errata.name))
         else:
@@ -184,7 +229,12 @@ def errata_corrections(source: LoadedSource, spec_text: str, keep_flagged: bool 
                 len(corrections))
     recorded = spec.recorded() if spec.is_local else (spec.text if spec.revision else f"{spec.text}@{raw.revision}")
     return ErrataApplied(errata, spec_text, recorded, raw.revision, keep_flagged, tuple(corrections), tuple(kept),
-                         rows, dict(sorted(matched.items())), unmatched)
+                         rows, dict(sorted(matched.items())), unmatched, configs)
+
+
+def key_text(item: Any) -> str:
+    """An item's key as a finding names it: the keyed option's text, or an open-ended item's gold."""
+    return item.choices[item.answer] if isinstance(item, MCQRecord) else item.gold
 
 
 def errata_table(applied: ErrataApplied) -> Table:
@@ -209,3 +259,4 @@ def errata_kept_table(applied: ErrataApplied) -> Table:
 
 
 register(MMLU_REDUX)
+register(GSM8K_PLATINUM)

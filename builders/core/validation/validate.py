@@ -98,9 +98,10 @@ COMMON_CHECKS = [
     Check("rows_accounted", "rows in = rows out + rows excluded, per config and split", _accounting),
     Check("outcomes_accounted", "every config and split has its outcome counts, and altered + copied unchanged = "
           "rows out, + excluded = rows in", _outcomes_accounting),
-    Check("errata_respected", "with --errata: no released item keeps a key its errata call wrong, or is released "
-          "while they flag it (the errata read again, on their own)", errata_contradictions),
 ]
+# a build with --errata: its report lists the check, a build without has none to run
+ERRATA_CHECK = Check("errata_respected", "no released item keeps a key its errata call wrong, or is released while "
+                     "they flag it (the errata read again, on their own)", errata_contradictions)
 
 
 @dataclass
@@ -160,7 +161,7 @@ def validate(build: Build) -> ValidationReport:
         build = build.converted({})
     # In stages: a builder's checks and the audit read every item as well-formed (two options or more, its gold in
     # range), so a broken common invariant stops the build with its name, before they raise on it.
-    results = _run_stage(COMMON_CHECKS, build)
+    results = _run_stage(COMMON_CHECKS + ([ERRATA_CHECK] if build.source.errata is not None else []), build)
     results += _run_stage(build.release.checks, build)
     audit_rows = shortcut_audit.audit(build)
     adversary_rows = choices_only.assess(build)
