@@ -54,7 +54,8 @@ def test_publish_tag_and_load_back(local_hub, tmp_path, capsys):
     assert card.data.license == "mit" and card.data.source_datasets == ["cais/mmlu"]
     paths = local_hub.paths_at("mcqforge/wicked-mmlu", "v1.0.0")
     assert sorted(path for path in paths if not path.startswith(("lm_eval/", "inspect/"))) == sorted(
-        [".gitattributes", "README.md", "build_config.yaml", "exclusions.jsonl", "validation_report.json"]
+        [".gitattributes", "README.md", "build_config.yaml", "exclusions.jsonl", "review.html", "review.jsonl",
+         "validation_report.json"]
         + [f"{config}/{split}-00000-of-00001.parquet" for config in ["original"] + [f"variant_{k}" for k in range(5)]
            for split in ("test", "dev")]
     )

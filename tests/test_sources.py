@@ -11,7 +11,8 @@ from fixtures import FIXTURE_SIZES, MMLU_TEST, TRUTHFUL_QA, write_benchmark, wri
 
 from builders.core.errors import MalformedRow, SourceError
 from builders.core.sources.benchmarks import BENCHMARKS
-from builders.core.sources.loading import Selection, duplicate_option, load_source
+from builders.core.items.twins import duplicate_option
+from builders.core.sources.loading import Selection, load_source
 from builders.core.sources.spec import parse_spec
 from builders.registry import BUILDERS
 
