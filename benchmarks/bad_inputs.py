@@ -1,6 +1,6 @@
 """Bad inputs against the real command line, each in its own process: what became of each, as one table.
 
-    python benchmarks/bad_inputs.py [--only TEXT] [--json FILE] [--keep DIR]
+    python benchmarks/bad_inputs.py [--only TEXT] [--json FILE] [--keep DIR] [--jobs N]
 
 Each case is a build (or an export) from the embedded samples with one thing wrong: a source row's field, a
 predictions row, a number no parser should take, a ``--config`` file, an option, or where the release goes (a
@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -444,21 +445,27 @@ def main() -> int:
     parser.add_argument("--only", help="run only the cases whose name holds this text")
     parser.add_argument("--json", type=Path, help="also write the outcomes here")
     parser.add_argument("--keep", type=Path, help="keep the work folders here")
+    parser.add_argument("--jobs", type=int, default=1, help="cases run at once")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bad-inputs-", dir=args.keep))
     REPO_SAMPLE_RELEASE = build_sample_release(root)
-    results = []
+    cases = []
     for number, make in enumerate(CASES):
         work = root / f"case{number:03d}"
         work.mkdir()
         case = make(work)
-        if args.only and args.only not in case.name:
-            continue
+        if not args.only or args.only in case.name:
+            cases.append((case, work))
+
+    def run(case: Case, work: Path) -> dict:
         outcome, detail = run_case(case, work)
-        results.append({"case": case.name, "group": case.group, "outcome": outcome, "detail": detail})
         print(f"{outcome:22} | {case.name} | {detail}", flush=True)
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
+        return {"case": case.name, "group": case.group, "outcome": outcome, "detail": detail}
+
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:  # each case is its own process
+        results = list(pool.map(lambda pair: run(*pair), cases))
     print_table(results)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")

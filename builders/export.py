@@ -37,19 +37,42 @@ from builders.core.release.reader import open_release
 def release_rows(spec: str) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """{config: {split: rows}} of a release folder, or of ``REPO@TAG`` on the Hub."""
     folder = open_release(spec, ["*/*.parquet", BUILD_CONFIG_FILE])
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     configs: dict[str, dict[str, list[dict[str, Any]]]] = {}
     builder = release_builder(folder)
     for file in sorted(folder.glob("*/*.parquet")):
         split = file.name.split("-")[0]
-        rows = pq.read_table(file).to_pylist()
+        try:
+            rows = pq.read_table(file).to_pylist()
+        except (pa.ArrowException, OSError, ValueError) as error:  # a damaged or truncated file
+            first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            raise UserError(f"{file}: not a readable Parquet file ({first})") from None
+        for number, row in enumerate(rows):
+            _check_row(row, f"{file.parent.name}/{file.name} row {number}")
         for row in rows:
             row["_builder"] = builder
         configs.setdefault(file.parent.name, {}).setdefault(split, []).extend(rows)
     if not configs:
         raise UserError(f"{spec} holds no Parquet files: not an mcqforge release")
     return configs
+
+
+def _check_row(row: Mapping[str, Any], where: str) -> None:
+    """A release row as every layout reads it: a question, 2 to 26 options of text, the gold's index among them."""
+    choices = row.get("choices")
+    gold = row["answer_index"] if row.get("answer_index") is not None else row.get("answer")
+    if not isinstance(row.get("question"), str):
+        problem = "no question"
+    elif not isinstance(choices, list) or not all(isinstance(c, str) for c in choices) or \
+            not 2 <= len(choices) <= len(LETTERS):
+        problem = f"'choices' must be 2 to {len(LETTERS)} options of text"
+    elif isinstance(gold, bool) or not isinstance(gold, int) or not 0 <= gold < len(choices):
+        problem = f"the answer {gold!r:.20} is not the index of one of its {len(choices)} options"
+    else:
+        return
+    raise UserError(f"{where}: not an mcqforge release row ({problem})")
 
 
 def release_builder(folder: Path) -> str | None:

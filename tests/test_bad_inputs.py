@@ -192,3 +192,138 @@ def test_a_predictions_file_with_a_huge_number_or_deep_nesting_is_one_line(tmp_p
     lines = error_lines(capsys)
     assert len(lines) == 1 and lines[0].startswith("error: ") and lines[0].endswith(f"{predictions}:1: {problem}"), \
         lines
+
+
+# ---- where the release and the caches go ---------------------------------------------------------------------
+
+
+def _bwrap_works() -> bool:
+    import shutil
+    import subprocess
+
+    return shutil.which("bwrap") is not None and subprocess.run(
+        ["bwrap", "--dev-bind", "/", "/", "true"], capture_output=True).returncode == 0
+
+
+needs_bwrap = pytest.mark.skipif(not _bwrap_works(), reason="the mounts are made with bubblewrap")
+
+
+def run_mounted(mounts: list[str], *argv: str):
+    """A build from the embedded sample inside bubblewrap's ``mounts`` (a tmpfs, a read-only folder)."""
+    import os
+    import subprocess
+    import sys
+
+    from builders.registry import BUILDERS
+
+    repo = Path(__file__).resolve().parents[1]
+    return subprocess.run(["bwrap", "--dev-bind", "/", "/", *mounts, sys.executable, "-m", BUILDERS["gsm_mc"],
+                           "--source", "sample", "--log-level", "ERROR", *argv], capture_output=True, text=True,
+                          cwd=repo, env={**os.environ, "PYTHONPATH": str(repo)}, timeout=300)
+
+
+def one_line(result) -> str:
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), lines
+    return lines[0]
+
+
+@needs_bwrap
+def test_an_output_that_is_a_mount_point_is_refused_before_any_work(tmp_path):
+    """The swap of a new release into a mount point's place failed with EBUSY after the whole build."""
+    out = tmp_path / "out"
+    out.mkdir()
+    assert one_line(run_mounted(["--tmpfs", str(out)], "--output", str(out))) == (
+        f"error: --output {out} is a mount point, which a new release cannot take the place of; write it into a "
+        "folder under it")
+
+
+@needs_bwrap
+def test_an_output_on_a_full_disk_is_refused_before_any_work(tmp_path):
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    line = one_line(run_mounted(["--size", "65536", "--tmpfs", str(disk)], "--output", str(disk / "out")))
+    assert line == f"error: --output {disk / 'out'}: 0.1 MiB free there; the new release needs about 4.0 MiB beside " \
+                   "the previous one"
+
+
+@needs_bwrap
+@pytest.mark.parametrize("kind", ["file", "read-only"])
+def test_a_cache_folder_that_cannot_be_written_is_refused_before_any_work(tmp_path, kind):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    if kind == "file":
+        cache, blocker, mounts, why = folder / "cache", folder / "cache", [], "is a file, not a folder"
+        cache.write_text("x")
+    else:
+        cache, blocker, mounts, why = folder / "cache", folder, ["--ro-bind", str(folder), str(folder)], "is not writable"
+    assert one_line(run_mounted(mounts, "--cache-dir", str(cache), "--output", str(tmp_path / "o"))) == \
+        f"error: --cache-dir {cache}: {blocker} {why}"
+
+
+def test_a_write_that_fails_late_is_one_line_and_leaves_the_previous_release_whole(tmp_path):
+    """A full disk found while the release was written was a traceback; the old release must stay in place."""
+    import errno
+
+    from builders.core.errors import UserError
+    from builders.core.release.writer import write_folder_atomically
+
+    out = tmp_path / "release"
+    out.mkdir()
+    (out / "build_config.yaml").write_text("old\n")
+
+    def fill(staging: Path) -> None:
+        staging.mkdir()
+        (staging / "half.parquet").write_bytes(b"PAR1")
+        raise OSError(errno.ENOSPC, "Error writing bytes to file")
+
+    with pytest.raises(UserError) as raised:
+        write_folder_atomically(out, fill)
+    assert str(raised.value) == (f"--output {out}: writing failed (No space left on device); the previous one is "
+                                 "left as it was")
+    assert [p.name for p in tmp_path.iterdir()] == ["release"] and (out / "build_config.yaml").read_text() == "old\n"
+
+
+# ---- a damaged release -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gsm_release(tmp_path_factory) -> Path:
+    from builders import gsm_mc
+
+    out = tmp_path_factory.mktemp("gsm") / "release"
+    assert gsm_mc.main(["--source", "sample", "--output", str(out), "--log-level", "WARNING"]) == 0
+    return out
+
+
+def _rewrite(parquet: Path, change) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(parquet).to_pylist()
+    change(rows)
+    pq.write_table(pa.Table.from_pylist(rows), parquet)
+
+
+@pytest.mark.parametrize("damage, problem", [
+    (lambda p: p.write_bytes(p.read_bytes()[:500]), "not a readable Parquet file"),
+    (lambda p: _rewrite(p, lambda rows: rows[0].update(answer=9)),
+     "row 0: not an mcqforge release row (the answer 9 is not the index of one of its 4 options)"),
+    (lambda p: _rewrite(p, lambda rows: [row.pop("choices") for row in rows]),
+     "row 0: not an mcqforge release row ('choices' must be 2 to 26 options of text)"),
+    (lambda p: _rewrite(p, lambda rows: rows[0].update(choices=[str(i) for i in range(27)])),
+     "row 0: not an mcqforge release row ('choices' must be 2 to 26 options of text)"),
+])
+def test_an_export_of_a_damaged_release_is_one_line(gsm_release, tmp_path, capsys, damage, problem):
+    import shutil
+
+    from builders import export
+
+    release = tmp_path / "release"
+    shutil.copytree(gsm_release, release)
+    damage(next((release / "default").glob("*.parquet")))
+    assert export.main([str(release), "--layout", "mc-evaluation", "--output", str(tmp_path / "out")]) == 2
+    lines = error_lines(capsys)
+    assert len(lines) == 1 and lines[0].startswith("error: ") and problem in lines[0], lines
+    assert not (tmp_path / "out").exists()

@@ -42,6 +42,7 @@ from builders.core.release.publish import (
 )
 from builders.core.release.writer import check_output_folder, output_lock, write_release
 from builders.core.runtime import progress
+from builders.core.runtime.cache import DEFAULT_ROOT, check_cache_folder
 from builders.core.runtime.redact import scrub_log_handlers, scrub_text
 from builders.core.sources.consensus import KeyConsensusOptions, find_suspect_keys
 from builders.core.sources.corrections import (
@@ -303,6 +304,9 @@ def check_options(builder: Runnable, args: argparse.Namespace) -> Any:
     type); the builder's options, made once from the checked arguments."""
     if args.version is not None:
         version_tag(args.version)
+    cache = getattr(args, "cache_dir", None)  # the LLM replies' and the embeddings' cache, where one is named
+    if cache is not None and not str(cache).startswith(DEFAULT_ROOT):  # a default is used only if a build needs it
+        check_cache_folder(cache)
     options = builder.options_of(args)
     builder.check_services(options, args)
     return options

@@ -70,12 +70,29 @@ def check_output_folder(out_dir: Path) -> None:
         raise UserError(f"--output {out_dir} is a file, not a folder")
     if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / BUILD_CONFIG_FILE).exists():
         raise UserError(f"--output {out_dir} is not empty and is not an mcqforge release folder; choose another")
+    if out_dir.is_dir() and os.path.ismount(out_dir):
+        raise UserError(f"--output {out_dir} is a mount point, which a new release cannot take the place of; "
+                        "write it into a folder under it")
     parent = out_dir.resolve().parent
     try:
         probe = tempfile.mkdtemp(prefix=f".{out_dir.name}.probe-", dir=parent)
         os.rmdir(probe)
     except OSError as error:
         raise UserError(f"--output {out_dir}: cannot create a folder there ({error.strerror or error})") from None
+    check_free_space(out_dir, parent)
+
+
+MIN_FREE_BYTES = 4 * 2 ** 20  # a release of the embedded samples takes under 1 MiB
+
+
+def check_free_space(out_dir: Path, parent: Path) -> None:
+    """Room for the new release beside the previous one (the swap needs both at once), which a rebuild's
+    previous release estimates; a full disk found only at the end of a build costs the whole build."""
+    previous = sum(f.lstat().st_size for f in out_dir.rglob("*") if f.is_file()) if out_dir.is_dir() else 0
+    free = shutil.disk_usage(parent).free
+    if free < previous + MIN_FREE_BYTES:
+        raise UserError(f"--output {out_dir}: {free / 2 ** 20:.1f} MiB free there; the new release needs "
+                        f"about {(previous + MIN_FREE_BYTES) / 2 ** 20:.1f} MiB beside the previous one")
 
 
 def write_release(build: Build, report: ValidationReport, out_dir: Path, release: ReleaseInfo | None = None, *,
@@ -295,12 +312,23 @@ def write_folder_atomically(out_dir: Path, fill: Callable[[Path], None]) -> None
     takes ``out_dir``'s place in one atomic exchange: a failure, a kill or a power loss at any moment leaves the
     old folder or the new one. The staging folder's name records its writer (:func:`owner_tag`)."""
     staging = Path(out_dir).resolve().parent / f".{Path(out_dir).name}.incoming-{owner_tag()}-{uuid.uuid4().hex[:8]}"
+    existed = Path(out_dir).exists()
     try:
         fill(staging)
         _sync_tree(staging)
         _move_into_place(staging, Path(out_dir).resolve())
+    except OSError as error:  # a full disk, a quota, a folder taken away: the old folder is still in place
+        kept = "the previous one is left as it was" if existed else "nothing was written"
+        raise UserError(f"--output {out_dir}: writing failed ({_reason(error)}); {kept}") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _reason(error: OSError) -> str:
+    """An OSError in a few words: its system reason (pyarrow's carry theirs in the message only)."""
+    if error.errno:
+        return os.strerror(error.errno)
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
 
 
 def _write_files(build: Build, report: ValidationReport, folder: Path, release: ReleaseInfo) -> None:
@@ -338,7 +366,11 @@ def _move_into_place(staging: Path, out_dir: Path) -> None:
     elif not _exchange(staging, out_dir):  # on success staging now holds the old release
         old = out_dir.parent / f".{out_dir.name}.previous-{uuid.uuid4().hex[:8]}"
         os.rename(out_dir, old)  # a kill between these two renames is mended by recover_interrupted
-        os.rename(staging, out_dir)
+        try:
+            os.rename(staging, out_dir)
+        except OSError:
+            os.rename(old, out_dir)
+            raise
         shutil.rmtree(old, ignore_errors=True)
     _fsync(out_dir.parent, os.O_RDONLY | os.O_DIRECTORY)  # the swap itself, on disk
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from builders.core.errors import UserError
+
 DEFAULT_ROOT = "~/.cache/mcqforge"
 
 
@@ -25,3 +27,18 @@ def cache_folder(text: str | Path | None) -> Path | None:
     if text == DEFAULT_ROOT or text.startswith(DEFAULT_ROOT + "/"):
         return cache_root() / text[len(DEFAULT_ROOT):].lstrip("/")
     return Path(text).expanduser()
+
+
+def check_cache_folder(text: str | Path | None, flag: str = "--cache-dir") -> None:
+    """A cache folder a build will write into, checked before any work: a folder (or one that can be made) that
+    this user can write, on a file system that is not read-only."""
+    folder = cache_folder(text)
+    if folder is None:
+        return
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UserError(f"{flag} {text}: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):  # also false on a read-only file system, for root too
+        raise UserError(f"{flag} {text}: {existing} is not writable")
