@@ -76,8 +76,14 @@ def main() -> int:
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--record", type=Path, help="write the digests to this JSON file")
     what.add_argument("--compare", type=Path, help="compare with the digests recorded in this JSON file")
+    parser.add_argument("--only", nargs="+", metavar="LABEL", help="only these builds (e.g. real/wicked sample/wicked)")
     args = parser.parse_args()
     builds = sample_builds() | (real_builds(args.data.resolve()) if args.data else {})
+    if args.only:
+        unknown = sorted(set(args.only) - set(builds))
+        if unknown:
+            parser.error(f"--only: no build {', '.join(unknown)} (builds: {', '.join(builds)})")
+        builds = {label: builds[label] for label in args.only}
     with tempfile.TemporaryDirectory() as tmp:
         digests = build_all(builds, Path(tmp))
         if not args.record and not args.compare:  # the same inputs and seed, built again

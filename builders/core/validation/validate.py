@@ -14,6 +14,7 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import Any, Iterable
 
 from builders.core.errors import ValidationFailed
@@ -248,9 +249,11 @@ class _Word:
         return self.letter and self.raw.rstrip(".,;:").endswith(")")
 
 
-def _words(option: str) -> list[_Word]:
+@lru_cache(maxsize=1 << 18)
+def _words(option: str) -> tuple[_Word, ...]:
+    # A pure reading of one text, kept once per distinct text: a build reads each option in several configs.
     words = (_Word(raw.lower().strip("().:;!?\"'"), raw) for raw in re.split(r"[\s,]+", option))
-    return [w for w in words if w.text]
+    return tuple(w for w in words if w.text)
 
 
 def refers_to_other_options(option: str, others: Iterable[str] = ()) -> bool:
@@ -259,6 +262,17 @@ def refers_to_other_options(option: str, others: Iterable[str] = ()) -> bool:
     option labels and joining words ("a. and b. above", "Both 2 and 3", and "1 and 2" when no other option
     holds a number); a list of bracketed letters opening the option ("(A), (B), and (C) are ..."); "both a and
     b are correct"; "option B"; or an option that is only "(a)". ``others``: the item's other options."""
+    reading = _reading(option)
+    if reading is not None:
+        return reading
+    others = list(others)
+    return bool(others) and not any(ch.isdigit() for other in others for ch in other)
+
+
+@lru_cache(maxsize=1 << 18)
+def _reading(option: str) -> bool | None:
+    """What ``option`` alone says: True, it refers to the others; False, it does not; None, it is only option
+    numbers and joining words ("1 and 2"), which refer to the others when no other option holds a number."""
     words = _words(option)
     texts = [w.text for w in words]
     if not words:
@@ -294,9 +308,9 @@ def refers_to_other_options(option: str, others: Iterable[str] = ()) -> bool:
     if len(letters) == 1 and letters[0].text in "abcdefgh" and (  # not "I only": the question's statement I
             {"only", "correct", "true", "right", "valid", "incorrect", "false", "wrong"} | _NAMING) & set(rest):
         return True
-    others = list(others)
-    return len(numbers) >= 2 and (bool(_NUMBER_CUES & set(rest))
-                                  or bool(others) and not any(ch.isdigit() for other in others for ch in other))
+    if len(numbers) < 2:
+        return False
+    return True if _NUMBER_CUES & set(rest) else None
 
 
 _COUNTS = {"two", "three", "four", "five", "six", "2", "3", "4", "5", "6"}
@@ -360,7 +374,7 @@ def _by_place(texts: list[str]) -> bool:
     return rest == ["only"] or _is_verdict(rest)
 
 
-def _all_but_labels(words: list[_Word]) -> bool:
+def _all_but_labels(words: tuple[_Word, ...]) -> bool:
     """Every option but some named by label: "All except D", "all of the options except a and b"."""
     texts = [w.text for w in words]
     cut = next((i for i, t in enumerate(texts) if t in {"except", "but"}), None)
@@ -374,6 +388,7 @@ _NO_ANSWER_OPENINGS = (("there", "is"), ("there", "are"), ("i", "have"))
 _NO_WHAT = {"comment", "exception", "exceptions", "objection", "objections", "answer", "answers"}
 
 
+@lru_cache(maxsize=1 << 18)
 def says_no_answer(option: str) -> bool:
     """Whether ``option`` already says there is no answer: "None" as its first word, not followed by "of" ("None,
     because the statement is admissible.", "None are oncogenic per se"), or an opening "[There is / I have] no
