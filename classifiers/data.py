@@ -62,6 +62,12 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)  # the only way to read it is to set it: put it straight back
+    os.umask(mask)
+    return mask
+
+
 def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
     """Written to a temporary file and moved into place, so a killed run never leaves half a file."""
     path = Path(path)
@@ -71,6 +77,7 @@ def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             for row in rows:
                 handle.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would keep colleagues on a shared cluster out
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -149,3 +149,38 @@ def test_a_folder_written_with_output_only_is_not_published(tmp_path, capsys):
     assert "was written for no repo and version (--output only)" in capsys.readouterr().err
     assert publish.main([str(tmp_path), "--push", "a/b", "--version", "1.0.0"]) == 2
     assert "is not a release folder of mcqforge" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002])
+def test_the_classifiers_files_are_written_with_the_users_umask(tmp_path, umask):
+    """`classifiers.sba sample` wrote train.jsonl and eval.jsonl with mode 0600 (a temporary file's), beside a
+    sample.json of 0644: on a shared cluster colleagues could not read them."""
+    import os
+
+    from classifiers.data import write_jsonl
+
+    before = os.umask(umask)
+    try:
+        write_jsonl(tmp_path / "train.jsonl", [{"id": "a"}])
+    finally:
+        os.umask(before)
+    assert (tmp_path / "train.jsonl").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_a_long_stage_logs_a_line_at_a_steady_interval_without_a_terminal(monkeypatch, caplog):
+    """Bars show only on a terminal: the WiCkeD MMLU build ran 22 minutes with two log lines. Without one, a
+    stage longer than the interval logs what it has done at that interval; a short one logs nothing."""
+    import time
+
+    from builders.core.runtime import progress
+
+    monkeypatch.setattr(progress, "_enabled", False)
+    monkeypatch.setattr(progress, "LOG_INTERVAL_S", 0.2)
+    with caplog.at_level("INFO", logger=progress.__name__):
+        for _ in progress.bar(range(3), desc="quick", unit="item"):
+            pass
+        for _ in progress.bar(range(6), desc="embed", unit="batch"):
+            time.sleep(0.15)
+    lines = [record.getMessage() for record in caplog.records]
+    assert lines and all(line.startswith("embed: ") and "/6 batch (" in line for line in lines)
+    assert 2 <= len(lines) <= 5 and not any("\r" in line or "\x1b" in line for line in lines)
