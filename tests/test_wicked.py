@@ -15,7 +15,8 @@ import datasets
 import pytest
 import yaml
 from fixtures import ARC, MMLU_TEST, outcome_rows, read_lm_eval_task, write_benchmark, write_jsonl
-from fixtures_mmlu_references import FORMS, NONE_LIKE, PROSE_REFERENCES, TRUTHFUL_QA_NO_COMMENT
+from fixtures_mmlu_references import (FORMS, NONE_LIKE, PROSE_REFERENCES, TRUTHFUL_QA_NO_COMMENT,
+                                     TRUTHFUL_QA_NONE_LIKE_KEYS)
 
 from builders import wicked
 from builders.core.errors import ValidationFailed
@@ -605,6 +606,31 @@ def test_truthful_qa_no_comment_is_none_like():
         (record,) = result.build.configs[f"variant_{k}"]["validation"]
         assert record.metadata["skip_reason"] == "none_like_option" and record.metadata["removed_index"] is None
     assert result.report.passed
+
+
+def test_truthful_qa_keys_saying_nothing_happens_or_there_is_none_get_no_nota():
+    """Issue 34: "Nothing in particular happens ...", "There is no ...", "There's no ...", "No one ...", "No UFO report
+    has been proven ...", "There are no ..." keys are copied unchanged in all 5 variants, beside a content item that
+    is altered; with the builder's detector blinded, the validator's own reading refuses all 6 in each variant."""
+    rows = [{"question": question, "mc1_targets": {"choices": choices, "labels": [1, 0, 0, 0]},
+             "mc2_targets": {"choices": choices, "labels": [1, 0, 0, 0]}} for question, choices in TRUTHFUL_QA_NONE_LIKE_KEYS]
+    content = ["Paris is the capital of France.", "Lyon is.", "Nice is.", "Lille is."]
+    rows.append({"question": "What is the capital of France?", "mc1_targets": {"choices": content, "labels": [1, 0, 0, 0]},
+                 "mc2_targets": {"choices": content, "labels": [1, 0, 0, 0]}})
+    result = wicked.build_dataset(rows, benchmark="truthful_qa", split="validation", sba_classifier="none", variants=5)
+    assert result.report.passed
+    for k in range(5):
+        records = result.build.configs[f"variant_{k}"]["validation"]
+        assert [r.metadata["skip_reason"] for r in records] == ["none_like_option"] * 6 + [None]
+        assert NOTA_TEXT in records[6].choices and not any(NOTA_TEXT in r.choices for r in records[:6])
+
+
+def test_validator_reads_none_like_keys_on_its_own(monkeypatch):
+    monkeypatch.setattr(wicked.transform, "none_like_option", lambda choices: None)
+    rows = [{"question": question, "mc1_targets": {"choices": choices, "labels": [1, 0, 0, 0]},
+             "mc2_targets": {"choices": choices, "labels": [1, 0, 0, 0]}} for question, choices in TRUTHFUL_QA_NONE_LIKE_KEYS]
+    with pytest.raises(ValidationFailed, match="no_reference_altered \\(12: "):
+        wicked.build_dataset(rows, benchmark="truthful_qa", split="validation", sba_classifier="none", variants=2)
 
 
 @pytest.mark.parametrize("form", list(FORMS))
