@@ -83,6 +83,15 @@ def _duplicates_only_as_copied(build: Build) -> Iterable[str]:
                 yield f"{config}/{split} {record.id}: two options are equal and the item is not the source's unchanged"
 
 
+def _key_text_once(record: Any) -> str | None:
+    """The key's text, compared as the options' own words (case kept), appears once among the options."""
+    if not isinstance(record, MCQRecord) or not 0 <= record.answer < len(record.choices):
+        return None
+    key = record.choices[record.answer].split()
+    copies = sum(1 for choice in record.choices if choice.split() == key)
+    return f"the key's text appears {copies} times among the options" if copies > 1 else None
+
+
 COMMON_CHECKS = [
     Check("unique_ids", "every id appears once per config", _unique_ids),
     Check("at_least_two_choices", "every item has at least 2 choices",
@@ -93,6 +102,8 @@ COMMON_CHECKS = [
           lambda b: _per_record(b, lambda r: any(not c.strip() for c in r.choices) and "empty choice")),
     Check("no_duplicate_choices", "no two options are equal after whitespace normalisation, except in items "
           "copied unchanged from a source item that has them", _duplicates_only_as_copied),
+    Check("key_text_once", "no item has its key's text twice among its options (a model picking the other copy "
+          "would be scored wrong)", lambda b: _per_record(b, _key_text_once)),
     Check("rows_accounted", "rows in = rows out + rows excluded, per config and split", _accounting),
     Check("outcomes_accounted", "every config and split has its outcome counts, and altered + copied unchanged = "
           "rows out, + excluded = rows in", _outcomes_accounting),
