@@ -680,26 +680,51 @@ def test_regression_a_split_whose_only_row_is_excluded_has_statistics(tmp_path):
     assert list(shares.rows)[0] == ("test", 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
 
-@pytest.mark.parametrize("name", ["commonsense_qa", "mmlu"])
-def test_no_sba_detection_on_a_high_sba_benchmark_warns_in_log_and_card(tmp_path, caplog, name):
-    """Issue 22.1: CommonsenseQA built with --sba-classifier none warns, with the expected incoherent share (6 of 11
-    NOTA-keyed items in a 60-item reading still had an acceptable option); MMLU, with no known high share, does not."""
+SBA_LABEL_FIGURES = {  # (SBA, labelled items WiCkeD alters, the source the labels are of)
+    "mmlu": (59, 816, None), "mmlu_pro": (162, 842, None), "truthful_qa": (3, 550, None),
+    "commonsense_qa": (263, 857, None), "mmlu_redux": (59, 816, "mmlu"), "arc_challenge": (59, 816, "mmlu")}
+
+
+@pytest.mark.parametrize("name", list(SBA_LABEL_FIGURES))
+def test_no_sba_detection_warns_in_log_and_card_with_the_labels_figure(tmp_path, caplog, name):
+    """Issue 34: every benchmark built with --sba-classifier none warns, in the log and the card, with the share of
+    SBA items among the project's labels of that source (CommonsenseQA measured again: 263 of 857, not 6 of 11), or
+    of the closest labelled source, named as such (MMLU-Redux and ARC read MMLU's)."""
+    sba_items, labelled, closest = SBA_LABEL_FIGURES[name]
     folder = write_benchmark(name, tmp_path)
     with caplog.at_level("WARNING", logger=BUILDERS["wicked"]):
         assert wicked.main(["--benchmark", name, "--source", str(folder), "--sba-classifier", "none", "--variants", "1",
                             "--output", str(tmp_path / "out")]) == 0
     card = " ".join((tmp_path / "out" / "README.md").read_text().split())
-    warned = [r.getMessage() for r in caplog.records if "single-best-answer items" in r.getMessage()]
-    assert len(warned) == (name == "commonsense_qa")
-    assert ("Warning: no SBA detection on a benchmark with many SBA items" in card) == (name == "commonsense_qa")
-    if name == "commonsense_qa":
-        build = build_fixture(tmp_path, "commonsense_qa", variants=1)
-        altered = [r for records in build.configs["variant_0"].values() for r in records
-                   if r.metadata["removed_index"] is not None]
-        nota = sum(r.metadata["nota_is_answer"] for r in altered)
-        expected = 6 / 11 * nota / len(altered)
-        assert "6 of 11 items keyed 'None of the above' still had an acceptable option" in warned[0]
-        assert f"about {100 * expected:.0f}% of this build's altered items" in warned[0]
-        assert ("6 of 11 items keyed \"None of the above\" still had an acceptable option" in card
-                and "about 55% of this release's NOTA-keyed items" in card
-                and f"about {100 * expected:.0f}% of its altered items" in card)
+    (warned,) = [r.getMessage() for r in caplog.records if "without single-best-answer detection" in r.getMessage()]
+    assert "Warning: no single-best-answer detection." in card
+    assert f"{sba_items} of {labelled} items are SBA" in warned
+    assert f"{sba_items} of {labelled} items are single-best-answer" in card
+    assert (f"those of the closest labelled source, `{closest}`" in card) == (closest is not None)
+    assert (f"those of the closest labelled source, {closest})" in warned) == (closest is not None)
+    build = build_fixture(tmp_path, name, variants=1)
+    altered = [r for records in build.configs["variant_0"].values() for r in records
+               if r.metadata["removed_index"] is not None]
+    expected = sba_items / labelled * sum(r.metadata["nota_is_answer"] for r in altered) / len(altered)
+    assert f"about {100 * expected:.1f}% of this build's altered items" in warned
+    assert (f"about {100 * sba_items / labelled:.1f}% of this release's NOTA-keyed items" in card
+            and f"about {100 * expected:.1f}% of its altered items" in card)
+
+
+def test_nota_keyed_items_asking_for_the_best_answer_are_listed_for_review():
+    from builders.wicked.review_cues import best_answer_cue, best_answer_nota_keyed
+
+    assert best_answer_cue("Which of the following is the MOST likely cause?") == "most likely"
+    assert best_answer_cue("What is the primary function of the liver?") == "primary"
+    assert best_answer_cue("Which gas do plants absorb?") is None
+    rows = [{"question": f"Which is the best {noun}?", "subject": "biology", "answer": 0,
+             "choices": [f"{noun} one", f"{noun} two", f"{noun} three", f"{noun} four"]} for noun in
+            ("tool", "plan", "route", "rule", "food", "book", "song", "game")]
+    rows += [{"question": f"Which is {noun}?", "subject": "biology", "answer": 0,
+              "choices": [f"{noun} one", f"{noun} two", f"{noun} three", f"{noun} four"]} for noun in ("a", "b", "c")]
+    result = wicked.build_dataset(rows, sba_classifier="none", variants=4)
+    entries = best_answer_nota_keyed(result.build.configs)
+    nota_keyed = [(config, r.id) for config, split, records in result.build.records() for r in records
+                  if r.metadata.get("nota_is_answer") and r.question.startswith("Which is the best")]
+    assert sorted((e["config"], e["id"]) for e in entries) == sorted(nota_keyed) and nota_keyed
+    assert {e["cue"] for e in entries} == {"best"}
