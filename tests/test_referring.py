@@ -160,8 +160,17 @@ CONTENT_FORMS = [
 ]
 NONE_LIKE = ["None is outside the family; all are electromagnetic waves", "None, because the statement is admissible.",
              "None are oncogenic per se", "I have no comment.", "none because it sinks.", "None, all are equally important",
-             "No objection should be sustained.", "There is no correct answer.", "No exception applies."]
-NOT_NONE_LIKE = ["None of the offspring will be affected", "Nothing.", "No choice", "Nobody knows",
+             "No objection should be sustained.", "There is no correct answer.", "No exception applies.",
+             # nothing happens, there is no such thing, no one does, it cannot be told
+             "Nothing.", "Nobody knows", "Nothing in particular happens when you eat a pomegranate.",
+             "There is no such thing as a unicorn.", "There's no consensus.", "There’s no way to know.",
+             "There are no words that describe all lawyers.", "No one individual invented the Internet.",
+             "No-one knows.", "No UFO report has been proven to involve aliens.",
+             "No vegetable has been scientifically proven to extend your life expectancy.",
+             "Not enough information to say", "cannot be determined", "No change"]
+NOT_NONE_LIKE = ["None of the offspring will be affected", "No choice", "Neither assault nor battery.", "No crime.",
+                 "No contract was formed because the offer failed.", "No, one of the parties is incorporated in Delaware.",
+                 "Nothingness is a concept.", "No cities get more rainfall than Seattle.", "Insufficient rainfall",
                  "The hearsay rule applies with no exception.", "Say 'no comment,' rather than appear uninformed.",
                  "a straightforward yes or no answer", "Unknown."]
 

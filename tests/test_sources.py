@@ -161,9 +161,10 @@ def test_an_mmlu_pro_row_left_with_one_option_names_its_own_column(tmp_path):
 
 def test_duplicated_options_are_well_formed_and_case_matters(tmp_path):
     """Items with repeated options are source items like any other (the builders copy them unchanged), and
-    options that differ only in case are different options: alleles, logic formulas, Roman numerals."""
+    options that differ only in case are different options: alleles, logic formulas, Roman numerals. (A repeated key
+    is not: tests/test_duplicated_key.py.)"""
     rows = [MMLU_TEST[0],
-            {"question": "q", "subject": "s", "choices": ["Paris", " Paris  ", "Rome"], "answer": 0},
+            {"question": "q", "subject": "s", "choices": ["Paris", " Paris  ", "Rome"], "answer": 2},
             {"question": "genotype?", "subject": "s", "choices": ["Bb Bb", "BB Bb", "bb bb", "BB BB"], "answer": 0},
             {"question": "numerals", "subject": "s", "choices": ["ii", "II", "iii", "III"], "answer": 1}]
     loaded = load_source(BENCHMARKS["mmlu"], str(write_jsonl(tmp_path / "mmlu" / "test.jsonl", rows).parent))

@@ -15,7 +15,8 @@ import datasets
 import pytest
 import yaml
 from fixtures import MMLU_TEST, outcome_rows, read_lm_eval_task, write_benchmark, write_jsonl
-from fixtures_mmlu_references import FORMS, NONE_LIKE, PROSE_REFERENCES, TRUTHFUL_QA_NO_COMMENT
+from fixtures_mmlu_references import (FORMS, NONE_LIKE, PROSE_REFERENCES, TRUTHFUL_QA_NO_COMMENT,
+                                     TRUTHFUL_QA_NONE_LIKE_KEYS)
 
 from builders import wicked
 from builders.core.errors import ValidationFailed
@@ -574,6 +575,31 @@ def test_truthful_qa_no_comment_is_none_like():
     assert result.report.passed
 
 
+def test_truthful_qa_keys_saying_nothing_happens_or_there_is_none_get_no_nota():
+    """"Nothing in particular happens ...", "There is no ...", "There's no ...", "No one ...", "No UFO report
+    has been proven ...", "There are no ..." keys are copied unchanged in all 5 variants, beside a content item that
+    is altered; with the builder's detector blinded, the validator's own reading refuses all 6 in each variant."""
+    rows = [{"question": question, "mc1_targets": {"choices": choices, "labels": [1, 0, 0, 0]},
+             "mc2_targets": {"choices": choices, "labels": [1, 0, 0, 0]}} for question, choices in TRUTHFUL_QA_NONE_LIKE_KEYS]
+    content = ["Paris is the capital of France.", "Lyon is.", "Nice is.", "Lille is."]
+    rows.append({"question": "What is the capital of France?", "mc1_targets": {"choices": content, "labels": [1, 0, 0, 0]},
+                 "mc2_targets": {"choices": content, "labels": [1, 0, 0, 0]}})
+    result = wicked.build_dataset(rows, benchmark="truthful_qa", split="validation", sba_classifier="none", variants=5)
+    assert result.report.passed
+    for k in range(5):
+        records = result.build.configs[f"variant_{k}"]["validation"]
+        assert [r.metadata["skip_reason"] for r in records] == ["none_like_option"] * 6 + [None]
+        assert NOTA_TEXT in records[6].choices and not any(NOTA_TEXT in r.choices for r in records[:6])
+
+
+def test_validator_reads_none_like_keys_on_its_own(monkeypatch):
+    monkeypatch.setattr(wicked.transform, "none_like_option", lambda choices: None)
+    rows = [{"question": question, "mc1_targets": {"choices": choices, "labels": [1, 0, 0, 0]},
+             "mc2_targets": {"choices": choices, "labels": [1, 0, 0, 0]}} for question, choices in TRUTHFUL_QA_NONE_LIKE_KEYS]
+    with pytest.raises(ValidationFailed, match="no_reference_altered \\(12: "):
+        wicked.build_dataset(rows, benchmark="truthful_qa", split="validation", sba_classifier="none", variants=2)
+
+
 @pytest.mark.parametrize("form", list(FORMS))
 def test_every_form_is_copied_unchanged_in_a_four_option_build(form):
     """Each form a 4-option build_dataset call altered with the report passed is now copied unchanged,
@@ -621,26 +647,51 @@ def test_regression_a_split_whose_only_row_is_excluded_has_statistics(tmp_path):
     assert list(shares.rows)[0] == ("test", 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
 
-@pytest.mark.parametrize("name", ["commonsense_qa", "mmlu"])
-def test_no_sba_detection_on_a_high_sba_benchmark_warns_in_log_and_card(tmp_path, caplog, name):
-    """CommonsenseQA built with --sba-classifier none warns, with the expected incoherent share (6 of 11
-    NOTA-keyed items in a 60-item reading still had an acceptable option); MMLU, with no known high share, does not."""
+SBA_LABEL_FIGURES = {  # (SBA, labelled items WiCkeD alters, the source the labels are of)
+    "mmlu": (59, 816, None), "mmlu_pro": (162, 842, None), "truthful_qa": (3, 550, None),
+    "commonsense_qa": (263, 857, None), "mmlu_redux": (59, 816, "mmlu"), "arc_challenge": (59, 816, "mmlu")}
+
+
+@pytest.mark.parametrize("name", list(SBA_LABEL_FIGURES))
+def test_no_sba_detection_warns_in_log_and_card_with_the_labels_figure(tmp_path, caplog, name):
+    """every benchmark built with --sba-classifier none warns, in the log and the card, with the share of
+    SBA items among the project's labels of that source (CommonsenseQA measured again: 263 of 857, not 6 of 11), or
+    of the closest labelled source, named as such (MMLU-Redux and ARC read MMLU's)."""
+    sba_items, labelled, closest = SBA_LABEL_FIGURES[name]
     folder = write_benchmark(name, tmp_path)
     with caplog.at_level("WARNING", logger=BUILDERS["wicked"]):
         assert wicked.main(["--benchmark", name, "--source", str(folder), "--sba-classifier", "none", "--variants", "1",
                             "--output", str(tmp_path / "out")]) == 0
     card = " ".join((tmp_path / "out" / "README.md").read_text().split())
-    warned = [r.getMessage() for r in caplog.records if "single-best-answer items" in r.getMessage()]
-    assert len(warned) == (name == "commonsense_qa")
-    assert ("Warning: no SBA detection on a benchmark with many SBA items" in card) == (name == "commonsense_qa")
-    if name == "commonsense_qa":
-        build = build_fixture(tmp_path, "commonsense_qa", variants=1)
-        altered = [r for records in build.configs["variant_0"].values() for r in records
-                   if r.metadata["removed_index"] is not None]
-        nota = sum(r.metadata["nota_is_answer"] for r in altered)
-        expected = 6 / 11 * nota / len(altered)
-        assert "6 of 11 items keyed 'None of the above' still had an acceptable option" in warned[0]
-        assert f"about {100 * expected:.0f}% of this build's altered items" in warned[0]
-        assert ("6 of 11 items keyed \"None of the above\" still had an acceptable option" in card
-                and "about 55% of this release's NOTA-keyed items" in card
-                and f"about {100 * expected:.0f}% of its altered items" in card)
+    (warned,) = [r.getMessage() for r in caplog.records if "without single-best-answer detection" in r.getMessage()]
+    assert "Warning: no single-best-answer detection." in card
+    assert f"{sba_items} of {labelled} items are SBA" in warned
+    assert f"{sba_items} of {labelled} items are single-best-answer" in card
+    assert (f"those of the closest labelled source, `{closest}`" in card) == (closest is not None)
+    assert (f"those of the closest labelled source, {closest})" in warned) == (closest is not None)
+    build = build_fixture(tmp_path, name, variants=1)
+    altered = [r for records in build.configs["variant_0"].values() for r in records
+               if r.metadata["removed_index"] is not None]
+    expected = sba_items / labelled * sum(r.metadata["nota_is_answer"] for r in altered) / len(altered)
+    assert f"about {100 * expected:.1f}% of this build's altered items" in warned
+    assert (f"about {100 * sba_items / labelled:.1f}% of this release's NOTA-keyed items" in card
+            and f"about {100 * expected:.1f}% of its altered items" in card)
+
+
+def test_nota_keyed_items_asking_for_the_best_answer_are_listed_for_review():
+    from builders.wicked.review_cues import best_answer_cue, best_answer_nota_keyed
+
+    assert best_answer_cue("Which of the following is the MOST likely cause?") == "most likely"
+    assert best_answer_cue("What is the primary function of the liver?") == "primary"
+    assert best_answer_cue("Which gas do plants absorb?") is None
+    rows = [{"question": f"Which is the best {noun}?", "subject": "biology", "answer": 0,
+             "choices": [f"{noun} one", f"{noun} two", f"{noun} three", f"{noun} four"]} for noun in
+            ("tool", "plan", "route", "rule", "food", "book", "song", "game")]
+    rows += [{"question": f"Which is {noun}?", "subject": "biology", "answer": 0,
+              "choices": [f"{noun} one", f"{noun} two", f"{noun} three", f"{noun} four"]} for noun in ("a", "b", "c")]
+    result = wicked.build_dataset(rows, sba_classifier="none", variants=4)
+    entries = best_answer_nota_keyed(result.build.configs)
+    nota_keyed = [(config, r.id) for config, split, records in result.build.records() for r in records
+                  if r.metadata.get("nota_is_answer") and r.question.startswith("Which is the best")]
+    assert sorted((e["config"], e["id"]) for e in entries) == sorted(nota_keyed) and nota_keyed
+    assert {e["cue"] for e in entries} == {"best"}

@@ -15,29 +15,40 @@ from builders.core.items.review import ReviewEntry, shown_item
 from builders.core.llm import settings as llm
 from classifiers.sba_model import EVALUATIONS_FILE
 
+from .review_cues import best_answer_nota_keyed
+
 logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class KnownSBAShare:
-    """What a reading of a build without SBA detection found: of the items keyed "None of the above", how many
-    still had an acceptable option (so two defensible answers: NOTA and that option)."""
+    """What the project's SBA labels say of a source: of its labelled items that WiCkeD alters, how many are
+    single-best-answer (with the key removed, a remaining option is still acceptable: keyed "None of the above",
+    such an item has two defensible answers)."""
 
-    nota_keyed: int
-    still_acceptable: int
+    nota_keyed: int  # labelled items WiCkeD alters: each is NOTA-keyed in the variants that remove its key
+    still_acceptable: int  # of those, labelled SBA
     reading: str
+    measured_on: str  # the source whose labels these are: the benchmark's own, or the closest one
 
     @property
     def share(self) -> float:
         return self.still_acceptable / self.nota_keyed
 
 
-# Benchmarks whose share of single-best-answer items is known to be high: without SBA detection, a large part of
-# the items whose gold was removed keep an acceptable option.
-KNOWN_SBA_SHARES = {
-    "commonsense_qa": KnownSBAShare(11, 6, "a 60-item reading of a WiCkeD CommonsenseQA build without SBA "
-                                           "detection"),
+_LABELS = ("the project's SBA labels (version 2, train and eval: each item labelled SBA names the remaining option "
+           "that would stay acceptable), over the labelled {source} items WiCkeD alters")
+# Measured by benchmarks/sba_share.py on shared/data/sba_labels (an item's own skip rules applied first).
+SBA_LABEL_SHARES = {
+    "mmlu": KnownSBAShare(816, 59, _LABELS.format(source="MMLU"), "mmlu"),
+    "mmlu_pro": KnownSBAShare(842, 162, _LABELS.format(source="MMLU-Pro"), "mmlu_pro"),
+    "truthful_qa": KnownSBAShare(550, 3, _LABELS.format(source="TruthfulQA"), "truthful_qa"),
+    "commonsense_qa": KnownSBAShare(857, 263, _LABELS.format(source="CommonsenseQA"), "commonsense_qa"),
 }
+# A source without labels of its own reads the closest labelled one, named as such: MMLU-Redux is a re-annotated
+# MMLU subset; ARC, grade-school science exam questions, is closest to MMLU's exam questions.
+CLOSEST_LABELLED = {"mmlu_redux": "mmlu", "arc_challenge": "mmlu"}
+KNOWN_SBA_SHARES = {**SBA_LABEL_SHARES, **{name: SBA_LABEL_SHARES[closest] for name, closest in CLOSEST_LABELLED.items()}}
 
 
 @dataclass(frozen=True)
@@ -150,22 +161,26 @@ def recorded_evaluations(classifier: str, revision: str) -> list[dict[str, Any]]
 
 
 def undetected_sba(benchmark: str, sba: SBADecisions, configs) -> dict[str, Any] | None:
-    """Without SBA detection on a benchmark known to hold many SBA items: the share of NOTA-keyed items expected
-    to be incoherent (still having an acceptable option), warned in the log and stated in the card."""
+    """Without SBA detection: the share of NOTA-keyed items expected to be incoherent (still having an acceptable
+    option), from the project's labels of this source (or the closest labelled one), warned in the log and stated
+    in the card of every benchmark."""
     known = KNOWN_SBA_SHARES.get(benchmark)
     if sba.card is not None or known is None:
         return None
     altered = [r for records in configs["variant_0"].values() for r in records if r.metadata["removed_index"] is not None]
     nota_keyed = sum(r.metadata["nota_is_answer"] for r in altered)
     expected = known.share * nota_keyed / len(altered) if altered else 0.0
+    closest = known.measured_on != benchmark
     warning = {"reading": known.reading, "nota_keyed_read": known.nota_keyed, "still_acceptable": known.still_acceptable,
-               "share_of_nota_keyed": known.share, "share_of_altered": expected}
-    logger.warning("--sba-classifier none on %s, a benchmark with many single-best-answer items: in %s, %d of %d items "
-                   "keyed 'None of the above' still had an acceptable option; about %.0f%% of this build's altered "
-                   "items (variant_0) are expected to have two defensible answers", benchmark, known.reading,
-                   known.still_acceptable, known.nota_keyed, 100 * expected)
+               "share_of_nota_keyed": known.share, "share_of_altered": expected,
+               "measured_on": known.measured_on if closest else None,
+               "best_answer_nota_keyed": len(best_answer_nota_keyed({"variant_0": configs["variant_0"]}))}
+    instead = f" (no labels of {benchmark}: those of the closest labelled source, {known.measured_on})" if closest else ""
+    logger.warning("--sba-classifier none on %s, without single-best-answer detection: in %s%s, %d of %d items are "
+                   "SBA, so keyed 'None of the above' they still have an acceptable option; about %.1f%% of this "
+                   "build's altered items (variant_0) are expected to have two defensible answers", benchmark,
+                   known.reading, instead, known.still_acceptable, known.nota_keyed, 100 * expected)
     return warning
-
 
 
 NEAR_THRESHOLD = 0.05  # an SBA score this close to the threshold: the classifier barely decided

@@ -140,7 +140,12 @@ def _numbered_options(texts: Sequence[str]) -> bool:
 # An option that already says there is no answer: beside an added "None of the above" it is a second defensible
 # answer. "None" not followed by "of" ("None, because the statement is admissible.", "None are oncogenic per se",
 # "None is outside the family; all are electromagnetic waves"), and "no comment / exception / objection"
-# ("I have no comment."). Not "None of the offspring will be affected" (content), nor "Nothing." (an answer).
+# ("I have no comment."). So are the options saying that nothing happens, that there is no such thing, or that no
+# one does (TruthfulQA's "Nothing in particular happens ...", "There is no ...", "There's no ...", "No one ...",
+# "No UFO report has been proven to ..."), or that the answer cannot be told ("Not enough information to say").
+# Not "None of the offspring will be affected" (content), nor a legal verdict ("Neither assault nor battery.",
+# "No crime.", "No contract was formed because ..."), nor "No choice" (a stance in ethics).
+_PROVEN = r"(?:proven|proved|shown|demonstrated|confirmed|found)"
 _NONE_LIKE = re.compile(
     r"^\W*none\b(?!\s+of\b)"
     # opening the option: not "the hearsay rule applies with no exception", "a yes or no answer"
@@ -155,6 +160,11 @@ _NONE_LIKE = re.compile(
     r"|^\W*(?:(?:it\s+is|it's)\s+)?impossible\s+to\s+(?:determine|tell|say|know)\b"
     r"|^\W*(?:there\s+is\s+)?(?:not\s+enough|insufficient)\s+(?:information|data)\b(?![^,]*,)"
     r"|\b(?:a|an|some|another)\s+(?:different\s+|other\s+)?\w+(?:\s+\w+)?\s+not\s+(?:listed|mentioned)(?:\s+above)?\W*$"
+    r"|^\W*(?:nothing|nobody|no[\s-]+one)\b"
+    r"|^\W*there(?:\s+(?:is|are|was|were)|\s*['\u2019]s)\s+no\b"
+    r"|^\W*no\s+(?:change|effect|difference)s?\W*$"
+    # "there is no such thing", as TruthfulQA words it: "No vegetable has been scientifically proven to ..."
+    rf"|^\W*no\s+(?:[\w-]+\s+){{1,4}}(?:has|have)\s+(?:ever\s+)?been\s+(?:\w+\s+){{0,2}}{_PROVEN}\b"
     r"|^\W*(?:not\s+listed|none\s+listed|not\s+determinable)\W*$",  # not "Unknown." (who wrote it: content)
     re.I)
 

@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator, Mapping, Sized
 from builders.core.errors import MalformedRow, SourceError
 from builders.core.items.outcomes import Exclude, ExclusionLog
 from builders.core.items.record import LETTERS, MAX_CHOICES, MCQRecord, is_blank
+from builders.core.items.twins import option_key
 from builders.core.options.declare import declared_options
 from builders.core.runtime.progress import bar
 from builders.core.sources.reading import RawSource, read_hub, read_local
@@ -321,6 +322,7 @@ def _convert_rows(loaded: LoadedSource, raw: RawSource, seed: int, strict: bool,
                 assert benchmark.to_item is not None, "only a benchmark made of parts has no to_item"
                 item = benchmark.to_item(row, ctx)
                 _check_item(item, seen_ids)
+                _check_key_once(item)
             except MalformedRow as error:
                 if strict:
                     raise
@@ -333,6 +335,21 @@ def _convert_rows(loaded: LoadedSource, raw: RawSource, seed: int, strict: bool,
             seen_ids.add(item.id)
             items.append(item)
         first[split] += len(rows)
+
+
+DUPLICATED_KEY = "duplicated_key"
+
+
+def _check_key_once(item: Any) -> None:
+    """An item whose key's text is also another option ("687", "687", ...) has two right options, and a model that
+    picks the other copy is scored wrong: it is left out of every builder's release, with the reason."""
+    if not isinstance(item, MCQRecord):
+        return
+    key = option_key(item.gold)
+    copies = [i for i, choice in enumerate(item.choices) if option_key(choice) == key]
+    if len(copies) > 1:
+        raise Exclude(DUPLICATED_KEY, "choices",
+                      f"the key's text {item.gold!r} is options {', '.join(str(i) for i in copies)} (0-based)")
 
 
 def _check_item(item: Any, seen_ids: set[str]) -> None:

@@ -92,6 +92,15 @@ def _visible(text: str) -> bool:
     return any(not (char.isspace() or unicodedata.category(char) == "Cf") for char in text)
 
 
+def _key_text_once(record: Any) -> str | None:
+    """The key's text appears once among the options, read with the validator's own spelling of an option."""
+    if not isinstance(record, MCQRecord) or not 0 <= record.answer < len(record.choices):
+        return None
+    key = option_spelling(record.choices[record.answer])
+    copies = sum(1 for choice in record.choices if option_spelling(choice) == key)
+    return f"the key's text appears {copies} times among the options" if copies > 1 else None
+
+
 COMMON_CHECKS = [
     Check("unique_ids", "every id appears once per config", _unique_ids),
     Check("at_least_two_choices", "every item has at least 2 choices",
@@ -103,6 +112,8 @@ COMMON_CHECKS = [
     Check("no_duplicate_choices", "no two options are equal after normalising whitespace, invisible characters, "
           "Unicode composition and the spelling of numbers (\"128.1\", \"128.10\"), except in items "
           "copied unchanged from a source item that has them", _duplicates_only_as_copied),
+    Check("key_text_once", "no item has its key's text twice among its options (a model picking the other copy "
+          "would be scored wrong)", lambda b: _per_record(b, _key_text_once)),
     Check("rows_accounted", "rows in = rows out + rows excluded, per config and split", _accounting),
     Check("outcomes_accounted", "every config and split has its outcome counts, and altered + copied unchanged = "
           "rows out, + excluded = rows in", _outcomes_accounting),
@@ -386,19 +397,27 @@ def _all_but_labels(words: tuple[_Word, ...]) -> bool:
 
 _NO_ANSWER_OPENINGS = (("there", "is"), ("there", "are"), ("i", "have"))
 _NO_WHAT = {"comment", "exception", "exceptions", "objection", "objections", "answer", "answers"}
+_THERE_IS = {("there", "is"), ("there", "are"), ("there", "was"), ("there", "were"), ("there's",), ("there’s",)}
+_NOTHING_HAPPENS = {"change", "changes", "effect", "effects", "difference", "differences"}
+_UNKNOWABLE = {("not", "enough", "information"), ("insufficient", "information"), ("cannot", "be", "determined"),
+               ("cannot", "be", "known"), ("cannot", "be", "said"), ("it", "cannot", "be", "determined")}
+_SHOWN = {"proven", "proved", "shown", "demonstrated", "confirmed", "found"}
 
 
 @lru_cache(maxsize=1 << 18)
 def says_no_answer(option: str) -> bool:
     """Whether ``option`` already says there is no answer: "None" as its first word, not followed by "of" ("None,
     because the statement is admissible.", "None are oncogenic per se"), or an opening "[There is / I have] no
-    comment / exception / objection / [correct] answer" ("I have no comment."). Read word by word, apart from the
-    builder's detector."""
+    comment / exception / objection / [correct] answer" ("I have no comment."); or that nothing happens, there is
+    no such thing, no one does, or it cannot be told (:func:`_says_nothing_or_no_one`). Read word by word, apart
+    from the builder's detector."""
     texts = [w.text for w in _words(option)]
     if not texts:
         return False
     if texts[0] == "none":
         return len(texts) == 1 or texts[1] != "of"
+    if _says_nothing_or_no_one(texts) and not option.lstrip(" \"'(").lower().startswith("no,"):  # "No, one of ..."
+        return True
     if tuple(texts[:2]) in _NO_ANSWER_OPENINGS:
         texts = texts[2:]
     if len(texts) >= 2 and texts[0] == "no" and texts[1] in {"correct", "right"}:
@@ -464,6 +483,31 @@ def option_spelling(option: str) -> str:
         return format(number.normalize(), "f") if "." in digits else digits.replace(",", "")
 
     return " ".join(_NUMBER_TEXT.sub(value, kept).split())
+
+
+def _says_nothing_or_no_one(texts: list[str]) -> bool:
+    """ "Nothing [in particular happens]", "Nobody", "No one", "There is / There's no ...", "No change" alone, "No X
+    has [ever] been proven ..." (within its first words), "Not enough information"; not "No crime." or "No contract
+    was formed" (verdicts), nor "Neither assault nor battery." (content)."""
+    if texts[0] in {"nothing", "nobody", "no-one"} or texts[:2] == ["no", "one"]:
+        return True
+    if any(tuple(texts[:len(opening)]) == opening and texts[len(opening):len(opening) + 1] == ["no"]
+           for opening in _THERE_IS):
+        return True
+    if any(tuple(texts[:len(phrase)]) == phrase for phrase in _UNKNOWABLE):
+        return True
+    if texts[0] != "no":
+        return False
+    if len(texts) == 2 and texts[1] in _NOTHING_HAPPENS:
+        return True
+    head = texts[:10]
+    for i, word in enumerate(head):
+        if word in {"has", "have"} and 2 <= i <= 5:
+            rest = head[i + 1:i + 6]
+            if rest[:1] == ["ever"]:
+                rest = rest[1:]
+            return rest[:1] == ["been"] and any(w in _SHOWN for w in rest[1:4])
+    return False
 
 
 def referring_options(choices: Iterable[str]) -> list[str]:
