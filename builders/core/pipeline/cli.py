@@ -181,11 +181,11 @@ def build_and_validate(builder: Runnable, parser: argparse.ArgumentParser, args:
                        source: LoadedSource) -> tuple[Build, ValidationReport]:
     """The build from the builder's ``options``, every recorded option in its params, validated. The source the
     builder's steps see is the loaded one with its item-level corrections, applied here for every builder."""
-    source = corrected(source, options, args)
+    source = corrected(source, options)
     params = builder.params(args, options, parser)
     if source.errata is not None:
         params["errata"] = source.errata.recorded  # a Hub id with the revision read
-    corrections = shared_option(options, args, "corrections")
+    corrections = options.corrections
     if corrections:
         params["corrections"] = recorded_corrections(corrections)  # as the release's copy of it
     build = builder.make_build(source, options, params)
@@ -195,18 +195,13 @@ def build_and_validate(builder: Runnable, parser: argparse.ArgumentParser, args:
     return build, validate(build)
 
 
-def shared_option(options: Any, args: argparse.Namespace, name: str) -> Any:
-    """An option every build shares, from the options (a legacy builder's may not have it: its namespace does)."""
-    return getattr(options, name, None) or getattr(args, name, None)
-
-
-def corrected(source: LoadedSource, options: Any, args: argparse.Namespace) -> LoadedSource:
+def corrected(source: LoadedSource, options: Any) -> LoadedSource:
     """The source with a person's ``--corrections`` applied, then its ``--errata`` (on the items no person decided)."""
-    path, spec = shared_option(options, args, "corrections"), shared_option(options, args, "errata")
+    path, spec = options.corrections, options.errata
     own = read_corrections(path) if path else ()
     source = apply_corrections(source, own)
     if spec:
-        errata = errata_corrections(source, spec, bool(shared_option(options, args, "errata_keep_flagged")),
+        errata = errata_corrections(source, spec, options.errata_keep_flagged,
                                     decided=[c.id for c in own])
         source = apply_corrections(source, errata.corrections, origin=f"--errata {errata.source.name}")
         source = dataclasses.replace(source, errata=errata)
