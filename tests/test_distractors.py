@@ -573,6 +573,42 @@ def test_consensus_rule_on_pools_of_any_engine():
     assert list(check.find_violations(Released())) == ["set_0/test q: 3 of 5 models answer '2', 0 the key"]
 
 
+def test_consensus_counts_models_not_samples_and_no_rows_of_errors_only():
+    """MATH-MC's 3 suspect keys each rested on 8 samples of one model, counted as 8 models; GSM-MC's flags fired on
+    GSM8K-Platinum's prediction rows, which hold its panel's errors only. A model counts once, and a model that
+    gives no key on any of the 10 or more items it answers counts not at all, in the builder and the validator."""
+    from collections import Counter
+
+    from builders.core.items.record import MCQRecord
+    from builders.from_predictions import consensus
+
+    samples = build_pool("q", "1", [(f"one#{k}", "2") for k in range(8)] + [("other", "1")], Numbers())
+    assert consensus.answer_counts(samples) == (1, Counter({"2": 1}), 2)
+    assert consensus.suspect(samples) is None
+    errors = [(f"errs{k}", "2") for k in range(3)]  # three error-only models, agreeing on 2 everywhere
+    pools = {f"q{i}": build_pool(f"q{i}", "1", [*errors, ("a", "1"), *([("b", "5"), ("c", "5"), ("d", "5")]
+                                                                       if i == 0 else [])], Numbers())
+             for i in range(10)}
+    assert consensus.error_only_models(pools.values()) == {"errs0", "errs1", "errs2"}
+    found = consensus.suspects(pools)
+    assert list(found) == ["q0"] and (found["q0"].values, found["q0"].agreeing, found["q0"].key_models,
+                                      found["q0"].valid_models) == (("5",), 3, 1, 4)
+    nine = {item: pool for item, pool in pools.items() if item != "q9"}  # 9 items: too few to call them errors only
+    assert sorted(consensus.suspects(nine)) == [f"q{i}" for i in range(9)]
+    check = consensus.no_suspect_check(pool_rows(pools.values()))
+
+    class Released:
+        def records(self):
+            yield "set_0", "test", [MCQRecord(id=f"q{i}", question="?", choices=("1", "2"), answer=0, source="s",
+                                              source_config="c", source_split="test", source_index=i)
+                                    for i in range(10)]
+
+    assert list(check.find_violations(Released())) == ["set_0/test q0: 3 of 4 models answer '5', 1 the key"]
+    three_samples = build_pool("q0", "1", [(f"one#{k}", "2") for k in range(3)] + [("other", "1")], Numbers())
+    assert consensus.suspect(three_samples) is None
+    assert list(consensus.no_suspect_check(pool_rows([three_samples])).find_violations(Released())) == []
+
+
 @pytest.mark.parametrize("name", ["gsm_mc", "math_mc"])
 def test_help_of_the_prediction_builders_shows_the_consensus_rule(name, capsys):
     """The consensus rule's description holds a percent sign ("20% of"): argparse reads it as a format code unless

@@ -97,6 +97,8 @@ def test_sets_pools_and_exclusions(files, tmp_path):
         ("gsm8k/test/0", 3, 1, 0, {}), ("gsm8k/test/1", 2, 2, 2, {"d": 1}), ("gsm8k/test/2", 4, 0, 0, {}),
         ("gsm8k/test/3", 0, 0, 0, {}), ("gsm8k/test/5", 0, 0, 0, {})]
     assert report[0]["candidates"][0] == {"text": "6", "count": 2, "models": ["b", "c"], "variants": ["6.0"]}
+    # a pool of exactly 3 distractors has one draw: the card says the sets are not independent for that item
+    assert result.release.card_context["same_in_every_set"] == {"total": 2, "same_options": 1, "same_order": 0}
     validate(result)
 
 

@@ -377,3 +377,20 @@ def position_table(configs: Configs) -> Table:
     letters = sorted(counts)
     return Table("Answer positions over all sets", tuple(letters), [tuple(counts[x] / total for x in letters)],
                  percent=tuple(letters))
+
+
+def same_in_every_set(configs: Configs) -> dict[str, int]:
+    """How many items have the same options in every set (``same_options``; a pool of exactly N-1 distractors
+    allows one draw), and of them how many in the same order too (``same_order``), of all (``total``): the sets are
+    independent draws only for the others."""
+    sets = [splits for name, splits in configs.items() if name.startswith("set_")]
+    counts = {"total": 0, "same_options": 0, "same_order": 0}
+    if not sets:
+        return counts
+    for split, records in sets[0].items():
+        for index in range(len(records)):
+            drawn = [s[split][index].choices for s in sets]
+            counts["total"] += 1
+            counts["same_options"] += all(sorted(c) == sorted(drawn[0]) for c in drawn)
+            counts["same_order"] += all(tuple(c) == tuple(drawn[0]) for c in drawn)
+    return counts

@@ -78,7 +78,7 @@ def build(source: LoadedSource, options: Options, run: Run) -> Release:
                       keep_unit_multiples=options.keep_unit_multiples, keep_suspect_keys=options.keep_suspect_keys),
         statistics=statistics(pools, configs, options),
         extra_files={"pools.jsonl": pool_report(pools.pools.values()).encode()} if pools is not None else {},
-        card_context=card_context(options, pools.collected if pools else None),
+        card_context=card_context(options, pools.collected if pools else None, configs),
         lm_eval_tasks=lm_eval_tasks(configs),
     )
 

@@ -79,9 +79,10 @@ def unit_table(pools, kept: bool) -> Table:
     return Table("Correct answers in another form", ("candidate left out", "candidates"), rows, note=note)
 
 
-def card_context(options: Any, collected: collect.Collected | None) -> dict:
+def card_context(options: Any, collected: collect.Collected | None, configs: Configs) -> dict:
     """What ``cards/gsm_mc.md`` reads."""
     return {
+        "same_in_every_set": mc.same_in_every_set(configs),
         "choices": options.choices, "sets": options.sets, "distractors": options.distractors, "draw": options.draw,
         "keep_unit_multiples": options.keep_unit_multiples, "keep_suspect_keys": options.keep_suspect_keys,
         "float_digits": FLOAT_DIGITS, "platinum": options.benchmark == GSM8K_PLATINUM.name,

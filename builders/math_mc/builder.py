@@ -79,7 +79,7 @@ def build(source: LoadedSource, options: Options, run: Run) -> Release:
                       timeout=options.equivalence_timeout, keep_suspect_keys=options.keep_suspect_keys),
         statistics=tables,
         extra_files={"pools.jsonl": pool_report(pools.pools.values()).encode()},
-        card_context=card_context(options, pools.collected, golds),
+        card_context=card_context(options, pools.collected, golds, configs),
         lm_eval_tasks=lm_eval_tasks(configs),
         baselines=[FORM_CUE, FORM_CUE_MIRROR],
     )

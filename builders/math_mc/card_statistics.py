@@ -104,9 +104,10 @@ def engine_table(equivalence: MathEquivalence) -> Table:
                   ("errors", stats.errors), ("pairs skipped (an answer hangs)", stats.skipped)], note=note)
 
 
-def card_context(options: Any, collected: collect.Collected | None, golds: list[dict]) -> dict:
+def card_context(options: Any, collected: collect.Collected | None, golds: list[dict], configs: Configs) -> dict:
     """What ``cards/math_mc.md`` reads."""
     return {
+        "same_in_every_set": mc.same_in_every_set(configs),
         "choices": options.choices, "sets": options.sets, "draw": options.draw, "timeout": options.equivalence_timeout,
         "paper_test_golds": PAPER_TEST_GOLDS, **collect.card_context(options, collected), "gold_counts": golds,
     }
