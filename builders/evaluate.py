@@ -134,6 +134,14 @@ def parse_model(text: str, batch_size: int, extra_args: str | None = None) -> Mo
     """``hf:PATH``, ``openai:MODEL@URL`` or ``dummy``, with lm-eval's ``KEY=VALUE,...`` model arguments on top of
     the defaults (a GGUF file in a folder: ``hf:FOLDER`` with ``gguf_file=NAME.gguf``)."""
     kind, _, rest = text.partition(":")
+    if text == "hf" and extra_args and "pretrained=" in extra_args:  # lm-eval's `--model hf --model_args ...`
+        args = model_arguments(extra_args)
+        rest = str(args.pop("pretrained"))
+        text = f"hf:{rest}"
+        extra_args = ",".join(f"{key}={value}" for key, value in args.items()) or None
+    if kind == "hf" and rest.endswith(".gguf"):
+        raise UserError(f"--model {text}: lm-eval loads a GGUF file from its folder: --model hf:{Path(rest).parent} "
+                        f"--model-args gguf_file={Path(rest).name}")
     if text == "dummy":
         spec = ModelSpec("dummy", "dummy", {})
     elif kind == "hf" and rest:
@@ -363,12 +371,17 @@ def select_tasks(manifest: Mapping[str, Any], patterns: Sequence[str] | None) ->
     if not patterns:
         return dict(manifest)
     tasks = manifest["tasks"]
+    groups = {group["group"]: set(group["tasks"]) for group in manifest.get("groups", [])}
     chosen: list[Mapping[str, Any]] = []
-    for pattern in patterns:
-        matched = [t for t in tasks if any(fnmatch.fnmatchcase(t[key], pattern) for key in ("task", "config"))]
+    for pattern in (part for text in patterns for part in text.split(",") if part):  # lm-eval's `--tasks a,b` too
+        members = set().union(*[names for group, names in groups.items() if fnmatch.fnmatchcase(group, pattern)])
+        matched = [t for t in tasks if t["task"] in members
+                   or any(fnmatch.fnmatchcase(t[key], pattern) for key in ("task", "config"))]
         if not matched:
             configs = ", ".join(dict.fromkeys(t["config"] for t in tasks))
-            raise UserError(f"--tasks {pattern}: no task or config of this release matches; its configs: {configs}")
+            named = f"; its groups: {', '.join(groups)}" if groups else ""
+            raise UserError(f"--tasks {pattern}: no task, group or config of this release matches; its configs: "
+                            f"{configs}{named}")
         chosen += matched
     chosen += [base for task in chosen for base in _baselines(manifest, task)]
     return {**manifest, "tasks": [t for t in tasks if any(t is c for c in chosen)]}
@@ -425,13 +438,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = ArgumentParser(prog="python -m builders.evaluate", description=__doc__.split("\n\n")[0])
     parser.add_argument("release", help="a release folder, or REPO@vX.Y.Z on the Hub")
     parser.add_argument("--model", action=ModelAction, dest="model", required=True, metavar="MODEL",
-                        help="hf:PATH, openai:MODEL@URL or dummy; repeat for several models")
-    parser.add_argument("--model-args", action=ModelAction, dest="model", metavar="KEY=VALUE,...",
+                        help="hf:PATH, openai:MODEL@URL or dummy (or lm-eval's `hf` with --model_args pretrained=PATH); "
+                             "repeat for several models")
+    parser.add_argument("--model-args", "--model_args", action=ModelAction, dest="model", metavar="KEY=VALUE,...",
                         help="lm-eval's model arguments for the --model just before (gguf_file=, dtype=, revision=, "
                              "trust_remote_code=, ...)")
     parser.add_argument("--tasks", nargs="+", metavar="NAME",
-                        help="only these tasks or configs (shell patterns too), with the baselines they are compared "
-                             "with (default: every task of lm_eval/manifest.json)")
+                        help="only these tasks, groups or configs (shell patterns too, or lm-eval's comma list), with "
+                             "the baselines they are compared with (default: every task of lm_eval/manifest.json)")
     parser.add_argument("--output", type=Path, help="write evaluation.md, .csv, .json (and charts) here")
     parser.add_argument("--log-samples", action="store_true",
                         help="keep lm-eval's results and per-sample logs under OUTPUT/samples/MODEL/")

@@ -93,6 +93,9 @@ def plan(train: dict[str, Any], resume: bool) -> list[tuple[Any, argparse.Argume
             if resume and "already has tag" in str(error):
                 print(f"skip {entry['push']}: {error}")
                 continue
+            if "already has tag" in str(error):  # the train has no --version: its file's `version:` key names it
+                raise ReleaseError(str(error).replace("choose a new --version", "choose a new `version:` in the "
+                                                      "train's file, or pass --resume to skip released datasets")) from None
             raise
         steps.append((builder, parser, args, options, release))
         print(f"ok   {entry['builder']} -> {entry['push']} v{train['version']}")

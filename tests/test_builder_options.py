@@ -160,7 +160,7 @@ def test_the_prediction_options_are_one_mixin_whose_sample_predictions_are_deriv
     gsm8k = Benchmark(name="gsm8k", hub_id="openai/gsm8k", config="main", splits=("train", "test"), to_item=None,
                       license="mit", citation="", pretty_name="GSM8K")
     made_up = Builder(name="made_up", title="x", description="x", citation="", benchmarks=[gsm8k], options=Options,
-                      build=lambda source, options, run: None)
+                      build=lambda source, options, run: None, default_config="default")
     options = made_up.options_from(["--source", "sample"])
     sample = SAMPLES_DIR / "gsm8k" / "predictions.jsonl"
     assert (options.predictions, options.draw, options.llm_models()) == ((str(sample),), "balanced", [])

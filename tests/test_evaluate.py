@@ -272,8 +272,25 @@ def test_tasks_picks_tasks_or_configs_with_the_baselines_they_are_compared_with(
     assert names(None) == [t["task"] for t in manifest["tasks"]]
     with pytest.raises(UserError) as error:
         evaluate.select_tasks(manifest, ["shufle"])
-    assert str(error.value) == ("--tasks shufle: no task or config of this release matches; its configs: original, "
-                                "original_zero_shot, shuffle, gold_at_A")
+    assert str(error.value) == ("--tasks shufle: no task, group or config of this release matches; its configs: "
+                                "original, original_zero_shot, shuffle, gold_at_A")
+    # lm-eval's habits: a comma list, and a group the card names (its tasks, with their baseline)
+    assert names(["p_shuffle_symbol,gold_at_A"]) == ["p_original_symbol", "p_original_zero_shot_symbol",
+                                                     "p_shuffle_symbol", "p_gold_at_A_symbol"]
+    grouped = {**manifest, "groups": [{"group": "p_shuffles", "tasks": ["p_shuffle_symbol", "p_shuffle_cloze"]}]}
+    assert [t["task"] for t in evaluate.select_tasks(grouped, ["p_shuffles"])["tasks"]] == names(["shuffle"])
+
+
+def test_lm_evals_model_arguments_are_taken_and_a_gguf_path_is_refused_up_front(tmp_path):
+    """`--model hf --model_args pretrained=...` (lm-eval's spelling) was refused; `hf:FILE.gguf` passed the checks
+    and failed later with a transformers OSError."""
+    spec = evaluate.parse_model("hf", 4, "pretrained=org/model,dtype=bfloat16")
+    assert spec == evaluate.ModelSpec("org/model", "hf", {"pretrained": "org/model", "dtype": "bfloat16",
+                                                          "batch_size": 4})
+    with pytest.raises(UserError) as error:
+        evaluate.parse_model(f"hf:{tmp_path}/m.gguf", 4)
+    assert str(error.value) == (f"--model hf:{tmp_path}/m.gguf: lm-eval loads a GGUF file from its folder: "
+                                f"--model hf:{tmp_path} --model-args gguf_file=m.gguf")
 
 
 def one_subject_source(root: Path) -> Path:

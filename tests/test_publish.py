@@ -49,13 +49,16 @@ def test_publish_tag_and_load_back(local_hub, tmp_path, capsys):
     local = datasets.load_dataset(str(tmp_path / "out"), "variant_0")
     assert remote["test"].to_list() == local["test"].to_list() and remote["dev"].num_rows == 3
     card = DatasetCard(local_hub.file_at("mcqforge/wicked-mmlu", "v1.0.0", "README.md").decode())
-    assert 'revision="v1.0.0"' in card.text and 'load_dataset("mcqforge/wicked-mmlu", "original"' in card.text
+    assert 'ds = load_dataset("mcqforge/wicked-mmlu", revision="v1.0.0")  # the `variant_0` config' in card.text
+    # with no config named, the Hub's release opens on the config the paper evaluates, not the source unchanged
+    default = datasets.load_dataset("mcqforge/wicked-mmlu", revision="v1.0.0")
+    assert default["test"].info.config_name == "variant_0" and default["test"].to_list() == local["test"].to_list()
     assert [e.version for e in read_changelog(str(card))] == ["1.0.0"]
     assert card.data.license == "mit" and card.data.source_datasets == ["cais/mmlu"]
     paths = local_hub.paths_at("mcqforge/wicked-mmlu", "v1.0.0")
     assert sorted(path for path in paths if not path.startswith(("lm_eval/", "inspect/"))) == sorted(
         [".gitattributes", "README.md", "build_config.yaml", "exclusions.jsonl", "review.html", "review.jsonl",
-         "validation_report.json"]
+         "summary.png", "validation_report.json"]
         + [f"{config}/{split}-00000-of-00001.parquet" for config in ["original"] + [f"variant_{k}" for k in range(5)]
            for split in ("test", "dev")]
     )

@@ -184,3 +184,13 @@ def test_a_long_stage_logs_a_line_at_a_steady_interval_without_a_terminal(monkey
     lines = [record.getMessage() for record in caplog.records]
     assert lines and all(line.startswith("embed: ") and "/6 batch (" in line for line in lines)
     assert 2 <= len(lines) <= 5 and not any("\r" in line or "\x1b" in line for line in lines)
+
+
+def test_no_upload_without_push_and_output_is_one_line(tmp_path, capsys):
+    from builders import wicked
+
+    assert wicked.main(["--source", "sample", "--sba-classifier", "none", "--output", str(tmp_path / "o"),
+                        "--no-upload"]) == 2
+    assert capsys.readouterr().err == ("error: --no-upload writes --output as --push would publish it: pass "
+                                       "--output DIR and --push REPO_ID\n")
+    assert not (tmp_path / "o").exists()

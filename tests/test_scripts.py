@@ -42,6 +42,8 @@ def test_a_release_train_is_checked_whole_then_published(local_hub, tmp_path):
     later = train(tmp_path, "1.0.0", list(reversed(again)))
     result = run_train(later)
     assert result.returncode == 2 and "already has tag v1.0.0" in result.stderr
+    # the train has no --version to choose: its file's key, or --resume
+    assert "choose a new `version:` in the train's file, or pass --resume" in result.stderr
     with pytest.raises(KeyError):  # nothing was built or published
         local_hub.tags("mcqforge/train-new")
     # --resume skips what was released and publishes the rest.
