@@ -743,7 +743,7 @@ def test_each_category_is_shown_demonstrations_of_its_own_category(tmp_path):
 
 def alike_rows() -> list[dict]:
     return [
-        row(3000, "Which is prime?", ["4", "7", "7", "9"], 1, "math"),  # the answer repeated
+        row(3000, "Which is prime?", ["4", "7", "7", "9"], 1, "math"),  # the answer repeated: excluded at load
         row(3001, "Which is a mammal?", ["Whale", "Shark", "Trout", "Shark "], 0, "biology"),  # a wrong one, spaced
         row(3002, "Which number is largest?", ["12.", "12", "3", "5"], 0, "math"),  # "12." is named "12" in a pair
         row(3003, "Which is a gas?", ["Neon", "Iron", "Zinc", "Lead"], 0, "chemistry"),
@@ -759,15 +759,16 @@ def test_options_that_read_alike_in_a_pair_are_never_modified(tmp_path):
     out = tmp_path / "release"
     assert mpp.main(["--source", str(source), "--ratios", "0:1:1:0", "--output", str(out)]) == 0
     rows = {r["question_id"]: r for r in load_release(out, "default")["test"]}
-    assert Counter(r["modification"] for r in rows.values()) == {PFPP: 3, UNCHANGED: 3}
-    for qid in (3000, 3001, 3002):
+    assert Counter(r["modification"] for r in rows.values()) == {PFPP: 3, UNCHANGED: 2}
+    assert 3000 not in rows  # its key's text is twice among its options (duplicated_key, in every config)
+    for qid in (3001, 3002):
         assert rows[qid]["modification"] == UNCHANGED
         assert rows[qid]["metadata"]["ineligible_reason"] == "options_read_alike"
         assert rows[qid]["choices"] == alike_rows()[qid - 3000]["options"]
     for qid in (3003, 3004, 3005):
         assert rows[qid]["modification"] == PFPP and rows[qid]["metadata"]["ineligible_reason"] is None
     card = (out / "README.md").read_text()
-    assert "| options_read_alike | 3 |" in card
+    assert "| options_read_alike | 2 |" in card and "duplicated_key" in card
 
 
 def test_a_blank_question_is_a_malformed_row(tmp_path, capsys):
@@ -891,3 +892,51 @@ def test_the_validator_reads_a_comma_as_thousands_only_between_groups_of_three(t
     result = mpp.build_dataset({"test": rows}, ratios="0:1:0:0", layout="random")
     assert result.report.passed
     assert [r.columns["modification"] for r in result.build.configs["default"]["test"]] == [PFPP, PFPP]
+
+
+# ---- the generated option is checked before it becomes part of a key (issue 34) -------------------------------
+
+SAMPLE_ROWS = [json.loads(line) for line in
+               (Path(mpp.__file__).resolve().parents[1] / "data" / "samples" / "mmlu_pro" / "test.jsonl").read_text().splitlines()]
+LABELS = ["{letter}. {text}", "({letter}) {text}", "{number}) {text}", "Option {letter}: {text}"]
+
+
+def _labelled_copies(path: Path) -> Path:
+    """A pre-generated options file of letter- or number-labelled copies of each key, as the prompt shows options."""
+    return write_jsonl(path, [{"question_id": row["question_id"], "option": LABELS[i % len(LABELS)].format(
+        letter=row["answer"], number=row["answer_index"] + 1, text=row["options"][row["answer_index"]])}
+        for i, row in enumerate(SAMPLE_ROWS)])
+
+
+def test_letter_labelled_copies_of_the_key_are_never_accepted(tmp_path):
+    """With a small generator, 8 of 25 accepted options were the answer again behind a label ("B. 0.5" beside 0.5),
+    and a file of letter-labelled copies of every key had 2,747 of 11,752 accepted: none is now."""
+    out = tmp_path / "release"
+    assert mpp.main(["--source", "sample", "--tpp-options", str(_labelled_copies(tmp_path / "copies.jsonl")),
+                     "--output", str(out), "--cache-dir", str(tmp_path / "cache")]) == 0
+    test = load_release(out, "default")["test"]
+    assert TPP not in Counter(test["modification"])
+    rejected = [json.loads(line) for line in (out / "tpp_rejections.jsonl").read_text().splitlines()]
+    # "(F) 60 km/h" and "Option C: price elastic" name a letter: the older rule takes them first
+    assert Counter(r["reason"] for r in rejected) == {"labelled_copy": 6, "letter_reference": 6}
+    assert [r["detail"] for r in rejected][:1] == ["of option A, behind the label 'A.'"]
+    assert "No second model confirmed that the accepted options are correct" in " ".join(
+        (out / "README.md").read_text().split())
+
+
+@pytest.mark.parametrize("option", ["The new option", "Another correct answer", "the answer", "A new option"])
+def test_an_option_that_names_the_task_is_rejected(option):
+    record = MCQRecord("x", "q?", ("15", "9", "18"), 0, "mmlu_pro", "default", "test", 0)
+    assert rejection_reason(option, record, 100) == ("names_the_task", "")
+
+
+@pytest.mark.parametrize("option, unlabelled", [("B. 0.5", "0.5"), ("(b) 0.5", "0.5"), ("10) The mitochondrion.",
+                                                                 "the mitochondrion"), ("Option C: price elastic",
+                                                                                         "price elastic"),
+                                               ("0.5", None), ("3.5 m", None), ("A cat", None), ("B.Sc. degree", None)])
+def test_the_validator_reads_a_label_its_own_way(option, unlabelled):
+    """The validator's added_option_unique strips a first word that is a label, word by word, apart from the
+    builder's pattern."""
+    from builders.mmlu_pro_plus.checks import _unlabelled
+
+    assert _unlabelled(option) == unlabelled

@@ -40,6 +40,7 @@ from .checks import CHECKS
 from .evaluation import evaluation_table
 from .graph import SIMILARITY_DECIMALS
 from .mining import LENGTH_WINDOW, PairMatcher
+from .screen import validation_summary
 from .tasks import contrast_tasks
 from .transform import CONFIG_NAMES, CONTRAST_CONFIGS, NAME, PAIR_FEATURES, RANDOM_FEATURES, minable
 
@@ -134,7 +135,7 @@ def build(source: LoadedSource, options: Options, run: Run) -> Release:
                       "matcher_precision": MATCHER_PRECISION, "partner_window": 2 * LENGTH_WINDOW,
                       "cross_source": options.cross_source, "cross_split": options.cross_split,
                       "tie_break": options.tie_break, "similarity": similarity_summary(mined),
-                      "pair_balance": balance(mined.first_at_a)},
+                      "pair_balance": balance(mined.first_at_a), "validation": validation_summary(mined.pairs)},
     )
 
 

@@ -100,6 +100,28 @@ def _added_option_unique(build: Build) -> Iterable[str]:
         folded = _folded(record.choices[added])
         if any(_folded(c) == folded for c in original.choices):
             yield f"{where}: the added option duplicates an original option"
+        unlabelled = _unlabelled(record.choices[added])
+        if unlabelled and any(_folded(c) == unlabelled for c in original.choices):
+            yield f"{where}: the added option is an original option behind a label"
+
+
+_LABEL_WORDS = {"option", "choice", "answer"}
+
+
+def _unlabelled(option: str) -> str | None:
+    """The option's words after a first word that is a label ("b.", "(b)", "2)", "b:"), folded; read word by word,
+    apart from the builder's rule."""
+    words = option.split()
+    if words and words[0].casefold() in _LABEL_WORDS:
+        words = words[1:]
+    if len(words) < 2:
+        return None
+    label = words[0].strip("()")
+    marked = words[0] != label or words[0].endswith((".", ":"))
+    label = label.rstrip(".:")
+    if marked and (len(label) == 1 and label.isalpha() or label.isdigit() and len(label) <= 2):
+        return _folded(" ".join(words[1:]))
+    return None
 
 
 def _folded(option: str) -> str:
@@ -182,7 +204,8 @@ CHECKS = [
     Check("originals_kept", "the question and original options are unchanged and in place; the original answer "
                             "index is recorded", _originals_kept),
     Check("added_option_unique", "the added TPP option duplicates no original option (case, spacing, punctuation "
-                                 "and number format ignored)", _added_option_unique),
+                                 "and number format ignored), nor one behind a letter or number label (\"B. 0.5\" beside 0.5)",
+          _added_option_unique),
     Check("compatibility_columns", "is_modified / is_modified_non_llm / modification_type_non_llm agree with "
                                    "modification", _compatibility_columns),
     Check("hub_columns", "MMLU-Pro's options / answer letter / answer_index / question_id agree with the choices, "

@@ -47,6 +47,21 @@ BARE_LETTER = re.compile(r"^\s*\(?[A-L]\)?[.:]?\s*$")
 _PAREN_LETTER = re.compile(r"(?<![\w)\]])\([A-L]\)")
 
 
+# A label before an option's text, as the prompt shows the options: "B. 0.5", "(b) 0.5", "2) 0.5", "Option B: 0.5".
+_LABEL = re.compile(r"^\s*(?:(?:option|choice|answer)\s+)?(?:\(?[A-Za-z]\)|[A-Za-z][.:]|\(?\d{1,2}\)|\d{1,2}[.:](?!\d))\s+",
+                    re.I)
+# An option that names the task instead of answering: "The new option", "Another correct answer".
+_NAMES_THE_TASK = re.compile(
+    r"^\W*(?:the\s+|an?\s+)?(?:(?:new|additional|another|extra|added|generated|second)\s+)?(?:correct\s+|valid\s+|true\s+)?"
+    r"(?:option|answer|choice)\W*$|\b(?:new|additional|extra|generated)\s+(?:correct\s+)?option\b", re.I)
+
+
+def without_label(text: str) -> str | None:
+    """The option's text with a leading letter or number label stripped, or None when it has none."""
+    match = _LABEL.match(text)
+    return text[match.end():] if match else None
+
+
 def normalize_option(text: str) -> str:
     """Case, whitespace, outer punctuation and number formatting ("9.0", "9", "9.") do not make a new option."""
     flat = normalize_text(text).casefold().strip(_STRIP)
@@ -82,6 +97,12 @@ def rejection_reason(option: str, record: MCQRecord, max_chars: int) -> tuple[st
     reason = letter_reference_reason(option)
     if reason:
         return reason, ""
+    if _NAMES_THE_TASK.search(option):
+        return "names_the_task", ""
+    unlabelled = without_label(option)
+    for index, choice in enumerate(record.choices):
+        if unlabelled is not None and normalize_option(choice) == normalize_option(unlabelled):
+            return "labelled_copy", f"of option {LETTERS[index]}, behind the label {option[:len(option) - len(unlabelled)].strip()!r}"
     if len(option) > max_chars:
         return "too_long", f"{len(option)} > {max_chars} characters"
     normalized = normalize_option(option)
