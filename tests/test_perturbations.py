@@ -53,8 +53,8 @@ TEST_ROWS = [
      "choices": ["1", "3", "5", "8", "9", "11"], "answer": 3},
     {"question": "Which cross gives only heterozygous offspring?", "subject": "high_school_biology",
      "choices": ["BB Bb", "Bb Bb", "BB bb", "bb bb"], "answer": 2},
-    {"question": "Which value is the mode of 1, 2, 2, 3?", "subject": "elementary_mathematics",
-     "choices": ["2", "3", "2 ", "1"], "answer": 0},
+    {"question": "Which value is the largest of 1, 2, 2, 3?", "subject": "elementary_mathematics",
+     "choices": ["2", "3", "2 ", "1"], "answer": 1},  # a repeated distractor (a repeated key is excluded at load)
     {"question": "Which of these are viruses?", "subject": "high_school_biology",
      "choices": ["HIV", "E. coli", "Influenza", "Both a and c"], "answer": 3},
 ]
@@ -245,14 +245,14 @@ def test_options_that_differ_in_case_are_not_duplicates(built):
 
 
 def test_a_duplicated_item_shows_a_wrong_answer_that_differs_from_the_gold(tmp_path):
-    """The item's own wrong-answer demonstration never shows the gold's twin (options 0 and 2 read "2")."""
+    """The item's own wrong-answer demonstration is a wrong option (options 0 and 2 read "2", the gold is "3")."""
     shown = set()
     for seed in range(12):
         build = build_fixture(tmp_path / str(seed), "--seed", str(seed), "--only", "wrong_answer_in_context")
         record = by_id(build, "wrong_answer_in_context")[DUPLICATE_TEST]
         assert record.metadata["skip_reason"] == "duplicate_choices" and record.choices == ("2", "3", "2 ", "1")
         shown.add(record.metadata["context_answer"])
-    assert shown == {1, 3}
+    assert shown and 1 not in shown and shown <= {0, 2, 3}
 
 
 # ---- the invariants ----------------------------------------------------------------------------------
