@@ -29,7 +29,6 @@ from sample_releases import QUIET, sample_argv
 
 from builders.core.pipeline import cli
 from builders.core.pipeline.cli import shows_a_default
-from builders.core.sources.corrections import apply_corrections
 from builders.core.sources.loading import evaluation_split
 from builders.registry import BUILDERS, load_builder
 
@@ -98,7 +97,7 @@ def sample_build(name: str, change=None):
     parser = cli.builder_parser(builder)
     args = parser.parse_args([*sample_argv(name), "--no-progress"])
     options = cli.check_options(builder, args)
-    source = apply_corrections(cli.load(builder, args, options), options)
+    source = cli.corrected(cli.load(builder, args, options), options)
     if change is not None:
         source = change(source)
     build = builder.make_build(source, options, builder.params(args, options, parser))

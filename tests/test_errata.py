@@ -158,7 +158,7 @@ def test_the_validator_reads_the_errata_itself_and_refuses_a_release_that_contra
     options = wicked.BUILDER.options_from(["--sba-classifier", "none", "--errata", str(write_redux(tmp_path))])
     from builders.core.pipeline.cli import corrected
 
-    fixed = corrected(source, options, options)
+    fixed = corrected(source, options)
     assert validate(wicked.BUILDER.make_build(fixed, options)).passed
     # the same build as if the repairs had not been made: the items keep MMLU's keys, which Redux calls wrong
     kept = {item.id for item in fixed.records()}
