@@ -212,11 +212,13 @@ def test_changelog_entries_are_readable_and_take_a_message(local_hub, tmp_path):
     assert wicked.main([*base, "--version", "1.1.0", "--seed", "3"]) == 0
     text = local_hub.file_at(repo, "v1.1.0", "README.md").decode()
     revision = content_revision(SAMPLES_DIR / "mmlu").removeprefix("sha256:")[:12]
-    assert [(e.version, e.summary) for e in read_changelog(text)] == [
-        ("1.1.0", f"Built with wicked from mcqforge's sample (revision {revision}), seed 3."),
-        ("1.0.0", f"First release: the paper's setup. Built with wicked from mcqforge's sample (revision "
-                  f"{revision}), seed 0."),
-    ]
+    (newer, newer_summary), older = [(e.version, e.summary) for e in read_changelog(text)]
+    # the new version's entry goes on with what changed against the previous tag
+    assert newer == "1.1.0" and newer_summary.startswith(
+        f"Built with wicked from mcqforge's sample (revision {revision}), seed 3. Against v1.0.0: original dev: 0 added, "
+        "0 removed, 0 changed;")
+    assert older == ("1.0.0", f"First release: the paper's setup. Built with wicked from mcqforge's sample (revision "
+                              f"{revision}), seed 0.")
     assert "message" not in yaml.safe_load(local_hub.file_at(repo, "v1.1.0", "build_config.yaml"))["params"]
 
 
