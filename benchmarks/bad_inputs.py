@@ -32,9 +32,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
+from builders.registry import BUILDERS
 
 REPO = Path(__file__).resolve().parents[1]
-SAMPLES = REPO / "builders" / "data" / "samples"
+SAMPLES = REPO / "builders/data/samples"
 MAX_LINE = 1000
 OUTCOMES = ("refused in one line", "excluded and counted", "legitimately kept", "silently wrong", "long error line",
             "traceback")
@@ -96,7 +97,7 @@ def gsm_source(work: Path, key: str) -> Path:
 
 
 def gsm_argv(source: Path | str, work: Path, *extra: str) -> list[str]:
-    return ["builders.gsm_mc", "--source", str(source), "--predictions", str(SAMPLES / "gsm8k" / "predictions.jsonl"),
+    return [BUILDERS["gsm_mc"], "--source", str(source), "--predictions", str(SAMPLES / "gsm8k" / "predictions.jsonl"),
             "--output", str(work / "out"), "--log-level", "ERROR", *extra]
 
 
@@ -164,7 +165,7 @@ def mmlu_source(work: Path, change: Callable[[dict], None] | None = None, raw_fi
 
 
 def wicked_argv(source: Path | str, work: Path, *extra: str) -> list[str]:
-    return ["builders.wicked", "--source", str(source), "--sba-classifier", "none", "--output", str(work / "out"),
+    return [BUILDERS["wicked"], "--source", str(source), "--sba-classifier", "none", "--output", str(work / "out"),
             "--log-level", "ERROR", *extra]
 
 
@@ -312,7 +313,7 @@ def where_cases() -> list[Callable[[Path], Case]]:
         return Case("--output is a file", "where", gsm_argv("sample", work))
 
     def contrast_sets(work: Path, cache: Path) -> list[str]:  # a sample build that caches its embeddings
-        return ["builders.contrast_sets", "--source", "sample", "--cache-dir", str(cache), "--output",
+        return [BUILDERS["contrast_sets"], "--source", "sample", "--cache-dir", str(cache), "--output",
                 str(work / "out"), "--log-level", "ERROR"]
 
     def cache_file(work: Path) -> Case:
@@ -384,7 +385,7 @@ def math_cases() -> list[Callable[[Path], Case]]:
                 row = release_row(work, "default", "math/test/0")
                 gold = row["choices"][row["answer"]] if row else None
                 return "legitimately kept" if expected is not None and gold == expected else "silently wrong"
-            argv = ["builders.math_mc", "--source", str(work / "src"), "--predictions",
+            argv = [BUILDERS["math_mc"], "--source", str(work / "src"), "--predictions",
                     str(SAMPLES / "math" / "predictions.jsonl"), "--output", str(work / "out"), "--log-level", "ERROR"]
             return Case(f"MATH key {name}", "numbers", argv, judge)
         return make
@@ -433,7 +434,7 @@ def _quote(word: str) -> str:
 
 def build_sample_release(root: Path) -> Path:
     out = root / "sample-release"
-    subprocess.run([sys.executable, "-m", "builders.gsm_mc", "--source", "sample", "--output", str(out),
+    subprocess.run([sys.executable, "-m", BUILDERS["gsm_mc"], "--source", "sample", "--output", str(out),
                     "--log-level", "ERROR"], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO),
                                                             "HF_HUB_OFFLINE": "1"}, check=True, capture_output=True)
     return out

@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from builders.registry import BUILDERS
 
 REPO = Path(__file__).resolve().parent.parent
 LOG_PREFIX = re.compile(r"^\d{4}-\d\d-\d\d [\d:,]+ [A-Z]+ [\w.]+: ")
@@ -46,13 +47,13 @@ def test_the_first_hour_in_a_new_virtual_environment(local_hub, tmp_path):
     run("-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index", "-e", str(REPO))
     where = run("-c", "import builders; print(builders.__file__)").stdout.strip()
     assert Path(where).resolve().is_relative_to(REPO)  # this checkout, not another install
-    run("-m", "builders.wicked", "--source", "sample", "--sba-classifier", "none", "--output", "release/wicked-sample")
+    run("-m", BUILDERS["wicked"], "--source", "sample", "--sba-classifier", "none", "--output", "release/wicked-sample")
     loaded = run("-c", "import datasets; d = datasets.load_dataset('release/wicked-sample'); "
                        "print(d['test'].info.config_name)")
     assert loaded.stdout.strip().splitlines()[-1] == "variant_0"
-    run("-m", "builders.wicked", "--source", "sample", "--sba-classifier", "none", "--push", "you/wicked-sample",
+    run("-m", BUILDERS["wicked"], "--source", "sample", "--sba-classifier", "none", "--push", "you/wicked-sample",
         "--version", "1.0.0", offline=False)
-    run("-m", "builders.wicked", "--source", "sample", "--sba-classifier", "none", "--output", "reviewed",
+    run("-m", BUILDERS["wicked"], "--source", "sample", "--sba-classifier", "none", "--output", "reviewed",
         "--push", "you/wicked-sample", "--version", "1.1.0", "--no-upload", offline=False)
     run("-m", "builders", "publish", "reviewed", "--push", "you/wicked-sample", "--version", "1.1.0", offline=False)
     assert local_hub.tags("you/wicked-sample") == ["v1.0.0", "v1.1.0"]

@@ -21,6 +21,7 @@ from builders.core.errors import ValidationFailed
 from builders.core.items.record import LETTERS, MCQRecord
 from builders.core.items.tables import Table
 from builders.core.build.result import Build, Check
+from builders.core.validation.spelling import option_spelling
 from builders.core.validation import adversary as choices_only
 from builders.core.validation import audit as shortcut_audit
 from builders.core.validation.errata import errata_contradictions
@@ -399,8 +400,6 @@ _NO_ANSWER_OPENINGS = (("there", "is"), ("there", "are"), ("i", "have"))
 _NO_WHAT = {"comment", "exception", "exceptions", "objection", "objections", "answer", "answers"}
 _THERE_IS = {("there", "is"), ("there", "are"), ("there", "was"), ("there", "were"), ("there's",), ("there’s",)}
 _NOTHING_HAPPENS = {"change", "changes", "effect", "effects", "difference", "differences"}
-_UNKNOWABLE = {("not", "enough", "information"), ("insufficient", "information"), ("cannot", "be", "determined"),
-               ("cannot", "be", "known"), ("cannot", "be", "said"), ("it", "cannot", "be", "determined")}
 _SHOWN = {"proven", "proved", "shown", "demonstrated", "confirmed", "found"}
 
 
@@ -455,46 +454,14 @@ def _undecidable(option: str, texts: list[str]) -> bool:
     return tuple(texts) in _ALONE
 
 
-# ---- options that are the same: a second normaliser, for the validator ----------------------------------
-# Apart from builders.core.items.twins: the option is decomposed (NFD), stripped of every format character (Unicode
-# category Cf), and each number in it is read as a decimal value; the rest compared word by word.
-
-_NUMBER_TEXT = re.compile(r"\d[\d,]*(?:\.\d+)?")
-_DASHES = {"\u2212", "\u2012", "\u2013"}
-
-
-def option_spelling(option: str) -> str:
-    """The option as the validator compares options: equal spellings are the same option ("128.1", "128.10")."""
-    import unicodedata
-    from decimal import Decimal, InvalidOperation
-
-    decomposed = unicodedata.normalize("NFD", option)
-    kept = "".join("-" if ch in _DASHES else " " if unicodedata.category(ch) == "Zs" else ch
-                   for ch in decomposed if unicodedata.category(ch) != "Cf" and ch != "\u00ad")
-
-    def value(match: re.Match) -> str:
-        digits = match.group()
-        if "," in digits and not re.fullmatch(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?", digits):
-            return digits  # "1,2,3": a list, not a number
-        try:
-            number = Decimal(digits.replace(",", ""))
-        except InvalidOperation:
-            return digits
-        return format(number.normalize(), "f") if "." in digits else digits.replace(",", "")
-
-    return " ".join(_NUMBER_TEXT.sub(value, kept).split())
-
-
 def _says_nothing_or_no_one(texts: list[str]) -> bool:
     """ "Nothing [in particular happens]", "Nobody", "No one", "There is / There's no ...", "No change" alone, "No X
-    has [ever] been proven ..." (within its first words), "Not enough information"; not "No crime." or "No contract
+    has [ever] been proven ..." (within its first words); not "No crime." or "No contract
     was formed" (verdicts), nor "Neither assault nor battery." (content)."""
     if texts[0] in {"nothing", "nobody", "no-one"} or texts[:2] == ["no", "one"]:
         return True
     if any(tuple(texts[:len(opening)]) == opening and texts[len(opening):len(opening) + 1] == ["no"]
            for opening in _THERE_IS):
-        return True
-    if any(tuple(texts[:len(phrase)]) == phrase for phrase in _UNKNOWABLE):
         return True
     if texts[0] != "no":
         return False
