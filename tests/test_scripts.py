@@ -64,7 +64,7 @@ def test_a_bad_train_file_is_one_line(tmp_path):
     ([{"builder": "wicked", "push": "a/b", "options": {"version": "9.9.9"}}], "options ['version'] are set by the train"),
     ([{"builder": "wicked", "push": "a/b", "options": {"push": "other/repo"}}], "options ['push'] are set by the train"),
     ([{"builder": "wicked", "push": "a/b", "options": {"seed": "x"}}],
-     "error: dataset 1 (wicked -> a/b): argument --seed: invalid int value: 'x'"),
+     "error: dataset 1 (wicked -> a/b): argument --seed: expected a whole number, got 'x'"),
     ([{"builder": "perturbations", "push": "a/b", "options": {"source": "sample", "only": ["shuffle"]}},
       {"builder": "wicked", "push": "c/d", "options": {"bogus": 1}}],
      "error: dataset 2 (wicked -> c/d): unrecognized arguments: --bogus 1"),
