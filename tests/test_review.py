@@ -31,7 +31,7 @@ ITEMS = {
     14: ("which planet is  largest", ["Jupiter", "Mars", "Mercury", "Venus"], 0),
     15: ("What is the capital of France?", ["Paris", "Lyon", "Nice", "Lille"], 0),  # conflicts with 16
     16: ("What is the capital of France", ["Paris", "Lyon", "Nice", "Lille"], 1),
-    17: ("Compute 100 / 0.78 to one decimal.", ["128.1", "130.2", "128.10", "12.8"], 0),  # twins: copied unchanged
+    17: ("Compute 100 / 0.768 to one decimal.", ["128.1", "130.2", "128.10", "12.8"], 1),  # twins: copied unchanged
     18: ("What is 3 + 4?", ["6", "7", "8", "9"], 1),
     19: ("Which metal is liquid at room temperature?", ["Iron", "Mercury", "Gold", "Zinc"], 1),
 }
