@@ -327,3 +327,21 @@ def test_an_export_of_a_damaged_release_is_one_line(gsm_release, tmp_path, capsy
     lines = error_lines(capsys)
     assert len(lines) == 1 and lines[0].startswith("error: ") and problem in lines[0], lines
     assert not (tmp_path / "out").exists()
+
+
+def test_the_validator_refuses_an_item_with_more_options_than_letters():
+    """The loader refuses a source item of more than 26 options; a builder that adds one (MMLU-Pro+) could still
+    reach 27, which the release's lm-eval helper cannot label: the validator refuses it on its own."""
+    from builders.core.errors import ValidationFailed
+    from builders.core.items.record import LETTERS
+    from builders.core.validation.validate import validate
+    from builders.wicked import build_dataset
+
+    row = {"question": "Which is right?", "subject": "biology", "answer": 0,
+           "choices": ["Mitochondria make ATP", "Ribosomes make lipids", "The nucleus digests food", "Bones are soft"]}
+    result = build_dataset([row], sba_classifier="none", variants=1)
+    record = result.build.configs["variant_0"]["test"][0]
+    wide = record.replace(choices=tuple(f"option {k}" for k in range(len(LETTERS) + 1)))
+    result.build.configs["variant_0"]["test"][0] = wide
+    with pytest.raises(ValidationFailed, match="choices_have_labels"):
+        validate(result.build)

@@ -108,6 +108,9 @@ COMMON_CHECKS = [
           lambda b: _per_record(b, lambda r: len(r.choices) < 2 and f"{len(r.choices)} choices")),
     Check("answer_in_range", "0 <= answer < len(choices)",
           lambda b: _per_record(b, lambda r: not 0 <= r.answer < len(r.choices) and f"answer {r.answer}")),
+    Check("choices_have_labels", f"at most {len(LETTERS)} options, so that every option has a letter in the release's "
+          "tasks (a builder that adds an option may pass the source's limit)",
+          lambda b: _per_record(b, lambda r: len(r.choices) > len(LETTERS) and f"{len(r.choices)} options")),
     Check("no_empty_choice", "no choice is empty or whitespace",
           lambda b: _per_record(b, lambda r: any(not _visible(c) for c in r.choices) and "empty choice")),
     Check("no_duplicate_choices", "no two options are equal after normalising whitespace, invisible characters, "
