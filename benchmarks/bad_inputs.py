@@ -101,15 +101,21 @@ def gsm_argv(source: Path | str, work: Path, *extra: str) -> list[str]:
             "--output", str(work / "out"), "--log-level", "ERROR", *extra]
 
 
+def key_judge(item_id: str, expected: str | None) -> Callable[[Path], str]:
+    """How a build read a source key: excluded with a reason, kept as ``expected``, or read as something else."""
+    def judge(work: Path) -> str:
+        if excluded(work, item_id):
+            return "excluded and counted"
+        row = release_row(work, "default", item_id)
+        gold = row["choices"][row["answer"]] if row else None
+        return "legitimately kept" if expected is not None and gold == expected else "silently wrong"
+    return judge
+
+
 def gsm_key_case(key: str, expected: str | None) -> Callable[[Path], Case]:
     def make(work: Path) -> Case:
-        def judge(work: Path) -> str:
-            if excluded(work, "gsm8k/test/0"):
-                return "excluded and counted"
-            row = release_row(work, "default", "gsm8k/test/0")
-            gold = row["choices"][row["answer"]] if row else None
-            return "legitimately kept" if expected is not None and gold == expected else "silently wrong"
-        return Case(f"GSM8K key '#### {key[:12]!r}'", "numbers", gsm_argv(gsm_source(work, key), work), judge)
+        return Case(f"GSM8K key '#### {key[:12]!r}'", "numbers", gsm_argv(gsm_source(work, key), work),
+                    key_judge("gsm8k/test/0", expected))
     return make
 
 
@@ -379,12 +385,7 @@ def math_cases() -> list[Callable[[Path], Case]]:
             write_lines(work / "src" / "test.jsonl", rows)
             write_lines(work / "src" / "train.jsonl", lines(SAMPLES / "math" / "train.jsonl"))
 
-            def judge(work: Path) -> str:
-                if excluded(work, "math/test/0"):
-                    return "excluded and counted"
-                row = release_row(work, "default", "math/test/0")
-                gold = row["choices"][row["answer"]] if row else None
-                return "legitimately kept" if expected is not None and gold == expected else "silently wrong"
+            judge = key_judge("math/test/0", expected)
             argv = [BUILDERS["math_mc"], "--source", str(work / "src"), "--predictions",
                     str(SAMPLES / "math" / "predictions.jsonl"), "--output", str(work / "out"), "--log-level", "ERROR"]
             return Case(f"MATH key {name}", "numbers", argv, judge)
