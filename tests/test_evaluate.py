@@ -107,7 +107,7 @@ def test_bad_models_and_releases_are_one_line(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_published_sample_release_is_evaluated_with_smollm2_and_the_dummy_model(local_hub, smollm2, tmp_path):
+def test_a_published_sample_release_is_evaluated_with_a_hf_model_and_the_dummy_model(local_hub, tiny_lm, tmp_path):
     """build -> publish -> evaluate REPO@TAG -> the paper's per-set table, through the real lm-eval."""
     from builders.core.pipeline import cli
     from builders import gsm_mc
@@ -116,15 +116,15 @@ def test_a_published_sample_release_is_evaluated_with_smollm2_and_the_dummy_mode
     assert cli.main(gsm_mc.BUILDER, ["--source", "sample", "--push", repo, "--version", "1.0.0",
                                      "--log-level", "WARNING"]) == 0
     scores = tmp_path / "open_ended.json"
-    scores.write_text(json.dumps({smollm2.name: 0.05, "dummy": 0.0}))
+    scores.write_text(json.dumps({tiny_lm.name: 0.05, "dummy": 0.0}))
     out = tmp_path / "evaluation"
-    assert evaluate.main([f"{repo}@v1.0.0", "--model", f"hf:{smollm2}", "--model", "dummy", "--limit", "4",
+    assert evaluate.main([f"{repo}@v1.0.0", "--model", f"hf:{tiny_lm}", "--model", "dummy", "--limit", "4",
                           "--batch-size", "2", "--device", "cpu", "--open-ended-scores", str(scores),
                           "--output", str(out)]) == 0
     tables = json.loads((out / "evaluation.json").read_text())
     [per_set] = [table for table in tables if table["title"].startswith("Multiple-choice accuracy per set")]
     rows = {row[0]: row for row in per_set["rows"]}
-    assert sorted(rows) == sorted([smollm2.name, "dummy"])
+    assert sorted(rows) == sorted([tiny_lm.name, "dummy"])
     assert per_set["columns"][1:11] == [f"set {k}" for k in range(10)]
     for row in rows.values():  # 4 items per set: every accuracy is a multiple of 1/4
         assert all(abs(value * 4 - round(value * 4)) < 1e-9 for value in row[1:11])

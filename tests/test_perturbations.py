@@ -785,15 +785,15 @@ def lm_eval_source(root: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_lm_eval_runs_every_scoring_method_on_the_published_tasks(local_hub, smollm2, tmp_path):
-    """The real lm-eval, on the task folders of a release published to the test Hub, with SmolLM2-135M."""
+def test_lm_eval_runs_every_scoring_method_on_the_published_tasks(local_hub, tiny_lm, tmp_path):
+    """The real lm-eval, on the task folders of a release published to the test Hub, with a tiny Llama (SmolLM2's tokenizer)."""
     repo, config = "mcqforge/perturbations-lm-eval", "shuffle"
     out = tmp_path / "release"
     assert perturbations.main(["--source", str(lm_eval_source(tmp_path)), "--only", config, "--shots", "1",
                                "--push", repo, "--version", "1.0.0", "--output", str(out)]) == 0
     tasks = [f"perturbations_mmlu_{config}_{method}" for method in ("symbol", "hybrid", "cloze")]
     command = [sys.executable, "-m", "lm_eval", "--model", "hf",
-               "--model_args", f"pretrained={smollm2},dtype=bfloat16", "--device", "cpu", "--batch_size", "16",
+               "--model_args", f"pretrained={tiny_lm},dtype=float32", "--device", "cpu", "--batch_size", "16",
                "--include_path", str(out / "lm_eval" / config), "--tasks", ",".join(tasks),
                "--limit", str(LM_EVAL_ITEMS), "--log_samples", "--output_path", str(tmp_path / "results")]
     env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")}  # public repo
@@ -806,7 +806,7 @@ def test_lm_eval_runs_every_scoring_method_on_the_published_tasks(local_hub, smo
     gold = dict(zip(dataset["id"], dataset["answer"], strict=True))
     predictions = read_predictions([tmp_path / "results"])
     assert Counter(p.task for p in predictions) == {task: LM_EVAL_ITEMS for task in tasks}
-    assert {p.model for p in predictions} == {smollm2.name}
+    assert {p.model for p in predictions} == {tiny_lm.name}
     for task in tasks:
         mine = [p for p in predictions if p.task == task]
         assert sorted(p.ref["id"] for p in mine) == sorted(expected_ids)

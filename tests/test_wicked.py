@@ -411,12 +411,12 @@ def test_task_folder_builds_the_five_shot_mmlu_prompt_with_lm_evals_few_shot_mac
 
 
 @pytest.mark.slow
-def test_lm_eval_runs_the_release_tasks(smollm2, tmp_path):
-    """The real lm-eval, unchanged, on the task folder of a built release, with SmolLM2-135M."""
+def test_lm_eval_runs_the_release_tasks(tiny_lm, tmp_path):
+    """The real lm-eval, unchanged, on the task folder of a built release, with a tiny Llama (SmolLM2's tokenizer)."""
     release = tmp_path / "release"
     assert wicked.main(["--source", str(lm_eval_source(tmp_path)), "--sba-classifier", "none", "--variants", "2",
                         "--output", str(release)]) == 0
-    command = [sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={smollm2},dtype=bfloat16",
+    command = [sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={tiny_lm},dtype=float32",
                "--device", "cpu", "--batch_size", "16", "--include_path", str(release / "lm_eval"),
                "--tasks", "wicked_mmlu_original,wicked_mmlu_variants", "--log_samples",
                "--output_path", str(tmp_path / "results")]
