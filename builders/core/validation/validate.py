@@ -87,6 +87,7 @@ def _duplicates_only_as_copied(build: Build) -> Iterable[str]:
                 yield f"{config}/{split} {record.id}: two options are equal and the item is not the source's unchanged"
 
 
+@lru_cache(maxsize=1 << 18)
 def _visible(text: str) -> bool:
     """Whether ``text`` shows anything: a character that is neither a space nor an invisible format character
     (a zero-width space)."""
@@ -482,5 +483,10 @@ def _says_nothing_or_no_one(texts: list[str]) -> bool:
 
 def referring_options(choices: Iterable[str]) -> list[str]:
     """The options of an item that refer to the item's other options (see :func:`refers_to_other_options`)."""
-    choices = list(choices)
-    return [c for i, c in enumerate(choices) if refers_to_other_options(c, choices[:i] + choices[i + 1:])]
+    return list(_referring(tuple(choices)))
+
+
+@lru_cache(maxsize=1 << 16)
+def _referring(choices: tuple[str, ...]) -> tuple[str, ...]:
+    # A pure reading of one item's options, kept once per distinct set: a check reads an original in every variant.
+    return tuple(c for i, c in enumerate(choices) if refers_to_other_options(c, choices[:i] + choices[i + 1:]))
