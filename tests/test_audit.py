@@ -165,3 +165,14 @@ def test_each_rule_over_a_split_at_once_picks_what_it_picks_item_by_item():
     for baseline in audit.COMMON_BASELINES:
         expected = [-1 if (pick := baseline.predict(r)) is None else pick for r in items]
         assert baseline.predict_all(columns).tolist() == expected, baseline.name
+
+
+def test_the_detectable_margin_is_the_first_warnable_score():
+    # detectable_margin reads every score at once; it is the smallest score that both tests of a warning pass
+    from scipy.stats import binom
+
+    for n, chance, tests in [(7, 1 / 3, 1), (50, 0.25, 20), (300, 0.1, 54), (2000, 0.5, 6), (1, 0.5, 1)]:
+        scores = [k for k in range(n + 1) if binom.sf(k - 1, n, chance) * tests < significance.WARN_P_VALUE
+                  and significance.practically_large(k / n, chance)]
+        expected = scores[0] / n - chance if scores else None
+        assert significance.detectable_margin(n, chance, tests) == expected
