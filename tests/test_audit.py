@@ -149,3 +149,30 @@ def test_a_cue_the_unchanged_config_carries_is_inherited_and_a_stronger_one_stil
     assert "inherited from the source (the source unchanged beats chance on it" in sentence
     assert "`longest_option` on 2 config/splits (35.0%–40.0% against 25.0%)" in sentence.split("inherited from the source")[1]
     assert "`longest_option` on variant_1/test (60.0% against 25.0%)" in sentence.split("inherited from the source")[0]
+
+
+def test_each_rule_over_a_split_at_once_picks_what_it_picks_item_by_item():
+    # The audit runs the common rules over a split's arrays (predict_all); each must pick as its predict does.
+    import random
+
+    texts = ["12", "15", "1,000", "14.5", "$3.50", "-4", "None of the above", "none of these options", "Both a and b are "
+             "correct", "both x & y is true.", "red", "green", "blue", "a much longer option", "ab", "abcd", "", "7"]
+    rng = random.Random(5)
+    items = [item(i, [rng.choice(texts) for _ in range(rng.randint(2, 6))], 0) for i in range(3000)]
+    items += [item(3000 + i, choices, 1) for i, choices in enumerate(
+        [["10", "20", "21", "40"], ["1", "1", "3"], ["ab", "cd"], ["abc", "de", "fgh"], ["7", "7"]])]
+    columns = audit.SplitColumns(items)
+    for baseline in audit.COMMON_BASELINES:
+        expected = [-1 if (pick := baseline.predict(r)) is None else pick for r in items]
+        assert baseline.predict_all(columns).tolist() == expected, baseline.name
+
+
+def test_the_detectable_margin_is_the_first_warnable_score():
+    # detectable_margin reads every score at once; it is the smallest score that both tests of a warning pass
+    from scipy.stats import binom
+
+    for n, chance, tests in [(7, 1 / 3, 1), (50, 0.25, 20), (300, 0.1, 54), (2000, 0.5, 6), (1, 0.5, 1)]:
+        scores = [k for k in range(n + 1) if binom.sf(k - 1, n, chance) * tests < significance.WARN_P_VALUE
+                  and significance.practically_large(k / n, chance)]
+        expected = scores[0] / n - chance if scores else None
+        assert significance.detectable_margin(n, chance, tests) == expected

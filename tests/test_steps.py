@@ -222,3 +222,16 @@ def test_a_build_with_one_split_made_without_the_runner_fails_validation():
     build.outcomes.ran = {key for key in build.outcomes.ran if key != ("variant_1", "dev")}
     with pytest.raises(ValidationFailed, match=r"outcomes_accounted \(1: variant_1/dev: no outcome counts"):
         validate(build)
+
+
+def test_a_record_replaced_is_the_dataclass_replaced():
+    # MCQRecord.replace and with_metadata copy the record without dataclasses.replace's per-field init: the same record
+    import dataclasses
+
+    record = MCQRecord("a", "q", ("x", "y"), 1, "s", "c", "test", 3, metadata={"k": 1}, columns={"c": 0})
+    changed = record.replace(choices=["u", "v"], answer=0).with_metadata(z=2).with_columns(c=1)
+    assert changed == dataclasses.replace(record, choices=("u", "v"), answer=0, metadata={"k": 1, "z": 2},
+                                          columns={"c": 1})
+    assert record.choices == ("x", "y") and record.metadata == {"k": 1} and isinstance(changed.choices, tuple)
+    with pytest.raises(TypeError, match="no field 'bogus'"):
+        record.replace(bogus=1)

@@ -26,12 +26,16 @@ class Check:
 class Baseline:
     """A no-knowledge answering rule for the shortcut audit: ``predict`` picks an option index from what a
     model sees (question and options), or None where the rule does not apply (it abstains: the rule is scored
-    over the items it applies to). ``mirror`` names the rule that picks the opposite (shortest for longest)."""
+    over the items it applies to). ``mirror`` names the rule that picks the opposite (shortest for longest).
+    ``predict_all``, where given, is the same rule over a whole split at once, for speed: given the split's
+    columns (:class:`builders.core.validation.audit.SplitColumns`), an array of picks, -1 where it abstains;
+    it picks what ``predict`` picks, item by item."""
 
     name: str
     description: str
     predict: Callable[[MCQRecord], int | None]
     mirror: str | None = None
+    predict_all: Callable[[Any], Any] | None = None
 
 
 @dataclass(frozen=True)

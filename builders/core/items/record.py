@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import unicodedata
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Mapping
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -55,13 +56,13 @@ class MCQRecord:
     def replace(self, **changes: Any) -> "MCQRecord":
         if "choices" in changes:
             changes["choices"] = tuple(changes["choices"])
-        return dataclasses.replace(self, **changes)
+        return _replaced(self, changes)
 
     def with_metadata(self, **fields: Any) -> "MCQRecord":
-        return dataclasses.replace(self, metadata={**self.metadata, **fields})
+        return _replaced(self, {"metadata": {**self.metadata, **fields}})
 
     def with_columns(self, **values: Any) -> "MCQRecord":
-        return dataclasses.replace(self, columns={**self.columns, **values})
+        return _replaced(self, {"columns": {**self.columns, **values}})
 
     def to_row(self) -> dict[str, Any]:
         row = {name: getattr(self, name) for name in BASE_COLUMNS}
@@ -69,6 +70,21 @@ class MCQRecord:
         row.update(self.columns)
         row["metadata"] = dict(self.metadata)
         return row
+
+
+_RECORD_FIELDS = frozenset(f.name for f in dataclasses.fields(MCQRecord))
+
+
+def _replaced(record: MCQRecord, changes: dict[str, Any]) -> MCQRecord:
+    """``dataclasses.replace(record, **changes)`` without its per-field ``__init__`` (the record has no
+    ``__post_init__``): a build makes a record several times over for each of its items."""
+    unknown = changes.keys() - _RECORD_FIELDS
+    if unknown:
+        raise TypeError(f"MCQRecord has no field {sorted(unknown)[0]!r}")
+    new = object.__new__(MCQRecord)
+    new.__dict__.update(record.__dict__)
+    new.__dict__.update(changes)
+    return new
 
 
 # The features of a release's columns, described without importing ``datasets`` (0.6 s, which every command paid
@@ -149,7 +165,9 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+@lru_cache(maxsize=1 << 17)
 def content_key(*parts: str) -> str:
+    # kept per distinct content: a build reads an item's key for its draws, its sample, its folds and its order
     return text_hash("\x1f".join(parts))
 
 

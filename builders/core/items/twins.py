@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 # format characters that show nothing: zero-width space / joiners, word joiner, byte-order mark, soft hyphen
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)
@@ -29,9 +30,11 @@ def _canonical_number(match: re.Match) -> str:
     return number
 
 
+@lru_cache(maxsize=1 << 18)
 def option_key(text: str) -> str:
     """What an option says, spelling aside: NFC, no invisible characters, one kind of minus and space, whitespace
-    collapsed, numbers without thousands separators and trailing decimal zeros. Equal keys: the same option."""
+    collapsed, numbers without thousands separators and trailing decimal zeros. Equal keys: the same option. Kept
+    once per distinct text: the loader and the builders read the same options."""
     text = unicodedata.normalize("NFC", text).translate(_INVISIBLE).translate(_LOOK_ALIKES)
     return _NUMBER.sub(_canonical_number, " ".join(text.split()))
 

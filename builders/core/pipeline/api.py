@@ -17,6 +17,7 @@ run as on the command line, so the same inputs and seed give the same items.
 
 from __future__ import annotations
 
+import gc
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,7 +81,10 @@ def build_dataset(builder: Runnable, data: Any, *, benchmark: str | None = None,
     source = load_rows(builder.benchmark(args.benchmark), rows, seed=args.seed, strict=args.strict,
                        options=builder.source_options(args, built_with), selection=selection(builder, args),
                        max_excluded=args.max_excluded)
-    result = BuildResult(*build_and_validate(builder, parser, args, built_with, source))
+    try:
+        result = BuildResult(*build_and_validate(builder, parser, args, built_with, source))
+    finally:
+        gc.unfreeze()  # the build froze what it held out of the cyclic collector's sight: a notebook goes on
     for warning in result.report.warnings:
         logger.warning("shortcut audit: %s", warning)
     return result

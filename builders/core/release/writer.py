@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from builders.core.errors import UserError, ValidationFailed
-from builders.core.items.record import record_features
+from builders.core.items.record import BASE_COLUMNS, record_features
 from builders.core.build.result import Build
 from builders.core.release.build_config import BUILD_CONFIG_FILE, build_config_text
 from builders.core.release.diff import DIFF_FILE
@@ -418,18 +418,30 @@ def release_rows(records, features) -> list[dict[str, Any]]:
     return rows
 
 
+def _column(records, name: str) -> list[Any]:
+    """One column of the release's rows (:func:`release_rows`): a record's own ``columns`` before its base fields,
+    and its ``metadata`` as it is; None where a record has no such column."""
+    if name == "metadata":
+        return [dict(r.metadata) for r in records]
+    if name == "choices":
+        return [r.columns["choices"] if "choices" in r.columns else list(r.choices) for r in records]
+    if name in BASE_COLUMNS:
+        return [r.columns[name] if name in r.columns else getattr(r, name) for r in records]
+    return [r.columns.get(name) for r in records]
+
+
 def write_parquet(records, metadata_features, path: Path, column_features=None) -> int:
     """Arrow table with the explicit features in the schema metadata, as ``datasets`` writes it; returns the
     table's size in bytes."""
     features = record_features(metadata_features, column_features)
-    rows = release_rows(records, features)
     schema = features.arrow_schema.with_metadata(
         {"huggingface": json.dumps({"info": {"features": features.to_dict()}})}
     )
     import pyarrow as pa  # here, not at the top: a command line parses before any heavy library loads
     import pyarrow.parquet as pq
 
-    table = pa.Table.from_pylist(rows, schema=schema)
+    # column by column, as Table.from_pylist(release_rows(records, features)) takes them: the same arrays
+    table = pa.Table.from_arrays([_column(records, name) for name in schema.names], schema=schema)
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path, compression="zstd")
     return table.nbytes

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Callable, Sequence
 
 import numpy as np
@@ -163,36 +164,59 @@ def _names(container: str, named: str) -> int:
     return found.start() if found else -1
 
 
+@dataclass(frozen=True)
+class _Reading:
+    """What the features read in one option's text alone, once per distinct text (a build's configs share most
+    of their options)."""
+
+    length: float
+    words: frozenset[str]
+    word_count: float
+    punctuation: float
+    number: float | None
+    digits: float
+    forms: tuple[bool, ...]  # the marks of _FORMS, in order
+    text: str  # as the reference features compare options: spaces collapsed, no final stop, lower case
+
+
+@lru_cache(maxsize=1 << 18)
+def _reading(option: str) -> _Reading:
+    return _Reading(float(len(option)), frozenset(_WORD.findall(option.lower())), float(len(_WORD.findall(option))),
+                    float(len(_PUNCTUATION.findall(option))), number(option), float(sum(ch.isdigit() for ch in option)),
+                    tuple(has(option) for has in _FORMS.values()),
+                    re.sub(r"[\s.]+$", "", " ".join(option.split())).lower())
+
+
 def option_features(choices: Sequence[str]) -> np.ndarray:
     """One row per option, the columns of :data:`FEATURES`."""
     n = len(choices)
+    readings = [_reading(c) for c in choices]
     columns: dict[str, list] = {}
-    lengths = [float(len(c)) for c in choices]
+    lengths = [r.length for r in readings]
     columns["length"] = _centred(lengths, max(sum(lengths) / n, 1.0))
     columns["length_rank"] = _ranks(lengths)
     if min(lengths) < max(lengths):
         columns["longest"], columns["shortest"] = _is(lengths, max(lengths)), _is(lengths, min(lengths))
-    words = [set(_WORD.findall(c.lower())) for c in choices]
-    counts = [float(len(_WORD.findall(c))) for c in choices]
+    words = [r.words for r in readings]
+    counts = [r.word_count for r in readings]
     columns["word_count"] = _centred(counts, max(sum(counts) / n, 1.0))
-    columns["punctuation"] = _centred([float(len(_PUNCTUATION.findall(c))) for c in choices])
-    _numeric_features(choices, columns)
-    _form_features(choices, columns)
+    columns["punctuation"] = _centred([r.punctuation for r in readings])
+    _numeric_features(choices, columns, readings)
+    _form_features(readings, columns)
     _overlap_features(words, columns)
-    _reference_features(choices, columns)
+    _reference_features([r.text for r in readings], columns)
     columns["last"] = [i == n - 1 for i in range(n)]
     columns["relative_position"] = [i / max(n - 1, 1) - 0.5 for i in range(n)]
     for word in _KEYWORDS:
         columns[f"word_{word}"] = [word in w for w in words]
     out = np.zeros((n, len(FEATURES)))
-    for name, values in columns.items():
-        out[:, _COLUMN[name]] = values
+    out[:, [_COLUMN[name] for name in columns]] = np.array(list(columns.values()), dtype=float).T
     out[np.arange(n), [_COLUMN[f"position_{min(i, POSITIONS - 1)}"] for i in range(n)]] = 1
     return out
 
 
-def _numeric_features(choices: Sequence[str], columns: dict[str, list]) -> None:
-    parsed = [number(c) for c in choices]
+def _numeric_features(choices: Sequence[str], columns: dict[str, list], readings: Sequence[_Reading]) -> None:
+    parsed = [r.number for r in readings]
     values = [v for v in parsed if v is not None]
     if len(values) != len(parsed) or len(set(values)) < 2:
         return
@@ -210,20 +234,20 @@ def _numeric_features(choices: Sequence[str], columns: dict[str, list]) -> None:
             if name == "mean":
                 columns["farthest_from_mean"] = _is(distance, max(distance))
     columns["integer"] = _centred([float(float(v).is_integer() and "." not in c) for v, c in zip(values, choices, strict=True)])
-    columns["digits"] = _centred([float(sum(ch.isdigit() for ch in c)) for c in choices])
+    columns["digits"] = _centred([r.digits for r in readings])
 
 
-def _form_features(choices: Sequence[str], columns: dict[str, list]) -> None:
-    n = len(choices)
-    for name, has in _FORMS.items():
-        marks = [has(c) for c in choices]
+def _form_features(readings: Sequence[_Reading], columns: dict[str, list]) -> None:
+    n = len(readings)
+    for form, name in enumerate(_FORMS):
+        marks = [r.forms[form] for r in readings]
         if sum(marks) == 1:
             columns[f"{name}_alone"] = marks
         if n >= 3 and sum(marks) == n - 1:
             columns[f"{name}_alone_without"] = [not m for m in marks]
 
 
-def _overlap_features(words: Sequence[set[str]], columns: dict[str, list]) -> None:
+def _overlap_features(words: Sequence[frozenset[str]], columns: dict[str, list]) -> None:
     n = len(words)
     total = [0.0] * n
     for i in range(n):
@@ -238,11 +262,10 @@ def _overlap_features(words: Sequence[set[str]], columns: dict[str, list]) -> No
         columns["centroid"], columns["odd_one_out"] = _is(overlap, max(overlap)), _is(overlap, min(overlap))
 
 
-def _reference_features(choices: Sequence[str], columns: dict[str, list]) -> None:
+def _reference_features(texts: Sequence[str], columns: dict[str, list]) -> None:
     """Options that name other options ("Both X and Y are correct", "X or Y"): who names whom, and in what
-    order and place."""
-    n = len(choices)
-    texts = [re.sub(r"[\s.]+$", "", " ".join(c.split())).lower() for c in choices]
+    order and place. ``texts``: the options as :class:`_Reading` compares them."""
+    n = len(texts)
     where = [[_names(texts[i], texts[j]) if i != j else -1 for j in range(n)] for i in range(n)]
     names_others = [sum(p >= 0 for p in row) >= 2 for row in where]
     if not any(names_others):

@@ -25,7 +25,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Callable, Mapping, Sequence
+
+import numpy as np
 
 from builders.core.items.record import MCQRecord
 from builders.core.items.tables import Table
@@ -79,6 +82,7 @@ def _mean_distances(record: MCQRecord) -> list[float] | None:
     return [abs(v - mean) for v in values]
 
 
+@lru_cache(maxsize=1 << 18)
 def _number(option: str) -> float | None:
     """An option that is one number ("1,250", "$3.50", "12%", "-4"), else None. Written apart from the
     adversary's parser: the rule and the model are two readings of the options."""
@@ -94,6 +98,82 @@ def _matching(pattern: re.Pattern) -> Callable[[MCQRecord], int | None]:
     return predict
 
 
+class SplitColumns:
+    """One config/split's records as arrays, read once for every rule: the rules that have a ``predict_all``
+    answer all its items at once. ``options`` lists every option of every item, item after item."""
+
+    def __init__(self, records: Sequence[MCQRecord]):
+        self.records = records
+        self.counts = np.fromiter((len(r.choices) for r in records), dtype=np.int64, count=len(records))
+        self.answers = np.fromiter((r.answer for r in records), dtype=np.int64, count=len(records))
+        self.options = [choice for record in records for choice in record.choices]
+        self.starts = np.cumsum(self.counts) - self.counts
+        self.item = np.repeat(np.arange(len(records)), self.counts)
+        self.local = np.arange(len(self.options)) - self.starts[self.item]
+        # every item has an option: an array reduction per item is then defined (a well-formed build's are)
+        self.regular = bool(len(records)) and int(self.counts.min()) > 0
+        self._lengths: np.ndarray | None = None
+        self._readings: np.ndarray | None = None
+
+    @property
+    def lengths(self) -> np.ndarray:
+        if self._lengths is None:
+            self._lengths = np.fromiter(map(len, self.options), dtype=np.int64, count=len(self.options))
+        return self._lengths
+
+    def marks(self, reading: int) -> np.ndarray:
+        """Which options have ``reading`` (:data:`ONE_NUMBER`, :data:`NOTA_OPENING`, :data:`BOTH_CORRECT`)."""
+        if self._readings is None:
+            self._readings = np.fromiter(map(_readings, self.options), dtype=np.int64, count=len(self.options))
+        return (self._readings & reading) > 0
+
+    def first_marked(self, marks: np.ndarray) -> np.ndarray:
+        """Per item, the first marked option, or -1."""
+        firsts = np.minimum.reduceat(np.where(marks, self.local, np.iinfo(np.int64).max), self.starts)
+        return np.where(np.logical_or.reduceat(marks, self.starts), firsts, -1)
+
+    def only_marked(self, marks: np.ndarray) -> np.ndarray:
+        """Per item, the one marked option, or -1 when none or several are."""
+        return np.where(np.add.reduceat(marks.astype(np.int64), self.starts) == 1, self.first_marked(marks), -1)
+
+    def extreme(self, values: np.ndarray, pick) -> np.ndarray:
+        """Per item, the one option whose value is the item's ``pick`` (np.maximum or np.minimum), or -1 on a tie."""
+        return self.only_marked(values == pick.reduceat(values, self.starts)[self.item])
+
+    def per_record(self, predict: Callable[[MCQRecord], int | None], where: np.ndarray) -> np.ndarray:
+        """``predict`` item by item on the items of the mask ``where``; -1 elsewhere and where it abstains."""
+        picks = np.full(len(self.records), -1, dtype=np.int64)
+        for index in np.flatnonzero(where).tolist():
+            pick = predict(self.records[index])
+            if pick is not None:
+                picks[index] = pick
+        return picks
+
+
+ONE_NUMBER, NOTA_OPENING, BOTH_CORRECT = 1, 2, 4
+
+
+@lru_cache(maxsize=1 << 18)
+def _readings(option: str) -> int:
+    """What the rules read in one option's text, as flags, once per distinct text."""
+    return ((ONE_NUMBER if _number(option) is not None else 0) | (NOTA_OPENING if _NONE_OF_THE_ABOVE.search(option) else 0)
+            | (BOTH_CORRECT if _BOTH.search(option) else 0))
+
+
+def _numeric_items(columns: SplitColumns) -> np.ndarray:
+    """The items whose every option is one number: the only ones the mean rules apply to."""
+    return np.logical_and.reduceat(columns.marks(ONE_NUMBER), columns.starts)
+
+
+def _mean_rule(pick) -> Callable[[SplitColumns], np.ndarray]:
+    predict = _mean_predict(pick)
+    return lambda columns: columns.per_record(predict, _numeric_items(columns))
+
+
+def _mean_predict(pick) -> Callable[[MCQRecord], int | None]:
+    return lambda r: _extreme(_mean_distances(r), pick)
+
+
 def only_two_options(rule: Callable[[MCQRecord], int | None]) -> Callable[[MCQRecord], int | None]:
     """The mirror of a rule that picks a marked option: in a 2-option item where it applies, the other option;
     elsewhere it abstains (from 3 options no single option is the opposite of a marked one)."""
@@ -103,19 +183,25 @@ def only_two_options(rule: Callable[[MCQRecord], int | None]) -> Callable[[MCQRe
     return predict
 
 
+# Each rule twice: item by item (``predict``, what it means), and over a split's arrays at once (``predict_all``,
+# what the audit runs), which picks the same; tests/test_audit.py holds the two to each other.
 COMMON_BASELINES = [
-    Baseline("always_first", "always the first option", _first, mirror="always_last"),
-    Baseline("always_last", "always the last option", _last, mirror="always_first"),
+    Baseline("always_first", "always the first option", _first, mirror="always_last",
+             predict_all=lambda columns: np.zeros(len(columns.counts), dtype=np.int64)),
+    Baseline("always_last", "always the last option", _last, mirror="always_first",
+             predict_all=lambda columns: columns.counts - 1),
     Baseline("longest_option", "the longest option (abstains on a tie)", lambda r: _extreme(_lengths(r), max),
-             mirror="shortest_option"),
+             mirror="shortest_option", predict_all=lambda columns: columns.extreme(columns.lengths, np.maximum)),
     Baseline("shortest_option", "the shortest option (abstains on a tie)", lambda r: _extreme(_lengths(r), min),
-             mirror="longest_option"),
+             mirror="longest_option", predict_all=lambda columns: columns.extreme(columns.lengths, np.minimum)),
     Baseline("closest_to_mean", "the number nearest the mean of the options (numeric items; abstains on a tie)",
-             lambda r: _extreme(_mean_distances(r), min), mirror="farthest_from_mean"),
+             _mean_predict(min), mirror="farthest_from_mean", predict_all=_mean_rule(min)),
     Baseline("farthest_from_mean", "the number farthest from the mean of the options (numeric items; abstains on "
-             "a tie)", lambda r: _extreme(_mean_distances(r), max), mirror="closest_to_mean"),
-    Baseline("always_none_of_the_above", 'the "None of the above" option where there is one', _matching(_NONE_OF_THE_ABOVE)),
-    Baseline("always_both", 'a "Both X and Y are correct" option where there is one', _matching(_BOTH)),
+             "a tie)", _mean_predict(max), mirror="closest_to_mean", predict_all=_mean_rule(max)),
+    Baseline("always_none_of_the_above", 'the "None of the above" option where there is one', _matching(_NONE_OF_THE_ABOVE),
+             predict_all=lambda columns: columns.first_marked(columns.marks(NOTA_OPENING))),
+    Baseline("always_both", 'a "Both X and Y are correct" option where there is one', _matching(_BOTH),
+             predict_all=lambda columns: columns.first_marked(columns.marks(BOTH_CORRECT))),
 ]
 
 
@@ -159,30 +245,45 @@ def audit(build: Build) -> list[AuditRow]:
         for split, records in splits.items():
             if not records or split == fewshot:
                 continue
+            columns = SplitColumns(records)
             for baseline in baselines:
-                row = _row(config, split, baseline.name, records, baseline.predict, build)
+                row = _row(config, split, baseline.name, columns, _picks(columns, baseline.predict,
+                                                                         baseline.predict_all), build)
                 if row is not None:  # None: the rule never applies here ("always NOTA" without NOTA options)
                     rows.append(row)
             if prior is not None:
-                row = _row(config, split, "fewshot_position_prior", records,
-                           lambda r, p=prior: p if p < len(r.choices) else None, build)
+                row = _row(config, split, "fewshot_position_prior", columns, _prior_picks(columns, prior), build)
                 if row is not None:
                     rows.append(row)
     return inherit_from_source([replace(row, tests=len(rows)) for row in rows], build.about.unchanged_config,
                                lambda row: row.baseline, lambda row: row.applies)
 
 
-def _row(config: str, split: str, name: str, records: Sequence[MCQRecord], predict,
+def _picks(columns: SplitColumns, predict: Callable[[MCQRecord], int | None],
+           predict_all: Callable[[SplitColumns], np.ndarray] | None) -> np.ndarray:
+    """The rule's pick on every item of the split, -1 where it abstains."""
+    if predict_all is not None and columns.regular:
+        return np.asarray(predict_all(columns), dtype=np.int64)
+    return columns.per_record(predict, np.ones(len(columns.records), dtype=bool))
+
+
+def _prior_picks(columns: SplitColumns, prior: int) -> np.ndarray:
+    """The few-shot split's most frequent gold position, on every item that has it."""
+    return np.where(prior < columns.counts, prior, -1)
+
+
+def _row(config: str, split: str, name: str, columns: SplitColumns, picks: np.ndarray,
          build: Build) -> AuditRow | None:
     """The rule scored over the items it applies to; it abstains on the others."""
-    picks = [(record, predict(record)) for record in records]
-    applied = [(record, pick) for record, pick in picks if pick is not None]
-    if not applied:
+    applied = picks >= 0
+    count = int(applied.sum())
+    if not count:
         return None
-    correct = sum(1 for record, pick in applied if pick == record.answer)
-    chance = sum(1 / len(record.choices) for record, _ in applied) / len(applied)
+    correct = int((picks[applied] == columns.answers[applied]).sum())
+    # summed one item after the other, as the items come: the same float as a sum over the records
+    chance = sum((1 / columns.counts[applied]).tolist()) / count
     inherent = build.release.inherent_baselines.get(f"{config}/{name}", build.release.inherent_baselines.get(name))
-    return AuditRow(config, split, name, len(records), len(applied), correct / len(applied), chance, inherent)
+    return AuditRow(config, split, name, len(columns.records), count, correct / count, chance, inherent)
 
 
 def _position_prior(records: Sequence[MCQRecord]) -> int | None:

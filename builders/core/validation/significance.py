@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from functools import lru_cache
 from typing import Callable, Sequence
 
 import numpy as np
@@ -39,6 +40,7 @@ def practically_large(accuracy: float, chance: float) -> bool:
     return accuracy - chance >= min(MIN_MARGIN, (MIN_RATIO - 1) * chance) - 1e-12
 
 
+@lru_cache(maxsize=4096)
 def detectable_margin(n: int, chance: float, tests: int) -> float | None:
     """The smallest margin above chance that would warn on ``n`` items (None: not even a perfect score would)."""
     from scipy.stats import binom
@@ -47,8 +49,10 @@ def detectable_margin(n: int, chance: float, tests: int) -> float | None:
         return None
     correct = np.arange(n + 1)
     p_values = binom.sf(correct - 1, n, min(max(chance, 0.0), 1.0)) * tests
-    warnable = [k for k in correct if p_values[k] < WARN_P_VALUE and practically_large(k / n, chance)]
-    return warnable[0] / n - chance if warnable else None
+    # practically_large over every score at once, the same comparison of the same floats
+    large = correct / n - chance >= min(MIN_MARGIN, (MIN_RATIO - 1) * chance) - 1e-12
+    warnable = np.flatnonzero((p_values < WARN_P_VALUE) & large)
+    return int(warnable[0]) / n - chance if len(warnable) else None
 
 
 def too_small(n: int, chance: float, tests: int) -> bool:

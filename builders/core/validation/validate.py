@@ -15,6 +15,7 @@ import unicodedata
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
+from operator import itemgetter
 from typing import Any, Iterable
 
 from builders.core.errors import ValidationFailed
@@ -87,6 +88,7 @@ def _duplicates_only_as_copied(build: Build) -> Iterable[str]:
                 yield f"{config}/{split} {record.id}: two options are equal and the item is not the source's unchanged"
 
 
+@lru_cache(maxsize=1 << 18)
 def _visible(text: str) -> bool:
     """Whether ``text`` shows anything: a character that is neither a space nor an invisible format character
     (a zero-width space)."""
@@ -238,6 +240,7 @@ _OTHER_OPTIONS = {"above", "below", "these", "them", "those", "preceding", "fore
                   "others"}
 _PHRASES = (("of", "the", "above"), ("of", "above"), ("listed", "above"), ("mentioned", "above"),
             ("given", "above"), ("combination", "of", "these"), ("combinations", "of", "these"))
+_SPACED_PHRASES = tuple(f" {' '.join(phrase)} " for phrase in _PHRASES)
 _LABEL_GLUE = {"and", "or", "nor", "&", "both", "either", "neither", "only", "above", "option", "options", "choice",
                "choices", "answer", "answers", "all", "of", "are", "is", "correct", "true", "will", "be", "right",
                "valid", "incorrect", "false", "wrong"}
@@ -246,10 +249,13 @@ _JOINERS = {"and", "or", "nor", "&"}
 _NAMING = {"option", "options", "choice", "choices", "answer", "answers"}
 
 
-@dataclass(frozen=True)
-class _Word:
-    text: str  # lower case, without brackets and trailing punctuation
-    raw: str
+class _Word(tuple):
+    """(text, raw): ``text`` lower case, without brackets and trailing punctuation; ``raw`` as written. A plain
+    tuple underneath: a build reads hundreds of thousands of words."""
+
+    __slots__ = ()
+    text = property(itemgetter(0))
+    raw = property(itemgetter(1))
 
     @property
     def letter(self) -> bool:
@@ -267,8 +273,12 @@ class _Word:
 @lru_cache(maxsize=1 << 18)
 def _words(option: str) -> tuple[_Word, ...]:
     # A pure reading of one text, kept once per distinct text: a build reads each option in several configs.
-    words = (_Word(raw.lower().strip("().:;!?\"'"), raw) for raw in re.split(r"[\s,]+", option))
-    return tuple(w for w in words if w.text)
+    raws = _WORD_BREAK.split(option)
+    texts = [raw.lower().strip("().:;!?\"'") for raw in raws]
+    return tuple(map(_Word, [(text, raw) for text, raw in zip(texts, raws, strict=True) if text]))
+
+
+_WORD_BREAK = re.compile(r"[\s,]+")
 
 
 def refers_to_other_options(option: str, others: Iterable[str] = ()) -> bool:
@@ -297,7 +307,8 @@ def _reading(option: str) -> bool | None:
     if texts[0] in _QUANTIFIERS and (_OTHER_OPTIONS & set(texts[1:5]) or (texts[1] == "of" and len(words) > 2
                                                                          and words[2].letter)):
         return True
-    if any(tuple(texts[i:i + len(p)]) == p for p in _PHRASES for i in range(len(texts))):
+    spaced = f" {' '.join(texts)} "  # a word holds no space: a phrase's words in a row are its spaced text in this
+    if any(phrase in spaced for phrase in _SPACED_PHRASES):
         return True
     for i in range(len(words) - 1):  # "option B", "choice (c)": an upper-case or bracketed letter
         if texts[i] in _NAMING and words[i + 1].letter and (words[i + 1].bracketed or words[i + 1].raw[:1].isupper()):
@@ -482,5 +493,10 @@ def _says_nothing_or_no_one(texts: list[str]) -> bool:
 
 def referring_options(choices: Iterable[str]) -> list[str]:
     """The options of an item that refer to the item's other options (see :func:`refers_to_other_options`)."""
-    choices = list(choices)
-    return [c for i, c in enumerate(choices) if refers_to_other_options(c, choices[:i] + choices[i + 1:])]
+    return list(_referring(tuple(choices)))
+
+
+@lru_cache(maxsize=1 << 16)
+def _referring(choices: tuple[str, ...]) -> tuple[str, ...]:
+    # A pure reading of one item's options, kept once per distinct set: a check reads an original in every variant.
+    return tuple(c for i, c in enumerate(choices) if refers_to_other_options(c, choices[:i] + choices[i + 1:]))
