@@ -43,8 +43,9 @@ _ANSWER_IS = re.compile(r"answer\s++is\s*+:?\s*+\$?\\?\$?\s*+(" + NUMBER + ")", 
 MAX_DIGITS = 30
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def parse_number(text: str) -> Fraction | None:
-    """The exact value of one number as written ("1,234.50", "-3", "3/4"), or None."""
+    """The exact value of one number as written ("1,234.50", "-3", "3/4"), or None (once per distinct text)."""
     cleaned = text.replace(",", "").replace(" ", "")
     if not cleaned or len(cleaned) > MAX_DIGITS:
         return None
