@@ -17,12 +17,13 @@ import math
 import re
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
-from typing import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Sequence
 
 from builders.from_predictions.extract import MAX_BOXED_CHARS, brace_pairs
 from builders.from_predictions.pools import rounds_to
+
+if TYPE_CHECKING:
+    import numpy as np
 
 NUMBER = r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+(?![\d,]|\.\d))?|-?\.\d+"
 _NUMBER = re.compile(NUMBER)
