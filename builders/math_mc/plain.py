@@ -117,13 +117,15 @@ def judge_pairs(pairs: list[tuple[str, str]], workers: int | None = None, timeou
     with HardTimeoutPool(WORKER_FUNCTION, workers or cpu_workers(), timeout, preload=("sympy", "math_verify", "builders.math_mc.warm")) as pool:
         chunks = [pairs[i:i + PAIRS_PER_TASK] for i in range(0, len(pairs), PAIRS_PER_TASK)]
         retry = []
-        for chunk, outcome in zip(chunks, pool.map([(c, soft) for c in chunks]), strict=True):
+        # a chunk goes, where it can, to the worker that has parsed its options (each worker caches its own)
+        outcomes = pool.map([(c, soft) for c in chunks], affinity=[{o for pair in c for o in pair} for c in chunks])
+        for chunk, outcome in zip(chunks, outcomes, strict=True):
             if outcome.ok:
                 for pair, judged in zip(chunk, outcome.value, strict=True):
                     verdicts[pair] = _verdict(*judged)
             else:
                 retry.extend(chunk)
-        for pair, outcome in zip(retry, pool.map([([p], soft) for p in retry]), strict=True):
+        for pair, outcome in zip(retry, pool.map([([p], soft) for p in retry], affinity=retry), strict=True):
             if outcome.ok:
                 verdicts[pair] = _verdict(*outcome.value[0])
             else:
