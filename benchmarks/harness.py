@@ -18,8 +18,9 @@ from builders.registry import BUILDERS  # noqa: E402
 
 @dataclass(frozen=True)
 class Cost:
-    """What one process cost: wall seconds, CPU seconds (user + system, its reaped child processes included, as
-    ``wait4`` reports them) and peak RSS in MiB (the largest of the process and its children)."""
+    """What one process cost: wall seconds, CPU seconds (user + system, every process it started included, those
+    that outlived it too: ``benchmarks/subreaper.py``, as ``wait4`` reports them) and peak RSS in MiB (the largest
+    of the process and its children)."""
 
     wall: float
     cpu: float
@@ -29,7 +30,9 @@ class Cost:
 def run_measured(command: list[str], env: dict[str, str] | None = None) -> Cost:
     """Run ``command`` from the repository (with ``env`` added to the environment); exit on failure."""
     start = time.perf_counter()
-    process = subprocess.Popen(command, cwd=REPO, env={**os.environ, **(env or {}), "PYTHONPATH": str(REPO)})
+    # under a subreaper, so that the processes that outlive the command (a worker pool's forkserver) count too
+    process = subprocess.Popen([sys.executable, str(Path(__file__).with_name("subreaper.py")), *command], cwd=REPO,
+                               env={**os.environ, **(env or {}), "PYTHONPATH": str(REPO)})
     _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:

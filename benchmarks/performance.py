@@ -44,6 +44,7 @@ class Build:
     source: str
     argv: Callable[[Path, Path], list[str]]  # (source copy, work folder) -> options
     needs_llm: bool = False
+    cut_predictions: bool = True  # at 1/4 and 1/2, cut the predictions too (else only the source is cut)
 
 
 def _predictions(name: str, *extra: str) -> Callable[[Path, Path], list[str]]:
@@ -60,7 +61,10 @@ BUILDS = {
     "mmlu_pro_plus": Build("mmlu_pro_plus", "mmlu_pro", lambda s, w: ["--source", str(s), "--cache-dir",
                                                                       str(w / "cache")], needs_llm=True),
     "python_io": Build("python_io", "python_io", lambda s, w: ["--source", str(s / "source"), "--predictions",
-                                                               str(s / "predictions")]),
+                                                               str(s / "predictions"), "--max-excluded", "1"],
+                       cut_predictions=False),
+    # PythonIO: the predictions cover CodeMind's 570 calls, not every assert of HumanEval and MBPP, and their first
+    # quarter no MBPP train task (a build at 1/4 would have an empty split)
     "gsm_mc": Build("gsm_mc", "gsm8k", _predictions("gsm8k_test.jsonl")),
     "math_mc": Build("math_mc", "math", _predictions("math_test.jsonl", "--choices", "2", "--sets", "3",
                                                      "--max-excluded", "1")),
@@ -78,7 +82,7 @@ def copy_source(data: Path, build: Build, target: Path, share: float = 1.0, copi
             out = target / name / path.relative_to(folder)
             out.parent.mkdir(parents=True, exist_ok=True)
             lines = [line for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
-            if share < 1:
+            if share < 1 and (build.cut_predictions or name != "predictions"):
                 lines = lines[:max(1, round(len(lines) * share))]
             out.write_text("".join(f"{line}\n" for copy in range(copies) for line in _copy(lines, copy)),
                            encoding="utf-8")

@@ -25,8 +25,6 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-import yaml
-
 from builders.core.errors import UserError
 from builders.core.items.record import LETTERS
 from builders.core.release.build_config import BUILD_CONFIG_FILE
@@ -77,6 +75,8 @@ def _check_row(row: Mapping[str, Any], where: str) -> None:
 
 def release_builder(folder: Path) -> str | None:
     """The builder that wrote the release (its build_config.yaml), None when the file is missing."""
+    import yaml
+
     try:
         config = yaml.safe_load((folder / BUILD_CONFIG_FILE).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError):

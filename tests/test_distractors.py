@@ -228,6 +228,18 @@ def test_hard_timeout_pool_reports_errors_and_crashes():
             pool.map([3] * 10)
 
 
+def test_a_free_worker_takes_the_task_nearest_to_what_it_ran():
+    """``affinity``: a task goes, where it can, to the worker that ran tasks on the same keys (whose caches hold
+    them); the outcomes are the same, in payload order."""
+    with HardTimeoutPool("math:sqrt", workers=2, timeout=5.0) as pool:
+        assert [o.value for o in pool.map([4, 9], affinity=[{"a"}, {"b"}])] == [2.0, 3.0]
+        assert [w.served for w in pool._workers] == [{"a"}, {"b"}]
+        # both free: the first worker skips the queue's head for the task on its key
+        assert [o.value for o in pool.map([16, 25], affinity=[{"b"}, {"a"}])] == [4.0, 5.0]
+        assert [w.served for w in pool._workers] == [{"a"}, {"b"}]
+        assert [o.value for o in pool.map([36, 49])] == [6.0, 7.0]  # no affinity: in order
+
+
 def test_a_worker_leaves_ctrl_c_to_its_parent():
     """Regression: Ctrl-C reaches the whole process group, and each worker printed a traceback from inside
     sympy before the parent's one "interrupted" line. A worker now ignores it; the parent closes the pool."""

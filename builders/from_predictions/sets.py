@@ -223,7 +223,12 @@ def draw_balanced(pool: Pool, count: int, rng: np.random.Generator, value: Calla
     option does."""
     if count == 0:
         return []
-    candidates, subsets, probabilities = balanced_subsets(pool, count, value, tilt)
+    return _choose_subset(balanced_subsets(pool, count, value, tilt), rng)
+
+
+def _choose_subset(weighted: tuple[list[Candidate], np.ndarray, np.ndarray], rng: np.random.Generator) -> list[Candidate]:
+    """One subset of :func:`balanced_subsets`'s, drawn with its probability."""
+    candidates, subsets, probabilities = weighted
     return [candidates[int(i)] for i in subsets[int(rng.choice(len(subsets), p=probabilities))]]
 
 
@@ -254,19 +259,24 @@ def item_sets(item: OpenItem, pools: Mapping[str, Pool] | None, options: SetOpti
         reason = "no_predictions" if item.id in no_predictions else "pool_too_small"
         size = pool.size if pool is not None else 0
         raise Exclude(reason, "pool", f"{size} distractors, {needed} needed")
-    return [_set_record(item, pool, k, options, dataset, random_distractors) for k in range(options.sets)]
+    # the balanced draw weighs the pool's subsets once for all the item's sets: they depend on the pool alone
+    balanced = (balanced_subsets(pool, needed, options.value)
+                if pool is not None and options.draw == "balanced" and needed else None)
+    return [_set_record(item, pool, k, options, dataset, random_distractors, balanced) for k in range(options.sets)]
 
 
 def _set_record(item: OpenItem, pool: Pool | None, k: int, options: SetOptions, dataset: str,
-                random_distractors: RandomDistractors | None) -> MCQRecord:
+                random_distractors: RandomDistractors | None,
+                balanced: tuple[list[Candidate], np.ndarray, np.ndarray] | None) -> MCQRecord:
     rng = item_rng(options.seed, item.content_key, options.builder, "set", k)
     needed = options.choices - 1
     if pool is None:
         distractors = [Option(text, RANDOM) for text in random_distractors(item, needed, rng)]
         size = 0
     else:
-        distractors = [Option(c.text, POOL, c.models)
-                       for c in draw_from_pool(pool, needed, rng, options.draw, options.value)]
+        drawn = (_choose_subset(balanced, rng) if balanced is not None
+                 else draw_from_pool(pool, needed, rng, options.draw, options.value))
+        distractors = [Option(c.text, POOL, c.models) for c in drawn]
         size = pool.size
     return make_record(item, distractors, rng, k, size, dataset)
 

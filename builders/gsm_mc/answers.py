@@ -17,12 +17,13 @@ import math
 import re
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
-from typing import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Sequence
 
 from builders.from_predictions.extract import MAX_BOXED_CHARS, brace_pairs
 from builders.from_predictions.pools import rounds_to
+
+if TYPE_CHECKING:
+    import numpy as np
 
 NUMBER = r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+(?![\d,]|\.\d))?|-?\.\d+"
 _NUMBER = re.compile(NUMBER)
@@ -43,8 +44,9 @@ _ANSWER_IS = re.compile(r"answer\s++is\s*+:?\s*+\$?\\?\$?\s*+(" + NUMBER + ")", 
 MAX_DIGITS = 30
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def parse_number(text: str) -> Fraction | None:
-    """The exact value of one number as written ("1,234.50", "-3", "3/4"), or None."""
+    """The exact value of one number as written ("1,234.50", "-3", "3/4"), or None (once per distinct text)."""
     cleaned = text.replace(",", "").replace(" ", "")
     if not cleaned or len(cleaned) > MAX_DIGITS:
         return None

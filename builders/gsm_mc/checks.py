@@ -5,6 +5,7 @@ the validator's own unit list and Decimal; and the balanced draw's distractors o
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
@@ -47,9 +48,10 @@ _CHECKED_UNITS = (
 )
 
 
-def _checked_factors(question: str) -> set[int]:
-    return {100, 1000, 60} | {factor for words, factors in _CHECKED_UNITS
-                              if re.search(rf"\b(?:{words})\b", question, re.IGNORECASE) for factor in factors}
+@functools.lru_cache(maxsize=4096)  # every config holds the question again
+def _checked_factors(question: str) -> frozenset[int]:
+    return frozenset({100, 1000, 60} | {factor for words, factors in _CHECKED_UNITS
+                                        if re.search(rf"\b(?:{words})\b", question, re.IGNORECASE) for factor in factors})
 
 
 def _other_form_options(build: Build):
@@ -84,6 +86,7 @@ def _rounded_gold_options(build: Build):
                     yield f"{config}/{split} {record.id}: option {option!r} is the gold {gold!r} rounded"
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def float_value(text: str) -> float:
     """An option's value as a float: the checks' own reading, apart from the builder's exact equivalence."""
     if "/" in text:
@@ -115,15 +118,18 @@ def keys_kind_check(pools: dict[str, Pool]) -> Check:
 def _kind_violations(build: Build, pools: dict[str, Pool]):
     """With exact fractions, apart from the draw's floats: a distractor of another kind than the key (an integer
     among fractions, a sign) is drawn only when the pool holds too few candidates of the key's kind."""
-    def kind(text: str) -> tuple[bool, bool]:
-        number = Fraction(text.replace(",", ""))
-        return number.denominator == 1, number < 0
-
     for config, split, records in build.records():
         for record in records:
-            key = kind(record.gold)
-            alike = sum(kind(c.text) == key for c in pools[record.id].candidates)
-            odd = [c for i, c in enumerate(record.choices) if i != record.answer and kind(c) != key]
+            key = _kind(record.gold)
+            alike = sum(_kind(c.text) == key for c in pools[record.id].candidates)
+            odd = [c for i, c in enumerate(record.choices) if i != record.answer and _kind(c) != key]
             if odd and alike >= len(record.choices) - 1:
                 yield (f"{config}/{split} {record.id}: {odd} are not of the key {record.gold!r}'s kind, and the pool "
                        f"holds {alike} candidates that are")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _kind(text: str) -> tuple[bool, bool]:
+    """An integer or not, and the sign, with exact fractions."""
+    number = Fraction(text.replace(",", ""))
+    return number.denominator == 1, number < 0

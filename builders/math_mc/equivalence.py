@@ -342,13 +342,15 @@ class MathEquivalence:
         self.stats.answers += len(unread)
         chunks = [unread[i:i + CHUNK] for i in range(0, len(unread), CHUNK)]
         retry: list[str] = []
-        for chunk, outcome in zip(chunks, self._pool.map([("read", c, self._soft) for c in chunks]), strict=True):
+        outcomes = self._pool.map([("read", c, self._soft) for c in chunks], affinity=chunks)
+        for chunk, outcome in zip(chunks, outcomes, strict=True):
             if outcome.ok:
                 for answer, reading in zip(chunk, outcome.value, strict=True):
                     self._take_reading(answer, *reading)
             else:
                 retry.extend(chunk)
-        for answer, outcome in zip(retry, self._pool.map([("read", [a], self._soft) for a in retry]), strict=True):
+        outcomes = self._pool.map([("read", [a], self._soft) for a in retry], affinity=[[a] for a in retry])
+        for answer, outcome in zip(retry, outcomes, strict=True):
             if outcome.ok:
                 self._take_reading(answer, *outcome.value[0])
             else:
@@ -385,7 +387,9 @@ class MathEquivalence:
     def _verify_batches(self, batches: list[list[tuple[str, str]]]) -> None:
         retry: list[tuple[str, str]] = []
         payloads = [("pairs", b, self._soft) for b in batches]
-        for batch, outcome in zip(batches, self._pool.map(payloads, progress="math-verify"), strict=True):
+        # a pair goes where its answers were read: the worker holds their parses (each worker caches its own)
+        outcomes = self._pool.map(payloads, progress="math-verify", affinity=[_answers_of(b) for b in batches])
+        for batch, outcome in zip(batches, outcomes, strict=True):
             if outcome.ok:
                 for (a, b), (result, timed_out) in zip(batch, outcome.value, strict=True):
                     self._settle(a, b, result, timed_out)
@@ -397,7 +401,8 @@ class MathEquivalence:
         while retry:
             round_, retry = retry[:self._pool.size], retry[self._pool.size:]
             asked = [pair for pair in round_ if self._prejudge([pair])]
-            for (a, b), outcome in zip(asked, self._pool.map([("pairs", [pair], self._soft) for pair in asked]), strict=True):
+            outcomes = self._pool.map([("pairs", [pair], self._soft) for pair in asked], affinity=asked)
+            for (a, b), outcome in zip(asked, outcomes, strict=True):
                 if outcome.ok:
                     self._settle(a, b, *outcome.value[0])
                 else:
@@ -432,6 +437,10 @@ class MathEquivalence:
             self._timeouts_by_answer[answer] = self._timeouts_by_answer.get(answer, 0) + 1
             if self._is_hanging(answer) and answer[:200] not in self.stats.hanging:
                 self.stats.hanging.append(answer[:200])
+
+
+def _answers_of(pairs: Sequence[tuple[str, str]]) -> set[str]:
+    return {answer for pair in pairs for answer in pair}
 
 
 def _pairs(group: Sequence[str]) -> list[tuple[str, str]]:

@@ -38,6 +38,10 @@ def rounds(decimal: str, parsed: list) -> bool:
     return abs(value.imag) < 1e-12 and abs(float(decimal) - value.real) <= 0.5 * 10 ** -places * (1 + 1e-9)
 
 
+_PARSED: dict[tuple[str, int], tuple[list, bool]] = {}  # a worker's parses: (option, soft limit) -> (parse, fired)
+_PARSED_LIMIT = 100_000
+
+
 def judge(task: tuple[list[tuple[str, str]], int]) -> list[tuple[bool, bool, bool]]:
     """Worker: (equal either way, a math-verify time limit fired, one is the other rounded to its decimals) per
     pair."""
@@ -58,11 +62,26 @@ def judge(task: tuple[list[tuple[str, str]], int]) -> list[tuple[bool, bool, boo
     math_verify_logger.addHandler(handler)
     math_verify_logger.setLevel(logging.WARNING)
     math_verify_logger.propagate = False
+
+    def parsed(text: str) -> list:
+        # each option parsed once per worker (a key is in a pair with each of its distractors), with whether
+        # math-verify's time limit fired while parsing it, which counts for every pair that option is in
+        known = _PARSED.get((text, soft))
+        if known is None:
+            fired_before = len(fired)
+            known = parse(f"${text}$", parsing_timeout=soft), len(fired) > fired_before
+            if len(_PARSED) >= _PARSED_LIMIT:
+                _PARSED.clear()
+            _PARSED[text, soft] = known
+        if known[1]:
+            fired.append(True)
+        return known[0]
+
     results = []
     try:
         for a, b in pairs:
             fired.clear()
-            left, right = parse(f"${a}$", parsing_timeout=soft), parse(f"${b}$", parsing_timeout=soft)
+            left, right = parsed(a), parsed(b)
             equal = bool(verify(left, right, timeout_seconds=soft)) or bool(verify(right, left, timeout_seconds=soft))
             results.append((equal, bool(fired), rounds(a, right) or rounds(b, left)))
     finally:
@@ -98,13 +117,15 @@ def judge_pairs(pairs: list[tuple[str, str]], workers: int | None = None, timeou
     with HardTimeoutPool(WORKER_FUNCTION, workers or cpu_workers(), timeout, preload=("sympy", "math_verify", "builders.math_mc.warm")) as pool:
         chunks = [pairs[i:i + PAIRS_PER_TASK] for i in range(0, len(pairs), PAIRS_PER_TASK)]
         retry = []
-        for chunk, outcome in zip(chunks, pool.map([(c, soft) for c in chunks]), strict=True):
+        # a chunk goes, where it can, to the worker that has parsed its options (each worker caches its own)
+        outcomes = pool.map([(c, soft) for c in chunks], affinity=[{o for pair in c for o in pair} for c in chunks])
+        for chunk, outcome in zip(chunks, outcomes, strict=True):
             if outcome.ok:
                 for pair, judged in zip(chunk, outcome.value, strict=True):
                     verdicts[pair] = _verdict(*judged)
             else:
                 retry.extend(chunk)
-        for pair, outcome in zip(retry, pool.map([([p], soft) for p in retry]), strict=True):
+        for pair, outcome in zip(retry, pool.map([([p], soft) for p in retry], affinity=retry), strict=True):
             if outcome.ok:
                 verdicts[pair] = _verdict(*outcome.value[0])
             else:

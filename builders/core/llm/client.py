@@ -28,7 +28,6 @@ Commands build their clients with :meth:`builders.core.llm.settings.LLMSettings.
 from __future__ import annotations
 
 import dataclasses
-import email.utils
 import json
 import logging
 import random
@@ -466,8 +465,10 @@ def _retry_after_seconds(headers: Mapping[str, str]) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         pass
+    from email.utils import parsedate_to_datetime  # an HTTP date is rare: email and socket load when one comes
+
     try:
-        when = email.utils.parsedate_to_datetime(value)
+        when = parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
     if when.tzinfo is None:

@@ -12,7 +12,6 @@ import json
 import threading
 import time
 import urllib.parse
-import urllib.request
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator, cast
 
@@ -136,8 +135,10 @@ def timeouts(timeout: float) -> httpx.Timeout:
 
 def _environment_proxy(url: str) -> str | None:
     """$HTTPS_PROXY / $HTTP_PROXY / $ALL_PROXY for ``url`` unless $NO_PROXY exempts its host."""
+    from urllib.request import getproxies, proxy_bypass  # here: http.client, ssl and email are not for a command line
+
     parts = urllib.parse.urlsplit(url)
-    if urllib.request.proxy_bypass(parts.hostname or ""):
+    if proxy_bypass(parts.hostname or ""):
         return None
-    proxies = urllib.request.getproxies()
+    proxies = getproxies()
     return proxies.get(parts.scheme) or proxies.get("all")

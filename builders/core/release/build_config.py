@@ -15,8 +15,6 @@ import reprlib
 from pathlib import Path
 from typing import Any, Sequence
 
-import yaml
-
 from builders.core.errors import UserError
 from builders.core.build.result import Build
 from builders.core.sources.spec import SAMPLES_DIR
@@ -42,10 +40,14 @@ def build_config(build: Build) -> dict[str, Any]:
 
 
 def build_config_text(build: Build) -> str:
+    import yaml  # PyYAML loads when a build config is written or read, not to parse a command line
+
     return yaml.safe_dump(build_config(build), sort_keys=True, allow_unicode=True)
 
 
 def load_build_config(path: Path) -> dict[str, Any]:
+    import yaml
+
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:

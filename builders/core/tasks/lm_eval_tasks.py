@@ -20,10 +20,9 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+from functools import lru_cache
 from importlib import resources
 from typing import Any, Iterable, Mapping, Sequence
-
-import yaml
 
 from builders.core.build.result import TaskLocation
 
@@ -43,16 +42,24 @@ class Function(str):
     """A YAML ``!function`` reference, e.g. ``Function("utils.load_release")``."""
 
 
-class _Dumper(yaml.SafeDumper):
-    pass
+@lru_cache(maxsize=None)
+def _dumper() -> type:
+    """PyYAML's safe dumper with :class:`Function` tags, made when a task file is first written (PyYAML loads then,
+    not to parse a command line)."""
+    import yaml
 
+    class Dumper(yaml.SafeDumper):
+        pass
 
-_Dumper.add_representer(Function, lambda dumper, value: dumper.represent_scalar("!function", str(value)))
+    Dumper.add_representer(Function, lambda dumper, value: dumper.represent_scalar("!function", str(value)))
+    return Dumper
 
 
 def to_yaml(mapping: Mapping[str, Any], comment: str = "") -> bytes:
+    import yaml
+
     header = "".join(f"# {line}\n" for line in comment.splitlines())
-    return (header + yaml.dump(dict(mapping), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=110)).encode()
+    return (header + yaml.dump(dict(mapping), Dumper=_dumper(), sort_keys=False, allow_unicode=True, width=110)).encode()
 
 
 def dataset_settings(location: TaskLocation, config: str) -> dict[str, Any]:

@@ -13,8 +13,6 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Callable, Sequence
 
-import numpy as np
-
 MIN_MARGIN = 0.05  # a shortcut worth a warning: at least 5 points above chance ...
 MIN_RATIO = 1.5  # ... or at least 1.5 times chance, whichever is smaller (a 10-option release: 15% against 10%)
 WARN_P_VALUE = 0.01
@@ -43,6 +41,7 @@ def practically_large(accuracy: float, chance: float) -> bool:
 @lru_cache(maxsize=4096)
 def detectable_margin(n: int, chance: float, tests: int) -> float | None:
     """The smallest margin above chance that would warn on ``n`` items (None: not even a perfect score would)."""
+    import numpy as np
     from scipy.stats import binom
 
     if n == 0:

@@ -16,16 +16,20 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from operator import itemgetter
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from builders.core.errors import ValidationFailed
 from builders.core.items.record import LETTERS, MCQRecord
 from builders.core.items.tables import Table
 from builders.core.build.result import Build, Check
 from builders.core.validation.spelling import option_spelling
-from builders.core.validation import adversary as choices_only
-from builders.core.validation import audit as shortcut_audit
 from builders.core.validation.errata import errata_contradictions
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from builders.core.validation.adversary import AdversaryRow
+    from builders.core.validation.audit import AuditRow
 
 logger = logging.getLogger(__name__)
 MAX_EXAMPLES = 10
@@ -145,8 +149,8 @@ class ValidationReport:
     counts: dict[str, dict[str, dict[str, int]]]
     answer_positions: dict[str, dict[str, dict[str, int]]]
     exclusion_reasons: dict[str, dict[str, int]]
-    audit: list[shortcut_audit.AuditRow] = field(default_factory=list)
-    adversary: list[choices_only.AdversaryRow] = field(default_factory=list)
+    audit: list[AuditRow] = field(default_factory=list)
+    adversary: list[AdversaryRow] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     statistics: list[dict[str, Any]] = field(default_factory=list)
 
@@ -163,6 +167,7 @@ class ValidationReport:
         letters = sorted({letter for splits in self.answer_positions.values() for p in splits.values() for letter in p})
         positions = [(config, split, *[p.get(letter, 0) / (sum(p.values()) or 1) for letter in letters])
                      for config, splits in self.answer_positions.items() for split, p in splits.items()]
+        shortcut_audit, choices_only = _shortcut_readers()
         return [
             Table("Checks", ("check", "description", "result", "violations"),
                   [(c.name, c.description, "pass" if c.passed else "FAIL", c.violations) for c in self.checks]),
@@ -174,14 +179,23 @@ class ValidationReport:
 
     def shortcut_summary(self) -> str:
         """The card's sentence about shortcuts, generated from the audit tables."""
-        return shortcut_audit.summary_sentence(self.audit, self.adversary)
+        return _shortcut_readers()[0].summary_sentence(self.audit, self.adversary)
 
     def to_markdown(self) -> str:
         return "\n\n".join(f"#### {table.title}\n\n{table.to_markdown()}" for table in self.tables())
 
 
+def _shortcut_readers() -> tuple[ModuleType, ModuleType]:
+    """The shortcut audit and the choices-only model, imported when a build is validated or a report shown (numpy
+    and scikit-learn), not to parse a command line."""
+    from builders.core.validation import adversary, audit
+
+    return audit, adversary
+
+
 def validate(build: Build) -> ValidationReport:
     """Run the common invariants and the builder's own; raise ValidationFailed if any breaks."""
+    shortcut_audit, choices_only = _shortcut_readers()
     # In stages: a builder's checks and the audit read every item as well-formed (two options or more, its gold in
     # range), so a broken common invariant stops the build with its name, before they raise on it.
     results = _run_stage(COMMON_CHECKS + ([ERRATA_CHECK] if build.source.errata is not None else []), build)
