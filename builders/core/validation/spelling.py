@@ -4,6 +4,7 @@ builders' (builders.core.items.twins)."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 # Apart from builders.core.items.twins: the option is decomposed (NFD), stripped of every format character (Unicode
 # category Cf), and each number in it is read as a decimal value; the rest compared word by word.
@@ -12,14 +13,18 @@ _NUMBER_TEXT = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _DASHES = {"\u2212", "\u2012", "\u2013"}
 
 
+@lru_cache(maxsize=1 << 18)  # a pure function of the text, read several times per option by the checks
 def option_spelling(option: str) -> str:
     """The option as the validator compares options: equal spellings are the same option ("128.1", "128.10")."""
     import unicodedata
     from decimal import Decimal, InvalidOperation
 
-    decomposed = unicodedata.normalize("NFD", option)
-    kept = "".join("-" if ch in _DASHES else " " if unicodedata.category(ch) == "Zs" else ch
-                   for ch in decomposed if unicodedata.category(ch) != "Cf" and ch != "\u00ad")
+    if option.isascii():  # NFD leaves ASCII as it is, and its only Zs is the space, its Cf none, no dash above
+        kept = option
+    else:
+        decomposed = unicodedata.normalize("NFD", option)
+        kept = "".join("-" if ch in _DASHES else " " if unicodedata.category(ch) == "Zs" else ch
+                       for ch in decomposed if unicodedata.category(ch) != "Cf" and ch != "\u00ad")
 
     def value(match: re.Match) -> str:
         digits = match.group()
