@@ -7,9 +7,11 @@
 
 Every builder is built from its embedded sample (``--source sample``, with the options its declaration names for
 it, ``Builder.sample_options``: WiCkeD without the SBA classifier, whose weights a clone may not have). With ``--data``, builds of the real benchmark copies are added: GSM-MC and
-MATH-MC from the shared predictions, WiCkeD and the perturbations on MMLU. Each build runs in its own process
-with a fresh cache, so that nothing of one run feeds the next; the digest is per file (path and SHA-256), so a
-difference names the file.
+MATH-MC from the shared predictions, WiCkeD and the perturbations on MMLU, the contrast sets on UnifiedQA and
+MMLU-Pro+ on MMLU-Pro (its TPP options from a local llmock with the scripted responder of ``mmlu_pro_plus.py``).
+Each build runs in its own process with a fresh cache, so that nothing of one run feeds the next, except a label
+ending in ``@warm``: it runs on the cache the label before the ``@`` left (its embeddings and LLM replies), and
+must come out the same. The digest is per file (path and SHA-256), so a difference names the file.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import hashlib
 import json
 import sys
 import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 
 from harness import run_builder
@@ -40,7 +43,16 @@ def real_builds(data: Path) -> dict[str, tuple[str, list[str]]]:
                                      "--max-excluded", "1"]),  # predictions cover 1,124 of 5,000 items
         "real/wicked": ("wicked", ["--source", str(data / "mmlu"), "--sba-classifier", "none"]),
         "real/perturbations": ("perturbations", ["--source", str(data / "mmlu")]),
+        "real/contrast_sets": ("contrast_sets", ["--benchmark", "unifiedqa", "--source", str(data / "unifiedqa")]),
+        "real/contrast_sets@warm": ("contrast_sets", ["--benchmark", "unifiedqa", "--source",
+                                                      str(data / "unifiedqa")]),
+        "real/mmlu_pro_plus": ("mmlu_pro_plus", ["--source", str(data / "mmlu_pro"), *LLM_ARGV]),
+        "real/mmlu_pro_plus@warm": ("mmlu_pro_plus", ["--source", str(data / "mmlu_pro"), *LLM_ARGV]),
     }
+
+
+LLM_ARGV = ["--llm-model", "scripted-gpt-4o", "--base-url", "{llm}", "--api-key-env", "none", "--llm-concurrency",
+            "16"]  # "{llm}": the local llmock's URL, started only when a build names it
 
 
 def file_digests(folder: Path) -> dict[str, str]:
@@ -50,13 +62,27 @@ def file_digests(folder: Path) -> dict[str, str]:
 
 def build_all(builds: dict[str, tuple[str, list[str]]], work: Path) -> dict[str, dict[str, str]]:
     digests = {}
-    for label, (module, argv) in builds.items():
-        output = work / label
-        seconds, peak = run_builder(module, [*argv, "--output", str(output), "--no-progress"],
-                                    env={"MCQFORGE_CACHE": str(work / "cache" / label)})
-        digests[label] = file_digests(output)
-        print(f"{label}: {len(digests[label])} Parquet files, {seconds:.1f} s, peak {peak:.0f} MiB", flush=True)
+    with ExitStack() as stack:
+        llm_url = ""
+        if any("{llm}" in argv for _, argv in builds.values()):
+            sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "tests")]
+            from llm_server import start_llmock
+            from mmlu_pro_plus import responder
+
+            llm_url = stack.enter_context(start_llmock(responder=responder)).openai_base_url
+        for label, (module, argv) in builds.items():
+            digests[label] = build_one(label, module, [llm_url if a == "{llm}" else a for a in argv], work)
     return digests
+
+
+def build_one(label: str, module: str, argv: list[str], work: Path) -> dict[str, str]:
+    """One build in its own process; a label ``X@warm`` runs on the cache that ``X`` left."""
+    output = work / label
+    seconds, peak = run_builder(module, [*argv, "--output", str(output), "--no-progress"],
+                                env={"MCQFORGE_CACHE": str(work / "cache" / label.split("@")[0])})
+    digest = file_digests(output)
+    print(f"{label}: {len(digest)} Parquet files, {seconds:.1f} s, peak {peak:.0f} MiB", flush=True)
+    return digest
 
 
 def differences(before: dict[str, dict[str, str]], after: dict[str, dict[str, str]]) -> list[str]:
@@ -68,6 +94,13 @@ def differences(before: dict[str, dict[str, str]], after: dict[str, dict[str, st
                 state = "missing now" if path not in new else "new" if path not in old else "bytes differ"
                 found.append(f"{label}/{path}: {state}")
     return found
+
+
+def warm_differences(digests: dict[str, dict[str, str]]) -> list[str]:
+    """A build on a warm cache against the same build on the cold one, in this run."""
+    return [f"{line} (warm vs cold cache)" for label in digests if label.endswith("@warm") and
+            label.split("@")[0] in digests
+            for line in differences({label: digests[label.split("@")[0]]}, {label: digests[label]})]
 
 
 def main() -> int:
@@ -89,12 +122,15 @@ def main() -> int:
         if not args.record and not args.compare:  # the same inputs and seed, built again
             recorded = build_all(builds, Path(tmp) / "again")
     if args.record:
+        for line in warm_differences(digests):
+            print(line)
         args.record.write_text(json.dumps(digests, indent=1, sort_keys=True) + "\n")
         print(f"{sum(map(len, digests.values()))} Parquet files recorded in {args.record}")
         return 0
     if args.compare:
         recorded = json.loads(args.compare.read_text())
     found = differences({label: recorded[label] for label in digests if label in recorded}, digests)
+    found += warm_differences(digests)
     for line in found:
         print(line)
     files = sum(map(len, digests.values()))

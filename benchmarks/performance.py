@@ -12,8 +12,9 @@ with pyarrow alone, in its own process, timed around that work only. The exponen
 log CPU over log input share: 1.0 is linear. ``--scale N`` builds N concatenated copies of the input instead,
 each copy's questions made distinct, and reports CPU and memory per copy against one.
 
-The contrast sets run twice on one embedding cache: cold (it embeds every text) and warm (it embeds none); the
-MMLU-Pro+ build gets its TPP options from a local llmock with the scripted responder of ``mmlu_pro_plus.py``.
+The contrast sets and MMLU-Pro+ run twice on one cache: cold (it embeds every text) and warm (a rebuild: it embeds
+none, and MMLU-Pro+ has its LLM replies cached); the MMLU-Pro+ build gets its TPP options from a local llmock with
+the scripted responder of ``mmlu_pro_plus.py``.
 """
 
 from __future__ import annotations
@@ -69,6 +70,9 @@ BUILDS = {
     "math_mc": Build("math_mc", "math", _predictions("math_test.jsonl", "--choices", "2", "--sets", "3",
                                                      "--max-excluded", "1")),
 }
+
+
+WARM = ("contrast_sets", "mmlu_pro_plus")  # builds with an embedding cache: also timed on a warm one
 
 
 def copy_source(data: Path, build: Build, target: Path, share: float = 1.0, copies: int = 1) -> Path:
@@ -157,8 +161,8 @@ def table_rows(runner: Runner, names: list[str], scaling: bool) -> list[str]:
     for name in names:
         build = BUILDS[name]
         warm = None
-        if name == "contrast_sets":  # cold, then warm on the same cache
-            cache = runner.work / "shared-cache"
+        if name in WARM:  # cold, then warm on the same cache
+            cache = runner.work / f"{name}-cache"
             full, source, release = runner.build(build, cache=cache)
             warm, _, _ = runner.build(build, cache=cache)
         else:

@@ -349,8 +349,12 @@ def _release_digests(folder: Path) -> dict[str, str]:
 
 def test_release_is_byte_identical_cold_or_warm_and_loads(tmp_path):
     source = str(write_unifiedqa(tmp_path))
+    embedded = {}
     for run, cache in [("cold1", "cache1"), ("cold2", "cache2"), ("warm", "cache1")]:
+        before = embeddings.COUNTS["embedded"]
         assert cs.main(["--source", source, "--cache-dir", str(tmp_path / cache), "--output", str(tmp_path / run)]) == 0
+        embedded[run] = embeddings.COUNTS["embedded"] - before
+    assert embedded["cold1"] == embedded["cold2"] > 0 and embedded["warm"] == 0  # the second build embeds nothing
     digests = [_release_digests(tmp_path / run) for run in ("cold1", "cold2", "warm")]
     assert digests[0] == digests[1] == digests[2] and len(digests[0]) == 9
     loaded = datasets.load_dataset(str(tmp_path / "cold1"), "choices_only")
@@ -380,10 +384,12 @@ def test_publish_to_the_hub_and_load_back(local_hub, tmp_path, cache_dir):
     assert contrast[0]["metadata"]["partner_id"] == contrast[1]["id"]
 
 
-def test_token_batches_bound_the_padded_tokens():
+def test_token_batches_hold_one_length_and_bound_the_tokens():
     lengths = np.array([300, 200, 10, 10, 10, 10, 10, 9, 8])
     batches = embeddings.token_batches(lengths, embeddings.Encoding(max_texts=4, max_tokens=400))
-    assert batches == [slice(0, 1), slice(1, 3), slice(3, 7), slice(7, 9)]
+    assert batches == [slice(0, 1), slice(1, 2), slice(2, 6), slice(6, 7), slice(7, 8), slice(8, 9)]
+    assert embeddings.token_batches(np.full(9, 100), embeddings.Encoding(max_texts=8, max_tokens=400)) == [
+        slice(0, 4), slice(4, 8), slice(8, 9)]
     assert embeddings.token_batches(np.array([900]), embeddings.Encoding(max_texts=4, max_tokens=400)) == [slice(0, 1)]
 
 

@@ -29,7 +29,7 @@ from builders.core.options.declare import option
 from builders.core.pipeline.builder import Builder
 from builders.core.pipeline.options import BuildOptions
 from builders.core.pipeline.steps import Across, Run, Step
-from builders.core.runtime.embeddings import Encoding, embedder_to_load
+from builders.core.runtime.embeddings import DEFAULT_CACHE_DIR, Encoding, embedder_to_load
 from builders.core.runtime.models import ModelToLoad
 from builders.core.sources.benchmarks import BENCHMARKS
 from builders.core.sources.loading import LoadedSource
@@ -46,7 +46,6 @@ from .transform import CONFIG_NAMES, CONTRAST_CONFIGS, NAME, PAIR_FEATURES, RAND
 
 DEFAULT_BENCHMARK = "unifiedqa"
 BENCHMARK_NAMES = [DEFAULT_BENCHMARK] + sorted(name for name in BENCHMARKS if name != DEFAULT_BENCHMARK)
-DEFAULT_CACHE_DIR = "~/.cache/mcqforge/embeddings"
 CITATION = """@inproceedings{balepur2024choicesonly,
   title={Is Your Large Language Model Knowledgeable or a Choices-Only Cheater?},
   author={Balepur, Nishant and Rudinger, Rachel},
@@ -82,11 +81,13 @@ class Options(BuildOptions):
                               help="precision of the embedding model's forward pass; bfloat16 (autocast) is about 2x "
                                    "faster on CPUs with native bfloat16 and moves similarities by about 1e-4")
     cache_dir: str = option(DEFAULT_CACHE_DIR, runtime=True, group="embedding",
-                            help="embedding cache, keyed by (embedder, revision, text hash); 'none' disables it")
+                            help="embedding cache, keyed by (embedder, revision, text hash), shared with every build and "
+                                 "builder (MMLU-Pro+'s DIR/embeddings); 'none' disables it")
     batch_size: int = option(256, type=positive_int, runtime=True, group="embedding",
                              help="most texts per embedding batch")
     batch_tokens: int = option(1024, type=positive_int, runtime=True, group="embedding",
-                               help="most padded tokens per embedding batch (texts are batched longest first)")
+                               help="most tokens per embedding batch (a batch holds texts of one token length, never padded: "
+                                    "the vectors do not depend on it)")
     embed_threads: int = option(1, type=positive_int, runtime=True, group="embedding",
                                 help="torch threads while embedding on CPU; more pay off only on an otherwise idle "
                                      "machine")

@@ -139,15 +139,39 @@ def find_edges(pool: CandidatePool, embeddings: np.ndarray, threshold: float) ->
 
 
 def candidate_pairs(pool: CandidatePool, embeddings: np.ndarray, cutoff: float) -> tuple[np.ndarray, np.ndarray]:
-    """Vertex pairs (i < j) whose golds each reach ``cutoff`` with some distractor of the other.
+    """Vertex pairs (i < j) of one block whose golds each reach ``cutoff`` with some distractor of the other.
 
-    The similar (gold text, distractor text) pairs come from blocked products over distinct texts; the
-    sparse products gold-incidence x hits x distractor-incidence lift them to vertices.
+    Vertices pair only within their block (a split and/or a source), so each block is searched on its own: the
+    similar (gold text, distractor text) pairs of its distinct texts come from blocked products, and the sparse
+    products gold-incidence x hits x distractor-incidence lift them to its vertices. (Over all texts at once the
+    products cost about as many times more as there are blocks, for pairs the block rule then drops.)
     """
-    n = len(pool)
-    valid = pool.distractors >= 0
-    gold_texts, gold_columns = np.unique(pool.gold, return_inverse=True)
-    distractor_texts, distractor_columns = np.unique(pool.distractors[valid], return_inverse=True)
+    firsts, seconds = [], []
+    for members in _block_members(pool.block):
+        first, second = _block_candidates(pool, embeddings, cutoff, members)
+        firsts.append(members[first])
+        seconds.append(members[second])
+    if not firsts:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    first, second = np.concatenate(firsts), np.concatenate(seconds)
+    order = np.lexsort((second, first))
+    return first[order], second[order]
+
+
+def _block_members(block: np.ndarray) -> list[np.ndarray]:
+    """The vertices of each block, in vertex order."""
+    order = np.argsort(block, kind="stable")
+    return np.split(order, np.flatnonzero(np.diff(block[order])) + 1) if len(order) else []
+
+
+def _block_candidates(pool: CandidatePool, embeddings: np.ndarray, cutoff: float,
+                      members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`candidate_pairs` among ``members`` (positions in ``members``, first < second)."""
+    n = len(members)
+    block_distractors = pool.distractors[members]
+    valid = block_distractors >= 0
+    gold_texts, gold_columns = np.unique(pool.gold[members], return_inverse=True)
+    distractor_texts, distractor_columns = np.unique(block_distractors[valid], return_inverse=True)
     if n < 2 or not len(distractor_texts):
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     rows, cols = similar_pairs(embeddings[gold_texts], embeddings[distractor_texts], cutoff)
@@ -158,8 +182,7 @@ def candidate_pairs(pool: CandidatePool, embeddings: np.ndarray, cutoff: float) 
     from scipy import sparse  # scipy and networkx load when pairs are mined, not to parse a command line
 
     mutual = sparse.triu(gold_near.multiply(gold_near.T), k=1).tocoo()
-    order = np.lexsort((mutual.col, mutual.row))
-    return mutual.row[order].astype(np.int64), mutual.col[order].astype(np.int64)
+    return mutual.row.astype(np.int64), mutual.col.astype(np.int64)
 
 
 def _incidence(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]):  # a scipy.sparse.csr_matrix

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from builders.core.items.record import MCQRecord
 from builders.core.build.result import Baseline
@@ -10,23 +11,32 @@ from builders.core.build.result import Baseline
 from .groups import CONFIG
 
 
+_TRAILING = re.compile(r"[\s.]+$")
+
+
 def _named_members(record: MCQRecord) -> tuple[int, list[int]] | None:
     """(pair option index, the option indices it names in naming order), read from the texts: every way of
     cutting "Both … and … are correct" at an " and " whose halves are two options (trailing periods ignored)."""
-    for pair in range(len(record.choices) - 1, -1, -1):
-        text = record.choices[pair]
+    found = _named_in(tuple(record.choices))
+    return (found[0], list(found[1])) if found else None
+
+
+@lru_cache(maxsize=1 << 16)  # a pure function of the options, which each of the audit's rules reads
+def _named_in(choices: tuple[str, ...]) -> tuple[int, tuple[int, int]] | None:
+    for pair in range(len(choices) - 1, -1, -1):
+        text = choices[pair]
         if not (text.startswith("Both ") and text.endswith(" are correct")):
             continue
         inner = text[len("Both "):-len(" are correct")]
-        names = {}
-        for index, choice in enumerate(record.choices):
+        names: dict[str, int] = {}
+        for index, choice in enumerate(choices):
             if index != pair:
-                names.setdefault(re.sub(r"[\s.]+$", "", " ".join(choice.split())), index)
+                names.setdefault(_TRAILING.sub("", " ".join(choice.split())), index)
         start = 0
         while (cut := inner.find(" and ", start)) != -1:
             left, right = inner[:cut], inner[cut + len(" and "):]
             if left in names and right in names and names[left] != names[right]:
-                return pair, [names[left], names[right]]
+                return pair, (names[left], names[right])
             start = cut + 1
         return None
     return None

@@ -1,7 +1,19 @@
-"""Sentence embeddings shared by the builders: each distinct text embedded once, cached on disk.
+"""Sentence embeddings shared by the builders: each distinct text embedded once, cached on disk by model and text.
 
 ``resolve_embedder`` names the model (a Hub id, a local folder, or the packaged all-MiniLM-L6-v2) with an exact
 revision; ``embed_texts`` returns unit-norm float32 vectors and loads the model only when the cache misses a text.
+
+One cache serves every build and every builder (the contrast sets and MMLU-Pro+ both default to
+``~/.cache/mcqforge/embeddings``, :data:`DEFAULT_CACHE_DIR`): a rebuild, or another builder, embeds only the texts
+no build embedded before. That is sound only if a text's vector is the same bytes however it was computed, alone or
+among any other texts. Padding is what breaks it: a text padded to its batch's longest text comes out up to about
+2e-7 away from the same text unpadded (the attention's sums run over more positions), so a vector would depend on
+its batch-mates and a cache filled by one build would give another build other bytes. So each batch holds texts of
+one token length only, and no text is ever padded; and each batch has at least :data:`MIN_ROWS` rows (a batch of
+one three-token text takes another kernel path and other bits), its own texts repeated to fill it. Then a vector is
+a function of the text, the model and its dtype alone, on the CPU (where the model always runs: a GPU's kernels
+give other bits), which ``tests/test_embeddings.py`` checks: the same texts embedded in one call, one at a time,
+and among others, byte for byte.
 """
 
 from __future__ import annotations
@@ -11,6 +23,7 @@ import logging
 import os
 import time
 import uuid
+from collections import Counter
 from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import lru_cache
@@ -29,6 +42,13 @@ from builders.core.runtime.content import content_revision
 logger = logging.getLogger(__name__)
 
 DEFAULT_EMBEDDER_ID = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_CACHE_DIR = "~/.cache/mcqforge/embeddings"  # under $MCQFORGE_CACHE when that is set
+# How a vector is computed; part of the cache's identity, so that vectors computed another way (the padded
+# batches before it) are never mixed with these.
+LAYOUT = "cpu/unpadded-v1"
+MIN_ROWS = 4
+# Texts embedded (given to the model) and served from the cache in this process: what a test counts.
+COUNTS: Counter[str] = Counter()
 
 
 @dataclass(frozen=True)
@@ -75,41 +95,52 @@ def _hub_embedder(model_id: str, dtype: str) -> Embedder:
 
 
 class EmbeddingCache:
-    """Normalised embeddings on disk, keyed by (embedder id, revision, dtype) and the sha256 of the text.
+    """Normalised embeddings on disk, keyed by (embedder id, revision, dtype, :data:`LAYOUT`) and the sha256 of the
+    text.
 
-    One folder per embedder revision and dtype. Each write adds a shard: ``<name>.vectors.npy`` (float32 rows) and
-    ``<name>.keys.npy`` (the texts' hex digests), the keys last and by atomic rename, so that a shard
-    without keys is an interrupted write and is ignored. Concurrent runs write different shards.
+    One folder per identity. Each write adds a shard: ``<name>.vectors.npy`` (float32 rows) and ``<name>.keys.npy``
+    (the texts' hex digests), each written to a temporary file and renamed into place, the keys last, so that a
+    shard without keys is an interrupted write and is ignored. Concurrent builds write different shards, and a
+    text two of them embedded at once is the same bytes in both. The keys of every shard are read once per
+    process (a shard another build adds meanwhile is read when it appears); vectors are read from memory-mapped
+    files, only for the texts asked.
     """
 
     def __init__(self, root: str | Path | None, embedder: Embedder):
         self.folder: Path | None = None
         root = cache_folder(root)
         if root is not None:
-            identity = f"{embedder.id}\x1f{embedder.revision}\x1f{embedder.dtype}\x1fnormalized"
+            identity = f"{embedder.id}\x1f{embedder.revision}\x1f{embedder.dtype}\x1fnormalized\x1f{LAYOUT}"
             key = hashlib.sha256(identity.encode()).hexdigest()[:24]
             self.folder = root / key
+        self._shards: list[Path] = []
+        self._location: dict[bytes, tuple[int, int]] = {}  # key (hex digest, as bytes) -> (shard, row)
 
     def shards(self) -> list[Path]:
         if self.folder is None or not self.folder.is_dir():
             return []
         return sorted(self.folder.glob("*.keys.npy"))
 
+    def _index(self) -> dict[bytes, tuple[int, int]]:
+        known = set(self._shards)
+        for keys_file in self.shards():
+            if keys_file in known:
+                continue
+            shard = len(self._shards)
+            self._shards.append(keys_file)
+            for row, key in enumerate(np.load(keys_file).tolist()):
+                self._location.setdefault(key, (shard, row))
+        return self._location
+
     def contains(self, keys: Sequence[str]) -> np.ndarray:
         """Mask of the keys the cache holds, reading no vector."""
-        stored: set[str] = set()
-        for keys_file in self.shards():
-            stored.update(np.load(keys_file).astype(str))
-        return np.array([key in stored for key in keys], dtype=bool)
+        location = self._index()
+        return np.array([key.encode() in location for key in keys], dtype=bool)
 
     def get(self, keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray | None]:
         """(mask of the keys found, their vectors in key order)."""
-        shards = self.shards()
-        location: dict[str, tuple[int, int]] = {}
-        for shard, keys_file in enumerate(shards):
-            for row, key in enumerate(np.load(keys_file).astype(str)):
-                location.setdefault(key, (shard, row))
-        hits = [(i, *location[key]) for i, key in enumerate(keys) if key in location]
+        location = self._index()
+        hits = [(i, *location[key]) for i, key in enumerate(k.encode() for k in keys) if key in location]
         found = np.zeros(len(keys), dtype=bool)
         if not hits:
             return found, None
@@ -117,7 +148,7 @@ class EmbeddingCache:
         found[index] = True
         vectors = None
         for shard in np.unique(shard_of):
-            stored = np.load(_vectors_file(shards[shard]), mmap_mode="r")
+            stored = np.load(_vectors_file(self._shards[shard]), mmap_mode="r")
             if vectors is None:
                 vectors = np.empty((len(hits), stored.shape[1]), dtype=np.float32)
             chosen = shard_of == shard
@@ -154,11 +185,11 @@ class EmbeddingStats:
 
 @dataclass(frozen=True)
 class Encoding:
-    """How the model runs. Texts are embedded longest first, in batches of at most ``max_texts`` texts and
-    ``max_tokens`` padded tokens: short options go in large batches and long ones in small, so little time
-    goes into padding (2.5 times faster than fixed batches of 64 on the UnifiedQA options). ``threads`` is
-    torch's intra-op thread count while encoding: on a busy 2-core machine one thread was 3.7 times faster
-    than two, whose OpenMP workers wait on each other whenever one is descheduled."""
+    """How the model runs. Each batch holds texts of one token length (no padding, so that a vector does not
+    depend on its batch-mates), at most ``max_texts`` texts and ``max_tokens`` tokens: short options go in large
+    batches and long ones in small. Neither changes a vector, only the time. ``threads`` is torch's intra-op
+    thread count while encoding: on a busy 2-core machine one thread was 3.7 times faster than two, whose OpenMP
+    workers wait on each other whenever one is descheduled."""
 
     max_texts: int = 256
     max_tokens: int = 1024
@@ -167,7 +198,8 @@ class Encoding:
 
 def embed_texts(texts: Sequence[str], embedder: Embedder, cache: EmbeddingCache,
                 encoding: Encoding = Encoding()) -> tuple[np.ndarray, EmbeddingStats]:
-    """Unit-norm float32 embeddings of ``texts``; the model is loaded only when the cache misses a text."""
+    """Unit-norm float32 embeddings of ``texts`` (distinct texts); the model is loaded only when the cache misses
+    a text. Each vector is the same bytes whether the cache had it or it was computed now."""
     keys = [text_hash(text) for text in texts]
     found, cached = cache.get(keys)
     missing = np.flatnonzero(~found)
@@ -181,29 +213,37 @@ def embed_texts(texts: Sequence[str], embedder: Embedder, cache: EmbeddingCache,
         vectors[missing] = new
         cache.put([keys[i] for i in missing], new)
     stats = EmbeddingStats(len(texts), int(found.sum()), len(missing))
+    COUNTS.update(embedded=stats.embedded, from_cache=stats.from_cache)
     logger.info("embeddings: %d distinct texts, %d from the cache, %d embedded", *vars(stats).values())
     return vectors, stats
 
 
 def _encode(texts: list[str], embedder: Embedder, encoding: Encoding) -> np.ndarray:
+    """The texts' vectors, each computed in a batch of texts of its own token length (see the module's doc)."""
     import torch
 
     model = _load_model(embedder)
     lengths = _token_lengths(model, texts)
-    order = np.argsort(-lengths, kind="stable")
-    parts = []
+    order = np.array(sorted(range(len(texts)), key=lambda i: (-lengths[i], texts[i])), dtype=np.int64)
+    vectors: np.ndarray | None = None
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(encoding.threads)
     try:
-        with _autocast(model.device.type, embedder.dtype):
+        with _autocast(model.device.type, embedder.dtype), torch.inference_mode():
             for batch in bar(token_batches(lengths[order], encoding), desc="embed", leave=False,
-                              disable=not logger.isEnabledFor(logging.INFO)):
-                parts.append(model.encode([texts[i] for i in order[batch]], batch_size=batch.stop - batch.start,
-                                          normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False))
+                             disable=not logger.isEnabledFor(logging.INFO)):
+                chosen = order[batch]
+                rows = [texts[i] for i in chosen]
+                rows += [rows[k % len(rows)] for k in range(MIN_ROWS - len(rows))]  # a batch of MIN_ROWS at least
+                part = model.encode(rows, batch_size=len(rows), normalize_embeddings=True, convert_to_numpy=True,
+                                    show_progress_bar=False)[: len(chosen)]
+                if vectors is None:
+                    vectors = np.empty((len(texts), part.shape[1]), dtype=np.float32)
+                vectors[chosen] = part.astype(np.float32)
+                COUNTS["model_rows"] += len(rows)
     finally:
         torch.set_num_threads(previous_threads)
-    vectors = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
-    vectors[order] = np.concatenate(parts).astype(np.float32)
+    assert vectors is not None
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors / np.where(norms > 0, norms, 1.0)
 
@@ -214,27 +254,38 @@ def _load_model(embedder: Embedder):
     from sentence_transformers import SentenceTransformer
 
     try:
-        return SentenceTransformer(embedder.path)
+        return SentenceTransformer(embedder.path, device="cpu")
     except Exception as error:  # a broken model folder raises many types; the user needs one line
         raise UserError(f"cannot load embedder {embedder.id!r}: {type(error).__name__}: {error}") from None
 
 
 def _token_lengths(model, texts: list[str]) -> np.ndarray:
-    tokenizer = getattr(model, "tokenizer", None)
-    if tokenizer is None:  # not a Hugging Face tokenizer: characters are a fair proxy for the order
-        return np.array([len(t) // 4 + 2 for t in texts])
-    encoded = tokenizer(texts, truncation=True, max_length=model.max_seq_length, return_attention_mask=False,
-                        return_token_type_ids=False)
-    return np.array([len(ids) for ids in encoded["input_ids"]])
+    """Each text's token count as the model reads it (its own preprocessing: truncation, special tokens), from the
+    attention masks of its own tokenizer call, a chunk of texts at a time."""
+    preprocess = getattr(model, "preprocess", None) or model.tokenize  # sentence-transformers < 5: tokenize
+    lengths: list[int] = []
+    for start in range(0, len(texts), 1024):
+        features = preprocess(texts[start:start + 1024])
+        mask = features.get("attention_mask") if hasattr(features, "get") else None  # a dict or a BatchEncoding
+        if mask is None:  # not a text model with a mask: characters are a fair proxy (batches may pad)
+            lengths.extend(len(t) // 4 + 2 for t in texts[start:start + 1024])
+        else:
+            lengths.extend(int(n) for n in mask.sum(dim=1).tolist())
+    return np.array(lengths, dtype=np.int64)
 
 
 def token_batches(sorted_lengths: np.ndarray, encoding: Encoding) -> list[slice]:
-    """Consecutive slices of texts sorted longest first; a batch's first text is its longest."""
+    """Consecutive slices of texts sorted longest first, each of one length: at most ``max_texts`` texts and
+    ``max_tokens`` tokens (a text longer than that alone)."""
     batches, start = [], 0
     while start < len(sorted_lengths):
-        size = max(1, min(encoding.max_texts, encoding.max_tokens // max(1, int(sorted_lengths[start]))))
-        batches.append(slice(start, min(start + size, len(sorted_lengths))))
-        start += size
+        length = int(sorted_lengths[start])
+        size = max(1, min(encoding.max_texts, encoding.max_tokens // max(1, length)))
+        stop = start + 1
+        while stop < min(start + size, len(sorted_lengths)) and sorted_lengths[stop] == length:
+            stop += 1
+        batches.append(slice(start, stop))
+        start = stop
     return batches
 
 
