@@ -771,6 +771,20 @@ def test_options_that_read_alike_in_a_pair_are_never_modified(tmp_path):
     assert "| options_read_alike | 2 |" in card and "duplicated_key" in card
 
 
+def test_twin_options_inside_a_longer_option_are_never_modified(tmp_path):
+    """Real MMLU-Pro 3182 has "0.60 for L^m and 0.40 for L^n" and "0.6 for L^m and 0.4 for L^n": the pair reading
+    saw two options, the validator one, and the full MMLU-Pro build stopped on no_duplicate_choices."""
+    twins = ["0.65 for L^m and 0.35 for L^n", "0.60 for L^m and 0.40 for L^n", "0.7 for L^m and 0.3 for L^n",
+             "0.6 for L^m and 0.4 for L^n"]
+    rows = [*alike_rows()[3:], row(3007, "Which frequencies hold?", twins, 2, "biology")]
+    source = write_jsonl(tmp_path / "src" / "test.jsonl", rows).parent
+    out = tmp_path / "release"
+    assert mpp.main(["--source", str(source), "--ratios", "0:1:1:0", "--output", str(out)]) == 0
+    by_id = {r["question_id"]: r for r in load_release(out, "default")["test"]}
+    assert Counter(r["modification"] for r in by_id.values()) == {PFPP: 2, CFPP: 1, UNCHANGED: 1}
+    assert by_id[3007]["metadata"]["ineligible_reason"] == "options_read_alike" and by_id[3007]["choices"] == twins
+
+
 def test_a_blank_question_is_a_malformed_row(tmp_path, capsys):
     rows = alike_rows()[3:] + [row(3006, "   ", ["Mars", "Moon", "Sun", "Vega"], 0, "physics")]
     source = write_jsonl(tmp_path / "src" / "test.jsonl", rows).parent

@@ -13,6 +13,7 @@ from typing import Any
 from builders.core.items.record import MCQRecord, normalize_text
 from builders.core.items.referring import position_dependent_reason
 from builders.core.items.rng import item_rng
+from builders.core.items.twins import duplicate_option
 
 from .generation import BARE_LETTER, Proposal, normalize_option
 from .groups import CFPP, NAME, PFPP, TPP, with_group
@@ -49,7 +50,7 @@ def pairable(option: str) -> bool:
 def ineligible_reason(record: MCQRecord) -> str | None:
     """Why no pair option may be added: the options already depend on each other, one is a pair option, or two
     options read the same once named in a pair (equal up to case, whitespace, outer punctuation and number format:
-    "5" and "5.", "1" and "1.0"): a pair naming either could mean the other, and a pair naming a copy of the answer
+    "5" and "5.", "1" and "1.0") or are twins (:func:`duplicate_option`): a pair naming either could mean the other, and a pair naming a copy of the answer
     would hold the answer."""
     reason = position_dependent_reason(record.choices)
     if reason:
@@ -57,7 +58,8 @@ def ineligible_reason(record: MCQRecord) -> str | None:
     if any(_PAIR_OPTION.match(choice) for choice in record.choices):
         return "has_pair_option"
     names = [normalize_option(pair_member_text(choice)) for choice in record.choices]
-    if len(set(names)) < len(names):
+    # twins ("0.60 for L^m ..." and "0.6 for L^m ...", MMLU-Pro 3182) are alike too, though not to the pair reading
+    if len(set(names)) < len(names) or duplicate_option(record.choices) is not None:
         return "options_read_alike"
     return None
 
