@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from functools import lru_cache
 from typing import Callable, Iterable, Iterator, Sequence
 
 from builders.core.items.record import LETTERS, MCQRecord, normalize_text
@@ -220,11 +221,13 @@ _PLAIN_REFERENCES = _PLAIN_LABEL_REFERENCES + [  # the others' places or number:
 ]
 
 
+@lru_cache(maxsize=1 << 18)  # a pure reading of one text, kept once per distinct text: every config reads it again
 def plain_reference(option: str) -> bool:
     text = " ".join(option.split())
     return any(pattern.search(text) for pattern in _PLAIN_REFERENCES)
 
 
+@lru_cache(maxsize=1 << 18)
 def plain_label_reference(option: str) -> bool:
     text = " ".join(option.split())
     return any(pattern.search(text) for pattern in _PLAIN_LABEL_REFERENCES)

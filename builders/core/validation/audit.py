@@ -27,6 +27,8 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence
 
+import numpy as np
+
 from builders.core.items.record import MCQRecord
 from builders.core.items.tables import Table
 from builders.core.build.result import Baseline, Build
@@ -151,38 +153,65 @@ class AuditRow:
 
 
 def audit(build: Build) -> list[AuditRow]:
-    baselines = COMMON_BASELINES + list(build.release.baselines)
     fewshot = build.source.benchmark.fewshot_split
     rows = []
+    picks_of: dict[tuple[str, ...], tuple[int, ...]] = {}  # the common rules' picks (-1: abstains), per option tuple
     for config, splits in build.configs.items():
         prior = _position_prior(splits.get(fewshot or "", []))
         for split, records in splits.items():
             if not records or split == fewshot:
                 continue
-            for baseline in baselines:
-                row = _row(config, split, baseline.name, records, baseline.predict, build)
-                if row is not None:  # None: the rule never applies here ("always NOTA" without NOTA options)
-                    rows.append(row)
+            scored = _Split(records, picks_of)
+            named = [(b.name, scored.common[:, i]) for i, b in enumerate(COMMON_BASELINES)]
+            named += [(b.name, _picks(records, b.predict)) for b in build.release.baselines]
             if prior is not None:
-                row = _row(config, split, "fewshot_position_prior", records,
-                           lambda r, p=prior: p if p < len(r.choices) else None, build)
-                if row is not None:
+                named.append(("fewshot_position_prior", np.where(prior < scored.sizes, prior, -1)))
+            for name, picks in named:
+                row = scored.row(config, split, name, picks, build)
+                if row is not None:  # None: the rule never applies here ("always NOTA" without NOTA options)
                     rows.append(row)
     return inherit_from_source([replace(row, tests=len(rows)) for row in rows], build.about.unchanged_config,
                                lambda row: row.baseline, lambda row: row.applies)
 
 
-def _row(config: str, split: str, name: str, records: Sequence[MCQRecord], predict,
-         build: Build) -> AuditRow | None:
-    """The rule scored over the items it applies to; it abstains on the others."""
-    picks = [(record, predict(record)) for record in records]
-    applied = [(record, pick) for record, pick in picks if pick is not None]
-    if not applied:
-        return None
-    correct = sum(1 for record, pick in applied if pick == record.answer)
-    chance = sum(1 / len(record.choices) for record, _ in applied) / len(applied)
-    inherent = build.release.inherent_baselines.get(f"{config}/{name}", build.release.inherent_baselines.get(name))
-    return AuditRow(config, split, name, len(records), len(applied), correct / len(applied), chance, inherent)
+def _common_picks(choices: tuple[str, ...]) -> tuple[int, ...]:
+    """What every common rule picks among these options (-1: it abstains). The common rules read the options only,
+    so one reading serves every record that shows the same options, in whatever config."""
+    record = MCQRecord("", "", choices, 0, "", "", "", 0)
+    picks = (baseline.predict(record) for baseline in COMMON_BASELINES)
+    return tuple(-1 if pick is None else pick for pick in picks)
+
+
+def _picks(records: Sequence[MCQRecord], predict) -> np.ndarray:
+    return np.array([-1 if pick is None else pick for pick in map(predict, records)], dtype=np.int64)
+
+
+class _Split:
+    """One config/split as arrays: the gold, the number of options, and the common rules' picks per record."""
+
+    def __init__(self, records: Sequence[MCQRecord], picks_of: dict[tuple[str, ...], tuple[int, ...]]):
+        self.items = len(records)
+        self.answers = np.fromiter((r.answer for r in records), dtype=np.int64, count=len(records))
+        self.sizes = np.fromiter((len(r.choices) for r in records), dtype=np.int64, count=len(records))
+        table = []
+        for record in records:
+            picks = picks_of.get(record.choices)
+            if picks is None:
+                picks = picks_of[record.choices] = _common_picks(record.choices)
+            table.append(picks)
+        self.common = np.array(table, dtype=np.int64).reshape(len(records), len(COMMON_BASELINES))
+
+    def row(self, config: str, split: str, name: str, picks: np.ndarray, build: Build) -> AuditRow | None:
+        """The rule scored over the items it applies to; it abstains on the others (``picks`` -1)."""
+        applied = picks >= 0
+        count = int(applied.sum())
+        if not count:
+            return None
+        correct = int((picks[applied] == self.answers[applied]).sum())
+        # summed in record order, one item after another, as a Python sum of 1/len(choices) adds them
+        chance = sum((1 / self.sizes[applied]).tolist()) / count
+        inherent = build.release.inherent_baselines.get(f"{config}/{name}", build.release.inherent_baselines.get(name))
+        return AuditRow(config, split, name, self.items, count, correct / count, chance, inherent)
 
 
 def _position_prior(records: Sequence[MCQRecord]) -> int | None:

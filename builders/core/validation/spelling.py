@@ -4,6 +4,7 @@ builders' (builders.core.items.twins)."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 # Apart from builders.core.items.twins: the option is decomposed (NFD), stripped of every format character (Unicode
 # category Cf), and each number in it is read as a decimal value; the rest compared word by word.
@@ -12,8 +13,10 @@ _NUMBER_TEXT = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _DASHES = {"\u2212", "\u2012", "\u2013"}
 
 
+@lru_cache(maxsize=1 << 18)
 def option_spelling(option: str) -> str:
-    """The option as the validator compares options: equal spellings are the same option ("128.1", "128.10")."""
+    """The option as the validator compares options: equal spellings are the same option ("128.1", "128.10").
+    A pure reading of one text, kept once per distinct text: a build reads each option in every config."""
     import unicodedata
     from decimal import Decimal, InvalidOperation
 
