@@ -47,8 +47,10 @@ def detectable_margin(n: int, chance: float, tests: int) -> float | None:
         return None
     correct = np.arange(n + 1)
     p_values = binom.sf(correct - 1, n, min(max(chance, 0.0), 1.0)) * tests
-    warnable = [k for k in correct if p_values[k] < WARN_P_VALUE and practically_large(k / n, chance)]
-    return warnable[0] / n - chance if warnable else None
+    # practically_large over every count at once: the same float operations, element by element
+    large = correct / n - chance >= min(MIN_MARGIN, (MIN_RATIO - 1) * chance) - 1e-12
+    warnable = np.flatnonzero((p_values < WARN_P_VALUE) & large)
+    return correct[warnable[0]] / n - chance if len(warnable) else None
 
 
 def too_small(n: int, chance: float, tests: int) -> bool:
