@@ -326,6 +326,9 @@ class PromptColumns(Mapping[str, Any]):
             return self._renderer.prompt(view, self._ids, self._context)
         raise KeyError(key)
 
+    def __contains__(self, key: object) -> bool:  # not Mapping's, which reads (renders) the value
+        return key in self.KEYS
+
     def __iter__(self) -> Iterator[str]:
         return iter(self.KEYS)
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from builders.core.errors import UserError, ValidationFailed
-from builders.core.items.record import record_features
+from builders.core.items.record import BASE_COLUMNS, record_features
 from builders.core.build.result import Build
 from builders.core.release.build_config import BUILD_CONFIG_FILE, build_config_text
 from builders.core.release.diff import DIFF_FILE
@@ -418,18 +418,33 @@ def release_rows(records, features) -> list[dict[str, Any]]:
     return rows
 
 
+def release_column(records, name: str) -> list[Any]:
+    """One column of the records' release rows: ``[row.get(name) for row in release_rows(records, ...)]``, read
+    from the records (a builder's own column of that name takes the base column's place, as in ``to_row``)."""
+    if name == "metadata":
+        return [dict(record.metadata) for record in records]
+    if name not in BASE_COLUMNS:
+        return [record.columns[name] if name in record.columns else None for record in records]
+    own = [record for record in records if name in record.columns]
+    if own:  # rare: a builder column named like a base one
+        return [record.to_row()[name] for record in records]
+    if name == "choices":
+        return [list(record.choices) for record in records]
+    return [getattr(record, name) for record in records]
+
+
 def write_parquet(records, metadata_features, path: Path, column_features=None) -> int:
     """Arrow table with the explicit features in the schema metadata, as ``datasets`` writes it; returns the
     table's size in bytes."""
     features = record_features(metadata_features, column_features)
-    rows = release_rows(records, features)
     schema = features.arrow_schema.with_metadata(
         {"huggingface": json.dumps({"info": {"features": features.to_dict()}})}
     )
     import pyarrow as pa  # here, not at the top: a command line parses before any heavy library loads
     import pyarrow.parquet as pq
 
-    table = pa.Table.from_pylist(rows, schema=schema)
+    # column by column, what Table.from_pylist(release_rows(...)) makes of the rows, without a dict per row
+    table = pa.Table.from_arrays([release_column(records, name) for name in schema.names], schema=schema)
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path, compression="zstd")
     return table.nbytes
