@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from functools import lru_cache
 from typing import Callable, Iterable, Iterator, Sequence
 
 from builders.core.items.record import LETTERS, MCQRecord, normalize_text
@@ -123,11 +124,12 @@ def checks(specs: Sequence[ConfigSpec], source: LoadedSource, shots: int, sample
             elif labels != list(LETTERS[: len(labels)]):
                 yield f"{spec.name}/{split} {record.id}: labels {labels} where the letters are expected"
 
-    def moved_fewshot(build: Build, spec: ConfigSpec) -> set[str] | None:
+    def moved_fewshot(build: Build, spec: ConfigSpec) -> frozenset[str] | None:
         """The few-shot items a config that promises its demonstrations' answers may show: those it moved."""
         if not spec.promises_demonstration_answers(fewshot_split):
             return None
-        return {r.id for r in build.configs[spec.name].get(fewshot_split or "", []) if r.metadata["skip_reason"] is None}
+        return frozenset(r.id for r in build.configs[spec.name].get(fewshot_split or "", [])
+                         if r.metadata["skip_reason"] is None)
 
     def demonstrations_valid(build: Build) -> Iterable[str]:
         expected = ExpectedDemonstrations(source.items.get(fewshot_split or "", []), shots, sampler)
@@ -220,11 +222,13 @@ _PLAIN_REFERENCES = _PLAIN_LABEL_REFERENCES + [  # the others' places or number:
 ]
 
 
+@lru_cache(maxsize=1 << 18)  # a pure reading of one text, kept once per distinct text: every config reads it again
 def plain_reference(option: str) -> bool:
     text = " ".join(option.split())
     return any(pattern.search(text) for pattern in _PLAIN_REFERENCES)
 
 
+@lru_cache(maxsize=1 << 18)
 def plain_label_reference(option: str) -> bool:
     text = " ".join(option.split())
     return any(pattern.search(text) for pattern in _PLAIN_LABEL_REFERENCES)
@@ -246,9 +250,10 @@ class ExpectedDemonstrations:
             self.in_order[subject_group(record)].append(record.id)
         self.trivial = [row["id"] for row in trivial_questions()]
         self.shots, self.sampler = shots, sampler
+        self._same_subject: dict[tuple[str, str | None, frozenset[str] | None], list[str]] = {}
 
     def problems(self, spec: ConfigSpec, split: str, record: MCQRecord,
-                 movable: set[str] | None = None) -> Iterator[str]:
+                 movable: frozenset[str] | None = None) -> Iterator[str]:
         """``movable``: the few-shot items a gold-position config may show (those it moved); None: any."""
         fewshot = list(record.columns["fewshot"])
         where = f"{spec.name}/{split} {record.id}"
@@ -288,7 +293,7 @@ class ExpectedDemonstrations:
             yield f"{where}: demonstrations {fewshot} are not the first {len(fewshot)} in source order"
 
     def candidates(self, spec: ConfigSpec, record: MCQRecord, fewshot: list[str],
-                   movable: set[str] | None = None) -> list[str] | None:
+                   movable: frozenset[str] | None = None) -> list[str] | None:
         """The ids the demonstrations are taken from, in source order (None: they cannot be valid)."""
         if spec.demonstrations == "trivial":
             return self.trivial
@@ -301,6 +306,13 @@ class ExpectedDemonstrations:
             subject = subjects.pop()
         return [i for i in self.in_order.get(subject, []) if i != record.id]
 
-    def same_subject(self, record: MCQRecord, movable: set[str] | None = None) -> list[str]:
-        return [i for i in self.in_order.get(subject_group(record), [])
-                if i != record.id and (movable is None or i in movable)]
+    def same_subject(self, record: MCQRecord, movable: frozenset[str] | None = None) -> list[str]:
+        """The subject's few-shot items but the record, in source order (those in ``movable`` only): the same list for
+        every item of the subject outside the few-shot split, read once."""
+        group = subject_group(record)
+        key = (group, record.id if record.id in self.subject_of else None, movable)
+        found = self._same_subject.get(key)
+        if found is None:
+            found = self._same_subject[key] = [i for i in self.in_order.get(group, [])
+                                               if i != record.id and (movable is None or i in movable)]
+        return found

@@ -22,7 +22,7 @@ import json
 from collections import defaultdict
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -85,10 +85,12 @@ class ItemDraws:
 
     def wrong_answer(self, record: MCQRecord) -> int:
         """A source index whose text differs from the gold's (with duplicated options, not the gold's twin)."""
-        gold = option_key(record.gold)
-        wrong = ([i for i in range(len(record.choices)) if option_key(record.choices[i]) != gold]
-                 or [i for i in range(len(record.choices)) if i != record.answer])  # every option is the gold's text
-        return self._draw(record, "wrong_answer", lambda rng: wrong[int(rng.integers(len(wrong)))])
+        def draw(rng: np.random.Generator) -> int:
+            gold = option_key(record.gold)
+            wrong = ([i for i in range(len(record.choices)) if option_key(record.choices[i]) != gold]
+                     or [i for i in range(len(record.choices)) if i != record.answer])  # every option is the gold's text
+            return wrong[int(rng.integers(len(wrong)))]
+        return self._draw(record, "wrong_answer", draw)
 
     def choice(self, record: MCQRecord, purpose: str, options: Sequence[str]) -> str:
         return self._draw(record, purpose, lambda rng: options[int(rng.integers(len(options)))])
@@ -100,6 +102,19 @@ class ItemDraws:
 # ---- option order and labels ---------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=None)
+def identity(size: int) -> list[int]:
+    """The permutation that keeps the order, one list per size that every record shares (none is ever changed:
+    415,483 records of MMLU's 29 configs held one each)."""
+    return list(range(size))
+
+
+@lru_cache(maxsize=None)
+def letters(size: int) -> list[str]:
+    """The letter labels of ``size`` options, one shared list per size (as :func:`identity`)."""
+    return list(LETTERS[:size])
+
+
 def swapped(size: int, pairs: Iterable[tuple[int, int]]) -> list[int]:
     """Identity with the given position swaps; swaps that reach past the last option are skipped."""
     permutation = list(range(size))
@@ -107,6 +122,18 @@ def swapped(size: int, pairs: Iterable[tuple[int, int]]) -> list[int]:
         if a < size and b < size:
             permutation[a], permutation[b] = permutation[b], permutation[a]
     return permutation
+
+
+@lru_cache(maxsize=None)
+def shared_swapped(size: int, pairs: tuple[tuple[int, int], ...]) -> list[int]:
+    """:func:`swapped`, one list per (size, swaps) that every record shares (as :func:`identity`)."""
+    return swapped(size, pairs)
+
+
+@lru_cache(maxsize=None)
+def symbol_labels(name: str, size: int) -> list[str]:
+    """The first ``size`` symbols of a set, one shared list per (set, size) (as :func:`identity`)."""
+    return list(symbols(name)[:size])
 
 
 @lru_cache(maxsize=None)
@@ -139,14 +166,14 @@ class Perturbation:
         size = len(record.choices)
         transforms = self.spec.transforms(split, self.fewshot_split)
         reason = self.skip_reason(record) if transforms else None
-        if reason is None and content_skip_reason(record.choices) == DUPLICATE_CHOICES:
+        if reason is None and content_skip_reason(record.choices, False) == DUPLICATE_CHOICES:
             reason = DUPLICATE_CHOICES  # flagged in every config and split, as WiCkeD flags it
         if transforms and reason is None:
             permutation, labels = self.option_order(record), self.option_labels(record)
         else:
-            permutation, labels = list(range(size)), list(LETTERS[:size])
+            permutation, labels = identity(size), letters(size)
         return {
-            "choices": tuple(record.choices[p] for p in permutation),
+            "choices": record.choices if permutation == identity(size) else tuple(record.choices[p] for p in permutation),
             "answer": permutation.index(record.answer),
             "labels": labels,
             "metadata": {**record.metadata, "permutation": permutation, "original_answer": record.answer,
@@ -157,23 +184,23 @@ class Perturbation:
         """``permutation[j]``: the source index of the option shown at position j."""
         order = self.spec.order
         if order == "swap_fixed":
-            return swapped(len(record.choices), self.swaps)
+            return shared_swapped(len(record.choices), self.swaps)
         if order == "derangement":
             return self.draws.derangement(record)
         if order == "shuffle":
             return self.draws.shuffle(record)
         if order == "gold_at":
-            return swapped(len(record.choices), [(record.answer, self.spec.gold_position)])
-        return list(range(len(record.choices)))
+            return shared_swapped(len(record.choices), ((record.answer, self.spec.gold_position),))
+        return identity(len(record.choices))
 
     def option_labels(self, record: MCQRecord) -> list[str]:
         size = len(record.choices)
         if self.spec.symbols is None:
-            return list(LETTERS[:size])
+            return letters(size)
         available = symbols(self.spec.symbols)
         if self.spec.symbol_order == "shuffled":
             return [available[i] for i in self.draws.symbol_order(record)]
-        return list(available[:size])
+        return symbol_labels(self.spec.symbols, size)
 
 
 # ---- demonstrations ---------------------------------------------------------------------------------------
@@ -271,6 +298,44 @@ class PromptRenderer:
         return self._heads[key]
 
 
+class PromptColumns(Mapping[str, Any]):
+    """A record's ``labels``, ``fewshot`` and ``prompt`` columns. The prompt is rendered each time it is read (by
+    the writer, which renders it where it writes it, and by the checks), never held: 29 configs of MMLU hold about
+    1 GB of prompts, where what renders one is a few references (the config's renderer caches its heads)."""
+
+    __slots__ = ("labels", "fewshot", "_renderer", "_ids", "_context", "_id", "_question", "_choices", "_answer",
+                 "_subject", "_category")
+    KEYS = ("labels", "fewshot", "prompt")
+
+    def __init__(self, labels: list[str], fewshot: list[str], renderer: PromptRenderer, record: MCQRecord,
+                 new: Mapping[str, Any], ids: tuple[str, ...], context: int | None):
+        self.labels, self.fewshot = labels, fewshot
+        self._renderer, self._ids, self._context = renderer, ids, context
+        # what the renderer reads of the record (row_view's fields), without the record that holds these columns
+        self._id, self._question, self._choices, self._answer = record.id, record.question, new["choices"], new["answer"]
+        self._subject, self._category = record.subject, record.category
+
+    def __getitem__(self, key: str) -> Any:
+        if key == "labels":
+            return self.labels
+        if key == "fewshot":
+            return self.fewshot
+        if key == "prompt":
+            view = {"id": self._id, "question": self._question, "choices": self._choices, "labels": self.labels,
+                    "answer": self._answer, "subject": self._subject, "category": self._category}
+            return self._renderer.prompt(view, self._ids, self._context)
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:  # not Mapping's, which reads (renders) the value
+        return key in self.KEYS
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.KEYS)
+
+    def __len__(self) -> int:
+        return len(self.KEYS)
+
+
 # ---- one config -----------------------------------------------------------------------------------------------
 
 
@@ -289,10 +354,19 @@ class ConfigRecords:
         self.spec, self.fewshot_split, self.demonstrations = spec, fewshot_split, demonstrations
         self.perturbation = Perturbation(spec, draws, swaps, fewshot_split)
         self._copies: dict[str, MCQRecord] = {}  # id -> the record of an item copied unchanged
+        self._lists: dict[tuple[str, ...], list[str]] = {}
 
     @property
     def step(self) -> Across:
         return Across(self.spec.name, self._records)
+
+    def _shared_list(self, ids: tuple[str, ...]) -> list[str]:
+        """The ``fewshot`` column's list of these ids, one list for every record that shows them (none is ever
+        changed; with ``first_n`` every item of a subject shows the same)."""
+        shared = self._lists.get(ids)
+        if shared is None:
+            shared = self._lists[ids] = list(ids)
+        return shared
 
     def copy(self, record: MCQRecord, reason: str) -> MCQRecord:
         return self._copies.pop(record.id)
@@ -325,8 +399,9 @@ class ConfigRecords:
             context = new["answer"]
         elif self.spec.context_answer == "wrong":  # a wrong source option, where the config shows it
             context = new["metadata"]["permutation"].index(self.perturbation.draws.wrong_answer(record))
-        prompt = renderer.prompt(row_view(record, new), ids, context)
-        fewshot = [*ids, record.id] if context is not None else list(ids)
-        return record.replace(choices=new["choices"], answer=new["answer"],
-                              metadata={**new["metadata"], "context_answer": context},
-                              columns={"labels": new["labels"], "fewshot": fewshot, "prompt": prompt})
+        fewshot = [*ids, record.id] if context is not None else self._shared_list(ids)
+        # the record's constructor, not dataclasses.replace (a third of the build's own time on MMLU)
+        return MCQRecord(record.id, record.question, new["choices"], new["answer"], record.source,
+                         record.source_config, record.source_split, record.source_index, record.subject,
+                         record.category, metadata={**new["metadata"], "context_answer": context},
+                         columns=PromptColumns(new["labels"], fewshot, renderer, record, new, ids, context))

@@ -21,7 +21,7 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 MAX_CHOICES = len(LETTERS)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a release of MMLU's 29 configs holds 415,483 of them
 class MCQRecord:
     """A multiple-choice item.
 
@@ -72,7 +72,8 @@ class MCQRecord:
         return row
 
 
-_RECORD_FIELDS = frozenset(f.name for f in dataclasses.fields(MCQRecord))
+_FIELD_ORDER = tuple(f.name for f in dataclasses.fields(MCQRecord))
+_RECORD_FIELDS = frozenset(_FIELD_ORDER)
 
 
 def _replaced(record: MCQRecord, changes: dict[str, Any]) -> MCQRecord:
@@ -82,8 +83,8 @@ def _replaced(record: MCQRecord, changes: dict[str, Any]) -> MCQRecord:
     if unknown:
         raise TypeError(f"MCQRecord has no field {sorted(unknown)[0]!r}")
     new = object.__new__(MCQRecord)
-    new.__dict__.update(record.__dict__)
-    new.__dict__.update(changes)
+    for name in _FIELD_ORDER:  # slots, set as a frozen dataclass's __init__ sets them
+        object.__setattr__(new, name, changes[name] if name in changes else getattr(record, name))
     return new
 
 

@@ -444,6 +444,11 @@ def write_parquet(records, metadata_features, path: Path, column_features=None) 
     table = pa.Table.from_arrays([_column(records, name) for name in schema.names], schema=schema)
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path, compression="zstd")
-    return table.nbytes
+    size = table.nbytes
+    del table
+    # Arrow's allocator keeps what a table freed for the next: handed back, a release's peak is its largest table,
+    # not the sum of what every table's conversion and compression once held
+    pa.default_memory_pool().release_unused()
+    return size
 
 
