@@ -10,7 +10,7 @@ import pytest
 
 from builders import wicked
 from builders.core.items.record import MCQRecord
-from builders.core.validation import adversary, audit
+from builders.core.validation import adversary, audit, option_features
 
 
 def record(i: int, choices, answer: int, source_index: int | None = None) -> MCQRecord:
@@ -188,19 +188,19 @@ def test_an_inherent_cue_is_reported_as_such():
 
 
 def test_features_describe_options_against_their_item():
-    rows = adversary.option_features(["12", "15", "1,000", "14.5"])
-    column = {name: rows[:, i].tolist() for i, name in enumerate(adversary.FEATURES)}
+    rows = option_features.option_features(["12", "15", "1,000", "14.5"])
+    column = {name: rows[:, i].tolist() for i, name in enumerate(option_features.FEATURES)}
     # mean 260.4: 15 is nearest; median 14.75: 15 and 14.5 tie
     assert column["closest_to_mean"] == [0, 1, 0, 0] and column["closest_to_median"] == [0, 1, 0, 1]
     assert column["farthest_from_mean"] == [0, 0, 1, 0] and column["shortest"] == [1, 1, 0, 0]
     assert column["integer"][3] < 0 < column["integer"][0] and column["last"] == [0, 0, 0, 1]
-    pair = adversary.option_features(["cats", "dogs", "Both cats and dogs are correct", "fish"])
-    named = {name: pair[:, i].tolist() for i, name in enumerate(adversary.FEATURES)}
+    pair = option_features.option_features(["cats", "dogs", "Both cats and dogs are correct", "fish"])
+    named = {name: pair[:, i].tolist() for i, name in enumerate(option_features.FEATURES)}
     assert named["names_others"] == [0, 0, 1, 0] and named["first_named"] == [1, 0, 0, 0]
     assert named["named_by_next"] == [0, 1, 0, 0] and named["names_previous"] == [0, 0, 1, 0]
     assert named["word_both"] == [0, 0, 1, 0] and named["space_alone"] == [0, 0, 1, 0]
-    assert adversary.number("$1,250.50") == 1250.5 and adversary.number("\\frac{3}{4}") == 0.75
-    assert adversary.number("x + 1 = 2") is None
+    assert option_features.number("$1,250.50") == 1250.5 and option_features.number("\\frac{3}{4}") == 0.75
+    assert option_features.number("x + 1 = 2") is None
 
 
 def test_through_a_real_builder_the_card_shows_the_adversary(tmp_path):
@@ -237,9 +237,9 @@ def test_numbers_too_large_for_floats_are_not_read_as_numbers():
     """PythonIO's full build crashed in the adversary ("Input X contains NaN"): a Python int of 400 digits is inf
     as a float, and its distance to the options' mean NaN. Such an option is not read as a number."""
     huge = "1" * 400
-    assert adversary.number(huge) is None and adversary.number("-" + huge) is None
-    assert adversary.number("9" * 101) is None and adversary.number("1" + "0" * 99) == 1e99
-    assert np.isfinite(adversary.option_features([huge, "2", "3", "4"])).all()
+    assert option_features.number(huge) is None and option_features.number("-" + huge) is None
+    assert option_features.number("9" * 101) is None and option_features.number("1" + "0" * 99) == 1e99
+    assert np.isfinite(option_features.option_features([huge, "2", "3", "4"])).all()
     records = [record(i, [str(i), "1" * (300 + i), str(i + 7), str(2 * i + 1)], i % 4) for i in range(40)]
     row = assess(records)
     assert (row.items, row.scored) == (40, 40) and 0 <= row.accuracy <= 1

@@ -12,8 +12,8 @@ import pytest
 from fixtures_mmlu_references import CONTENT, REFERENCES
 
 from builders.core.items.referring import position_dependent_reason
-from builders.core.validation import validate
-from builders.core.validation.validate import referring_options
+from builders.core.validation import referring
+from builders.core.validation.referring import referring_options
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -180,7 +180,7 @@ def test_an_option_that_says_there_is_no_answer_is_read_so_by_both_readings(text
     from builders.core.items.referring import none_like_option
 
     assert none_like_option(["Hearsay.", text]) == text
-    assert validate.says_no_answer(text)
+    assert referring.says_no_answer(text)
 
 
 @pytest.mark.parametrize("text", NOT_NONE_LIKE)
@@ -188,7 +188,7 @@ def test_content_is_not_a_no_answer_option(text):
     from builders.core.items.referring import none_like_option
 
     assert none_like_option(["Hearsay.", text]) is None
-    assert not validate.says_no_answer(text)
+    assert not referring.says_no_answer(text)
 
 
 @pytest.mark.parametrize("choices", CONTENT_FORMS, ids=lambda choices: choices[0][:30])
@@ -206,9 +206,13 @@ def test_a_single_option_is_read_without_item_context():
 
 def test_the_validator_detector_is_independent_of_the_builders():
     """The validator's reference check does not reuse the builder's detector."""
-    tree = ast.parse((REPO / "builders" / "core" / "validation" / "validate.py").read_text())
-    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-    assert not any(name and name.endswith("options") for name in imported)
-    assert "position_dependent_reason" not in (REPO / "builders" / "core" / "validation" / "validate.py").read_text()
-    assert validate.refers_to_other_options("Both a and c")
+    for name in ("validate.py", "referring.py"):  # the validator and its own detector
+        text = (REPO / "builders" / "core" / "validation" / name).read_text()
+        tree = ast.parse(text)
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        assert not any(module and (module.endswith("options") or module in ("builders.core.items.referring",
+                                                                              "builders.core.items.twins"))
+                       for module in imported), name
+        assert "position_dependent_reason" not in text
+    assert referring.refers_to_other_options("Both a and c")

@@ -7,7 +7,7 @@ import pytest
 
 from builders.core.items.referring import none_like_option
 from builders.core.items.twins import duplicate_option, option_key, question_key
-from builders.core.validation import validate
+from builders.core.validation import referring, validate
 
 TWINS = [("128.1", "128.10"), ("$6,049 ", "$6049"), ("caf\u00e9", "cafe\u0301"), ("ab\u200bc", "abc"),
          ("\u221214", "-14"), ("10.0", "10"), ("1,234,567.50", "1234567.5"), ("x\u00a0y", "x y")]
@@ -39,13 +39,13 @@ def test_options_that_differ_stay_different(pair):
 @pytest.mark.parametrize("text", NOT_LISTED)
 def test_none_of_these_in_other_words_is_a_no_answer_option_for_both_readings(text):
     assert none_like_option(["Larceny.", text]) == text
-    assert validate.says_no_answer(text)
+    assert referring.says_no_answer(text)
 
 
 @pytest.mark.parametrize("text", CONTENT)
 def test_content_about_what_is_not_given_is_no_no_answer_option(text):
     assert none_like_option(["Larceny.", text]) is None
-    assert not validate.says_no_answer(text)
+    assert not referring.says_no_answer(text)
 
 
 def test_questions_equal_but_for_case_whitespace_and_punctuation_are_the_same_question():

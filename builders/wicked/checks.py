@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from builders.core.items.referring import NOTA_TEXT
 from builders.core.build.result import Build, Check
-from builders.core.validation.validate import option_spelling, referring_options, says_no_answer
+from builders.core.validation.referring import referring_options, says_no_answer
+from builders.core.validation.validate import option_spelling
 
 
 def _pairs(build: Build):

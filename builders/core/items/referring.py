@@ -4,7 +4,7 @@
 "Option B" stop being coherent when options are removed, added or reordered. WiCkeD copies such items
 unchanged, and the perturbation builder keeps them out of order, position and symbol changes. This is
 the one detector the builders use; the validator checks their output with a second one, written apart on
-another method (``builders.core.validation.validate.refers_to_other_options``, a scan of words).
+another method (``builders.core.validation.referring.refers_to_other_options``, a scan of words).
 
 The forms are those found in MMLU, MMLU-Pro, ARC, CommonsenseQA and TruthfulQA (see
 ``tests/fixtures_mmlu_references.py`` for the real items and the reason each gets). Each class and what
