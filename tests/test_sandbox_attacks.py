@@ -238,7 +238,7 @@ if os.fork() == 0:
 time.sleep(0.2)
 '''
 LOOK = r'''
-import ctypes, os, socket
+import ctypes, os, socket, sys
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 SYS = {"x86_64": (248, 250), "aarch64": (217, 219)}[os.uname().machine]
@@ -246,8 +246,12 @@ def seen():
     found = []
     if libc.mq_open(b"/mcqforge-leak", os.O_RDONLY, 0, None) >= 0:
         found.append("mq")
-    if os.listdir("/tmp"):
-        found.append("/tmp: %s" % os.listdir("/tmp"))
+    # a Python under /tmp (a venv made there) is mounted read-only on each unit's own /tmp: it is not left over
+    interpreter = (sys.executable, os.path.realpath(sys.executable), sys.prefix, sys.base_prefix)
+    python = {path.split("/")[2] for path in interpreter if path.startswith("/tmp/")}
+    left_over = [name for name in os.listdir("/tmp") if name not in python]
+    if left_over:
+        found.append("/tmp: %s" % left_over)
     for ring, name in ((-4, b"user-key"), (-3, b"session-key")):
         if libc.syscall(SYS[1], 10, ring, b"user", name, 0) >= 0:  # KEYCTL_SEARCH
             found.append(name.decode())
