@@ -105,6 +105,7 @@ def longest_of_ten(items: int, share: float) -> list[MCQRecord]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("planted, quiet, words", [
     (lambda: gsm_random(600, True), lambda: gsm_random(600, False), "nearer the options' mean"),
     (lambda: key_shortest(500, 2, True), lambda: key_shortest(500, 2, False), "short"),
@@ -120,6 +121,7 @@ def test_the_adversary_flags_a_planted_shortcut_and_stays_quiet_without_it(plant
     assert not calm.warns and calm.accuracy < calm.chance + 0.05 and calm.features == (), calm
 
 
+@pytest.mark.slow
 def test_a_ten_option_longest_option_cue_of_seven_points_warns_and_its_absence_does_not():
     # WiCkeD on MMLU-Pro: the longest option answers 18.4% against 11.1%; the old flat 10-point margin let it pass.
     planted = longest_of_ten(2500, 0.20)
@@ -203,6 +205,7 @@ def test_features_describe_options_against_their_item():
     assert option_features.number("x + 1 = 2") is None
 
 
+@pytest.mark.slow
 def test_through_a_real_builder_the_card_shows_the_adversary(tmp_path):
     # MMLU-like rows whose key is the longest option: WiCkeD keeps the cue in every config, the adversary finds
     # it, and the card shows the model's row, as the source's own cue (`original`) that the variant inherits (no

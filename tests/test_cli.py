@@ -70,6 +70,7 @@ def _bad_sources(root: Path) -> dict[str, tuple[Path, str]]:
     return cases
 
 
+@pytest.mark.slow
 def test_bad_sources_get_one_line_status_2_and_no_release(tmp_path):
     for name, (folder, expected) in _bad_sources(tmp_path / "sources").items():
         out = tmp_path / "out"
@@ -94,6 +95,7 @@ def test_an_output_that_cannot_be_a_folder_is_refused_before_loading(tmp_path):
     assert "is not an mcqforge release folder" in line and (tmp_path / "notes" / "mine.txt").exists()
 
 
+@pytest.mark.slow
 def test_most_rows_excluded_stops_unless_allowed(tmp_path):
     rows = [dict(MMLU_TEST[0])] + [{**row, "answer": 9} for row in MMLU_TEST[1:]]
     folder = write_jsonl(tmp_path / "mmlu" / "test.jsonl", rows).parent
@@ -120,6 +122,7 @@ def _dead_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_push_problems_stop_in_seconds_before_loading(tmp_path):
     """An unreachable Hub, an invalid repo id or a missing token: one line, in seconds, nothing built."""
     cases = [
@@ -451,6 +454,7 @@ def _last_error(module: str, *args: str) -> tuple[int, str]:
     return result.returncode, result.stderr.strip().splitlines()[-1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module, args, expected", [
     # counts that would make millions of configs (16.8 GB before the cap)
     (BUILDERS["gsm_mc"], ["--sets", "100000000"], "error: argument --sets: must be between 1 and 1000, got 100000000"),

@@ -131,6 +131,7 @@ def test_the_errata_of_a_subset_match_by_content_and_count_the_rows_they_did_not
         "mmlu/test/3": ("set_answer", "Milan"), "mmlu/test/5": ("exclude", None), "mmlu/test/6": ("set_answer", "Apple")}
 
 
+@pytest.mark.slow
 def test_perturbations_from_mmlu_take_the_same_errata(tmp_path, capsys):
     out = tmp_path / "release"
     status = perturbations.main(["--source", str(write_benchmark("mmlu", tmp_path)), "--errata",

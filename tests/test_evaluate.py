@@ -138,6 +138,7 @@ def test_a_release_spec_without_a_repo_or_a_tag_is_refused_before_the_hub(spec):
     assert str(error.value) == f"{spec}: expected a release folder or REPO@vX.Y.Z"
 
 
+@pytest.mark.slow
 def test_a_release_folder_is_evaluated_without_lm_evals_metadata_hint_per_task(tmp_path, caplog):
     """lm-eval's 2-line "Custom kwargs can be passed to `--metadata`" warning came once for every task of every
     release (all read their config through `custom_dataset`): 6 warnings for WiCkeD's 6 tasks, 87 for the

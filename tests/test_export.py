@@ -136,6 +136,7 @@ def plus_release(tmp_path_factory) -> Path:
     return root / "release"
 
 
+@pytest.mark.slow
 def test_mmlu_pro_plus_layout_reads_back(plus_release, tmp_path):
     assert export.main([str(plus_release), "--layout", "mmlu-pro-plus", "--output", str(tmp_path / "x")]) == 0
     files = sorted(str(p.relative_to(tmp_path / "x")) for p in (tmp_path / "x").rglob("*.jsonl"))

@@ -229,6 +229,7 @@ HEAVY = ("torch", "datasets", "transformers", "sentence_transformers", "lm_eval"
 COMMANDS = tuple(commands().values())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", COMMANDS)
 def test_a_bad_flag_and_help_load_no_heavy_library(command):
     """Every flag typo cost 1.9 s of CPU (torch, datasets, openai, huggingface_hub... were imported before the
@@ -379,6 +380,7 @@ def test_the_summary_of_a_perturbations_build_groups_configs_that_behave_alike(t
     assert report.count('"excluded": 1') == 29  # the report keeps every config
 
 
+@pytest.mark.slow
 def test_the_suite_caches_in_a_temporary_folder_and_marks_model_runs_slow(pytestconfig):
     """The tests left 565 MB in ~/.cache/mcqforge (SmolLM2 dequantised, LLM replies, embeddings)."""
     import os

@@ -15,6 +15,7 @@ reports one. The README says so, and how to copy tiktoken's cache to an offline 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -29,7 +30,8 @@ from builders.core.build.result import TaskLocation
 from builders.core.tasks.inspect_tasks import task_files
 from builders.registry import BUILDERS
 
-inspect_ai = pytest.importorskip("inspect_ai")
+# find_spec, not importorskip: importing inspect_ai costs 4 s in every worker's collection; the tests import it.
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("inspect_ai") is None, reason="inspect_ai is not installed")
 
 REPO = Path(__file__).resolve().parents[1]
 LIMIT = 2
@@ -87,6 +89,7 @@ def test_the_inspect_eval_command_runs_every_builders_release_offline(releases, 
         assert accuracy == share_of_gold_a(releases / builder, config, split), log.eval.task
 
 
+@pytest.mark.slow
 def test_inspect_lists_one_task_per_config_from_the_command_line(releases):
     """`inspect list tasks` finds the tasks as `inspect eval` does: @task functions, written out by name."""
     release = releases / "wicked"

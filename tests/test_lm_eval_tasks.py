@@ -96,6 +96,7 @@ def math_mc_release(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_lm_evals_task_manager_loads_the_templated_tasks_and_their_named_filters(math_mc_release):
     from lm_eval.tasks import TaskManager
 
@@ -128,6 +129,7 @@ def test_lm_evals_task_manager_loads_the_templated_tasks_and_their_named_filters
         assert len(docs) == 6 and {doc["subject"].lower() for doc in docs} == {subject}
 
 
+@pytest.mark.slow
 def test_perturbations_config_utils_lint_and_load_demonstrations_through_the_release_loader(tmp_path):
     """Regression: the prompts module called ``load_release``, which existed only once the builder had pasted the
     shared utils after it (ruff F821, silenced with ``noqa``). Each config folder's ``utils.py`` now lints clean

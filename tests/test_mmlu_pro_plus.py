@@ -373,6 +373,7 @@ def test_validation_refuses_broken_items(scripted, source_dir, tmp_path):
 # ---- determinism ----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_build_is_byte_identical_with_a_cold_or_a_warm_reply_cache(scripted, source_dir, tmp_path):
     for out, cache in (("out1", "cache1"), ("out2", "cache2"), ("out3", "cache1")):  # cold, cold, warm
         assert mpp.main(build_argv(scripted, source_dir, tmp_path / cache, tmp_path / out, "--ratios", "12:6:6:11")) == 0

@@ -532,6 +532,7 @@ def test_the_task_renderer_reproduces_every_prompt(built, tmp_path):
 # ---- the release as datasets loads it ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_cli_build_loads_with_its_labels_and_counts_every_config(tmp_path):
     folder = write_source(tmp_path)
     assert perturbations.main(["--source", str(folder), "--output", str(tmp_path / "out1")]) == 0
@@ -638,6 +639,7 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert "--swaps" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["mmlu_pro", "commonsense_qa", "arc_challenge"])
 def test_other_benchmarks_build(tmp_path, name):
     folder = write_benchmark(name, tmp_path)
@@ -687,6 +689,7 @@ def load_utils(path: Path):
     return module
 
 
+@pytest.mark.slow
 def test_task_folders_for_every_config_and_method(tmp_path):
     out = tmp_path / "out"
     assert perturbations.main(["--source", str(write_source(tmp_path)), "--output", str(out)]) == 0

@@ -198,6 +198,7 @@ def test_a_push_logs_no_request_lines_and_a_refused_push_is_one_line(local_hub):
                                            ["GET", f"{local_hub.url}/api/datasets/{repo}/refs"]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("builder, parquet_files", [("gsm_mc", 11), ("python_io", 22)])
 def test_a_sample_build_rebuilds_from_its_build_config_with_the_samples_predictions(tmp_path, builder, parquet_files):
     """`--source sample` reads the predictions shipped with the sample; build_config.yaml records them by base
@@ -244,6 +245,7 @@ def test_the_card_records_no_commit_of_a_repository_that_merely_holds_the_instal
     assert git_commit() in (head, f"{head}-dirty")
 
 
+@pytest.mark.slow
 def test_the_cards_commands_fetch_task_files_that_lm_eval_can_load(local_hub, tmp_path):
     """The card said `lm_eval --include_path lm_eval` without saying how to get the folder; fetched into the Hub
     cache (the default of `hf download` / `snapshot_download`), lm-eval resolves each YAML file's link into
@@ -306,6 +308,7 @@ def test_hf_hub_offline_refuses_a_push_in_one_line_before_any_work(local_hub):
     assert not any(r.kind == "create_repo" and "offline" in r.path for r in local_hub.requests)
 
 
+@pytest.mark.slow
 def test_an_upload_error_that_is_not_an_http_error_is_one_line_and_says_how_to_complete(local_hub):
     """The real Hub uploads through Xet by default, and the Xet client raises its own errors (a ConnectionError
     for "xet-write-token 404"): that was a traceback with status 1 that left an empty repo behind. The
@@ -327,6 +330,7 @@ def test_an_upload_error_that_is_not_an_http_error_is_one_line_and_says_how_to_c
     assert local_hub.tags(repo) == ["v1.0.0"] and "README.md" in local_hub.paths_at(repo, "v1.0.0")
 
 
+@pytest.mark.slow
 def test_an_upload_that_fails_into_an_existing_repo_leaves_it_as_it_was(local_hub, tmp_path):
     repo = "mcqforge/xet-failure-existing"
     assert push(write_benchmark("mmlu", tmp_path), repo, "1.0.0") == 0
@@ -402,6 +406,7 @@ def assert_one_release(hub, repo: str, outcomes, folders: list[Path]) -> Publish
     return published
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("meet", [None, "preupload", "commit"])
 def test_two_builds_publishing_one_version_at_once_give_one_release_and_one_refusal(local_hub, two_builds, meet):
     """Two builds of one version at once: the tag ended on one build's commit and main on the other's, and the
@@ -485,6 +490,7 @@ CARD_EDITS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("edit", list(CARD_EDITS))
 def test_a_card_edited_by_hand_on_the_hub_never_blocks_the_next_release(local_hub, capsys, caplog, edit):
     """Each form of hand edit gave a traceback (yaml's ParserError, AttributeError, TypeError, KeyError...) at
@@ -521,6 +527,7 @@ def _push_child(repo: str) -> subprocess.Popen:
                             preexec_fn=with_default_ctrl_c)
 
 
+@pytest.mark.slow
 def test_ctrl_c_early_in_an_upload_leaves_no_new_empty_repo(local_hub):
     """Ctrl-C during the upload left the repo the run had created, empty, until a re-run."""
     repo = "mcqforge/ctrl-c-early"
@@ -544,6 +551,7 @@ def _message_line(stream) -> str:
     return line
 
 
+@pytest.mark.slow
 def test_ctrl_c_twice_prints_no_traceback_and_the_clean_up_still_finishes(local_hub):
     """A second Ctrl-C while the first one's clean-up runs is put off (the repo is still deleted); one while the
     process ends exits at once, with status 130 (it was a death by SIGINT or a traceback)."""
@@ -567,6 +575,7 @@ def test_ctrl_c_twice_prints_no_traceback_and_the_clean_up_still_finishes(local_
     assert not local_hub.has_repo(repo)
 
 
+@pytest.mark.slow
 def test_ctrl_c_once_the_tag_is_created_ends_with_status_0(local_hub):
     """Ctrl-C just after the tag was created gave status 130 for a release that is complete."""
     repo = "mcqforge/ctrl-c-tagged"
@@ -582,6 +591,7 @@ def test_ctrl_c_once_the_tag_is_created_ends_with_status_0(local_hub):
     assert "Traceback" not in err and local_hub.tags(repo) == ["v1.0.0"]
 
 
+@pytest.mark.slow
 def test_ctrl_c_just_after_a_publish_ends_with_status_0(local_hub):
     """The signal lands as the tag's answer arrives or after (the summary, the clean-up of the temporary folder):
     wherever it lands, the release is complete."""
@@ -596,6 +606,7 @@ def test_ctrl_c_just_after_a_publish_ends_with_status_0(local_hub):
     assert local_hub.tags(repo) == ["v1.0.0"]
 
 
+@pytest.mark.slow
 def test_ctrl_c_before_the_tag_says_the_release_is_on_main_without_its_tag(local_hub):
     repo = "mcqforge/ctrl-c-committed"
     local_hub.fail_next("tag", 503)  # the held tag request, once let go, fails: the client is gone by then
@@ -614,6 +625,7 @@ def test_ctrl_c_before_the_tag_says_the_release_is_on_main_without_its_tag(local
     assert local_hub.commits(repo, "v1.0.0")[0] == commit  # the same files: the re-run tags that commit
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_the_commit_is_sent_says_what_main_holds(local_hub):
     """The commit reached the Hub, its answer did not reach the build: it cannot know the commit is its own."""
     repo = "mcqforge/ctrl-c-committing"

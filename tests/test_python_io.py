@@ -437,6 +437,7 @@ def test_validation_refuses_equal_values_as_two_options():
                                                "set_0/test mbpp/1/0 option 2: '3' is not in the pool"]
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_generated_predictions_with_a_local_endpoint(tmp_path, llm_server):  # noqa: F811
     def answer(call) -> str:

@@ -35,6 +35,7 @@ def built(request, tmp_path_factory) -> tuple[str, Path, subprocess.CompletedPro
     return request.param, out, sample_build(request.param, out)
 
 
+@pytest.mark.slow
 def test_a_sample_build_prints_each_line_once_and_no_warning(built):
     """PythonIO's sample printed 11 shortcut warnings, each twice (the log and the summary), GSM-MC's one, and
     GSM-MC's log said "30 unmatched" of the predictions on a split it does not build; PythonIO's title said
@@ -104,6 +105,7 @@ def test_the_summary_names_the_columns_no_record_fills(built):
         assert "- **Always empty** (null in every record): `subject`." in card
 
 
+@pytest.mark.slow
 def test_the_picture_is_the_same_bytes_on_every_build(built, tmp_path):
     name, out, build = built
     if name != "wicked":

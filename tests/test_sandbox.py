@@ -363,6 +363,7 @@ def test_correct_program_in_hostile_batch(hostile: dict[str, RunResult]) -> None
     assert (result.status, result.returncode, result.stdout, result.stderr) == ("ok", 0, "6\n", "")
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_parallel_runs_keep_order(sandbox: Sandbox) -> None:
     program = "import sys\nprint(int(sys.stdin.read()) ** 2)"

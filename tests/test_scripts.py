@@ -26,6 +26,7 @@ def run_train(path: Path, *extra: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, cwd=REPO, timeout=600)
 
 
+@pytest.mark.slow
 def test_a_release_train_is_checked_whole_then_published(local_hub, tmp_path):
     datasets = [
         {"builder": "wicked", "push": "mcqforge/train-wicked", "options": {"source": "sample", "sba_classifier": "none",
@@ -57,6 +58,7 @@ def test_a_bad_train_file_is_one_line(tmp_path):
     assert result.returncode == 2 and result.stderr.startswith("error: ") and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("datasets, expected", [
     ([{"builder": "wicked", "push": "a/b", "options": [1]}], "dataset 1: 'options' must be a mapping"),
     ([{"builder": "metrics", "push": "a/b"}], "dataset 1 needs 'builder' (one of ['contrast_sets'"),

@@ -48,6 +48,7 @@ def heavy_modules_after_help(module: str, *args: str) -> list[str]:
     return json.loads(result.stderr.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
 def test_help_imports_no_heavy_library(command):
     assert heavy_modules_after_help(*command) == []

@@ -206,6 +206,7 @@ def test_card_shows_the_outcome_table_with_exact_counts(tmp_path):
         (VARIANTS, "dev", "altered", "–", 3)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["mmlu", "mmlu_pro", "mmlu_redux", "commonsense_qa", "truthful_qa", "arc_challenge"])
 def test_every_benchmark_builds(tmp_path, name):
     folder = write_benchmark(name, tmp_path)
@@ -652,6 +653,7 @@ SBA_LABEL_FIGURES = {  # (SBA, labelled items WiCkeD alters, the source the labe
     "commonsense_qa": (263, 857, None), "mmlu_redux": (59, 816, "mmlu"), "arc_challenge": (59, 816, "mmlu")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SBA_LABEL_FIGURES))
 def test_no_sba_detection_warns_in_log_and_card_with_the_labels_figure(tmp_path, caplog, name):
     """every benchmark built with --sba-classifier none warns, in the log and the card, with the share of
