@@ -19,6 +19,7 @@ TEXTS = ["gas", "water", "nine", "9", "the sun", "solar energy", "liquid into a 
          " ".join(["word"] * 400)]
 
 
+@pytest.mark.slow  # loads the embedder: 7 CPU-seconds
 def test_a_vector_is_the_same_bytes_alone_among_others_and_in_any_batching():
     embedder = embeddings.resolve_embedder(None)
     no_cache = embeddings.EmbeddingCache(None, embedder)
