@@ -292,7 +292,7 @@ def test_the_float_recheck_catches_a_second_correct_option_the_builder_let_throu
         "set_0/test gsm8k/test/1: options 1 and 2 are equal"]
 
 
-BOXED_SOURCE = [{"question": "Sam has 4 bags of 3 apples. How many apples?", "answer": "4 * 3 = 12\n#### 12"}]
+BOXED_SOURCE = [{"question": "Sam has 4 bags of 3 apples. What does he have in all?", "answer": "4 * 3 = 12\n#### 12"}]  # no count question: its distractors may be fractions (issue 34)
 BOXED_PREDICTIONS = [  # (model, output): real shapes of zero-shot GPT-3.5/GPT-4/Claude 2 answers on GSM8K
     ("a", "So he has $\\boxed{12x + 4}$ apples."),  # an expression: invalid, not 4
     ("b", "The latest time is \\boxed{2:00 pm}"),  # a time: invalid, not 0
@@ -455,7 +455,7 @@ def test_the_gold_in_another_unit_or_rounded_is_left_out_and_every_prediction_co
     assert [left["text"] for left in report[5]["left_out"]] == ["2.38", "2.4"]
     models = {row["model"]: row for row in result.release.statistics["Models"].records()}
     assert {m: (row["answers"], row["correct"], row["pool candidates it gave"],
-                row["left out (another form of the gold)"]) for m, row in models.items()} == {
+                row["left out (not shown as an option)"]) for m, row in models.items()} == {
         "a": (6, 6, 0, 0), "b": (6, 0, 0, 6), "c": (6, 0, 0, 6), "d": (6, 0, 6, 0), "e": (6, 0, 6, 0), "f": (6, 0, 6, 0)}
     assert validate(result).passed
     # the validator's own readings refuse the forms the builder's rule was blinded to
@@ -554,7 +554,7 @@ def test_a_5_mb_adversarial_prediction_adds_under_2_seconds(files, tmp_path):
     assert result.release.card_context["predictions_too_long"] == 1
     assert result.release.statistics["Models"].row("x") == {
         "model": "x", "answers": 2, "correct": 0, "invalid (no extractable answer)": 1, "pool candidates it gave": 1,
-        "left out (another form of the gold)": 0}
+        "left out (not shown as an option)": 0}
 
 
 def test_gsm8k_platinum_sample_builds_offline(tmp_path):
@@ -591,7 +591,7 @@ def test_the_validator_refuses_a_distractor_of_another_kind_the_balanced_draw_le
     from builders.from_predictions import sets as mc
 
     source = write_jsonl(tmp_path / "gsm8k" / "test.jsonl", [
-        real_item("Tom has 3 apples and buys 2 more. How many apples does he have?", "5")]).parent
+        real_item("Tom has 3 apples and buys 2 more. What is his total?", "5")]).parent  # no count question (issue 34)
     answers = ["5", "5", "5", "6", "6", "4", "7", "8", "5.5", "-4"]
     predictions = write_jsonl(tmp_path / "p.jsonl", [
         {"question_index": 0, "model": f"m{k}", "output": f"#### {a}"} for k, a in enumerate(answers)])
