@@ -189,6 +189,9 @@ def test_cli_writes_identical_releases_and_refuses_bad_options(files, tmp_path, 
     assert (tmp_path / "one" / "pools.jsonl").read_text().count("\n") == 5
     card = (tmp_path / "one" / "README.md").read_text()
     assert "pool_too_small" in card and "| e | 3 | 1 | 0 | 2 |" in card
+    # gsm8k/test/0's pool holds exactly the 3 distractors a set shows: the sets are no independent draws for it
+    text = " ".join(card.split())
+    assert "1 of 2 items (50.0%) have the same options in every set (0 of them in the same order too)" in text and "for the other 1, the options differ between sets" in text
     assert outcome_rows(card) == [  # the one outcome table: 6 rows in = 2 altered (made into sets) + 4 excluded
         ("all 3 configs", "test", "altered", "–", 2), ("all 3 configs", "test", "excluded", "no_gold_answer", 1),
         ("all 3 configs", "test", "excluded", "no_predictions", 1), ("all 3 configs", "test", "excluded", "pool_too_small", 2)]

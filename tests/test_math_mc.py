@@ -111,6 +111,9 @@ def test_publish_and_load_back(local_hub, files, tmp_path):
     assert remote["choices"] == local["choices"]
     card = (tmp_path / "out" / "README.md").read_text()
     assert "ambiguous_gold" in card and "math-verify" in card
+    # every pool holds exactly the 3 distractors a set shows: the sets are no independent draws for any item
+    text = " ".join(card.split())
+    assert "3 of 3 items (100.0%) have the same options in every set (0 of them in the same order too)" in text and "the options differ between sets" not in text
     assert outcome_rows(card) == [  # 6 rows in = 3 altered + 3 excluded, each by the step that left it out
         ("all 3 configs", "test", "altered", "–", 3), ("all 3 configs", "test", "excluded", "ambiguous_gold", 1),
         ("all 3 configs", "test", "excluded", "no_gold_answer", 1), ("all 3 configs", "test", "excluded", "pool_too_small", 1)]
