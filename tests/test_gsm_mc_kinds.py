@@ -104,3 +104,34 @@ def test_the_builders_rule_of_a_count_question_and_of_two_roundings():
     pairs = [("8/3", "2.67"), ("2.666", "2.67"), ("2.54", "2.5"), ("2.67", "3"), ("2.666", "8/3"), ("2.6", "2.7"),
              ("1/3", "2/3"), ("2.665", "2.67"), ("2.665", "2.66")]
     assert [kinds.two_roundings(a, b) for a, b in pairs] == [True, True, True, False, False, False, False, True, True]
+
+
+# ---- issue 34: the consensus check's precision, measured on labels ---------------------------------------------
+
+
+def test_the_stated_precision_is_the_labels_files():
+    """SUSPECT_KEY_MEASURED, which the card states, recomputed from the labels file and the default build's flags
+    (every labelled question less the one the count rule no longer flags)."""
+    from builders.gsm_mc import suspect_labels
+
+    rows = suspect_labels.labels()
+    assert len(rows) == 30 and {r["label"] for r in rows.values()} == set(suspect_labels.LABELS)
+    flags = set(rows) - set(suspect_labels.DEFAULT_BUILD_UNFLAGGED)
+    assert suspect_labels.precision(flags).as_dict() == suspect_labels.SUSPECT_KEY_MEASURED
+    assert [rows[i]["correct"] for i in ("gsm8k/test/403", "gsm8k/test/454", "gsm8k/test/1309")] == ["135", "240", "2180"]
+    measured = suspect_labels.precision(["gsm8k/test/403", "gsm8k/test/12", "gsm8k/test/13", "gsm8k/test/5",
+                                         "gsm8k/test/403"])
+    assert (measured.flagged, measured.wrong_key, measured.ambiguous, measured.key_right, measured.unlabelled) == \
+        (4, 1, 1, 1, 1)
+    assert (measured.wrong_key_share, measured.defect_share) == (1 / 3, 2 / 3)
+
+
+def test_the_card_states_the_measured_precision_beside_the_flags(tmp_path):
+    from test_gsm_mc import consensus_files
+
+    result = made(parse(consensus_files(tmp_path)))
+    note = " ".join(result.release.statistics["Suspect keys"].note.split())
+    assert ("Measured on labels: we read and solved each of the 29 questions the rule flags in a default build on "
+            "GSM8K test; 7 (24%) have a wrong key, 8 two readings, and 14 (48%) a right key") in note
+    assert "Of this build's" not in note  # the fixture's flags (its ids 0-4) are no labelled question
+    assert result.release.card_context["suspect_measured"]["wrong_key"] == 7
