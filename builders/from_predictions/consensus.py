@@ -97,7 +97,9 @@ def error_only_models(pools: Iterable[Pool], rule: ConsensusRule = RULE) -> froz
 def answer_counts(pool: Pool, ignored: frozenset[str] = frozenset()) -> tuple[int, Counter, int]:
     """(models that gave the key, models per wrong value, models with a valid answer), each model counted once
     however many samples it gave, the ``ignored`` ones (:func:`error_only_models`) not at all. A left-out candidate
-    (the key in another unit, or rounded) is another form of the key: it counts as valid, never against the key."""
+    (the key in another unit, or rounded; in GSM-MC also a value of another kind than a count question's answer, or a
+    second rounding of a candidate) counts as a valid answer, never against the key: a count question's models
+    agreeing on 47.25 hours are no evidence that its whole key is wrong."""
     key = _models(pool.correct) - ignored
     wrong: Counter = Counter({c.text: len(_models(c.models) - ignored) for c in pool.candidates})
     valid = key | _models(m for c in pool.candidates for m in c.models) | _models(
