@@ -111,6 +111,9 @@ def test_publish_and_load_back(local_hub, files, tmp_path):
     assert remote["choices"] == local["choices"]
     card = (tmp_path / "out" / "README.md").read_text()
     assert "ambiguous_gold" in card and "math-verify" in card
+    # every pool holds exactly the 3 distractors a set shows: the sets are no independent draws for any item
+    text = " ".join(card.split())
+    assert "3 of 3 items (100.0%) have the same options in every set (0 of them in the same order too)" in text and "the options differ between sets" not in text
     assert outcome_rows(card) == [  # 6 rows in = 3 altered + 3 excluded, each by the step that left it out
         ("all 3 configs", "test", "altered", "–", 3), ("all 3 configs", "test", "excluded", "ambiguous_gold", 1),
         ("all 3 configs", "test", "excluded", "no_gold_answer", 1), ("all 3 configs", "test", "excluded", "pool_too_small", 1)]
@@ -566,3 +569,21 @@ def test_arguments_of_frac_and_sqrt_are_braced_in_every_option(tmp_path, monkeyp
     blinded = build_real_items(tmp_path / "blinded", chosen=BARE_ARGUMENT_ITEMS)
     with pytest.raises(ValidationFailed, match=r"braced_arguments \(6: "):
         validate(blinded)
+
+
+def test_the_consensus_counts_models_not_their_samples(tmp_path):
+    """Issue 34: MATH-MC's 3 suspect keys each rested on 8 samples of one model (``qwen2.5-math-instruct#0`` ...
+    ``#7``) counted as 8 models. Eight samples agreeing on 4 are one model against two that give the key: no flag;
+    three distinct models agreeing on 4 are a consensus."""
+    source = write_jsonl(tmp_path / "math" / "test.jsonl", [MATH_TEST[1], {**MATH_TEST[1], "problem": r"Solve $x + 2 = 5$."}]).parent
+    samples = [(0, f"qwen2.5-math-instruct#{k}", r"$\boxed{4}$") for k in range(8)]
+    models = [(1, name, r"$\boxed{4}$") for name in ("p", "q", "r")]
+    others = [(i, name, box) for i in (0, 1) for name, box in (("a", r"$\boxed{3}$"), ("b", r"$\boxed{5}$"),
+                                                               ("c", r"$\boxed{6}$"), ("d", r"$\boxed{7}$"))]
+    predictions = write_jsonl(tmp_path / "p.jsonl", [{"question_index": i, "model": m, "output": o}
+                                                     for i, m, o in [*samples, *models, *others]])
+    result = made(parse(["--source", str(source), "--predictions", str(predictions), "--sets", "1",
+                         "--max-excluded", "1", "--equivalence-workers", "1"]))
+    assert [(e.id, e.reason, e.detail) for e in result.exclusions.entries] == [
+        ("math/test/1", "suspect_key", "3 of 7 models answer 4, 1 the key 3")]
+    assert [r.id for r in result.configs["set_0"]["test"]] == ["math/test/0"]

@@ -361,6 +361,9 @@ def test_build_from_real_format_predictions(tmp_path):
     assert pools["humaneval/1/2"]["correct"] == {"c4": 1, "c5": 1} and pools["humaneval/1/2"]["invalid"] == {"c3": 1}
 
     card = (out / "README.md").read_text()
+    # 2 pools hold exactly the 2 distractors a set shows, and both sets drew the same 2 of a third pool's 3
+    text = " ".join(card.split())
+    assert "3 of 5 items (60.0%) have the same options in every set (1 of them in the same order too)" in text and "for the other 2, the options differ between sets" in text
     assert "| 3 | 5 | 11 |" in card  # 5 of the 16 verified items have a pool of at least 2
     assert "| test | 11 | 4 | 1684 |" in card and "| train | 5 | 1 | 966 |" in card
     excluded = {"assert_in_loop_or_branch": 1, "call_uses_test_variables": 1, "duplicate_call": 1,

@@ -97,7 +97,9 @@ def error_only_models(pools: Iterable[Pool], rule: ConsensusRule = RULE) -> froz
 def answer_counts(pool: Pool, ignored: frozenset[str] = frozenset()) -> tuple[int, Counter, int]:
     """(models that gave the key, models per wrong value, models with a valid answer), each model counted once
     however many samples it gave, the ``ignored`` ones (:func:`error_only_models`) not at all. A left-out candidate
-    (the key in another unit, or rounded) is another form of the key: it counts as valid, never against the key."""
+    (the key in another unit, or rounded; in GSM-MC also a value of another kind than a count question's answer, or a
+    second rounding of a candidate) counts as a valid answer, never against the key: a count question's models
+    agreeing on 47.25 hours are no evidence that its whole key is wrong."""
     key = _models(pool.correct) - ignored
     wrong: Counter = Counter({c.text: len(_models(c.models) - ignored) for c in pool.candidates})
     valid = key | _models(m for c in pool.candidates for m in c.models) | _models(
@@ -122,12 +124,16 @@ def suspects(pools: Mapping[str, Pool], rule: ConsensusRule = RULE) -> dict[str,
     return {item_id: s for item_id, s in found.items() if s is not None}
 
 
-def suspect_table(found: Mapping[str, Suspect], items: int, kept: bool, rule: ConsensusRule = RULE) -> Table:
+def suspect_table(found: Mapping[str, Suspect], items: int, kept: bool, rule: ConsensusRule = RULE,
+                  measured: str = "") -> Table:
+    """The flags, with the rule; ``measured``: what a reading of the flagged items found, where a builder has it."""
     status = "kept (--keep-suspect-keys)" if kept else "excluded"
     note = (f"Consensus check: an item's key is suspect when {rule.describe()}. {len(found)} of {items} items "
             f"({len(found) / items if items else 0:.1%}) are suspect; they are {status}"
             + ("." if kept else f" with the reason `{REASON}`.")
-            + " The value the models agree on is often the correct answer (GSM8K-Platinum relabelled such GSM8K keys).")
+            + (f" {measured}" if measured else " The value the models agree on can be the correct answer "
+               "(GSM8K-Platinum relabelled such GSM8K keys), or a mistake most models share: a flag marks an item "
+               "for review, not a wrong key."))
     rows = [(s.item_id, s.key, " or ".join(s.values), s.agreeing, s.key_models, s.valid_models, status)
             for s in sorted(found.values(), key=lambda s: _id_order(s.item_id))]
     return Table("Suspect keys", ("item", "key", "models agree on", "models agreeing", "models giving the key",

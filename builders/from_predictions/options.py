@@ -50,7 +50,8 @@ class PredictionOptions(BuildOptions, LLMEndpoint):
     max_tokens: int | None = option(None, type=positive_int, help="longest generation (default: the prompt's)")
     choices: int = option(4, type=whole_number(2, 8), help="options per question, 2 to 8")
     sets: int = option(10, type=whole_number(1, MAX_SETS),
-                       help="independent draws of distractors and order (configs set_0...)")
+                       help="draws of distractors and order (configs set_0...); an item whose pool holds no more "
+                            "distractors than a set shows has the same options in every set (the card counts them)")
     distractors: str = option("pool", choices=["pool"], help="'pool': models' wrong answers")
     draw: str = option("weighted", choices=["weighted", "uniform"], help=DRAW_HELP)
     save_predictions: Path | None = option(None, metavar="PATH", runtime=True, group=SIDE_OUTPUTS,

@@ -365,13 +365,13 @@ def pool_statistics(pools: Sequence[Pool], choices: int) -> Statistics:
                     f"N = {choices}.")),
         Table("Pool sizes", ("distinct wrong answers", "questions"), list(summary.size_histogram.items())),
         Table("Models", ("model", "answers", "correct", "invalid (no extractable answer)", "pool candidates it gave",
-                         "left out (another form of the gold)"),
+                         "left out (not shown as an option)"),
               [(model, answers, summary.correct_by_model.get(model, 0), summary.invalid_by_model.get(model, 0),
                 contributed.get(model, 0), summary.left_out_by_model.get(model, 0))
                for model, answers in summary.answers_by_model.items()],
               note="Every matched prediction is counted once: answers = correct + invalid + the answers behind pool "
-                   "candidates + the answers left out (a candidate that is the gold in another form; `pools.jsonl` "
-                   "lists them under `left_out` with the reason)."),
+                   "candidates + the answers left out (a candidate not shown as an option: the gold in another form, or "
+                   "one of another kind than the answer; `pools.jsonl` lists them under `left_out` with the reason)."),
     ])
 
 

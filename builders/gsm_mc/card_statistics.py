@@ -16,6 +16,8 @@ from builders.from_predictions.steps import Pools
 from .answers import FLOAT_DIGITS, UNIT_FACTORS, unit_conversions
 from .benchmarks import GSM8K, GSM8K_PLATINUM
 from .checks import float_value
+from .kinds import ANOTHER_ROUNDING, NEGATIVE, NON_INTEGER
+from .suspect_labels import LABELS_FILE, SUSPECT_KEY_MEASURED, Precision, precision
 from .transform import ROUNDED_GOLD, UNIT_MULTIPLE
 
 
@@ -24,7 +26,9 @@ def statistics(pools: Pools | None, configs: Configs, options: Any) -> Statistic
     if pools is not None:
         tables = mc.pool_statistics(list(pools.pools.values()), options.choices)
         tables.add(unit_table(pools.pools.values(), options.keep_unit_multiples))
-        tables.add(consensus.suspect_table(pools.suspects, pools.items, options.keep_suspect_keys))
+        tables.add(kind_table(pools.pools.values()))
+        tables.add(consensus.suspect_table(pools.suspects, pools.items, options.keep_suspect_keys,
+                                           measured=measured_note(precision(pools.suspects))))
     tables.add(mc.position_table(configs))
     tables.add(rank_table(configs, options.choices))
     return tables
@@ -79,10 +83,42 @@ def unit_table(pools, kept: bool) -> Table:
     return Table("Correct answers in another form", ("candidate left out", "candidates"), rows, note=note)
 
 
+def kind_table(pools) -> Table:
+    """Candidates left out as of another kind than the question's answer, or as a second rounding of one value."""
+    pools = list(pools)
+    rows = []
+    for reason, label in ((NON_INTEGER, "not a count: a non-integer, for a count question"),
+                          (NEGATIVE, "not a count: a negative number, for a count question"),
+                          (ANOTHER_ROUNDING, "a second rounding of a candidate kept")):
+        items = [sum(left.reason == reason for left in pool.left_out) for pool in pools]
+        rows.append((label, sum(items), sum(n > 0 for n in items)))
+    return Table("Distractors of the question's kind", ("candidate left out", "candidates", "questions"), rows,
+                 note="A count question (its gold a whole number, 0 or more, and its asking sentence says \"how many\" or "
+                      "asks for the number of something) gets no non-integer and no negative distractor; no item shows "
+                      "one wrong value at two roundings (8/3 and 2.67, 2.666 and 2.67: equal once rounded to the "
+                      "shown precision of the less precise one), of which the one more models gave is kept. These "
+                      "candidates are left out of the pool before the sets are drawn (`pools.jsonl` lists them under "
+                      "`left_out`), so a set draws the next candidates; a left-out answer still counts as a valid "
+                      "answer of its model, never as agreement against the key.")
+
+
+def measured_note(build: Precision) -> str:
+    """The rule's measured precision (:data:`SUSPECT_KEY_MEASURED`), and this build's flags against the labels."""
+    m = SUSPECT_KEY_MEASURED
+    note = (f"Measured on labels: we read and solved each of the {m['flagged']} questions the rule flags in a default "
+            f"build on GSM8K test; {m['wrong_key']} ({m['wrong_key_share']:.0%}) have a wrong key, {m['ambiguous']} "
+            f"two readings, and {m['key_right']} ({m['key_right'] / m['flagged']:.0%}) a right key that most models "
+            f"miss the same way (`builders/gsm_mc/{LABELS_FILE}`). A flag marks an item for review, not a wrong key.")
+    if build.labelled:
+        note += (f" Of this build's {build.flagged} flags, {build.labelled} are labelled: {build.wrong_key} wrong "
+                 f"keys, {build.ambiguous} ambiguous, {build.key_right} right keys.")
+    return note
+
+
 def card_context(options: Any, collected: collect.Collected | None, configs: Configs) -> dict:
     """What ``cards/gsm_mc.md`` reads."""
     return {
-        "same_in_every_set": mc.same_in_every_set(configs),
+        "same_in_every_set": mc.same_in_every_set(configs), "suspect_measured": SUSPECT_KEY_MEASURED,
         "choices": options.choices, "sets": options.sets, "distractors": options.distractors, "draw": options.draw,
         "keep_unit_multiples": options.keep_unit_multiples, "keep_suspect_keys": options.keep_suspect_keys,
         "float_digits": FLOAT_DIGITS, "platinum": options.benchmark == GSM8K_PLATINUM.name,

@@ -1,14 +1,16 @@
 """GSM-MC's invariants, checked on the release as built: the kernel's (one option equivalent to the gold, and it is
 the answer; no two options equivalent; every distractor from its pool or a random draw), judged with the builder's
 exact equivalence and again with floats; no distractor that is the gold in another unit or rounded, re-read with
-the validator's own unit list and Decimal; and the balanced draw's distractors of the key's kind."""
+the validator's own unit list and Decimal; a count question's distractors whole and not negative, and no wrong
+value at two roundings, each re-read with the validator's own reading of the question and of the option text
+(:data:`COUNT_DISTRACTORS`, :data:`ONE_ROUNDING`); and the balanced draw's distractors of the key's kind."""
 
 from __future__ import annotations
 
 import functools
 import math
 import re
-from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_DOWN, ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
 from typing import Mapping
 
@@ -25,7 +27,7 @@ def checks(golds: Mapping[str, str], pools: Mapping[str, Pool] | None, equal, *,
     """``golds``: every item's gold, by id; ``pools``: the items' pools (None for random distractors); ``equal``:
     the builder's equivalence of two numbers."""
     return [*mc.make_checks(golds, equal, pools, random_ok), one_numeric_gold(golds),
-            *([] if keep_unit_multiples else [NO_UNIT_MULTIPLE]), NO_ROUNDED_GOLD,
+            *([] if keep_unit_multiples else [NO_UNIT_MULTIPLE]), NO_ROUNDED_GOLD, COUNT_DISTRACTORS, ONE_ROUNDING,
             *([keys_kind_check(pools)] if pools is not None and draw == "balanced" else []),
             *([consensus.no_suspect_check(pool_rows(pools.values()))] if pools is not None and not keep_suspect_keys
               else [])]
@@ -133,3 +135,84 @@ def _kind(text: str) -> tuple[bool, bool]:
     """An integer or not, and the sign, with exact fractions."""
     number = Fraction(text.replace(",", ""))
     return number.denominator == 1, number < 0
+
+
+# ---- distractors of the question's kind, re-read apart from builders.gsm_mc.kinds -----------------------------------
+
+_ASKS_FOR = ("calculate", "find", "determine", "what is", "what's", "what was")
+
+
+def _asks_for_a_count(question: str) -> bool:
+    """The validator's own reading of a count question's wording: the last sentence ending in "?" (else the last
+    sentence), cut by scanning for ".", "!" or "?" before a space, says "how many", or "number of" after one of
+    :data:`_ASKS_FOR` with no comma between."""
+    text, sentences, start = question.strip(), [], 0
+    for index, char in enumerate(text):
+        if char in ".!?" and (index + 1 == len(text) or text[index + 1].isspace()):
+            sentences.append(text[start:index + 1].strip())
+            start = index + 1
+    if text[start:].strip():
+        sentences.append(text[start:].strip())
+    asking = next((s for s in reversed(sentences) if s.endswith("?")), sentences[-1] if sentences else "")
+    words = " ".join(asking.lower().split())
+    if re.search(r"(?<![a-z0-9_])how many(?![a-z0-9_])", words):
+        return True
+    for phrase in _ASKS_FOR:
+        for found in re.finditer(rf"(?<![a-z0-9_]){re.escape(phrase)}(?![a-z0-9_])", words):
+            rest = words[found.end():]
+            number_of = re.search(r"(?<![a-z0-9_])number of(?![a-z0-9_])", rest)
+            if number_of and "," not in rest[:number_of.start()]:
+                return True
+    return False
+
+
+def _exact(text: str) -> Fraction:
+    """An option's exact value by :class:`Fraction`'s own parsing of the text ("2.67", "8/3", "-3", "1,200")."""
+    return Fraction(text.replace(",", ""))
+
+
+def _count_violations(build: Build):
+    for config, split, records in build.records():
+        for record in records:
+            gold = _exact(record.choices[record.answer])
+            if gold.denominator != 1 or gold < 0 or not _asks_for_a_count(record.question):
+                continue
+            odd = [c for i, c in enumerate(record.choices) if i != record.answer
+                   and (_exact(c).denominator != 1 or _exact(c) < 0)]
+            if odd:
+                yield f"{config}/{split} {record.id}: the count question's distractors {odd} are not whole counts"
+
+
+def _places(text: str) -> int | None:
+    """Decimals shown, None for an exact fraction."""
+    if "/" in text:
+        return None
+    return len(text.rpartition(".")[2]) if "." in text else 0
+
+
+def _rounding_violations(build: Build):
+    """With Decimal quantize, half up and half down: no two distractors are equal once rounded to the decimals of
+    the less precise (an exact fraction is the most precise; a whole number is no rounding)."""
+    for config, split, records in build.records():
+        for record in records:
+            wrong = [c for i, c in enumerate(record.choices) if i != record.answer]
+            for i, first in enumerate(wrong):
+                for second in wrong[i + 1:]:
+                    places = [p for p in (_places(first), _places(second)) if p is not None]
+                    if not places or min(places) == 0:
+                        continue
+                    exponent = Decimal(1).scaleb(-min(places))
+                    with localcontext() as context:
+                        context.prec = 60
+                        values = [Decimal(v.numerator) / Decimal(v.denominator) for v in map(_exact, (first, second))]
+                        if values[0] != values[1] and any(
+                                values[0].quantize(exponent, rounding=mode) == values[1].quantize(exponent, rounding=mode)
+                                for mode in (ROUND_HALF_UP, ROUND_HALF_DOWN)):
+                            yield f"{config}/{split} {record.id}: {first!r} and {second!r} are one value at two roundings"
+
+
+COUNT_DISTRACTORS = Check("count_question_distractors", "a count question (a whole gold, 0 or more, and an asking "
+                          "sentence that says how many or asks for the number of something) has no non-integer and no "
+                          "negative distractor", _count_violations)
+ONE_ROUNDING = Check("one_rounding_per_value", "no two distractors are one value at two roundings (equal once rounded "
+                     "to the shown precision of the less precise)", _rounding_violations)

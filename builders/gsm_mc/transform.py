@@ -1,6 +1,7 @@
 """GSM-MC's steps (the kernel's, :mod:`builders.from_predictions.steps`), which the core runs over GSM8K's items:
 the ``pools`` of models' wrong numbers (a candidate that is the gold in another unit of the question, or the gold
-rounded, is left out of its pool), the ``key`` consensus check and the ``distractors`` of every set; with
+rounded, is left out of its pool, and so is one of another kind than the question's answer or a second rounding of
+one value, :mod:`.kinds`), the ``key`` consensus check and the ``distractors`` of every set; with
 ``--distractors random``, random numbers near the gold instead."""
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from .answers import (
     unit_multiple,
 )
 from .benchmarks import GSM8K, GSM8K_PLATINUM, NAME
+from .kinds import of_the_questions_kind
 from .prompts import gsm8k_request
 
 
@@ -92,8 +94,10 @@ def model_pools(source: LoadedSource, options: Settings, items: list[OpenItem],
     # Pools see the spellings models wrote, so "1,000" joining "1000" counts as a merge; options show
     # the canonical number. Candidates that are the gold in another form move to the pool's left_out.
     pools = collect.make_pools(items, answers, equivalence)
-    pools = {item.id: leave_out(respell(pools[item.id], equivalence.spell),
-                                other_form_of_gold(item, options.keep_unit_multiples)) for item in items}
+    # Then candidates of another kind than the question's answer, or a second rounding of one value (:mod:`.kinds`).
+    pools = {item.id: of_the_questions_kind(leave_out(respell(pools[item.id], equivalence.spell),
+                                                      other_form_of_gold(item, options.keep_unit_multiples)),
+                                            item.question) for item in items}
     if options.pool:
         collect.write_pool_report(options.pool, pool_report(pools.values()))
     return pools, collected, {i for i, a in answers.items() if not a}

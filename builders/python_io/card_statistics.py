@@ -97,9 +97,10 @@ def _prediction_tables(report: MatchReport, failures: Mapping[str, int], counts:
     return tables
 
 
-def card_context(options: Shown, report: MatchReport) -> dict[str, Any]:
+def card_context(options: Shown, report: MatchReport, configs: Configs) -> dict[str, Any]:
     """What ``cards/python_io.md`` reads."""
     return {
+        "same_in_every_set": mc.same_in_every_set(configs),
         "choices": options.choices, "sets": options.sets, "draw": options.draw, "keep_docstrings": options.keep_docstrings,
         "unsafe": options.unsafe_no_sandbox, "call_timeout": options.call_timeout,
         "max_output_chars": options.max_output_chars, "paper_counts": PAPER_COUNTS,
