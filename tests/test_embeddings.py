@@ -4,6 +4,7 @@ however it was computed, cached once for every build and every builder (with the
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from builders.contrast_sets import builder as contrast_sets
 from builders.core.llm.endpoint import DEFAULT_CACHE_DIR as LLM_CACHE_DIR
