@@ -18,6 +18,7 @@ from typing import Sequence
 
 from .equivalence import contradicts
 from .transform import ContrastPair
+from .validation import Validation
 
 SCREEN_SIMILARITY = 0.5
 # Measured by tests/test_contrast_screen.py on its 24 labelled pairs (12 with two answers) with the packaged MiniLM.
@@ -64,9 +65,14 @@ def screened(pairs: Sequence[ContrastPair]) -> list[dict]:
     return flagged
 
 
-def validation_summary(pairs: Sequence[ContrastPair]) -> dict:
-    """What the card says of the release's validation: the screen only (no judge), what it flagged."""
+def validation_summary(pairs: Sequence[ContrastPair], validation: Validation | None = None) -> dict:
+    """What the card says of the release's validation: the screen's flags on the matched pairs, and the judge's
+    verdicts where there is one (``--validate-with``): how many pairs it kept and dropped, and of the pairs the
+    screen flagged, how many it dropped."""
     flagged = screened(pairs)
-    return {"method": "screen", "judge": None, "pairs": len(pairs), "flagged": len(flagged),
+    judge = validation.card() if validation is not None else None
+    if validation is not None and judge is not None:
+        judge["flagged_dropped"] = sum(not validation.verdicts[f["pair_id"]].kept for f in flagged)
+    return {"method": "judge" if judge else "screen", "judge": judge, "pairs": len(pairs), "flagged": len(flagged),
             "reasons": dict(sorted(Counter(f["reason"] for f in flagged).items())),
             "similarity": SCREEN_SIMILARITY, "measured": SCREEN_MEASURED}
