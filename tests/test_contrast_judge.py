@@ -78,7 +78,14 @@ def test_the_judge_drops_the_pairs_it_does_not_validate_and_the_card_counts_them
     assert "(questions without a usable reply: 1)" in flat
     assert "it flags 5 of 5 pairs (`near_synonym` 5), of which the judge dropped 3." in flat
     assert "the screen's precision is 71.4% and its recall 83.3%" in flat
-    assert "no judge validated this release" not in flat
+    assert "This release is not validated" not in flat
+    assert "The 2 flagged pairs the judge kept are queued for review, both questions of each (4 entries of " \
+           "`review.jsonl`, `contrast_screen_<reason>`, with the judge's verdicts)." in flat
+    queued = [json.loads(line) for line in (out / "review.jsonl").read_text().splitlines()]
+    assert [(e["id"], e["reason"]) for e in queued] == [
+        (uid(source, split, i), "contrast_screen_near_synonym")
+        for source, split, i in (("sci", "test", 0), ("sci", "test", 2), ("sci", "train", 0), ("sci", "train", 1))]
+    assert all(e["evidence"]["judge"].startswith("judge-model kept the pair: ") for e in queued)
     every = "all 4 configs"
     assert outcome_rows(card) == [
         (every, "train", "altered", "–", 2), (every, "train", "excluded", "no_contrast_partner", 1),

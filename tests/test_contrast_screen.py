@@ -42,5 +42,5 @@ def test_a_release_says_plainly_that_no_judge_validated_it(tmp_path):
     assert contrast_sets.main(["--source", "sample", "--output", str(out), "--cache-dir", str(tmp_path / "cache"),
                                "--no-progress"]) == 0
     card = " ".join((out / "README.md").read_text().split())
-    assert "**Validation: a screen only; no judge validated this release.**" in card
+    assert "**Validation: none. This release is not validated: no judge and no person read its pairs.**" in card
     assert "the screen's precision is 71.4% and its recall 83.3%" in card

@@ -13,7 +13,8 @@ The parts: :mod:`.transform` (the per-item step, and the questions a pair makes)
 spans the items: embeddings, edges of :mod:`.graph` with the vetoes of :mod:`.equivalence`, the matching, the random
 partners), :mod:`.card_statistics` (the card's tables), :mod:`.checks` (the builder's invariants), :mod:`.tasks`
 (the lm-eval tasks), :mod:`.evaluation` (the paper's table), :mod:`.screen` and :mod:`.validation` (the screen of the
-shared options, the judge of ``--validate-with``); this module is the builder: its options and its build.
+shared options, the judge of ``--validate-with``), :mod:`.review` (the pairs queued for a person to validate); this
+module is the builder: its options and its build.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from .checks import CHECKS
 from .evaluation import evaluation_table
 from .graph import SIMILARITY_DECIMALS
 from .mining import LENGTH_WINDOW, PairMatcher
+from .review import queued_pairs, review_queue
 from .screen import validation_summary
 from .tasks import contrast_tasks
 from .transform import CONFIG_NAMES, CONTRAST_CONFIGS, NAME, PAIR_FEATURES, RANDOM_FEATURES, minable
@@ -141,19 +143,22 @@ def build(source: LoadedSource, options: Options, run: Run) -> Release:
     features = {config: {**adapter_features, **PAIR_FEATURES} for config in CONTRAST_CONFIGS}
     features["random_pairs"] = {**adapter_features, **RANDOM_FEATURES}
     configs = run.configs
+    validation = {**validation_summary(mined.pairs, mined.validation),
+                  "queued": len(queued_pairs(mined.pairs, mined.validation))}
     return Release(
         metadata_features=features,
         checks=CHECKS,
         statistics=statistics(mined, summary, options.threshold),
         extra_files={"contrast_edges.jsonl": edges_jsonl(mined)},
         lm_eval_tasks=lambda location: contrast_tasks(configs, location),
+        review=review_queue(mined.pairs, mined.validation),
         card_context={"graph": summary, "threshold": options.threshold, "embedder": vars(mined.embedder),
                       "calibrated": options.threshold == DEFAULT_THRESHOLD and options.embedder is None,
                       "calibration": MEASURED, "paper_threshold": PAPER_THRESHOLD,
                       "matcher_precision": MATCHER_PRECISION, "partner_window": 2 * LENGTH_WINDOW,
                       "cross_source": options.cross_source, "cross_split": options.cross_split,
                       "tie_break": options.tie_break, "similarity": similarity_summary(mined),
-                      "pair_balance": balance(mined.first_at_a), "validation": validation_summary(mined.pairs, mined.validation)},
+                      "pair_balance": balance(mined.first_at_a), "validation": validation},
     )
 
 
