@@ -95,3 +95,8 @@ def test_a_release_without_a_judge_queues_all_its_pairs(tmp_path):
            "16 entries), for a person to validate them as the paper did." in card
     assert "it flags 3 of 8 pairs (`near_synonym` 3), which are kept, not dropped, and queued with the screen's " \
            "reason (`contrast_screen_<reason>`); the other 5 are queued as `contrast_not_validated`." in card
+    assert "A judge's precision and recall, measured with `SmolLM2-135M-Instruct` on the 24 labelled pairs, each with " \
+           "two questions written to fit its label (`benchmarks/contrast_judge.py`, the code and prompt of " \
+           "`--validate-with`; a pair is flagged when the judge would drop it): it flags 24, 12 of them two-answer " \
+           "pairs, precision 50.0% and recall 100.0%, with 48 of its 48 replies unusable (no JSON list of letters). " \
+           "That is no judgement: the model never replied in the asked form" in card
