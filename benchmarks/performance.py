@@ -58,7 +58,7 @@ BUILDS = {
                                                     "--sba-classifier", "none"]),
     "perturbations": Build("perturbations", "mmlu", lambda s, w: ["--source", str(s)]),
     "contrast_sets": Build("contrast_sets", "unifiedqa", lambda s, w: ["--benchmark", "unifiedqa", "--source", str(s),
-                                                                       "--cache-dir", str(w / "embeddings")]),
+                                                                       "--cache-dir", str(w / "cache")]),
     "mmlu_pro_plus": Build("mmlu_pro_plus", "mmlu_pro", lambda s, w: ["--source", str(s), "--cache-dir",
                                                                       str(w / "cache")], needs_llm=True),
     "python_io": Build("python_io", "python_io", lambda s, w: ["--source", str(s / "source"), "--predictions",

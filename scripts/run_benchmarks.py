@@ -21,7 +21,7 @@ from typing import Sequence
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARKS = REPO / "benchmarks"
 # Scripts that take no --data (they make their own inputs).
-NO_DATA = {"sandbox"}
+NO_DATA = {"contrast_judge", "sandbox"}
 
 
 def available() -> list[str]:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from builders.contrast_sets.graph import rounded
-from builders.contrast_sets.screen import SCREEN_MEASURED, content_stems, screen_reason
+from builders.contrast_sets.screen import JUDGE_MEASURED, SCREEN_MEASURED, content_stems, screen_reason
 from builders.core.runtime.embeddings import EmbeddingCache, embed_texts, resolve_embedder
 
 PAIRS = [json.loads(line) for line in
@@ -42,5 +42,14 @@ def test_a_release_says_plainly_that_no_judge_validated_it(tmp_path):
     assert contrast_sets.main(["--source", "sample", "--output", str(out), "--cache-dir", str(tmp_path / "cache"),
                                "--no-progress"]) == 0
     card = " ".join((out / "README.md").read_text().split())
-    assert "**Validation: a screen only; no judge validated this release.**" in card
+    assert "**Validation: none. This release is not validated: no judge and no person read its pairs.**" in card
     assert "the screen's precision is 71.4% and its recall 83.3%" in card
+
+
+def test_the_judges_measured_figures_are_those_of_the_labelled_pairs():
+    """benchmarks/contrast_judge.py measured them (SmolLM2-135M-Instruct: no reply parsed, every pair flagged)."""
+    m = JUDGE_MEASURED
+    assert (m["pairs"], m["two_answer_pairs"], m["questions"]) == (len(PAIRS), sum(p["two_answers"] for p in PAIRS),
+                                                                   2 * len(PAIRS))
+    assert m["precision"] == m["true_flags"] / m["flagged"] and m["recall"] == m["true_flags"] / m["two_answer_pairs"]
+    assert (m["flagged"], m["true_flags"], m["failed_replies"]) == (24, 12, 48)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from builders.contrast_sets import builder as contrast_sets
+from builders.contrast_sets.mining import embedding_cache_folder
 from builders.core.llm.endpoint import DEFAULT_CACHE_DIR as LLM_CACHE_DIR
 from builders.core.runtime import embeddings
 from builders.core.runtime.cache import cache_folder
@@ -41,8 +42,10 @@ def test_texts_are_batched_by_their_exact_token_length():
 
 
 def test_a_second_builder_embeds_only_the_texts_no_build_embedded_before(tmp_path: Path):
-    # The two builders' default caches are one folder, as are their --cache-dir forms.
-    assert cache_folder(contrast_sets.DEFAULT_CACHE_DIR) == cache_folder(LLM_CACHE_DIR) / "embeddings"
+    # The two builders' default caches are one folder, as are their --cache-dir forms: DIR/embeddings.
+    assert contrast_sets.Options.__dataclass_fields__["cache_dir"].default == LLM_CACHE_DIR
+    assert embedding_cache_folder(LLM_CACHE_DIR) == cache_folder(LLM_CACHE_DIR) / "embeddings"
+    assert embedding_cache_folder(str(tmp_path)) == tmp_path / "embeddings"
     embedder = embeddings.resolve_embedder(None)
     first, _ = embeddings.embed_texts(TEXTS[:6], embedder, embeddings.EmbeddingCache(tmp_path / "embeddings", embedder))
     before = embeddings.COUNTS["embedded"]

@@ -12,7 +12,9 @@ matching gives the largest set of disjoint pairs, and each matched edge yields t
 The parts: :mod:`.transform` (the per-item step, and the questions a pair makes), :mod:`.mining` (the step that
 spans the items: embeddings, edges of :mod:`.graph` with the vetoes of :mod:`.equivalence`, the matching, the random
 partners), :mod:`.card_statistics` (the card's tables), :mod:`.checks` (the builder's invariants), :mod:`.tasks`
-(the lm-eval tasks), :mod:`.evaluation` (the paper's table); this module is the builder: its options and its build.
+(the lm-eval tasks), :mod:`.evaluation` (the paper's table), :mod:`.screen` and :mod:`.validation` (the screen of the
+shared options, the judge of ``--validate-with``), :mod:`.review` (the pairs queued for a person to validate); this
+module is the builder: its options and its build.
 """
 
 from __future__ import annotations
@@ -20,16 +22,19 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import ClassVar
 
 from builders.core.build.result import Release
 from builders.core.errors import UserError
 from builders.core.options.argtypes import positive_int, unit_interval
-from builders.core.options.declare import option
+from builders.core.llm.endpoint import DEFAULT_CACHE_DIR
+from builders.core.llm.settings import LLMEndpoint
+from builders.core.options.declare import option, with_default
 from builders.core.pipeline.builder import Builder
 from builders.core.pipeline.options import BuildOptions
 from builders.core.pipeline.steps import Across, Run, Step
-from builders.core.runtime.embeddings import DEFAULT_CACHE_DIR, Encoding, embedder_to_load
+from builders.core.runtime.embeddings import Encoding, embedder_to_load
 from builders.core.runtime.models import ModelToLoad
 from builders.core.sources.benchmarks import BENCHMARKS
 from builders.core.sources.loading import LoadedSource
@@ -40,9 +45,11 @@ from .checks import CHECKS
 from .evaluation import evaluation_table
 from .graph import SIMILARITY_DECIMALS
 from .mining import LENGTH_WINDOW, PairMatcher
+from .review import queued_pairs, review_queue
 from .screen import validation_summary
 from .tasks import contrast_tasks
 from .transform import CONFIG_NAMES, CONTRAST_CONFIGS, NAME, PAIR_FEATURES, RANDOM_FEATURES, minable
+from .validation import validate_pairs
 
 DEFAULT_BENCHMARK = "unifiedqa"
 BENCHMARK_NAMES = [DEFAULT_BENCHMARK] + sorted(name for name in BENCHMARKS if name != DEFAULT_BENCHMARK)
@@ -55,8 +62,8 @@ CITATION = """@inproceedings{balepur2024choicesonly,
 
 
 @dataclass(frozen=True, kw_only=True)
-class Options(BuildOptions):
-    """The contrast-set builder's options."""
+class Options(BuildOptions, LLMEndpoint):
+    """The contrast-set builder's options (the LLM endpoint is the judge's, ``--validate-with``)."""
 
     GROUP: ClassVar[str] = "contrast sets"
 
@@ -80,9 +87,16 @@ class Options(BuildOptions):
     embed_dtype: str = option("float32", choices=["float32", "bfloat16"],
                               help="precision of the embedding model's forward pass; bfloat16 (autocast) is about 2x "
                                    "faster on CPUs with native bfloat16 and moves similarities by about 1e-4")
-    cache_dir: str = option(DEFAULT_CACHE_DIR, runtime=True, group="embedding",
-                            help="embedding cache, keyed by (embedder, revision, text hash), shared with every build and "
-                                 "builder (MMLU-Pro+'s DIR/embeddings); 'none' disables it")
+    validate_with: str | None = option(None, metavar="MODEL",
+                                       help="validate the pairs with this LLM judge (on the LLM endpoint's options): "
+                                            "it names the options that answer each question, and a pair is kept only "
+                                            "where each of its questions has exactly one, its key; the others are "
+                                            "excluded with the reason (judge_two_answers, judge_other_answer, "
+                                            "judge_no_answer, judge_failed)")
+    cache_dir: str = with_default(LLMEndpoint, "cache_dir", DEFAULT_CACHE_DIR,
+                                  help="on-disk caches: sentence embeddings in DIR/embeddings, keyed by (embedder, "
+                                       "revision, text hash) and shared with every build and builder (MMLU-Pro+'s "
+                                       "too), the judge's replies in DIR/llm; 'none' disables them")
     batch_size: int = option(256, type=positive_int, runtime=True, group="embedding",
                              help="most texts per embedding batch")
     batch_tokens: int = option(1024, type=positive_int, runtime=True, group="embedding",
@@ -105,6 +119,9 @@ class Options(BuildOptions):
         """The calibrated threshold when ``--threshold`` is unset (it holds for the packaged embedder only)."""
         return self if self.threshold is not None else replace(self, threshold=DEFAULT_THRESHOLD)
 
+    def llm_models(self) -> list[str]:
+        return [self.validate_with] if self.validate_with else []
+
     def models(self) -> list[ModelToLoad]:
         return embedder_to_load(self.embedder)
 
@@ -114,7 +131,9 @@ class Options(BuildOptions):
 
 
 def build(source: LoadedSource, options: Options, run: Run) -> Release:
-    matcher = PairMatcher(options)
+    judge = partial(validate_pairs, model=options.validate_with, settings=options.llm, seed=options.seed) \
+        if options.validate_with else None
+    matcher = PairMatcher(options, validate=judge)
     run.make(CONFIG_NAMES, [Step("mine", minable), Across("match", matcher.match)])
     run.leave_out_empty_splits()  # datasets cannot read a Parquet file without rows: a split with no pair is left out
     mined = matcher.mined
@@ -124,19 +143,22 @@ def build(source: LoadedSource, options: Options, run: Run) -> Release:
     features = {config: {**adapter_features, **PAIR_FEATURES} for config in CONTRAST_CONFIGS}
     features["random_pairs"] = {**adapter_features, **RANDOM_FEATURES}
     configs = run.configs
+    validation = {**validation_summary(mined.pairs, mined.validation),
+                  "queued": len(queued_pairs(mined.pairs, mined.validation))}
     return Release(
         metadata_features=features,
         checks=CHECKS,
         statistics=statistics(mined, summary, options.threshold),
         extra_files={"contrast_edges.jsonl": edges_jsonl(mined)},
         lm_eval_tasks=lambda location: contrast_tasks(configs, location),
+        review=review_queue(mined.pairs, mined.validation),
         card_context={"graph": summary, "threshold": options.threshold, "embedder": vars(mined.embedder),
                       "calibrated": options.threshold == DEFAULT_THRESHOLD and options.embedder is None,
                       "calibration": MEASURED, "paper_threshold": PAPER_THRESHOLD,
                       "matcher_precision": MATCHER_PRECISION, "partner_window": 2 * LENGTH_WINDOW,
                       "cross_source": options.cross_source, "cross_split": options.cross_split,
                       "tie_break": options.tie_break, "similarity": similarity_summary(mined),
-                      "pair_balance": balance(mined.first_at_a), "validation": validation_summary(mined.pairs)},
+                      "pair_balance": balance(mined.first_at_a), "validation": validation},
     )
 
 

@@ -80,7 +80,7 @@ def balance(flags: dict[str, bool]) -> dict[str, int]:
 
 
 def statistics(mined: Mined, summary: dict[str, Any], threshold: float) -> Statistics:
-    per_source = Counter("+".join(sorted({source_name(p.first), source_name(p.second)})) for p in mined.pairs)
+    per_source = Counter("+".join(sorted({source_name(p.first), source_name(p.second)})) for p in mined.released)
     pairs, random_pairs = balance(mined.first_at_a), balance(mined.random_gold_first)
     return Statistics([
         Table("Contrast graph", ("quantity", "value"), [(k.replace("_", " "), v) for k, v in summary.items()]),

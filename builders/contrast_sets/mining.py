@@ -4,7 +4,9 @@ only), or excluded because it found no partner.
 
 The core's runner (:class:`~builders.core.pipeline.steps.Across`) gives :meth:`PairMatcher.match` the minable items
 of every split at once; it returns each of them once, the pairs' members first in the order of the pairs, and
-keeps what it found (:class:`Mined`, the answer-position draws) for the card.
+keeps what it found (:class:`Mined`, the answer-position draws) for the card. With a judge (``--validate-with``,
+:mod:`.validation`), the pairs it does not validate are dropped before the configs are made: both of their
+questions are excluded from every config, with the judge's reason.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import time
 from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -22,6 +25,7 @@ from builders.core.errors import UserError
 from builders.core.items.outcomes import Exclude
 from builders.core.items.record import MCQRecord
 from builders.core.items.rng import item_rng
+from builders.core.runtime.cache import cache_folder
 from builders.core.runtime.embeddings import Embedder, EmbeddingCache, EmbeddingStats, embed_texts, resolve_embedder
 
 from .graph import (
@@ -45,6 +49,7 @@ from .transform import (
     pair_id,
     random_pair_record,
 )
+from .validation import Validation
 
 logger = logging.getLogger(__name__)
 
@@ -78,13 +83,25 @@ class Mined:
     embedding_stats: EmbeddingStats
     first_at_a: dict[str, bool] = field(default_factory=dict)  # per pair: the first question's gold is at A
     random_gold_first: dict[str, bool] = field(default_factory=dict)  # per question of random_pairs
+    validation: Validation | None = None  # the judge's verdicts (--validate-with), None without a judge
+
+    @property
+    def released(self) -> list[ContrastPair]:
+        """The pairs the release holds: the matching's, less those the judge did not validate."""
+        return [p for p in self.pairs if self.validation is None or self.validation.kept(p)]
+
+
+def embedding_cache_folder(cache_dir: str | None) -> Path | None:
+    """The sentence embeddings' cache in the ``--cache-dir`` root: ``DIR/embeddings``, as MMLU-Pro+'s (None: no cache)."""
+    root = cache_folder(cache_dir)
+    return root / "embeddings" if root is not None else None
 
 
 def mine(records: Sequence[MCQRecord], options: Any, stopwatch: Stopwatch) -> Mined:
     pool = make_pool(records, options.cross_source, options.cross_split)
     with stopwatch.stage("embed"):
         embedder = resolve_embedder(options.embedder, options.embed_dtype)
-        embeddings, stats = embed_texts(pool.texts, embedder, EmbeddingCache(options.cache_dir, embedder),
+        embeddings, stats = embed_texts(pool.texts, embedder, EmbeddingCache(embedding_cache_folder(options.cache_dir), embedder),
                                         options.encoding)
     with stopwatch.stage("edges"):
         edges = find_edges(pool, embeddings, options.threshold)
@@ -109,13 +126,17 @@ def make_pairs(pool: CandidatePool, edges: Edges, matching: Matching) -> list[Co
     return sorted(pairs, key=lambda p: p.first.id)
 
 
+Validate = Callable[[Sequence[ContrastPair]], Validation]
+
+
 class PairMatcher:
     """The matching, as the run's spanning step: ``Across("match", PairMatcher(options).match)``; ``mined`` holds
-    what it found once it has run."""
+    what it found once it has run. ``validate`` (None: no judge) judges the matched pairs."""
 
-    def __init__(self, options: Any, stopwatch: Stopwatch | None = None):
+    def __init__(self, options: Any, stopwatch: Stopwatch | None = None, validate: Validate | None = None):
         self.options = options
         self.stopwatch = stopwatch or Stopwatch()
+        self.validate = validate
         self.mined: Mined | None = None
 
     def match(self, items: Mapping[str, Sequence[MCQRecord]]) -> dict[str, list[tuple[MCQRecord, Any]]]:
@@ -124,12 +145,23 @@ class PairMatcher:
             raise UserError(f"no contrast pair among {len(mined.pool)} items ({len(mined.edges)} edges): try a larger "
                             "source, --cross-split, or a lower --threshold")
         self.mined = mined
+        if self.validate is not None:
+            with self.stopwatch.stage("judge"):
+                mined.validation = self.validate(mined.pairs)
+            if not mined.released:
+                raise UserError(f"the judge validated none of the {len(mined.pairs)} contrast pairs (dropped: "
+                                f"{mined.validation.card()['dropped']})")
         split_of = {id(record): split for split, records in items.items() for record in records}
         outcomes: dict[str, list[tuple[MCQRecord, Any]]] = {split: [] for split in items}
         with self.stopwatch.stage("configs"):
-            mined.first_at_a = balanced_flags([p.id for p in mined.pairs], self.options.seed, "pair_order")
+            mined.first_at_a = balanced_flags([p.id for p in mined.released], self.options.seed, "pair_order")
             random_rows = self._random_pairs(mined)
             for pair in mined.pairs:
+                if mined.validation is not None and not mined.validation.kept(pair):
+                    verdict = mined.validation.verdicts[pair.id]
+                    for member, record in enumerate((pair.first, pair.second)):
+                        outcomes[split_of[id(record)]].append((record, verdict.exclusion(member)))
+                    continue
                 cross = source_name(pair.first) != source_name(pair.second)
                 made = contrast_records(pair, mined.first_at_a[pair.id], cross)
                 for record, contrast in zip((pair.first, pair.second), made, strict=True):
@@ -144,7 +176,7 @@ class PairMatcher:
     def _random_pairs(self, mined: Mined) -> dict[str, MCQRecord]:
         """Each paired question's ``random_pairs`` record; the draws of which option is first go in ``mined``."""
         vertex_of = {r.id: v for v, r in enumerate(mined.pool.records)}
-        pair_of = {r.id: p for p in mined.pairs for r in (p.first, p.second)}
+        pair_of = {r.id: p for p in mined.released for r in (p.first, p.second)}
         matched = [vertex_of[i] for i in pair_of]
         partners = random_partners(mined.pool, mined.embeddings, self.options.threshold, matched, self.options.seed)
         mined.random_gold_first = gold_first = balanced_flags(list(pair_of), self.options.seed, "random_pair_order")

@@ -155,6 +155,11 @@ class Options(BuildOptions, KeyConsensusOptions, LLMEndpoint):
                                    help="model that writes the new TPP options (the paper used gpt-4o)")
     llm_max_tokens: int = option(300, type=positive_int, group=GENERATION,
                                  help="the most tokens of one reply of the TPP options' model")
+    validate_with: str | None = option(None, metavar="MODEL", group=GENERATION,
+                                       help="a second LLM (on the same endpoint) that confirms each new TPP option "
+                                            "passing the form rules: shown as one more option of its question, it "
+                                            "must be among those the judge calls correct, else it is rejected "
+                                            "(judged_incorrect, judge_failed) and the candidate falls back")
 
     def check(self) -> None:
         shares = parse_ratios(self.ratios)
@@ -169,6 +174,8 @@ class Options(BuildOptions, KeyConsensusOptions, LLMEndpoint):
         elif shares[TPP] and not self.llm_model and self.source != "sample":
             raise UserError("the TPP share is not 0: pass --llm-model (and --base-url) to generate the new options, "
                             "or --tpp-options FILE with pre-generated ones")
+        if self.validate_with and not shares[TPP]:
+            raise UserError("--validate-with confirms the new TPP options, and the TPP share is 0: this build makes none")
 
     def derived(self) -> Options:
         """The sample's own pre-generated TPP options for ``--source sample`` without a model, so that the sample
@@ -195,7 +202,7 @@ class Options(BuildOptions, KeyConsensusOptions, LLMEndpoint):
         return self.shares[TPP] > 0 and bool(self.llm_model or self.tpp_options)
 
     def llm_models(self) -> list[str]:
-        return [self.llm_model] if self.llm_model else []
+        return list(dict.fromkeys(m for m in (self.llm_model, self.validate_with) if m))
 
     def models(self) -> list[ModelToLoad]:
         return embedder_to_load(self.embedder)

@@ -82,5 +82,6 @@ def card_context(options: Any, generator: TPPGenerator | None, groups: Mapping[s
         "audit": audit,
         "layout": options.layout,
         "pregenerated": generator.file_name if isinstance(generator, PregeneratedOptions) else None,
+        "truth": generator.truth.card() if generator is not None and generator.truth is not None else None,
         "original_config": ORIGINAL_CONFIG,
     }

@@ -2,8 +2,9 @@
 
 A TPP candidate's new option is written by an LLM (:class:`TPPGenerator`) or read from a file of pre-generated
 options (``--tpp-options``, :class:`PregeneratedOptions`); either way it must pass every rejection rule
-(:func:`rejection_reason`) and the similarity cut-off (:mod:`.similarity`). :func:`select_tpp` asks for the
-best-ranked candidates until enough options are accepted.
+(:func:`rejection_reason`) and the similarity cut-off (:mod:`.similarity`), then, with ``--validate-with``, a
+second model's truth check (:mod:`.truth`). :func:`select_tpp` asks for the best-ranked candidates until enough
+options are accepted.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from builders.core.items.referring import position_dependent_reason
 from builders.core.sources.spec import SAMPLES_DIR
 
 from .similarity import SimilarityScorer
+from .truth import TruthCheck
 
 logger = logging.getLogger(__name__)
 
@@ -185,6 +187,7 @@ class TPPGenerator:
     length_slack: int
     max_tokens: int
     rounds: int = 0
+    truth: TruthCheck | None = None  # the second model that confirms an option (--validate-with), or None
 
     @property
     def model(self) -> str:
@@ -193,6 +196,8 @@ class TPPGenerator:
     def close(self) -> None:
         if self.client is not None:
             self.client.close()
+        if self.truth is not None:
+            self.truth.close()
 
     def usage(self) -> str:
         return self.client.usage_summary() if self.client is not None else "no LLM calls"
@@ -210,7 +215,7 @@ class TPPGenerator:
         results = self.client.complete_many(requests, parse=parse_reply, parse_retries=1,
                                             desc=f"MMLU-Pro+ TPP round {self.rounds}")
         proposals = [self._check(r, t, n, result) for r, t, n, result in zip(records, templates, limits, results, strict=True)]
-        return self._check_similarity(records, proposals)
+        return self._checked(records, proposals)
 
     def _check(self, record: MCQRecord, template: PromptTemplate, max_chars: int, result) -> Proposal:
         from builders.core.llm.settings import UNPARSEABLE
@@ -223,6 +228,11 @@ class TPPGenerator:
         if rejected:
             return Proposal(record.id, template.version, option, *rejected)
         return Proposal(record.id, template.version, option)
+
+    def _checked(self, records: Sequence[MCQRecord], proposals: list[Proposal]) -> list[Proposal]:
+        """The proposals that passed the form rules, through the similarity cut-off, then the truth check."""
+        proposals = self._check_similarity(records, proposals)
+        return self.truth.confirm(records, proposals) if self.truth is not None else proposals
 
     def _check_similarity(self, records: Sequence[MCQRecord], proposals: list[Proposal]) -> list[Proposal]:
         open_ = [i for i, p in enumerate(proposals) if p.accepted]
@@ -314,22 +324,24 @@ class PregeneratedOptions(TPPGenerator):
             rejected = rejection_reason(option, record, limit)
             proposals.append(Proposal(record.id, PREGENERATED_VERSION, option, *rejected) if rejected
                              else Proposal(record.id, PREGENERATED_VERSION, option))
-        return self._check_similarity(records, proposals)
+        return self._checked(records, proposals)
 
 
 def make_generator(options: Any) -> TPPGenerator | None:
     """Where the build's new TPP options come from (the builder's ``Options``): the pre-generated file
     ``--tpp-options``, else ``--llm-model`` on the LLM endpoint (whose cache folder also holds the similarity
-    check's embeddings); None when the build makes no TPP option."""
+    check's embeddings), each with ``--validate-with``'s truth check on the same endpoint; None when the build makes
+    no TPP option."""
     if not options.makes_tpp_options:
         return None
     settings = options.llm
     scorer = SimilarityScorer(options.embedder, settings.cache_dir, options.embedder_batch_size)
     rules = (options.similarity_cutoff, options.max_length_ratio, options.length_slack, options.llm_max_tokens)
+    truth = TruthCheck(settings.client(options.validate_with)) if options.validate_with else None
     if options.tpp_options is not None:
-        return PregeneratedOptions(None, scorer, frozenset(), *rules, options=read_tpp_options(options.tpp_options),
-                                   file_name=options.tpp_options.name)
-    return TPPGenerator(settings.client(options.llm_model), scorer, options.tpp_math_categories, *rules)
+        return PregeneratedOptions(None, scorer, frozenset(), *rules, truth=truth,
+                                   options=read_tpp_options(options.tpp_options), file_name=options.tpp_options.name)
+    return TPPGenerator(settings.client(options.llm_model), scorer, options.tpp_math_categories, *rules, truth=truth)
 
 
 def rejections_file(tried: Sequence[Proposal]) -> dict[str, bytes]:
