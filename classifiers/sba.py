@@ -174,9 +174,10 @@ def run_label(args: argparse.Namespace) -> None:
 
 def add_train(sub) -> None:
     from .sba_model import INPUT_FORMATS
-    from .training import DEFAULT_BACKBONE, DEFAULT_RECIPE, RECIPES
+    from .training import DEFAULT_BACKBONE, DEFAULT_RECIPE, RECIPES, describe_recipe
 
-    parser = sub.add_parser("train", help="fine-tune a classifier on a labelled file")
+    parser = sub.add_parser("train", help="fine-tune a classifier on a labelled file",
+                            formatter_class=RawDescriptionHelpFormatter)  # the presets: one line each
     parser.add_argument("labels", type=Path, help="labelled JSON lines (rows without a label are left out)")
     parser.add_argument("--output", type=Path, required=True, metavar="DIR", help="the model folder to write")
     parser.add_argument("--backbone", default=DEFAULT_BACKBONE,
@@ -185,8 +186,8 @@ def add_train(sub) -> None:
     parser.add_argument("--recipe", choices=sorted(RECIPES), default=DEFAULT_RECIPE,
                         help=f"preset (default: {DEFAULT_RECIPE}); every setting below overrides it. 'paper' is "
                              "WiCkeD's: question only, last layer and head, 2 epochs at 1e-4")
-    presets = "; ".join(f"{name}: {vars(r)}" for name, r in sorted(RECIPES.items()))
-    recipe = parser.add_argument_group("recipe settings", f"Each defaults to the --recipe preset's ({presets}).")
+    presets = "\n".join(f"  {describe_recipe(r)}" for _, r in sorted(RECIPES.items()))
+    recipe = parser.add_argument_group("recipe settings", f"Each defaults to the --recipe preset's:\n{presets}")
     recipe.add_argument("--kind", choices=sorted(INPUT_FORMATS),
                         help="'sequence': one sequence per question gives P(SBA); 'cross_encoder': one (question, key, "
                              "option) pair per remaining option gives P(that option is acceptable too), and the "
@@ -207,7 +208,7 @@ def add_train(sub) -> None:
     recipe.add_argument("--calibration-fraction", type=FRACTION,
                         help="share of the labels held out to choose the threshold (0: threshold 0.5)")
     recipe.add_argument("--target-recall", type=unit_interval, help="SBA recall the threshold must reach on the held-out share")
-    parser.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of every random draw")
     parser.add_argument("--device", default="auto", help="auto (the GPU if there is one), cpu, cuda or cuda:N")
     parser.add_argument("--max-steps", type=positive_int, help="stop after this many optimizer steps (smoke tests)")
     parser.set_defaults(run=run_train)

@@ -91,6 +91,18 @@ RECIPES = {
     ),
 }
 DEFAULT_RECIPE = "cross_encoder"
+
+
+def describe_recipe(recipe: Recipe) -> str:
+    """A preset on one line, for ``--help``: what each setting of the recipe group defaults to under it."""
+    layers = "all layers" if recipe.backbone_layers == ALL_LAYERS else f"bottom {recipe.backbone_layers} layers"
+    trained = "all trained" if recipe.train_layers == ALL_LAYERS else f"top {recipe.train_layers} trained"
+    epochs = f"{recipe.epochs:g} epoch{'' if recipe.epochs == 1 else 's'}"
+    return (f"{recipe.name}: {recipe.kind} on {recipe.input_format}, {layers}, {trained}, {epochs} at lr "
+            f"{recipe.learning_rate:g}, batch {recipe.batch_size}, {recipe.max_length} tokens "
+            f"({recipe.truncation_side}-truncated), class weight {recipe.class_weight}, warmup {recipe.warmup_ratio:g}, "
+            f"weight decay {recipe.weight_decay:g}, calibration {recipe.calibration_fraction:g}, "
+            f"target recall {recipe.target_recall:g}")
 UNKNOWN = -1  # the target of a pair whose acceptability no label states
 
 

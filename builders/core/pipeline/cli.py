@@ -20,6 +20,7 @@ import dataclasses
 import gc
 import logging
 import os
+import re
 import sys
 import tempfile
 from collections import Counter
@@ -64,7 +65,7 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows a default once, and only when there is one worth showing, also for an option without help text."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
-        if not shows_a_default(action) or "%(default)" in (action.help or ""):
+        if not shows_a_default(action) or states_its_default(action.help or ""):
             return action.help or ""
         return super()._get_help_string(action)
 
@@ -73,6 +74,12 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
             action = copy.copy(action)
             action.help = "(default: %(default)s)"
         return super()._format_action(action)
+
+
+def states_its_default(help_text: str) -> bool:
+    """Whether a help text already says its default (``%(default)s``, or in words: "(default: the paper's)",
+    "(default 1000)"), so that argparse adds no second one."""
+    return "%(default)" in help_text or re.search(r"\(default[: ]", help_text) is not None
 
 
 def shows_a_default(action: argparse.Action) -> bool:
