@@ -231,14 +231,13 @@ def run_train(args: argparse.Namespace) -> None:
     check_writable_folder(args.output)
     require_model(args.backbone, "--backbone")
     require_device(args.device)
-    from .training import recipe_with, train  # torch: after the checks
+    from .training import recipe_with, train, train_summary  # torch: after the checks
 
     recipe = recipe_with(args.recipe, **{name: getattr(args, name) for name in RECIPE_FIELDS})
     questions = labelled_only(read_labelled(args.labels), args.labels)
     result = train(questions, args.backbone, args.output, recipe, seed=args.seed, device=args.device,
                    max_steps=args.max_steps, provenance=label_provenance(args.labels))
-    print(f"wrote {result.output}: recipe {recipe.name}, loss {result.losses[0]:.4f} -> {result.losses[-1]:.4f}, "
-          f"threshold {result.threshold:.4f}, {result.seconds:.0f} s")
+    print(train_summary(result, recipe))
 
 
 # ---- evaluate --------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from builders.core.errors import UserError
 from builders.core.items.rng import item_rng
 
 from .data import LABELS, LabelledQuestion
-from .evaluation import metrics_at, threshold_for_recall
+from .evaluation import metrics_at, roc_auc, threshold_for_recall
 from .sba_model import CROSS_ENCODER, INPUT_FORMATS, SEQUENCE, Encoded, Item, SBAClassifier, encode_items
 
 logger = logging.getLogger(__name__)
@@ -430,9 +430,29 @@ def calibrate(model_dir: Path, calibration: Sequence[LabelledQuestion], target_r
         return 0.5, {"questions": len(calibration), "note": "no SBA question held out"}
     threshold = threshold_for_recall(truth, scores, target_recall)
     at = metrics_at(truth, scores, threshold)
+    auc = roc_auc(truth, scores)
     logger.info("calibration: threshold %.4f reaches recall %.3f at precision %.3f on %d held-out questions",
                 threshold, at.recall, at.precision, len(calibration))
-    return threshold, {"questions": len(calibration), "target_recall": target_recall, **at.to_dict()}
+    return threshold, {"questions": len(calibration), "target_recall": target_recall, **at.to_dict(),
+                       "auc": None if auc is None else round(auc, 4)}
+
+
+def train_summary(result: TrainResult, recipe: Recipe) -> str:
+    """What ``train`` ends with: where the model went, the mean loss of each epoch (a step's loss is noise), and the
+    held-out figures the threshold was chosen on."""
+    losses = ", ".join(f"{loss:.4f}" for loss in result.epoch_losses)
+    lines = [f"wrote {result.output}: recipe {recipe.name}, {result.seconds:.0f} s",
+             f"  mean loss per epoch: {losses}"]
+    held = result.calibration
+    if not held:
+        lines.append(f"  no held-out share (--calibration-fraction 0): threshold {result.threshold:.4f}")
+    elif "recall" not in held:
+        lines.append(f"  held out: {held['questions']} questions, no SBA among them: threshold {result.threshold:.4f}")
+    else:
+        auc = "n/a" if held.get("auc") is None else f"{held['auc']:.3f}"
+        lines.append(f"  held out: {held['questions']} questions, ROC AUC {auc}; threshold {result.threshold:.4f}: "
+                     f"recall {held['recall']:.3f}, precision {held['precision']:.3f}")
+    return "\n".join(lines)
 
 
 def _data_counts(fit: Sequence[LabelledQuestion], calibration: Sequence[LabelledQuestion]) -> dict[str, Any]:

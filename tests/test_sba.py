@@ -4,6 +4,8 @@ to the local Hub, predict, and build WiCkeD with the trained folder."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import signal
 import subprocess
@@ -294,7 +296,9 @@ def train_on_fixture(root: Path, *recipe: str) -> tuple[Path, Path]:
     folder = root / "model"
     argv = ["train", str(labels), "--output", str(folder), "--backbone", minilm_path(), "--lr", "1e-4",
             "--max-length", "32", "--calibration-fraction", "0.25", "--target-recall", "1.0", "--seed", "3", *recipe]
-    assert sba.main(argv) == 0
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        assert sba.main(argv) == 0
+    (root / "train.out").write_text(printed.getvalue(), encoding="utf-8")  # what train printed, for its tests
     return folder, labels
 
 
@@ -320,6 +324,31 @@ def test_train_writes_a_labelled_calibrated_folder_and_the_loss_falls(trained):
     assert calibration["recall"] == 1.0 and calibration["tp"] == 4
     assert config["sba_threshold"] == calibration["threshold"]
     assert training["recipe"]["name"] == "mcqforge"
+    # it ends with the epochs' mean losses and the held-out figures, not the first step's loss against the last's
+    printed = (folder.parent / "train.out").read_text().splitlines()
+    assert len(printed) == 3 and printed[0].startswith(f"wrote {folder}: recipe mcqforge, ")
+    assert printed[1] == "  mean loss per epoch: " + ", ".join(f"{x:.4f}" for x in training["epoch_losses"])
+    assert len(training["epoch_losses"]) == 3 and " -> " not in printed[0]
+    assert printed[2] == (f"  held out: 12 questions, ROC AUC {calibration['auc']:.3f}; threshold "
+                          f"{config['sba_threshold']:.4f}: recall 1.000, precision {calibration['precision']:.3f}")
+
+
+def test_train_summary_says_the_epoch_means_and_the_held_out_figures():
+    """`train` ended with "loss 0.6914 -> 0.6942", the first step's loss against the last's, which read as "nothing was
+    learnt" for a model reaching AUC 0.76."""
+    from classifiers.training import RECIPES, TrainResult, train_summary
+
+    held = {"questions": 600, "auc": 0.7591, "recall": 0.951, "precision": 0.3123, "threshold": 0.135}
+    result = TrainResult(Path("m"), [0.6914, 0.6942], [0.61234, 0.50001], 0.135, held, 91.6)
+    assert train_summary(result, RECIPES["cross_encoder"]).splitlines() == [
+        "wrote m: recipe cross_encoder, 92 s", "  mean loss per epoch: 0.6123, 0.5000",
+        "  held out: 600 questions, ROC AUC 0.759; threshold 0.1350: recall 0.951, precision 0.312"]
+    none_held = TrainResult(Path("m"), [0.7], [0.7], 0.5, None, 3.0)
+    assert train_summary(none_held, RECIPES["paper"]).splitlines()[-1] == (
+        "  no held-out share (--calibration-fraction 0): threshold 0.5000")
+    no_sba = TrainResult(Path("m"), [0.7], [0.7], 0.5, {"questions": 4, "note": "no SBA question held out"}, 3.0)
+    assert train_summary(no_sba, RECIPES["paper"]).splitlines()[-1] == (
+        "  held out: 4 questions, no SBA among them: threshold 0.5000")
 
 
 @pytest.mark.slow  # trains a model
