@@ -333,6 +333,26 @@ def test_train_writes_a_labelled_calibrated_folder_and_the_loss_falls(trained):
                           f"{config['sba_threshold']:.4f}: recall 1.000, precision {calibration['precision']:.3f}")
 
 
+@pytest.mark.slow  # loads a model
+def test_loading_the_backbone_says_in_one_line_that_the_new_head_is_expected(caplog, capfd):
+    """transformers printed a 22-line load report ("UNEXPECTED", "MISSING") at the start of every training, which the
+    new classification head and the recipe's 2 layers make expected."""
+    import logging
+
+    from classifiers.training import LOAD_REPORT_LOGGERS, load_backbone
+
+    before = [logging.getLogger(name).level for name in LOAD_REPORT_LOGGERS]
+    capfd.readouterr()
+    with caplog.at_level(logging.INFO):
+        load_backbone(minilm_path(), 2)
+    ours = [r.getMessage() for r in caplog.records if r.name == "classifiers.training"]
+    assert ours == [f"backbone: {minilm_path()}: classification head initialised (expected); 64 checkpoint weights "
+                    "unused (the checkpoint's other heads and the layers above 2, expected)"]
+    printed = capfd.readouterr().err + "\n".join(r.getMessage() for r in caplog.records)
+    assert "LOAD REPORT" not in printed and "UNEXPECTED" not in printed and "not sharded" not in printed
+    assert [logging.getLogger(name).level for name in LOAD_REPORT_LOGGERS] == before  # silenced for the load only
+
+
 def test_train_summary_says_the_epoch_means_and_the_held_out_figures():
     """`train` ended with "loss 0.6914 -> 0.6942", the first step's loss against the last's, which read as "nothing was
     learnt" for a model reaching AUC 0.76."""
