@@ -37,7 +37,7 @@ from builders.core.errors import UserError
 from builders.core.items.rng import item_rng
 
 from .data import LABELS, LabelledQuestion
-from .evaluation import metrics_at, roc_auc, threshold_for_recall
+from .evaluation import metrics_at, roc_auc, shown, threshold_for_recall
 from .sba_model import CROSS_ENCODER, INPUT_FORMATS, SEQUENCE, Encoded, Item, SBAClassifier, encode_items
 
 logger = logging.getLogger(__name__)
@@ -476,7 +476,7 @@ def calibrate(model_dir: Path, calibration: Sequence[LabelledQuestion], target_r
     at = metrics_at(truth, scores, threshold)
     auc = roc_auc(truth, scores)
     logger.info("calibration: threshold %.4f reaches recall %.3f at precision %.3f on %d held-out questions",
-                threshold, at.recall, at.precision, len(calibration))
+                threshold, at.recall, at.precision or 0.0, len(calibration))
     return threshold, {"questions": len(calibration), "target_recall": target_recall, **at.to_dict(),
                        "auc": None if auc is None else round(auc, 4)}
 
@@ -495,7 +495,7 @@ def train_summary(result: TrainResult, recipe: Recipe) -> str:
     else:
         auc = "n/a" if held.get("auc") is None else f"{held['auc']:.3f}"
         lines.append(f"  held out: {held['questions']} questions, ROC AUC {auc}; threshold {result.threshold:.4f}: "
-                     f"recall {held['recall']:.3f}, precision {held['precision']:.3f}")
+                     f"recall {shown(held['recall'])}, precision {shown(held['precision'])}")
     return "\n".join(lines)
 
 

@@ -264,6 +264,26 @@ def test_threshold_for_recall_and_metrics():
     # Of the 16 (SBA, SCA) pairs, the SBA questions scored 0.9, 0.8, 0.4, 0.2 beat 4, 3, 2 and 1 SCA questions.
     assert roc_auc(truth, scores) == (4 + 3 + 2 + 1) / 16
     assert roc_auc([True, False, True], [0.5, 0.5, 0.1]) == 0.25  # a tie counts half
+
+
+def test_evaluate_table_names_both_shares_and_writes_n_a_where_nothing_is_counted():
+    """The table had two columns both headed "labelled SBA", and wrote precision 0.000 for a source where nothing was
+    flagged and recall 0.000 where no question was labelled SBA (the README writes n/a)."""
+    from classifiers.evaluation import evaluate_scores
+
+    sources = ["arc"] * 3 + ["mmlu"] * 4
+    truth = [False, False, False, True, True, False, False]
+    scores = [0.1, 0.2, 0.3, 0.9, 0.6, 0.7, 0.2]
+    evaluation = evaluate_scores("m", "eval.jsonl", sources, truth, scores, 0.5, 1.0)
+    lines = evaluation.to_markdown().splitlines()
+    header = "| set | questions | labelled SBA | ROC AUC | precision | recall | F1 | share flagged SBA | share labelled SBA |"
+    assert lines.count(header) == 2
+    # arc: no SBA label and nothing flagged: no AUC, precision, recall or F1 to count
+    assert lines.count("| arc | 3 | 0 | n/a | n/a | n/a | n/a | 0.000 | 0.000 |") == 2
+    assert "| mmlu | 4 | 2 | 0.750 | 0.667 | 1.000 | 0.800 | 0.750 | 0.500 |" in lines
+    report = evaluation.to_dict()["per_source"]["arc"]
+    assert (report["precision"], report["recall"], report["f1"], report["flagged_share"]) == (None, None, None, 0.0)
+    assert "nan" not in evaluation.to_markdown() and "0.000 | 0.000 | 0.000 | 0.000" not in evaluation.to_markdown()
     assert roc_auc([True, True], [0.1, 0.2]) is None
 
 
