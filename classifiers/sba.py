@@ -21,6 +21,8 @@ from typing import Sequence
 
 from builders.core.errors import UserError
 from builders.core.options.argtypes import nonnegative_int, number, positive_float, positive_int, share, unit_interval
+from builders.core.runtime import progress
+from builders.core.runtime.redact import scrub_log_handlers
 from builders.core.pipeline.cli import (
     ArgumentParser,
     HelpFormatter,
@@ -361,6 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars, even on a terminal")
     sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     for add in (add_sample, add_label, add_train, add_evaluate, add_push, add_predict):
         add(sub)
@@ -373,6 +376,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     def run() -> None:
         args = parser.parse_args(argv)
         logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        scrub_log_handlers()
+        # as the builders: bars on a terminal only (the libraries' too); a log gets a line at a steady interval
+        progress.configure(False if args.no_progress else None)
         args.run(args)
 
     return exit_code(run)

@@ -373,6 +373,25 @@ def test_loading_the_backbone_says_in_one_line_that_the_new_head_is_expected(cap
     assert [logging.getLogger(name).level for name in LOAD_REPORT_LOGGERS] == before  # silenced for the load only
 
 
+@pytest.mark.slow  # trains a model in another process
+def test_train_into_a_log_shows_no_bar_as_the_builders_do(tmp_path):
+    """classifiers.sba never called progress.configure(): into a log file, transformers' "Loading weights" bar wrote
+    its \\r frames, where a builder writes none."""
+    import os
+
+    from builders.core.runtime.progress import LIBRARY_SWITCHES
+
+    labels = write_jsonl(tmp_path / "labels.jsonl", labelled_fixture(16))
+    environment = {name: value for name, value in os.environ.items() if name not in LIBRARY_SWITCHES}
+    result = subprocess.run([sys.executable, "-m", "classifiers.sba", "train", str(labels), "--output",
+                             str(tmp_path / "m"), "--backbone", minilm_path(), "--max-steps", "1", "--batch-size", "4",
+                             "--max-length", "24", "--calibration-fraction", "0", "--recipe", "paper"],
+                            capture_output=True, text=True, cwd=REPO, env=environment, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Loading weights" not in result.stderr and "\r" not in result.stderr and "\x1b[" not in result.stderr
+    assert result.stderr.count(" backbone: ") == 1 and result.stdout.startswith(f"wrote {tmp_path / 'm'}: recipe paper")
+
+
 def test_train_summary_says_the_epoch_means_and_the_held_out_figures():
     """`train` ended with "loss 0.6914 -> 0.6942", the first step's loss against the last's, which read as "nothing was
     learnt" for a model reaching AUC 0.76."""
