@@ -359,7 +359,7 @@ def test_loading_the_backbone_says_in_one_line_that_the_new_head_is_expected(cap
     new classification head and the recipe's 2 layers make expected."""
     import logging
 
-    from classifiers.training import LOAD_REPORT_LOGGERS, load_backbone
+    from classifiers.backbone import LOAD_REPORT_LOGGERS, load_backbone
 
     before = [logging.getLogger(name).level for name in LOAD_REPORT_LOGGERS]
     capfd.readouterr()
