@@ -92,6 +92,7 @@ def add_sample(sub) -> None:
 
 def run_sample(args: argparse.Namespace) -> None:
     from .sampling import (
+        check_layouts,
         draw_from_benchmark,
         parse_sizes,
         parse_source_args,
@@ -104,6 +105,7 @@ def run_sample(args: argparse.Namespace) -> None:
     unknown = sorted(set(sizes) - set(sources) - {"*"})
     if unknown:
         raise UserError(f"--size names {unknown}, which are not among the --source benchmarks")
+    check_layouts(sources, args.seed)  # every source's first rows, before any is read whole
     drawn = [draw_from_benchmark(name, spec, sizes.get(name, sizes["*"]), args.seed, args.splits,
                                  args.keep_position_dependent) for name, spec in sources.items()]
     info = write_sample(drawn, args.eval_fraction, args.seed, args.output)

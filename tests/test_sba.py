@@ -73,6 +73,42 @@ def test_sample_rejects_unknown_benchmark(tmp_path, capsys):
     assert "unknown benchmark 'nope'" in capsys.readouterr().err
 
 
+def test_sample_checks_every_source_s_layout_before_reading_any_whole(tmp_path, capsys, caplog):
+    """`sample` read every other source whole before finding that one was in another benchmark's layout."""
+    import logging
+
+    mmlu = write_benchmark("mmlu", tmp_path)
+    truthful = write_benchmark("truthful_qa", tmp_path)
+    with caplog.at_level(logging.INFO):
+        assert sba.main(["sample", "--source", f"mmlu={mmlu}", "--source", f"mmlu_pro={truthful}", "--size", "3",
+                         "--output", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: --source mmlu_pro={truthful}: ")
+    assert "is this the mmlu_pro layout?" in err[0] or "has no" in err[0]
+    assert not any(": drew " in r.getMessage() for r in caplog.records)  # mmlu was not drawn from
+    assert not (tmp_path / "out").exists()
+
+
+def test_sample_records_the_rows_dropped_at_load_with_their_reasons(tmp_path):
+    """`loaded mmlu_pro: {'test': 12031}` for a 12,032-row file, logged at INFO only: the dropped row is counted and
+    named in sample.json."""
+    from fixtures import MMLU_PRO_TEST, write_parquet
+
+    rows = [*MMLU_PRO_TEST,
+            {**MMLU_PRO_TEST[1], "question_id": 73, "answer": "B"},  # the letter disagrees with answer_index 0
+            {**MMLU_PRO_TEST[1], "question_id": 74, "options": ["Red", "Dog", "Red", "Cow"]}]  # the key twice
+    write_parquet(tmp_path / "mmlu_pro" / "test.parquet", rows)
+    assert sba.main(["sample", "--source", f"mmlu_pro={tmp_path / 'mmlu_pro'}", "--size", "3",
+                     "--output", str(tmp_path / "out")]) == 0
+    (source,) = json.loads((tmp_path / "out" / "sample.json").read_text())["sources"]
+    assert source["eligible"] + source["skipped_position_dependent"] == 3
+    assert source["dropped_at_load"] == {"rows": 2, "reasons": {
+        "duplicated_key (choices)": {"rows": 1, "example": "mmlu_pro/test/74",
+                                     "detail": "the key's text 'Red' is options 0, 2 (0-based)"},
+        "malformed_row (answer)": {"rows": 1, "example": "mmlu_pro/test/73",
+                                   "detail": "letter 'B' disagrees with answer_index 0"}}}
+
+
 # ---- label -----------------------------------------------------------------------------------------
 
 QUESTIONS = [

@@ -168,8 +168,8 @@ class LoadedSource:
         """A preview's load that kept its K items in every split it read: it stopped there, so its share of rows
         excluded says nothing of the source's layout (the first rows of MMLU-Redux are its flagged errors)."""
         limit, fewshot = self.selection.limit, self.benchmark.fewshot_split
-        return (self.selection.kept and limit is not None and bool(self.items)
-                and all(len(items) >= limit for split, items in self.items.items() if split != fewshot))
+        limited = [items for split, items in self.items.items() if split != fewshot]  # the few-shot split is whole
+        return self.selection.kept and limit is not None and bool(limited) and all(len(i) >= limit for i in limited)
 
 
 def _describe(provenance: Provenance) -> str:
