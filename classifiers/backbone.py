@@ -10,7 +10,7 @@ from builders.core.errors import UserError
 
 from .data import LABELS
 
-logger = logging.getLogger("classifiers.training")  # the training's log: its one line about the backbone
+logger = logging.getLogger(__name__)
 ALL_LAYERS = 0
 
 

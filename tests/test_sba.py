@@ -401,7 +401,7 @@ def test_loading_the_backbone_says_in_one_line_that_the_new_head_is_expected(cap
     capfd.readouterr()
     with caplog.at_level(logging.INFO):
         load_backbone(minilm_path(), 2)
-    ours = [r.getMessage() for r in caplog.records if r.name == "classifiers.training"]
+    ours = [r.getMessage() for r in caplog.records if r.name == "classifiers.backbone"]
     assert ours == [f"backbone: {minilm_path()}: classification head initialised (expected); 64 checkpoint weights "
                     "unused (the checkpoint's other heads and the layers above 2, expected)"]
     printed = capfd.readouterr().err + "\n".join(r.getMessage() for r in caplog.records)
