@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from builders.core.errors import UserError
 from builders.core.items.record import LETTERS
 from builders.core.release.build_config import BUILD_CONFIG_FILE
-from builders.core.pipeline.cli import ArgumentParser, check_writable_folder, exit_code
+from builders.core.pipeline.cli import ArgumentParser, RawDescriptionHelpFormatter, check_writable_folder, exit_code
 from builders.core.release.reader import open_release
 
 
@@ -117,6 +117,9 @@ def mmlu_pro_row(row: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+# for which builders' releases each layout is (--help; the module's text, its epilog, says what each holds)
+LAYOUT_USERS = {"mc-evaluation": "GSM-MC, MATH-MC and PythonIO releases",
+                "mmlu-pro-plus": "MMLU-Pro+ releases, and any release made from MMLU-Pro"}
 # layout -> (row converter, which splits it writes: None for every split)
 LAYOUTS: dict[str, tuple[Callable[[Mapping[str, Any]], dict[str, Any]], tuple[str, ...] | None]] = {
     "mc-evaluation": (mc_evaluation_row, ("train", "test")),
@@ -198,10 +201,16 @@ def _write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = ArgumentParser(prog="python -m builders.export", description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(prog="python -m builders.export", description=__doc__.split("\n\n")[0],
+                            formatter_class=RawDescriptionHelpFormatter,
+                            epilog=__doc__.split("\n\n", 1)[1].replace("``", ""))
     parser.add_argument("release", help="a release folder, or REPO@vX.Y.Z on the Hub")
-    parser.add_argument("--layout", choices=sorted(LAYOUTS), required=True)
-    parser.add_argument("--output", type=Path, required=True)
+    parser.add_argument("--layout", choices=sorted(LAYOUTS), required=True,
+                        help="the paper's layout to write (each is described below): "
+                             + "; ".join(f"'{name}' for {users}" for name, users in LAYOUT_USERS.items()))
+    parser.add_argument("--output", type=Path, required=True, metavar="DIR",
+                        help="the export folder: new, empty, or an earlier export of the same release and layout "
+                             "(replaced whole); its export.json names the release and the layout")
 
     def run() -> None:
         args = parser.parse_args(argv)

@@ -23,32 +23,40 @@ class Metrics:
     tn: int
 
     @property
-    def precision(self) -> float:
-        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 0.0
+    def precision(self) -> float | None:
+        """None when no question is flagged: there is nothing to be precise about (not 0.0)."""
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else None
 
     @property
-    def recall(self) -> float:
-        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 0.0
+    def recall(self) -> float | None:
+        """None when no question is labelled SBA."""
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else None
 
     @property
-    def f1(self) -> float:
+    def f1(self) -> float | None:
         p, r = self.precision, self.recall
+        if p is None or r is None:
+            return None
         return 2 * p * r / (p + r) if p + r else 0.0
 
     @property
-    def flagged_share(self) -> float:
-        """Share of questions called SBA: WiCkeD copies these unchanged."""
-        return (self.tp + self.fp) / self.n if self.n else 0.0
+    def flagged_share(self) -> float | None:
+        """Share of questions called SBA: WiCkeD copies these unchanged (None with no question)."""
+        return (self.tp + self.fp) / self.n if self.n else None
 
     @property
-    def labelled_share(self) -> float:
-        """Share of questions labelled SBA: what a perfect classifier would flag."""
-        return (self.tp + self.fn) / self.n if self.n else 0.0
+    def labelled_share(self) -> float | None:
+        """Share of questions labelled SBA: what a perfect classifier would flag (None with no question)."""
+        return (self.tp + self.fn) / self.n if self.n else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "precision": round(self.precision, 4), "recall": round(self.recall, 4),
-                "f1": round(self.f1, 4), "flagged_share": round(self.flagged_share, 4),
-                "labelled_share": round(self.labelled_share, 4)}
+        rates = {name: getattr(self, name) for name in ("precision", "recall", "f1", "flagged_share", "labelled_share")}
+        return {**asdict(self), **{name: None if value is None else round(value, 4) for name, value in rates.items()}}
+
+
+def shown(value: float | None, spec: str = ".3f") -> str:
+    """A rate as the tables write it: "n/a" where there is nothing to count."""
+    return "n/a" if value is None else format(value, spec)
 
 
 def metrics_at(is_sba: Sequence[bool], scores: Sequence[float], threshold: float) -> Metrics:
@@ -101,13 +109,12 @@ def confusion_table(m: Metrics) -> str:
 
 
 def metrics_row(name: str, m: Metrics, auc: float | None) -> str:
-    shown_auc = "n/a" if auc is None else f"{auc:.3f}"
-    return (f"| {name} | {m.n} | {m.tp + m.fn} | {shown_auc} | {m.precision:.3f} | {m.recall:.3f} | {m.f1:.3f} | "
-            f"{m.flagged_share:.3f} | {m.labelled_share:.3f} |")
+    return (f"| {name} | {m.n} | {m.tp + m.fn} | {shown(auc)} | {shown(m.precision)} | {shown(m.recall)} | "
+            f"{shown(m.f1)} | {shown(m.flagged_share)} | {shown(m.labelled_share)} |")
 
 
-METRICS_HEADER = ("| set | questions | labelled SBA | ROC AUC | precision | recall | F1 | flagged SBA | labelled SBA |\n"
-                  "|---|---|---|---|---|---|---|---|---|")
+METRICS_HEADER = ("| set | questions | labelled SBA | ROC AUC | precision | recall | F1 | share flagged SBA "
+                  "| share labelled SBA |\n|---|---|---|---|---|---|---|---|---|")
 
 
 @dataclass(frozen=True)
@@ -144,8 +151,8 @@ class Evaluation:
             *[metrics_row(source, m, self.per_source_auc[source]) for source, m in self.per_source.items()], "",
             confusion_table(self.overall), "",
             f"### At the threshold for recall >= {self.target_recall}: {self.chosen_threshold:.4f}", "",
-            f"Reaching recall {self.at_target.recall:.3f} costs precision {self.at_target.precision:.3f} "
-            f"(flags {self.at_target.flagged_share:.1%} of the questions as SBA).", "",
+            f"Reaching recall {shown(self.at_target.recall)} costs precision {shown(self.at_target.precision)} "
+            f"(flags {shown(self.at_target.flagged_share, '.1%')} of the questions as SBA).", "",
             METRICS_HEADER, metrics_row("all", self.at_target, self.auc),
             *[metrics_row(source, m, self.per_source_auc[source]) for source, m in self.per_source_at_target.items()], "",
             confusion_table(self.at_target),

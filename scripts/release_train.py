@@ -25,6 +25,7 @@ same file again skips them (their tag exists) only with ``--resume``.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -34,6 +35,8 @@ import yaml
 from builders.core.errors import ReleaseError, UserError
 from builders.core.release import build_config
 from builders.core.pipeline import cli
+from builders.core.runtime import progress
+from builders.core.runtime.redact import scrub_log_handlers
 from builders.registry import BUILDERS, load_builder
 
 # The options the train sets itself.
@@ -117,9 +120,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("train", type=Path, help="the release train's YAML file")
     parser.add_argument("--check", action="store_true", help="run every check, build nothing")
     parser.add_argument("--resume", action="store_true", help="skip datasets whose tag already exists")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars, even on a terminal")
 
     def run_train() -> None:
         args = parser.parse_args(argv)
+        # as a builder's command line: its log lines, secrets scrubbed, and progress bars on a terminal only (a log
+        # file gets a line at a steady interval, never the upload bars' ANSI cursor codes)
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        scrub_log_handlers()
+        progress.configure(False if args.no_progress else None)
         run(args.train, args.check, args.resume)
 
     return cli.exit_code(run_train)

@@ -189,6 +189,23 @@ def test_an_inherent_cue_is_reported_as_such():
     assert "beating chance by design" in sentence and "the choices-only model on default/test" in sentence
 
 
+def test_the_model_warning_in_several_configs_of_a_split_is_one_warning_naming_them_all():
+    """PythonIO's sample printed 11 warnings, one per set and split, where two findings (test and train) were."""
+    def row(config, split, accuracy, features):
+        return adversary.AdversaryRow(config, split, 33, 33, accuracy, 0.25, accuracy - 0.15, accuracy + 0.1,
+                                      features, None, tests=4)
+
+    rows = [row("set_0", "test", 0.667, ("not the longest option", "position B")),
+            row("set_1", "test", 0.606, ("not the longest option",)),
+            row("set_1", "train", 0.8, ("position B",)), row("set_2", "test", 0.3, ())]
+    assert [r.warns for r in rows] == [True, True, True, False]
+    assert adversary.warnings(rows) == [
+        "test of set_0, set_1: a choices-only model answers 60.6%–66.7% of 33 items (chance 25.0%) from the options "
+        "alone, most often by: not the longest option (2 of 2); position B (1 of 2)",
+        "set_1/train: a choices-only model answers 80.0% of 33 items (95% 65.0%–90.0%, chance 25.0%) from the options "
+        "alone, by: position B"]
+
+
 def test_features_describe_options_against_their_item():
     rows = option_features.option_features(["12", "15", "1,000", "14.5"])
     column = {name: rows[:, i].tolist() for i, name in enumerate(option_features.FEATURES)}

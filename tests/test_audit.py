@@ -55,6 +55,13 @@ def test_a_real_positional_shortcut_warns():
         "set_2/test: 'always_first' answers 51.7% of 116 items (chance 25.0%): a no-knowledge shortcut"]
 
 
+def test_a_rule_that_warns_in_several_configs_is_one_warning_naming_them_all():
+    """PythonIO's sample printed one warning per set for the same finding."""
+    rows = audit.audit(fake_build({f"set_{n}": uniform(60 if n in (2, 5) else 29) for n in range(10)}))
+    assert audit.warnings(rows) == [
+        "test of set_2, set_5: 'always_first' answers 51.7% of 116 items (chance 25.0%): a no-knowledge shortcut"]
+
+
 def test_a_rule_abstains_where_it_does_not_apply_and_shows_how_often_it_applies():
     # 300 numeric items whose key is nearest the mean, among 700 text items where the rule cannot apply: over
     # all items it would read 30% against 25% (the old score); over the items it applies to it is 100%.

@@ -248,6 +248,45 @@ def test_preview_prints_items_and_writes_nothing(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
+def redux_rows(error_types: list[str]) -> list[dict]:
+    return [{"question": f"Which planet is number {i}?", "choices": ["Venus", "Earth", "Mars", "Jupiter"], "answer": 1,
+             "error_type": kind, "source": None, "correct_answer": None, "potential_reason": None}
+            for i, kind in enumerate(error_types)]
+
+
+def test_preview_counts_kept_items_and_says_what_changed_in_each(tmp_path, capsys):
+    """`--preview 2` on MMLU-Redux read 2 rows, its first two, both flagged errors, and stopped with "is this the
+    mmlu_redux layout?"; and a preview showed the result but not what changed."""
+    folder = tmp_path / "redux"
+    write_jsonl(folder / "astronomy" / "test.jsonl", redux_rows(["wrong_groundtruth", "bad_question_clarity",
+                                                                  "wrong_groundtruth", "ok", "ok", "ok"]))
+    argv = ["--benchmark", "mmlu_redux", "--source", str(folder), "--sba-classifier", "none", "--variants", "1"]
+    assert wicked.main([*argv, "--preview", "2"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert [line for line in printed if line.startswith("--- ")] == [
+        "--- variant_0/test mmlu_redux/astronomy/test/3", "--- variant_0/test mmlu_redux/astronomy/test/4"]
+    assert printed.count("changed: removed C 'Mars'; added D 'None of the above'; gold stays B") == 2
+    # a source in another layout still stops a preview: it read every row and kept none
+    write_jsonl(folder / "astronomy" / "test.jsonl", redux_rows(["wrong_groundtruth"] * 6))
+    assert wicked.main([*argv, "--preview", "2"]) == 2
+    assert "6 of 6 source rows (100%) would be excluded" in capsys.readouterr().err
+
+
+def test_item_changes_name_the_options_removed_and_added_and_where_the_gold_went():
+    from builders.core.items.record import MCQRecord
+    from builders.core.pipeline.console import item_changes
+
+    before = MCQRecord(id="x", question="Q?", choices=("Venus", "Earth", "Mars"), answer=1, source="s",
+                       source_config="c", source_split="test", source_index=0)
+    assert item_changes(before, before) == "nothing (copied as the source has it); gold stays B"
+    moved = before.replace(choices=("Earth", "Mars", "Venus"), answer=0)
+    assert item_changes(before, moved) == "options reordered; gold moves B -> A"
+    rekeyed = before.replace(choices=("Venus", "Earth", "None of the above"), answer=2)
+    assert item_changes(before, rekeyed) == ("removed C 'Mars'; added C 'None of the above'; gold changes from B "
+                                             "'Earth' to C 'None of the above'")
+    assert item_changes(None, before) == "a new item (no source item of its id): 3 options, gold B 'Earth'"
+
+
 def test_the_summary_says_rows_reasons_audit_and_where(tmp_path, capsys):
     rows = MMLU_TEST + [{**MMLU_TEST[0], "answer": 7}]
     folder = write_jsonl(tmp_path / "mmlu" / "test.jsonl", rows).parent

@@ -1,6 +1,7 @@
 """The sentence embeddings of builders/core/runtime/embeddings.py: one vector per (model, text), the same bytes
 however it was computed, cached once for every build and every builder (with the packaged all-MiniLM-L6-v2)."""
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -53,3 +54,22 @@ def test_a_second_builder_embeds_only_the_texts_no_build_embedded_before(tmp_pat
     scores = scorer.scores([(TEXTS[0], TEXTS[1]), (TEXTS[4], TEXTS[6])])
     assert embeddings.COUNTS["embedded"] - before == 1 and scorer.computed == 1  # only TEXTS[6] was new
     assert scores[0] == round(float(first[0] @ first[1]), 4)
+
+
+def test_loading_the_embedder_is_said_before_it_starts_and_sentence_transformers_says_nothing(caplog):
+    """MMLU-Pro+ and contrast sets spent about 50 s loading torch and the embedder with no line saying so, then
+    sentence-transformers logged "No device provided, using cpu" at INFO."""
+    import logging
+
+    embedder = embeddings.resolve_embedder(None)
+    embeddings._load_model.cache_clear()  # as in a new process: the model is not loaded yet
+    what = "the embedder" if "torch" in sys.modules else "torch and the embedder"  # another test may have loaded it
+    with caplog.at_level(logging.INFO):
+        embeddings.embed_texts(TEXTS[:3], embedder, embeddings.EmbeddingCache(None, embedder))
+        embeddings.embed_texts(TEXTS[3:5], embedder, embeddings.EmbeddingCache(None, embedder))
+    lines = [(r.name, r.getMessage()) for r in caplog.records if r.levelno >= logging.INFO]
+    loading = [message for name, message in lines if message.startswith("loading ")]
+    assert loading == [f"loading {what} {embedder.id} to embed 3 texts"]  # once: the second call finds it loaded
+    assert lines[0] == ("builders.core.runtime.embeddings", loading[0])  # before anything the load logs
+    assert [name for name, _ in lines if name.startswith("sentence_transformers")] == []
+    assert logging.getLogger("sentence_transformers").level == logging.NOTSET  # kept quiet for the load only

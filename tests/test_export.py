@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -234,3 +235,21 @@ def test_an_export_into_a_folder_that_is_not_an_export_is_refused(gsm_release, t
     assert capsys.readouterr().err.strip().splitlines() == [
         f"error: --output {out} is not empty and is not an mcqforge export; choose another folder"]
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
+
+
+def test_help_says_what_each_layout_is_for_which_builders_and_what_output_holds(capsys, monkeypatch):
+    """`builders.export --help` left --layout and --output unexplained."""
+    from builders import export as export_command
+
+    monkeypatch.setenv("COLUMNS", "400")
+    with pytest.raises(SystemExit):
+        export_command.main(["--help"])
+    text = capsys.readouterr().out
+    options = text.split("\noptions:\n", 1)[1].split("\n\n", 1)[0]
+    blocks = {block.split()[0]: " ".join(block.split()) for block in re.split(r"\n  (?=-)", "\n" + options)[1:]}
+    assert sorted(export_command.LAYOUT_USERS) == sorted(export_command.LAYOUTS)
+    assert "'mc-evaluation' for GSM-MC, MATH-MC and PythonIO releases" in blocks["--layout"]
+    assert "'mmlu-pro-plus' for MMLU-Pro+ releases" in blocks["--layout"]
+    assert blocks["--output"].startswith("--output DIR the export folder") and "export.json" in blocks["--output"]
+    for layout in export_command.LAYOUTS:  # the epilog describes each (what files, which columns)
+        assert f"- {layout} (" in text

@@ -291,6 +291,29 @@ def test_every_commands_help_shows_every_default_the_seed_included(monkeypatch, 
     assert "--batch-size BATCH_SIZE (default: 8)" in " ".join(parsers["evaluate"].format_help().split())
 
 
+def test_no_help_says_a_default_twice_and_train_lists_its_presets_one_line_each(monkeypatch):
+    """`sba train --help` showed "(default: bert-base-uncased) (default: bert-base-uncased)" where the help text said
+    it already (argparse added its own), and the recipe presets as one raw dict of 20 lines."""
+    monkeypatch.setenv("COLUMNS", "400")
+    parsers = command_parsers(monkeypatch)
+    doubled = []
+    for name, parser in parsers.items():
+        for block in re.split(r"\n  (?=-)", parser.format_help())[1:]:
+            first, *rest = block.splitlines()
+            text = " ".join([first, *(line for line in rest if line[:1] == " ")])
+            if len(re.findall(r"\(default[: ]", text)) > 1:
+                doubled.append(f"{name} {first.split()[0]}")
+    assert doubled == []
+    text = parsers["sba train"].format_help()
+    blocks = {block.splitlines()[0].split()[0]: " ".join(block.split()) for block in re.split(r"\n  (?=-)", text)[1:]}
+    assert blocks["--backbone"].count("(default: bert-base-uncased)") == 1
+    assert blocks["--seed"] == "--seed SEED seed of every random draw (default: 0)"
+    presets = text.split("Each defaults to the --recipe preset's:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert [line.split(":")[0].strip() for line in presets] == ["cross_encoder", "mcqforge", "paper"]
+    assert presets[2].strip().startswith("paper: sequence on question, all layers, top 1 trained, 2 epochs at lr 0.0001")
+    assert "{'name'" not in text and "'learning_rate':" not in text
+
+
 def _stderr_of(command: list[str], terminal: bool) -> str:
     """The command's stderr, written to a pseudo-terminal or to a pipe (a log file)."""
     import os

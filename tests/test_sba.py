@@ -4,6 +4,8 @@ to the local Hub, predict, and build WiCkeD with the trained folder."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import signal
 import subprocess
@@ -69,6 +71,42 @@ def test_sample_is_stratified_split_and_deterministic(tmp_path):
 def test_sample_rejects_unknown_benchmark(tmp_path, capsys):
     assert sba.main(["sample", "--source", "nope", "--output", str(tmp_path)]) == 2
     assert "unknown benchmark 'nope'" in capsys.readouterr().err
+
+
+def test_sample_checks_every_source_s_layout_before_reading_any_whole(tmp_path, capsys, caplog):
+    """`sample` read every other source whole before finding that one was in another benchmark's layout."""
+    import logging
+
+    mmlu = write_benchmark("mmlu", tmp_path)
+    truthful = write_benchmark("truthful_qa", tmp_path)
+    with caplog.at_level(logging.INFO):
+        assert sba.main(["sample", "--source", f"mmlu={mmlu}", "--source", f"mmlu_pro={truthful}", "--size", "3",
+                         "--output", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: --source mmlu_pro={truthful}: ")
+    assert "is this the mmlu_pro layout?" in err[0] or "has no" in err[0]
+    assert not any(": drew " in r.getMessage() for r in caplog.records)  # mmlu was not drawn from
+    assert not (tmp_path / "out").exists()
+
+
+def test_sample_records_the_rows_dropped_at_load_with_their_reasons(tmp_path):
+    """`loaded mmlu_pro: {'test': 12031}` for a 12,032-row file, logged at INFO only: the dropped row is counted and
+    named in sample.json."""
+    from fixtures import MMLU_PRO_TEST, write_parquet
+
+    rows = [*MMLU_PRO_TEST,
+            {**MMLU_PRO_TEST[1], "question_id": 73, "answer": "B"},  # the letter disagrees with answer_index 0
+            {**MMLU_PRO_TEST[1], "question_id": 74, "options": ["Red", "Dog", "Red", "Cow"]}]  # the key twice
+    write_parquet(tmp_path / "mmlu_pro" / "test.parquet", rows)
+    assert sba.main(["sample", "--source", f"mmlu_pro={tmp_path / 'mmlu_pro'}", "--size", "3",
+                     "--output", str(tmp_path / "out")]) == 0
+    (source,) = json.loads((tmp_path / "out" / "sample.json").read_text())["sources"]
+    assert source["eligible"] + source["skipped_position_dependent"] == 3
+    assert source["dropped_at_load"] == {"rows": 2, "reasons": {
+        "duplicated_key (choices)": {"rows": 1, "example": "mmlu_pro/test/74",
+                                     "detail": "the key's text 'Red' is options 0, 2 (0-based)"},
+        "malformed_row (answer)": {"rows": 1, "example": "mmlu_pro/test/73",
+                                   "detail": "letter 'B' disagrees with answer_index 0"}}}
 
 
 # ---- label -----------------------------------------------------------------------------------------
@@ -262,6 +300,26 @@ def test_threshold_for_recall_and_metrics():
     # Of the 16 (SBA, SCA) pairs, the SBA questions scored 0.9, 0.8, 0.4, 0.2 beat 4, 3, 2 and 1 SCA questions.
     assert roc_auc(truth, scores) == (4 + 3 + 2 + 1) / 16
     assert roc_auc([True, False, True], [0.5, 0.5, 0.1]) == 0.25  # a tie counts half
+
+
+def test_evaluate_table_names_both_shares_and_writes_n_a_where_nothing_is_counted():
+    """The table had two columns both headed "labelled SBA", and wrote precision 0.000 for a source where nothing was
+    flagged and recall 0.000 where no question was labelled SBA (the README writes n/a)."""
+    from classifiers.evaluation import evaluate_scores
+
+    sources = ["arc"] * 3 + ["mmlu"] * 4
+    truth = [False, False, False, True, True, False, False]
+    scores = [0.1, 0.2, 0.3, 0.9, 0.6, 0.7, 0.2]
+    evaluation = evaluate_scores("m", "eval.jsonl", sources, truth, scores, 0.5, 1.0)
+    lines = evaluation.to_markdown().splitlines()
+    header = "| set | questions | labelled SBA | ROC AUC | precision | recall | F1 | share flagged SBA | share labelled SBA |"
+    assert lines.count(header) == 2
+    # arc: no SBA label and nothing flagged: no AUC, precision, recall or F1 to count
+    assert lines.count("| arc | 3 | 0 | n/a | n/a | n/a | n/a | 0.000 | 0.000 |") == 2
+    assert "| mmlu | 4 | 2 | 0.750 | 0.667 | 1.000 | 0.800 | 0.750 | 0.500 |" in lines
+    report = evaluation.to_dict()["per_source"]["arc"]
+    assert (report["precision"], report["recall"], report["f1"], report["flagged_share"]) == (None, None, None, 0.0)
+    assert "nan" not in evaluation.to_markdown() and "0.000 | 0.000 | 0.000 | 0.000" not in evaluation.to_markdown()
     assert roc_auc([True, True], [0.1, 0.2]) is None
 
 
@@ -294,7 +352,9 @@ def train_on_fixture(root: Path, *recipe: str) -> tuple[Path, Path]:
     folder = root / "model"
     argv = ["train", str(labels), "--output", str(folder), "--backbone", minilm_path(), "--lr", "1e-4",
             "--max-length", "32", "--calibration-fraction", "0.25", "--target-recall", "1.0", "--seed", "3", *recipe]
-    assert sba.main(argv) == 0
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        assert sba.main(argv) == 0
+    (root / "train.out").write_text(printed.getvalue(), encoding="utf-8")  # what train printed, for its tests
     return folder, labels
 
 
@@ -320,6 +380,70 @@ def test_train_writes_a_labelled_calibrated_folder_and_the_loss_falls(trained):
     assert calibration["recall"] == 1.0 and calibration["tp"] == 4
     assert config["sba_threshold"] == calibration["threshold"]
     assert training["recipe"]["name"] == "mcqforge"
+    # it ends with the epochs' mean losses and the held-out figures, not the first step's loss against the last's
+    printed = (folder.parent / "train.out").read_text().splitlines()
+    assert len(printed) == 3 and printed[0].startswith(f"wrote {folder}: recipe mcqforge, ")
+    assert printed[1] == "  mean loss per epoch: " + ", ".join(f"{x:.4f}" for x in training["epoch_losses"])
+    assert len(training["epoch_losses"]) == 3 and " -> " not in printed[0]
+    assert printed[2] == (f"  held out: 12 questions, ROC AUC {calibration['auc']:.3f}; threshold "
+                          f"{config['sba_threshold']:.4f}: recall 1.000, precision {calibration['precision']:.3f}")
+
+
+@pytest.mark.slow  # loads a model
+def test_loading_the_backbone_says_in_one_line_that_the_new_head_is_expected(caplog, capfd):
+    """transformers printed a 22-line load report ("UNEXPECTED", "MISSING") at the start of every training, which the
+    new classification head and the recipe's 2 layers make expected."""
+    import logging
+
+    from classifiers.backbone import LOAD_REPORT_LOGGERS, load_backbone
+
+    before = [logging.getLogger(name).level for name in LOAD_REPORT_LOGGERS]
+    capfd.readouterr()
+    with caplog.at_level(logging.INFO):
+        load_backbone(minilm_path(), 2)
+    ours = [r.getMessage() for r in caplog.records if r.name == "classifiers.backbone"]
+    assert ours == [f"backbone: {minilm_path()}: classification head initialised (expected); 64 checkpoint weights "
+                    "unused (the checkpoint's other heads and the layers above 2, expected)"]
+    printed = capfd.readouterr().err + "\n".join(r.getMessage() for r in caplog.records)
+    assert "LOAD REPORT" not in printed and "UNEXPECTED" not in printed and "not sharded" not in printed
+    assert [logging.getLogger(name).level for name in LOAD_REPORT_LOGGERS] == before  # silenced for the load only
+
+
+@pytest.mark.slow  # trains a model in another process
+def test_train_into_a_log_shows_no_bar_as_the_builders_do(tmp_path):
+    """classifiers.sba never called progress.configure(): into a log file, transformers' "Loading weights" bar wrote
+    its \\r frames, where a builder writes none."""
+    import os
+
+    from builders.core.runtime.progress import LIBRARY_SWITCHES
+
+    labels = write_jsonl(tmp_path / "labels.jsonl", labelled_fixture(16))
+    environment = {name: value for name, value in os.environ.items() if name not in LIBRARY_SWITCHES}
+    result = subprocess.run([sys.executable, "-m", "classifiers.sba", "train", str(labels), "--output",
+                             str(tmp_path / "m"), "--backbone", minilm_path(), "--max-steps", "1", "--batch-size", "4",
+                             "--max-length", "24", "--calibration-fraction", "0", "--recipe", "paper"],
+                            capture_output=True, text=True, cwd=REPO, env=environment, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Loading weights" not in result.stderr and "\r" not in result.stderr and "\x1b[" not in result.stderr
+    assert result.stderr.count(" backbone: ") == 1 and result.stdout.startswith(f"wrote {tmp_path / 'm'}: recipe paper")
+
+
+def test_train_summary_says_the_epoch_means_and_the_held_out_figures():
+    """`train` ended with "loss 0.6914 -> 0.6942", the first step's loss against the last's, which read as "nothing was
+    learnt" for a model reaching AUC 0.76."""
+    from classifiers.training import RECIPES, TrainResult, train_summary
+
+    held = {"questions": 600, "auc": 0.7591, "recall": 0.951, "precision": 0.3123, "threshold": 0.135}
+    result = TrainResult(Path("m"), [0.6914, 0.6942], [0.61234, 0.50001], 0.135, held, 91.6)
+    assert train_summary(result, RECIPES["cross_encoder"]).splitlines() == [
+        "wrote m: recipe cross_encoder, 92 s", "  mean loss per epoch: 0.6123, 0.5000",
+        "  held out: 600 questions, ROC AUC 0.759; threshold 0.1350: recall 0.951, precision 0.312"]
+    none_held = TrainResult(Path("m"), [0.7], [0.7], 0.5, None, 3.0)
+    assert train_summary(none_held, RECIPES["paper"]).splitlines()[-1] == (
+        "  no held-out share (--calibration-fraction 0): threshold 0.5000")
+    no_sba = TrainResult(Path("m"), [0.7], [0.7], 0.5, {"questions": 4, "note": "no SBA question held out"}, 3.0)
+    assert train_summary(no_sba, RECIPES["paper"]).splitlines()[-1] == (
+        "  held out: 4 questions, no SBA among them: threshold 0.5000")
 
 
 @pytest.mark.slow  # trains a model

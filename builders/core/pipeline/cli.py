@@ -20,6 +20,7 @@ import dataclasses
 import gc
 import logging
 import os
+import re
 import sys
 import tempfile
 from collections import Counter
@@ -28,9 +29,8 @@ from typing import Any, Callable, NoReturn, Protocol, Sequence
 
 from builders.core.build.result import Build
 from builders.core.errors import UserError, WorkDone, end_quietly_on_another_interrupt, raised_by_an_interrupt
-from builders.core.items.outcomes import configs_label
-from builders.core.items.tables import Table
 from builders.core.options.declare import add_option_arguments, declared_options
+from builders.core.pipeline.console import print_preview, print_summary
 from builders.core.pipeline.options import Delivery
 from builders.core.release.build_config import BUILD_CONFIG_FILE, load_build_config, parse_args
 from builders.core.release.card import ReleaseInfo
@@ -64,7 +64,7 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows a default once, and only when there is one worth showing, also for an option without help text."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
-        if not shows_a_default(action) or "%(default)" in (action.help or ""):
+        if not shows_a_default(action) or states_its_default(action.help or ""):
             return action.help or ""
         return super()._get_help_string(action)
 
@@ -73,6 +73,12 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
             action = copy.copy(action)
             action.help = "(default: %(default)s)"
         return super()._format_action(action)
+
+
+def states_its_default(help_text: str) -> bool:
+    """Whether a help text already says its default (``%(default)s``, or in words: "(default: the paper's)",
+    "(default 1000)"), so that argparse adds no second one."""
+    return "%(default)" in help_text or re.search(r"\(default[: ]", help_text) is not None
 
 
 def shows_a_default(action: argparse.Action) -> bool:
@@ -230,6 +236,8 @@ def check_excluded_share(build: Build, max_excluded: float, selection_reasons: f
     """Stop a build that leaves out more than ``max_excluded`` of its source rows in any config, whatever the
     reasons (malformed rows, no distractors, suspect keys...) but the method's own selection
     (``Builder.selection_reasons``): one line with the most common reason, before anything is written or pushed."""
+    if build.source.full_preview:  # it read until its K items were kept: the rows it left out say nothing more
+        return
     rows_in = build.rows_in
     rows = sum(rows_in.values())  # the build's own accounting (PythonIO: one row per assert)
     for config in build.configs:
@@ -245,10 +253,13 @@ def check_excluded_share(build: Build, max_excluded: float, selection_reasons: f
 
 
 def selection(builder: Runnable, args: argparse.Namespace) -> Selection:
-    limit = args.limit
+    """The subset to read: ``--preview K`` reads until K items are kept (not K rows: the first rows of MMLU-Redux
+    are its flagged errors); with ``--limit``, from the first K rows."""
+    limit, kept = args.limit, False
     if args.preview and builder.preview_subset:
+        kept = limit is None
         limit = min(limit or args.preview, args.preview)
-    return Selection(tuple(args.subjects or ()), limit, tuple(args.splits or ()))
+    return Selection(tuple(args.subjects or ()), limit, tuple(args.splits or ()), kept=kept)
 
 
 def preflight(builder: Runnable, args: argparse.Namespace) -> tuple[ReleaseInfo, Any]:
@@ -415,56 +426,3 @@ def _require_writable_parent(folder: Path, flag: str, shown: Path | None = None)
         raise UserError(f"{flag} {shown or folder}: cannot create it there ({existing} is a file)")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise UserError(f"{flag} {shown or folder}: {existing} is not writable")
-
-
-# ---- what the console shows ------------------------------------------------------------------------------
-
-
-def print_summary(build: Build, report: ValidationReport, where: Sequence[str], out=None) -> None:
-    out = out or sys.stdout
-    print(f"\n{build.about.title}: {len(build.configs)} configs from {build.source.source_description}", file=out)
-    print(rows_summary(report).to_markdown(), file=out)
-    reasons: dict[str, int] = {}
-    for split_reasons in report.exclusion_reasons.values():
-        for reason, count in split_reasons.items():
-            reasons[reason] = reasons.get(reason, 0) + count
-    if reasons:
-        top = sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
-        print("top exclusion reasons: " + ", ".join(f"{r} ({n})" for r, n in top), file=out)
-    print(f"shortcut audit: {len(report.warnings)} warning(s)", file=out)
-    for warning in report.warnings:
-        print(f"  WARNING {warning}", file=out)
-    for line in where:
-        print(line, file=out)
-
-
-def rows_summary(report: ValidationReport) -> Table:
-    """Rows in, out and excluded per split, one row per group of configs whose counts are the same (a
-    perturbations build listed 58 rows of the same three numbers); the card and the report keep every config."""
-    groups: dict[tuple, list[str]] = {}
-    for config, splits in report.counts.items():
-        key = tuple((split, n["in"], n["out"], n["excluded"]) for split, n in splits.items())
-        groups.setdefault(key, []).append(config)
-    rows = tuple((configs_label(configs, len(report.counts)), *counts) for key, configs in groups.items()
-                 for counts in key)
-    return Table("Rows per config", ("config", "split", "rows in", "rows out", "excluded"), rows)
-
-
-def print_preview(build: Build, count: int, out=None) -> None:
-    """K items of the first transformed config (the first config when there is only one); nothing is written."""
-    out = out or sys.stdout
-    names = list(build.configs)
-    config = next((n for n in names if n not in ("original", "default")), names[0])
-    shown = 0
-    for split, records in build.configs[config].items():
-        for record in records[: count - shown]:
-            print(f"--- {config}/{split} {record.id}", file=out)
-            print(record.question, file=out)
-            for index, choice in enumerate(record.choices):
-                mark = "*" if index == record.answer else " "
-                print(f" {mark} {chr(65 + index) if index < 26 else index}. {choice}", file=out)
-            shown += 1
-        if shown >= count:
-            break
-    print(f"(preview: {shown} items of config {config!r}; {len(names)} configs: {', '.join(names)}; nothing written)",
-          file=out)

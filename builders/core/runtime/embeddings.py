@@ -21,14 +21,15 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import sys
 import time
 import uuid
 from collections import Counter
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -220,6 +221,9 @@ def embed_texts(texts: Sequence[str], embedder: Embedder, cache: EmbeddingCache,
 
 def _encode(texts: list[str], embedder: Embedder, encoding: Encoding) -> np.ndarray:
     """The texts' vectors, each computed in a batch of texts of its own token length (see the module's doc)."""
+    if _load_model.cache_info().currsize == 0:  # the slow part (50 s on a loaded machine), said before it starts
+        what = "the embedder" if "torch" in sys.modules else "torch and the embedder"
+        logger.info("loading %s %s to embed %d texts", what, embedder.id, len(texts))
     import torch
 
     model = _load_model(embedder)
@@ -229,7 +233,7 @@ def _encode(texts: list[str], embedder: Embedder, encoding: Encoding) -> np.ndar
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(encoding.threads)
     try:
-        with _autocast(model.device.type, embedder.dtype), torch.inference_mode():
+        with _autocast(model.device.type, embedder.dtype), torch.inference_mode(), quiet_sentence_transformers():
             for batch in bar(token_batches(lengths[order], encoding), desc="embed", leave=False,
                              disable=not logger.isEnabledFor(logging.INFO)):
                 chosen = order[batch]
@@ -254,9 +258,23 @@ def _load_model(embedder: Embedder):
     from sentence_transformers import SentenceTransformer
 
     try:
-        return SentenceTransformer(embedder.path, device="cpu")
+        with quiet_sentence_transformers():
+            return SentenceTransformer(embedder.path, device="cpu")
     except Exception as error:  # a broken model folder raises many types; the user needs one line
         raise UserError(f"cannot load embedder {embedder.id!r}: {type(error).__name__}: {error}") from None
+
+
+@contextmanager
+def quiet_sentence_transformers() -> Iterator[None]:
+    """sentence-transformers' INFO lines ("Loading SentenceTransformer model from ...", "No device provided, using
+    cpu") kept out while it loads and encodes: the line before the load says what happens. Its warnings still show."""
+    library = logging.getLogger("sentence_transformers")
+    level = library.level
+    library.setLevel(max(logging.WARNING, level))
+    try:
+        yield
+    finally:
+        library.setLevel(level)
 
 
 def _token_lengths(model, texts: list[str]) -> np.ndarray:

@@ -50,6 +50,10 @@ def configure(show: bool | None = None) -> None:
         import datasets
 
         datasets.disable_progress_bars()
+    if "transformers" in sys.modules:  # its "Loading weights" bar, once imported (TQDM_DISABLE is read at import)
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
 
 
 class _LogLines:

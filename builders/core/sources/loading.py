@@ -10,6 +10,8 @@ reason, and the provenance the card records.
 
 from __future__ import annotations
 
+import dataclasses
+
 import hashlib
 import json
 import logging
@@ -114,6 +116,9 @@ class Selection:
     subjects: tuple[str, ...] = ()
     limit: int | None = None
     splits: tuple[str, ...] = ()
+    # the limit counts the items kept, not the rows read (--preview K shows K items even where the source's first
+    # rows are excluded, as MMLU-Redux's flagged errors)
+    kept: bool = False
 
     def __bool__(self) -> bool:
         return bool(self.subjects) or self.limit is not None
@@ -157,6 +162,14 @@ class LoadedSource:
 
     def records(self) -> list[Any]:
         return [item for items in self.items.values() for item in items]
+
+    @property
+    def full_preview(self) -> bool:
+        """A preview's load that kept its K items in every split it read: it stopped there, so its share of rows
+        excluded says nothing of the source's layout (the first rows of MMLU-Redux are its flagged errors)."""
+        limit, fewshot = self.selection.limit, self.benchmark.fewshot_split
+        limited = [items for split, items in self.items.items() if split != fewshot]  # the few-shot split is whole
+        return self.selection.kept and limit is not None and bool(limited) and all(len(i) >= limit for i in limited)
 
 
 def _describe(provenance: Provenance) -> str:
@@ -239,7 +252,7 @@ def _load_parts(benchmark: Benchmark, source: str | None, seed: int, strict: boo
         wanted = tuple(s for s in selection.splits if s in part.splits)
         if selection.splits and not wanted:
             continue
-        part_selection = Selection(selection.subjects, selection.limit, wanted)
+        part_selection = dataclasses.replace(selection, splits=wanted)
         _merge(loaded, load_source(part, specs.get(part.name), seed=seed, strict=strict, options=options,
                                    selection=part_selection, max_excluded=1.0))
     return loaded
@@ -268,23 +281,26 @@ def _part_specs(benchmark: Benchmark, source: str | None) -> dict[str, str]:
 
 
 def _selected(rows: list[dict[str, Any]], subconfig: str, split: str, benchmark: Benchmark, selection: Selection,
-              taken: Counter) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(row index, row) of the rows ``--subjects`` and ``--limit`` keep, indices as in the whole source, so
-    that an item keeps its id in any subset. ``--limit`` never cuts the few-shot split, and with ``--subjects``
-    it counts per subject (the first N rows of one subject must not crowd out every other)."""
+              taken: Counter) -> Iterator[tuple[int, dict[str, Any], Any]]:
+    """(row index, row, its key in ``taken``) of the rows ``--subjects`` and ``--limit`` keep, indices as in the
+    whole source, so that an item keeps its id in any subset. ``--limit`` never cuts the few-shot split, and with
+    ``--subjects`` it counts per subject (the first N rows of one subject must not crowd out every other). With
+    ``selection.kept`` the reader counts a row in ``taken`` once its item is kept."""
     wanted = set(selection.subjects)
     for index, row in enumerate(rows):
         subject = subconfig if subconfig in wanted else _subject(row, benchmark)
         if wanted and subject not in wanted:
             continue
+        key = None
         if selection.limit is not None and split != benchmark.fewshot_split:
             key = (split, subject) if wanted else (split, None)
             if taken[key] >= selection.limit:
                 if wanted:
                     continue
                 return
-            taken[key] += 1
-        yield index, row
+            if not selection.kept:
+                taken[key] += 1
+        yield index, row, key
 
 
 def _subject(row: Mapping[str, Any], benchmark: Benchmark) -> Any:
@@ -313,7 +329,7 @@ def _convert_rows(loaded: LoadedSource, raw: RawSource, seed: int, strict: bool,
         loaded.rows_in.setdefault(split, 0)
         config = subconfig or benchmark.config or "default"
         selected = _selected(rows, subconfig, split, benchmark, loaded.selection, taken)
-        for index, row in bar(selected, desc=f"read {benchmark.name}/{subconfig or split}", leave=False):
+        for index, row, key in bar(selected, desc=f"read {benchmark.name}/{subconfig or split}", leave=False):
             loaded.rows_in[split] += 1
             ctx = RowContext(benchmark.name, loaded.dataset, config, split, index, seed, own_options, subconfig,
                              first[split] + index)
@@ -334,6 +350,8 @@ def _convert_rows(loaded: LoadedSource, raw: RawSource, seed: int, strict: bool,
                 continue
             seen_ids.add(item.id)
             items.append(item)
+            if key is not None and loaded.selection.kept:
+                taken[key] += 1
         first[split] += len(rows)
 
 
@@ -374,7 +392,7 @@ def _check_loaded(loaded: LoadedSource, max_excluded: float) -> None:
     """Stop a load that lost most of its rows (another benchmark's layout?) or left a split empty."""
     rows = sum(loaded.rows_in.values())
     excluded = len(loaded.exclusions.entries)
-    if rows and excluded > max_excluded * rows:
+    if rows and excluded > max_excluded * rows and not loaded.full_preview:
         reason, count = Counter((e.reason, e.field, e.detail) for e in loaded.exclusions.entries).most_common(1)[0]
         (why, where, detail) = reason
         raise SourceError(

@@ -21,6 +21,7 @@ rebuild and the model costs seconds.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Sequence
 
@@ -37,8 +38,10 @@ from builders.core.validation.significance import (
     inherit_from_source,
     practically_large,
     significantly_above_chance,
+    spread,
     status,
     too_small,
+    where,
 )
 
 NAME = "choices_only_model"
@@ -281,6 +284,24 @@ def row_status(row: AdversaryRow) -> str:
 
 
 def warnings(rows: Sequence[AdversaryRow]) -> list[str]:
-    return [f"{r.config}/{r.split}: a choices-only model answers {r.accuracy:.1%} of {r.scored} items (95% "
-            f"{r.low:.1%}–{r.high:.1%}, chance {r.chance:.1%}) from the options alone"
-            + (f", by: {'; '.join(r.features)}" if r.features else "") for r in rows if r.warns]
+    """One warning per split, naming every config where the model warns (PythonIO's sample warned in 11 lines, one
+    per set): its figures over them, and the features it reads most often."""
+    groups: dict[str, list[AdversaryRow]] = {}
+    for r in rows:
+        if r.warns:
+            groups.setdefault(r.split, []).append(r)
+    found = []
+    for split_rows in groups.values():
+        if len(split_rows) == 1:
+            r = split_rows[0]
+            found.append(f"{r.config}/{r.split}: a choices-only model answers {r.accuracy:.1%} of {r.scored} items (95% "
+                         f"{r.low:.1%}–{r.high:.1%}, chance {r.chance:.1%}) from the options alone"
+                         + (f", by: {'; '.join(r.features)}" if r.features else ""))
+            continue
+        features = Counter(feature for r in split_rows for feature in r.features)
+        read = "; ".join(f"{feature} ({n} of {len(split_rows)})" for feature, n in features.most_common(3))
+        found.append(f"{where(split_rows)}: a choices-only model answers {spread([r.accuracy for r in split_rows], '.1%')}"
+                     f" of {spread([r.scored for r in split_rows], 'd')} items (chance "
+                     f"{spread([r.chance for r in split_rows], '.1%')}) from the options alone"
+                     + (f", most often by: {read}" if read else ""))
+    return found

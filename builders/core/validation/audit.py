@@ -42,7 +42,9 @@ from builders.core.validation.significance import (
     inherit_from_source,
     practically_large,
     significantly_above_chance,
+    spread,
     status,
+    where,
     too_small,
 )
 
@@ -309,8 +311,14 @@ def audit_table(rows: Sequence[AuditRow]) -> Table:
 
 
 def warnings(rows: Sequence[AuditRow]) -> list[str]:
-    return [f"{r.config}/{r.split}: '{r.baseline}' answers {r.accuracy:.1%} of {r.applies} items (chance "
-            f"{r.chance:.1%}): a no-knowledge shortcut" for r in rows if r.warns]
+    """One warning per rule and split, naming every config where it warns (PythonIO's sets warned one by one)."""
+    groups: dict[tuple[str, str], list[AuditRow]] = {}
+    for r in rows:
+        if r.warns:
+            groups.setdefault((r.baseline, r.split), []).append(r)
+    return [f"{where(found)}: '{baseline}' answers {spread([r.accuracy for r in found], '.1%')} of "
+            f"{spread([r.applies for r in found], 'd')} items (chance {spread([r.chance for r in found], '.1%')}): "
+            "a no-knowledge shortcut" for (baseline, _), found in groups.items()]
 
 
 def summary_by_rule(rows: Sequence[AuditRow]) -> Mapping[str, float]:

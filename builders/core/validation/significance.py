@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from functools import lru_cache
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 MIN_MARGIN = 0.05  # a shortcut worth a warning: at least 5 points above chance ...
 MIN_RATIO = 1.5  # ... or at least 1.5 times chance, whichever is smaller (a 10-option release: 15% against 10%)
@@ -106,3 +106,19 @@ ONE_SIDED_Z = 2.326348  # the one-sided normal quantile of WARN_P_VALUE
 THRESHOLD_WORDS = (f"beyond sampling noise (one-sided binomial p < {WARN_P_VALUE} over the whole audit, "
                    f"Bonferroni-corrected) and by at least {MIN_MARGIN * 100:.0f} points or {MIN_RATIO:g} times chance, "
                    f"whichever is smaller")
+
+
+# ---- how a warning names its rows (the rule audit's and the choices-only model's) ----------------------------
+
+
+def where(rows: Sequence[Any]) -> str:
+    """The configs and split of a warning's rows: ``set_2/test``, or ``test of default, set_0, set_3``."""
+    if len(rows) == 1:
+        return f"{rows[0].config}/{rows[0].split}"
+    return f"{rows[0].split} of {', '.join(r.config for r in rows)}"
+
+
+def spread(values: Sequence[float], spec: str) -> str:
+    """A figure of one or several rows: ``51.7%``, or ``60.6%–66.7%``."""
+    low, high = min(values), max(values)
+    return format(low, spec) if format(low, spec) == format(high, spec) else f"{format(low, spec)}–{format(high, spec)}"
