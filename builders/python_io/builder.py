@@ -113,7 +113,7 @@ def build(source: LoadedSource, options: Options, run: Run) -> Release:
         checks=checks(golds, distractors.pools, options.max_output_chars),
         statistics=statistics(rows, verification, distractors, configs, options),
         extra_files={"pools.jsonl": pools.encode()},
-        card_context=card_context(options, distractors.report),
+        card_context=card_context(options, distractors.report, configs),
         lm_eval_tasks=lm_eval_tasks(configs),
     )
 

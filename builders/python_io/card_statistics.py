@@ -11,6 +11,7 @@ from builders.core.build.result import Configs
 from builders.core.items.tables import Statistics, Table
 from builders.core.sources.predictions import MatchReport
 from builders.from_predictions import sets as mc
+from builders.from_predictions.tasks import demonstrations_text
 
 from .problems import OUTPUT_SPLITS, CallPair, Row
 from .transform import Distractors, Verification
@@ -97,13 +98,13 @@ def _prediction_tables(report: MatchReport, failures: Mapping[str, int], counts:
     return tables
 
 
-def card_context(options: Shown, report: MatchReport) -> dict[str, Any]:
+def card_context(options: Shown, report: MatchReport, configs: Configs) -> dict[str, Any]:
     """What ``cards/python_io.md`` reads."""
     return {
         "choices": options.choices, "sets": options.sets, "draw": options.draw, "keep_docstrings": options.keep_docstrings,
         "unsafe": options.unsafe_no_sandbox, "call_timeout": options.call_timeout,
         "max_output_chars": options.max_output_chars, "paper_counts": PAPER_COUNTS,
         "generated_models": list(options.generate_with), "prediction_files": len(options.predictions),
-        "models": sorted(report.matched),
+        "models": sorted(report.matched), "demonstrations": demonstrations_text(configs),
     }
 

@@ -2,7 +2,8 @@
 
 mcqforge copies this module into every release as ``lm_eval/utils.py`` (:mod:`builders.core.tasks.lm_eval_tasks`),
 where the task YAML files name its functions (``!function utils.load_release``). ``load_release`` reads this
-release; the prompt functions render lm-eval's MMLU layout, with as many lettered options as the item has.
+release (with the demonstrations a task names moved out of its scored split, :func:`hold_out`); the prompt
+functions render lm-eval's MMLU layout, with as many lettered options as the item has.
 A release whose tasks keep one value of a column (a subject, a category) has, after this module's text, one
 ``only_<value>`` filter per value, each a call of :func:`keep_value`.
 """
@@ -12,8 +13,14 @@ from pathlib import Path
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-def load_release(config, repo=None, revision=None, **_):
-    """The config's Parquet files in the release folder around this file, else the Hub repo at the tag."""
+def load_release(config, repo=None, revision=None, demonstrations=None, **_):
+    """The config's Parquet files in the release folder around this file, else the Hub repo at the tag; with
+    ``demonstrations`` (``{"split": SPLIT, "ids": [...]}``), those items of SPLIT held out of it (:func:`hold_out`)."""
+    dataset = _release(config, repo, revision)
+    return hold_out(dataset, demonstrations["split"], demonstrations["ids"]) if demonstrations else dataset
+
+
+def _release(config, repo, revision):
     import datasets
 
     for folder in Path(__file__).resolve().parents:
@@ -28,6 +35,24 @@ def load_release(config, repo=None, revision=None, **_):
     if repo is None:
         raise FileNotFoundError(f"no Parquet files of config {config!r} beside this task folder, and no Hub repo")
     return datasets.load_dataset(repo, config, revision=revision)
+
+
+DEMONSTRATIONS = "demonstrations"  # the split a task's held-out demonstrations are moved to (its fewshot_split)
+
+
+def hold_out(dataset, split, ids):
+    """The items ``ids`` of ``split`` moved to a split of their own, :data:`DEMONSTRATIONS` (in their order in
+    ``split``): a release with no unscored split takes its demonstrations from the scored one, and this keeps
+    every demonstration out of the scored docs."""
+    wanted = set(ids)
+    column = dataset[split]["id"]
+    shown = [i for i, doc_id in enumerate(column) if doc_id in wanted]
+    missing = wanted - {column[i] for i in shown}
+    if missing:
+        raise ValueError(f"demonstrations {sorted(missing)} are not in split {split!r}")
+    dataset[DEMONSTRATIONS] = dataset[split].select(shown)
+    dataset[split] = dataset[split].select([i for i, doc_id in enumerate(column) if doc_id not in wanted])
+    return dataset
 
 
 def mc_text(doc):
