@@ -139,6 +139,8 @@ def parse_model(text: str, batch_size: int, extra_args: str | None = None) -> Mo
         rest = str(args.pop("pretrained"))
         text = f"hf:{rest}"
         extra_args = ",".join(f"{key}={value}" for key, value in args.items()) or None
+    if text == "hf":
+        raise UserError("--model hf needs --model_args pretrained=PATH[,KEY=VALUE...], as lm-eval's (or --model hf:PATH)")
     if kind == "hf" and rest.endswith(".gguf"):
         raise UserError(f"--model {text}: lm-eval loads a GGUF file from its folder: --model hf:{Path(rest).parent} "
                         f"--model-args gguf_file={Path(rest).name}")
