@@ -251,15 +251,23 @@ def test_the_inspect_tasks_load_in_inspect_and_read_the_release(name, sample_rel
     from inspect_ai import eval as inspect_eval
 
     release = sample_releases.release(name)
-    configs = dict.fromkeys((task["config"], task["split"]) for task in manifest_of(release)["tasks"])
+    manifest = manifest_of(release)
+    configs = dict.fromkeys((task["config"], task["split"]) for task in manifest["tasks"])
     tasks = inspect_tasks(release)
     assert len(tasks) == len(configs)
-    for (config, split), (task_name, task) in zip(configs, tasks.items(), strict=True):
+    assert sorted((t.metadata["config"], t.metadata["split"]) for t in tasks.values()) == sorted(configs)
+    for task_name, task in tasks.items():
+        config, split = task.metadata["config"], task.metadata["split"]
+        # one naming for both harnesses: the inspect task is named as an lm-eval task of its config
+        assert task_name in {t["task"] for t in manifest["tasks"] if (t["config"], t["split"]) == (config, split)}
         samples = list(task.dataset)
         assert [sample.id for sample in samples] == parquet_ids(release, config, split), task_name
         assert all(ord(sample.target) - ord("A") < len(sample.choices) for sample in samples), task_name
+        assert task.dataset.name == f"{release.name}:{config}/{split}", task_name  # the release's, never "parquet"
     monkeypatch.chdir(release)
     first = next(iter(tasks))
     [log] = inspect_eval(f"inspect/tasks.py@{first}", model=mock_model(), limit=1, display="none",
                          log_dir=str(tmp_path))
     assert log.status == "success" and log.results.total_samples == 1
+    where = tasks[first].metadata
+    assert log.eval.task == first and log.eval.dataset.name == f"{release.name}:{where['config']}/{where['split']}"
