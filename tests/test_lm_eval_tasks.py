@@ -5,6 +5,7 @@ written out by name. Checked with lm-eval's own loader (``TaskManager``) on samp
 from __future__ import annotations
 
 import ast
+import json
 import importlib.util
 import subprocess
 import sys
@@ -197,3 +198,49 @@ def test_perturbations_config_utils_lint_and_load_demonstrations_through_the_rel
     assert [d for d in doc["fewshot"] if d != doc["id"]] and all(d in demonstrations for d in doc["fewshot"]
                                                                    if d != doc["id"])
     assert task.doc_to_text(doc).count("\nAnswer: ") == len(doc["fewshot"])
+
+
+def test_a_config_is_read_once_for_all_its_subject_tasks_and_again_when_rewritten(sample_releases, tmp_path):
+    """WiCkeD on MMLU has 342 tasks, one per config and subject: each read its whole config again and ran
+    ``Dataset.filter`` over it, 3.1 GB of memory at ``--limit 2`` with no model. The tasks of one config now share
+    one read of it, and each subject is a selection of its rows."""
+    import shutil
+
+    from lm_eval.tasks import TaskManager
+
+    release = tmp_path / "wicked"
+    shutil.copytree(sample_releases.release("wicked"), release)
+    manifest = json.loads((release / "lm_eval" / "manifest.json").read_text())
+    loaded = TaskManager(include_path=str(release / "lm_eval"), include_defaults=False).load(
+        [task["task"] for task in manifest["tasks"]])["tasks"]
+    assert len(loaded) == 36  # 6 configs x 6 subjects
+    by_config: dict[str, list] = {}
+    for task in loaded.values():
+        by_config.setdefault(task.config.dataset_kwargs["config"], []).append(task)
+    assert len(by_config) == 6
+    for config, tasks in by_config.items():
+        assert len({id(task.dataset["test"]) for task in tasks}) == 1, config  # one read of the config
+        subjects = [doc["subject"] for task in tasks for doc in task.test_docs()]
+        assert sorted(subjects) == sorted(parquet_column(release, config, "test", "subject")), config
+    # a rebuilt release in the same folder is read again, not served from the first read
+    utils = load_module(release / "lm_eval" / "utils.py")
+    first = utils.load_release("original")
+    path = next((release / "original").glob("test-*.parquet"))
+    import pyarrow.parquet as pq
+
+    pq.write_table(pq.read_table(path).slice(0, 3), path)
+    assert len(first["test"]) > 3 and len(utils.load_release("original")["test"]) == 3
+
+
+def parquet_column(release: Path, config: str, split: str, column: str) -> list:
+    import pyarrow.parquet as pq
+
+    return [value for path in sorted((release / config).glob(f"{split}-*.parquet"))
+            for value in pq.read_table(path, columns=[column]).column(column).to_pylist()]
+
+
+def test_keep_value_selects_the_rows_of_a_value_a_missing_one_counting_as_empty():
+    dataset = Dataset.from_dict({"id": list("abcde"), "subject": ["x", None, "y", "x", ""]})
+    assert lm_eval_utils.keep_value(dataset, "subject", "x")["id"] == ["a", "d"]
+    assert lm_eval_utils.keep_value(dataset, "subject", "")["id"] == ["b", "e"]
+    assert len(lm_eval_utils.keep_value(dataset, "subject", "z")) == 0

@@ -16,22 +16,34 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 def load_release(config, repo=None, revision=None, demonstrations=None, **_):
     """The config's Parquet files in the release folder around this file, else the Hub repo at the tag; with
     ``demonstrations`` (``{"split": SPLIT, "ids": [...]}``), those items of SPLIT held out of it (:func:`hold_out`)."""
-    dataset = _release(config, repo, revision)
+    files = _local_files(config)
+    key = (config, repo, revision, tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files))
+    if key not in _LOADED:
+        _LOADED[key] = _release(config, repo, revision, files)
+    dataset = type(_LOADED[key])(_LOADED[key])  # a dict of its own over the same (immutable) splits
     return hold_out(dataset, demonstrations["split"], demonstrations["ids"]) if demonstrations else dataset
 
 
-def _release(config, repo, revision):
-    import datasets
+# Each config is read once per process (again only when its files change): a release's tasks are often one per
+# subject of a config (342 for WiCkeD on MMLU), which each read the whole config again.
+_LOADED: dict = {}
 
+
+def _local_files(config):
     for folder in Path(__file__).resolve().parents:
         if (folder / "build_config.yaml").is_file():
-            files = sorted((folder / config).glob("*.parquet"))
-            if files:
-                splits = {}
-                for file in files:
-                    splits.setdefault(file.name.split("-")[0], []).append(str(file))
-                return datasets.load_dataset("parquet", data_files=splits)
-            break
+            return sorted((folder / config).glob("*.parquet"))
+    return []
+
+
+def _release(config, repo, revision, files):
+    import datasets
+
+    if files:
+        splits = {}
+        for file in files:
+            splits.setdefault(file.name.split("-")[0], []).append(str(file))
+        return datasets.load_dataset("parquet", data_files=splits)
     if repo is None:
         raise FileNotFoundError(f"no Parquet files of config {config!r} beside this task folder, and no Hub repo")
     return datasets.load_dataset(repo, config, revision=revision)
@@ -75,5 +87,21 @@ def mc_choices(doc):
 
 def keep_value(dataset, column, value):
     """The docs whose ``column`` is ``value`` (a missing value counts as ""): a task's ``process_docs``, which
-    lm-eval applies to its demonstrations too."""
-    return dataset.filter(lambda doc: (doc[column] or "") == value)
+    lm-eval applies to its demonstrations too. A selection of rows, from one read of the column per split
+    (:func:`rows_by_value`): ``Dataset.filter`` read every row of the split once per task, and wrote a cache file
+    each time (3.1 GB of memory for the 342 tasks of WiCkeD on MMLU, against 0.9 GB)."""
+    return dataset.select(rows_by_value(dataset, column).get(value, []))
+
+
+_ROWS: dict = {}
+
+
+def rows_by_value(dataset, column):
+    """``{value: [row, ...]}`` of a split's ``column``, once per split (its fingerprint) and column."""
+    key = (dataset._fingerprint, column)
+    if key not in _ROWS:
+        rows = {}
+        for i, found in enumerate(dataset[column]):
+            rows.setdefault(found or "", []).append(i)
+        _ROWS[key] = rows
+    return _ROWS[key]
