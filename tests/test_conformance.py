@@ -204,8 +204,8 @@ def manifest_of(release: Path) -> dict:
 @pytest.mark.parametrize("name", every_builder())
 def test_the_lm_eval_tasks_load_in_lm_eval_and_read_the_release(name, sample_releases):
     """Every task and group of the manifest loads in lm-eval's own ``TaskManager`` from the release's ``lm_eval/``
-    folder; a task's documents (those of its subtasks, where it is a group) are its config's rows, and each renders
-    a prompt and a target."""
+    folder; a task's documents (those of its subtasks, where it is a group) are its config's rows, less those the
+    manifest says it holds out as its demonstrations, which are never scored; each renders a prompt and a target."""
     from lm_eval.tasks import TaskManager
 
     release = sample_releases.release(name)
@@ -215,8 +215,12 @@ def test_the_lm_eval_tasks_load_in_lm_eval_and_read_the_release(name, sample_rel
     for task in manifest["tasks"]:
         leaves = loaded["group_map"].get(task["task"], [task["task"]])
         docs = [doc for leaf in leaves for doc in loaded["tasks"][leaf].eval_docs]
-        assert sorted(doc["id"] for doc in docs) == sorted(parquet_ids(release, task["config"], task["split"])), \
-            task["task"]
+        held_out = task.get("held_out", [])
+        rows = parquet_ids(release, task["config"], task["split"])
+        assert set(held_out) <= set(rows) and len(set(held_out)) == len(held_out), task["task"]
+        assert sorted(doc["id"] for doc in docs) == sorted(set(rows) - set(held_out)), task["task"]
+        for leaf in leaves if held_out else ():  # demonstrations drawn from the scored split: only the held-out
+            assert {doc["id"] for doc in loaded["tasks"][leaf].fewshot_docs()} <= set(held_out), leaf
         for leaf in leaves:
             built = loaded["tasks"][leaf]
             doc = next(iter(built.eval_docs))
@@ -247,15 +251,23 @@ def test_the_inspect_tasks_load_in_inspect_and_read_the_release(name, sample_rel
     from inspect_ai import eval as inspect_eval
 
     release = sample_releases.release(name)
-    configs = dict.fromkeys((task["config"], task["split"]) for task in manifest_of(release)["tasks"])
+    manifest = manifest_of(release)
+    configs = dict.fromkeys((task["config"], task["split"]) for task in manifest["tasks"])
     tasks = inspect_tasks(release)
     assert len(tasks) == len(configs)
-    for (config, split), (task_name, task) in zip(configs, tasks.items(), strict=True):
+    assert sorted((t.metadata["config"], t.metadata["split"]) for t in tasks.values()) == sorted(configs)
+    for task_name, task in tasks.items():
+        config, split = task.metadata["config"], task.metadata["split"]
+        # one naming for both harnesses: the inspect task is named as an lm-eval task of its config
+        assert task_name in {t["task"] for t in manifest["tasks"] if (t["config"], t["split"]) == (config, split)}
         samples = list(task.dataset)
         assert [sample.id for sample in samples] == parquet_ids(release, config, split), task_name
         assert all(ord(sample.target) - ord("A") < len(sample.choices) for sample in samples), task_name
+        assert task.dataset.name == f"{release.name}:{config}/{split}", task_name  # the release's, never "parquet"
     monkeypatch.chdir(release)
     first = next(iter(tasks))
     [log] = inspect_eval(f"inspect/tasks.py@{first}", model=mock_model(), limit=1, display="none",
                          log_dir=str(tmp_path))
     assert log.status == "success" and log.results.total_samples == 1
+    where = tasks[first].metadata
+    assert log.eval.task == first and log.eval.dataset.name == f"{release.name}:{where['config']}/{where['split']}"

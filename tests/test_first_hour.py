@@ -288,7 +288,8 @@ def test_every_commands_help_shows_every_default_the_seed_included(monkeypatch, 
     assert hidden == []
     seeded = sorted(name for name, parser in parsers.items() if "--seed" in parser.format_help())
     assert seeded == sorted([*BUILDERS, "sba sample", "sba train"])
-    assert "--batch-size BATCH_SIZE (default: 8)" in " ".join(parsers["evaluate"].format_help().split())
+    assert "--batch-size BATCH_SIZE requests per forward pass of an hf: model (default: 8 on a GPU, 4 on the CPU," \
+        in " ".join(parsers["evaluate"].format_help().split())
 
 
 def test_no_help_says_a_default_twice_and_train_lists_its_presets_one_line_each(monkeypatch):

@@ -46,10 +46,16 @@ def releases(sample_releases) -> Path:
 
 
 def expected_tasks(release: Path) -> dict[str, tuple[str, str]]:
-    """{inspect task: (config, split)}: one per config of the lm-eval manifest."""
+    """{inspect task: (config, split)}: one per config of the lm-eval manifest, named as its lm-eval task (the one
+    that scores the letter, where a config has one per scoring method)."""
     manifest = json.loads((release / "lm_eval" / "manifest.json").read_text())
-    configs = dict.fromkeys((task["config"], task["split"]) for task in manifest["tasks"])
-    return {f"{manifest['builder']}_{config.lower()}": (config, split) for config, split in configs}
+    expected = {}
+    for task in manifest["tasks"]:
+        where = (task["config"], task["split"])
+        if where not in expected.values() or task.get("scoring") == "symbol":
+            expected = {name: key for name, key in expected.items() if key != where}
+            expected[task["task"]] = where
+    return expected
 
 
 def share_of_gold_a(release: Path, config: str, split: str) -> float:
@@ -126,24 +132,28 @@ def test_a_published_release_runs_its_inspect_tasks_from_the_hub_at_its_tag(loca
                          log_dir=str(tmp_path / "logs"))
     assert log.status == "success" and log.results.total_samples == LIMIT
     assert log.results.scores[0].metrics["accuracy"].value == share_of_gold_a(tmp_path / "release", "set_1", "test")
+    assert log.eval.dataset.name == "mcqforge/gsm-mc-inspect:set_1/test@v1.0.0"  # not "mcqforge/gsm-mc-inspect"
 
 
 def test_the_task_file_names_every_config_and_is_pinned_like_the_lm_eval_tasks():
     manifest = {"builder": "perturbations", "tasks": [
-        {"task": "p_original_symbol", "config": "original", "split": "test"},
-        {"task": "p_original_cloze", "config": "original", "split": "test"},
-        {"task": "p_gold_at_A_symbol", "config": "gold_at_A", "split": "test"}]}
+        {"task": "p_original_cloze", "config": "original", "split": "test", "scoring": "cloze"},
+        {"task": "p_original_symbol", "config": "original", "split": "test", "scoring": "symbol"},
+        {"task": "p_gold_at_A_symbol", "config": "gold_at_A", "split": "test", "scoring": "symbol"},
+        {"task": "p-odd.name", "config": "odd", "split": "test"}]}
     files = task_files(json.dumps(manifest).encode(), TaskLocation("org/perturbed", "v2.0.0"))
     assert sorted(files) == ["inspect/README.md", "inspect/mcqforge_inspect.py", "inspect/tasks.py"]
     assert files["inspect/mcqforge_inspect.py"] == (REPO / "builders" / "core" / "tasks" / "inspect_release.py").read_bytes()
     tasks = files["inspect/tasks.py"].decode()
     assert "REPO = 'org/perturbed'\nREVISION = 'v2.0.0'\n" in tasks
-    assert tasks.count("@task\n") == 2
-    assert "def perturbations_original() -> Task:\n" in tasks and "def perturbations_gold_at_a() -> Task:\n" in tasks
+    # named as the lm-eval task that scores the letter (wicked_variant_0 was lm-eval's wicked_mmlu_variant_0)
+    assert tasks.count("@task\n") == 2 and tasks.count("@task(name='p-odd.name')\ndef p_odd_name() -> Task:\n") == 1
+    assert "def p_original_symbol() -> Task:\n" in tasks and "def p_gold_at_A_symbol() -> Task:\n" in tasks
     assert "return release_task(HERE, 'gold_at_A', 'test', REPO, REVISION)" in tasks
     compile(tasks, "tasks.py", "exec")
     readme = files["inspect/README.md"].decode()
-    assert "inspect eval inspect/tasks.py@perturbations_original --model MODEL --limit 100" in readme
+    assert "inspect eval inspect/tasks.py@p_original_symbol --model MODEL --limit 100" in readme
+    assert "| `p_gold_at_A_symbol` | `gold_at_A` | `test` |" in readme
 
 
 def test_the_readme_shows_the_inspect_command_and_what_it_needs_offline():

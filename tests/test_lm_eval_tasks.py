@@ -5,6 +5,7 @@ written out by name. Checked with lm-eval's own loader (``TaskManager``) on samp
 from __future__ import annotations
 
 import ast
+import json
 import importlib.util
 import subprocess
 import sys
@@ -123,10 +124,56 @@ def test_lm_evals_task_manager_loads_the_templated_tasks_and_their_named_filters
         assert task.config.process_docs.__name__ == f"only_{subject}"  # found by name in utils.py
         assert task.config.description == merged["description"] == (
             "The following are multiple choice questions (with answers) about high school math.\n\n")
-        assert (task.config.num_fewshot, task.config.fewshot_split) == (5, "test")
+        assert (task.config.num_fewshot, task.config.fewshot_split) == (5, "demonstrations")
         assert task.config.doc_to_text.__name__ == "mc_text"
-        docs = list(task.test_docs())
-        assert len(docs) == 6 and {doc["subject"].lower() for doc in docs} == {subject}
+        docs, shown = list(task.test_docs()), list(task.fewshot_docs())
+        assert len(docs) == 1 and {doc["subject"].lower() for doc in docs} == {subject}  # 6 items, 5 demonstrations
+        assert len(shown) == 5 and {doc["subject"].lower() for doc in shown} == {subject}
+
+
+def scored_and_shown(folder: Path, names: list[str]) -> dict[str, tuple[list[str], list[str]]]:
+    """lm-eval's own view of each task: the ids of the docs it scores, and of the demonstrations of each
+    (``fewshot_context`` of the first scored doc, matched by question)."""
+    from lm_eval.tasks import TaskManager
+
+    views = {}
+    for name, task in TaskManager(include_path=str(folder), include_defaults=False).load(names)["tasks"].items():
+        docs, pool = list(task.test_docs()), list(task.fewshot_docs())
+        context = task.fewshot_context(docs[0], task.config.num_fewshot)
+        shown = [doc["id"] for doc in pool if doc["question"].strip() in context]
+        assert len(shown) == task.config.num_fewshot, name
+        views[name] = ([doc["id"] for doc in docs], shown)
+    return views
+
+
+@pytest.mark.parametrize(("builder", "task", "scored", "shown"), [
+    ("gsm_mc", "gsm_mc_set_0", 7, {"": [f"gsm8k/test/{i}" for i in range(5)]}),
+    ("math_mc", "math_mc_set_1", 1, {"algebra": [f"math/test/{i}" for i in range(5)],
+                                     "prealgebra": [f"math/test/{i}" for i in range(6, 11)]}),
+    ("python_io", "python_io_set_0", 33, {"": ["mbpp/601/0", "mbpp/601/1", "mbpp/601/2", "mbpp/602/0",
+                                               "mbpp/602/1"]})])
+def test_no_demonstration_is_a_scored_item(sample_releases, builder, task, scored, shown):
+    """GSM-MC's 5-shot demonstrations were the first 5 test items, which were scored too (``fewshot_split: test``):
+    a release without ``train`` now holds them out of the scored split, and the card and the README name them."""
+    release = sample_releases.release(builder)
+    views = scored_and_shown(release / "lm_eval", [task])
+    assert {name.removeprefix(task).lstrip("_"): ids for name, (_, ids) in views.items()} == shown
+    for name, (docs, ids) in views.items():
+        assert len(docs) == scored and not set(docs) & set(ids), name
+    named = ", ".join(f"`{i}`" for i in [*shown.values()][0])
+    for text in ((release / "README.md").read_text(), (release / "lm_eval" / "README.md").read_text()):
+        assert named in text
+        assert ("leave them out of the scored items" in text) == (builder != "python_io")
+
+
+def test_held_out_demonstrations_move_to_their_own_split():
+    from datasets import DatasetDict
+
+    dataset = DatasetDict({"test": Dataset.from_dict({"id": ["a", "b", "c", "d"], "n": [0, 1, 2, 3]})})
+    held = lm_eval_utils.hold_out(dataset, "test", ["c", "a"])
+    assert held["demonstrations"]["id"] == ["a", "c"] and held["test"]["id"] == ["b", "d"]
+    with pytest.raises(ValueError, match=r"demonstrations \['x'\] are not in split 'test'"):
+        lm_eval_utils.hold_out(DatasetDict({"test": Dataset.from_dict({"id": ["a"]})}), "test", ["x"])
 
 
 @pytest.mark.slow
@@ -153,3 +200,49 @@ def test_perturbations_config_utils_lint_and_load_demonstrations_through_the_rel
     assert [d for d in doc["fewshot"] if d != doc["id"]] and all(d in demonstrations for d in doc["fewshot"]
                                                                    if d != doc["id"])
     assert task.doc_to_text(doc).count("\nAnswer: ") == len(doc["fewshot"])
+
+
+def test_a_config_is_read_once_for_all_its_subject_tasks_and_again_when_rewritten(sample_releases, tmp_path):
+    """WiCkeD on MMLU has 342 tasks, one per config and subject: each read its whole config again and ran
+    ``Dataset.filter`` over it, 3.1 GB of memory at ``--limit 2`` with no model. The tasks of one config now share
+    one read of it, and each subject is a selection of its rows."""
+    import shutil
+
+    from lm_eval.tasks import TaskManager
+
+    release = tmp_path / "wicked"
+    shutil.copytree(sample_releases.release("wicked"), release)
+    manifest = json.loads((release / "lm_eval" / "manifest.json").read_text())
+    loaded = TaskManager(include_path=str(release / "lm_eval"), include_defaults=False).load(
+        [task["task"] for task in manifest["tasks"]])["tasks"]
+    assert len(loaded) == 36  # 6 configs x 6 subjects
+    by_config: dict[str, list] = {}
+    for task in loaded.values():
+        by_config.setdefault(task.config.dataset_kwargs["config"], []).append(task)
+    assert len(by_config) == 6
+    for config, tasks in by_config.items():
+        assert len({id(task.dataset["test"]) for task in tasks}) == 1, config  # one read of the config
+        subjects = [doc["subject"] for task in tasks for doc in task.test_docs()]
+        assert sorted(subjects) == sorted(parquet_column(release, config, "test", "subject")), config
+    # a rebuilt release in the same folder is read again, not served from the first read
+    utils = load_module(release / "lm_eval" / "utils.py")
+    first = utils.load_release("original")
+    path = next((release / "original").glob("test-*.parquet"))
+    import pyarrow.parquet as pq
+
+    pq.write_table(pq.read_table(path).slice(0, 3), path)
+    assert len(first["test"]) > 3 and len(utils.load_release("original")["test"]) == 3
+
+
+def parquet_column(release: Path, config: str, split: str, column: str) -> list:
+    import pyarrow.parquet as pq
+
+    return [value for path in sorted((release / config).glob(f"{split}-*.parquet"))
+            for value in pq.read_table(path, columns=[column]).column(column).to_pylist()]
+
+
+def test_keep_value_selects_the_rows_of_a_value_a_missing_one_counting_as_empty():
+    dataset = Dataset.from_dict({"id": list("abcde"), "subject": ["x", None, "y", "x", ""]})
+    assert lm_eval_utils.keep_value(dataset, "subject", "x")["id"] == ["a", "d"]
+    assert lm_eval_utils.keep_value(dataset, "subject", "")["id"] == ["b", "e"]
+    assert len(lm_eval_utils.keep_value(dataset, "subject", "z")) == 0

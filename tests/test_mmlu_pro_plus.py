@@ -956,3 +956,20 @@ def test_the_validator_reads_a_label_its_own_way(option, unlabelled):
     from builders.mmlu_pro_plus.checks import _unlabelled
 
     assert _unlabelled(option) == unlabelled
+
+
+def test_a_build_of_validation_alone_takes_no_demonstrations_from_the_scored_split(tmp_path):
+    """Built with ``--splits validation``, the tasks scored validation and drew their demonstrations from it too
+    (``fewshot_split: validation``): every demonstration was a scored item. They are zero-shot then."""
+    from lm_eval.tasks import TaskManager
+
+    from builders.core.pipeline import cli
+
+    out = tmp_path / "release"
+    assert cli.main(mpp.BUILDER, ["--source", "sample", "--splits", "validation", "--output", str(out),
+                                  "--log-level", "WARNING", "--no-progress"]) == 0
+    loaded = TaskManager(include_path=str(out / "lm_eval"), include_defaults=False).load(["mmlu_pro_plus_default"])
+    assert len(loaded["tasks"]) == 4
+    for name, task in loaded["tasks"].items():
+        assert task.config.test_split == "validation" and len(task.eval_docs) == 1, name
+        assert (task.config.fewshot_split, task.config.num_fewshot) == (None, 0), name

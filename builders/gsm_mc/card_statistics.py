@@ -12,6 +12,7 @@ from builders.from_predictions import collect, consensus
 from builders.from_predictions import sets as mc
 from builders.from_predictions.pools import left_out_counts
 from builders.from_predictions.steps import Pools
+from builders.from_predictions.tasks import demonstrations_text
 
 from .answers import FLOAT_DIGITS, UNIT_FACTORS, unit_conversions
 from .benchmarks import GSM8K, GSM8K_PLATINUM
@@ -123,5 +124,5 @@ def card_context(options: Any, collected: collect.Collected | None, configs: Con
         "keep_unit_multiples": options.keep_unit_multiples, "keep_suspect_keys": options.keep_suspect_keys,
         "float_digits": FLOAT_DIGITS, "platinum": options.benchmark == GSM8K_PLATINUM.name,
         "gsm8k_questions": options.gsm8k_questions or GSM8K.default_spec,
-        **collect.card_context(options, collected),
+        **collect.card_context(options, collected), "demonstrations": demonstrations_text(configs),
     }

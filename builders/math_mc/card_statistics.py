@@ -14,6 +14,7 @@ from builders.core.items.tables import Statistics, Table
 from builders.core.sources.loading import LoadedSource
 from builders.from_predictions import collect, consensus
 from builders.from_predictions import sets as mc
+from builders.from_predictions.tasks import demonstrations_text
 
 from .cues import form_table
 from .equivalence import MathEquivalence
@@ -110,4 +111,5 @@ def card_context(options: Any, collected: collect.Collected | None, golds: list[
         "same_in_every_set": mc.same_in_every_set(configs),
         "choices": options.choices, "sets": options.sets, "draw": options.draw, "timeout": options.equivalence_timeout,
         "paper_test_golds": PAPER_TEST_GOLDS, **collect.card_context(options, collected), "gold_counts": golds,
+        "demonstrations": demonstrations_text(configs, by_subject=True),
     }

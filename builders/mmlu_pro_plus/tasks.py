@@ -28,7 +28,8 @@ def lm_eval_files(location: TaskLocation, configs: Mapping[str, Mapping[str, Seq
     for config, role in ((CONFIG, "plus"), (ORIGINAL_CONFIG, "original")):
         splits = configs[config]
         test = evaluation_split(splits, "validation")
-        demonstrations = Counter(r.category or "" for r in splits.get("validation") or ())
+        # a build of validation alone scores it: its items are no demonstrations then (zero-shot)
+        demonstrations = Counter(r.category or "" for r in splits.get("validation") or () if test != "validation")
         task, members = f"{NAME}_{config}", []
         for category in sorted({r.category or "" for r in splits[test]}):
             slug = slugs.setdefault(category, lt.slug(category, slugs.values()))

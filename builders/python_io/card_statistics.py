@@ -11,6 +11,7 @@ from builders.core.build.result import Configs
 from builders.core.items.tables import Statistics, Table
 from builders.core.sources.predictions import MatchReport
 from builders.from_predictions import sets as mc
+from builders.from_predictions.tasks import demonstrations_text
 
 from .problems import OUTPUT_SPLITS, CallPair, Row
 from .transform import Distractors, Verification
@@ -105,6 +106,6 @@ def card_context(options: Shown, report: MatchReport, configs: Configs) -> dict[
         "unsafe": options.unsafe_no_sandbox, "call_timeout": options.call_timeout,
         "max_output_chars": options.max_output_chars, "paper_counts": PAPER_COUNTS,
         "generated_models": list(options.generate_with), "prediction_files": len(options.predictions),
-        "models": sorted(report.matched),
+        "models": sorted(report.matched), "demonstrations": demonstrations_text(configs),
     }
 

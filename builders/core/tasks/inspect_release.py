@@ -5,7 +5,8 @@ A task reads one config and split of the release: the release's own Parquet file
 sits inside the release folder (a local build, or a downloaded snapshot), else the published Hub repo at the
 release tag, as the ``lm_eval/`` tasks do. Each record becomes a :class:`Sample` (its question, its options in
 the release's order, the gold letter); inspect's ``multiple_choice()`` solver asks, and ``choice()`` scores.
-Needs inspect_ai and datasets only.
+The dataset is named after the release, config, split and version (:func:`dataset_name`). Needs inspect_ai and
+datasets only.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from inspect_ai import Task
-from inspect_ai.dataset import Dataset, Sample, hf_dataset
+from inspect_ai.dataset import Dataset, MemoryDataset, Sample
 from inspect_ai.scorer import choice
 from inspect_ai.solver import multiple_choice
 
@@ -42,17 +43,31 @@ def release_folder(tasks_folder: Path) -> Path | None:
 def release_dataset(tasks_folder: Path, config: str, split: str, repo: str | None = None,
                     revision: str | None = None) -> Dataset:
     """The config's split: the Parquet files of the release folder around ``tasks_folder``, else ``repo`` at
-    ``revision``. (The task file passes its own folder: one process may run the tasks of several releases, and
-    this module is imported once.)"""
+    ``revision``, named by :func:`dataset_name`. (The task file passes its own folder: one process may run the
+    tasks of several releases, and this module is imported once.)"""
     folder = release_folder(tasks_folder)
-    files = sorted(str(f) for f in (folder / config).glob(f"{split}-*.parquet")) if folder else []
-    if files:  # read afresh: a rebuilt release in the same folder must not be served from inspect's cache
-        return hf_dataset("parquet", split=split, data_files={split: files}, sample_fields=record_to_sample,
-                          cached=False)
-    if repo is None:
+    files = sorted((folder / config).glob(f"{split}-*.parquet")) if folder else []
+    if folder and files:  # read afresh, with no cache: a rebuilt release in the same folder must not be served from one
+        import pyarrow.parquet as pq
+
+        rows = [row for file in files for row in pq.read_table(file).to_pylist()]
+        location = str(folder / config)
+    elif repo is None:
         raise FileNotFoundError(f"no Parquet files of config {config!r}, split {split!r} beside this task folder, "
                                 "and no Hub repo (this release was not published)")
-    return hf_dataset(repo, split=split, name=config, revision=revision, sample_fields=record_to_sample)
+    else:
+        import datasets
+
+        rows = datasets.load_dataset(repo, config, split=split, revision=revision)
+        location = f"hf://datasets/{repo}@{revision}/{config}" if revision else f"hf://datasets/{repo}/{config}"
+    name = dataset_name(repo or (folder.name if folder else config), config, split, revision)
+    return MemoryDataset([record_to_sample(row) for row in rows], name=name, location=location)
+
+
+def dataset_name(release: str, config: str, split: str, revision: str | None) -> str:
+    """What inspect shows as the dataset: the release (its Hub repo, or its folder's name when it was not
+    published), the config and split, and the version: ``org/name:set_1/test@v1.0.0``."""
+    return f"{release}:{config}/{split}" + (f"@{revision}" if revision else "")
 
 
 def release_task(tasks_folder: Path, config: str, split: str, repo: str | None = None,

@@ -148,7 +148,8 @@ def manifest(builder: str, location: TaskLocation, tasks: Sequence[Mapping[str, 
     Each task is ``{"task": NAME, "config": CONFIG, "split": SPLIT, "role": ROLE, ...}``: the role says what
     the config is to the paper's table (WiCkeD: ``original`` / ``variant``; the prediction-based builders:
     ``set``; perturbations: ``original`` / ``perturbed``; ...), and builders add what their table needs
-    (``variant``, ``set``, ``family``, ``scoring``...). Groups are ``{"group": NAME, "tasks": [...]}``.
+    (``variant``, ``set``, ``family``, ``scoring``...); ``held_out`` lists the items of the split that the task
+    does not score because they are its demonstrations (``utils.load_release``'s ``demonstrations``). Groups are ``{"group": NAME, "tasks": [...]}``.
     ``demonstrations`` says why, where the tasks hold their demonstrations in the prompt instead of drawing
     them with lm-eval's few-shot machinery (``fewshot_split``, ``fewshot_config``, ``num_fewshot``).
     """
