@@ -121,6 +121,49 @@ def test_the_adversary_flags_a_planted_shortcut_and_stays_quiet_without_it(plant
     assert not calm.warns and calm.accuracy < calm.chance + 0.05 and calm.features == (), calm
 
 
+def agreeing_words(items: int, cue: bool) -> list[MCQRecord]:
+    """A key no weighted sum of the features finds: every option of an item carries the item's two context words
+    ("both" or "each", "neither" or "every"), and one of "all"/"few" and one of "not"/"now", each of the four
+    combinations once; the key has "all" where the context has "both" and "not" where it has "neither". Each
+    word is as common on the key as on the other options, and a weighted sum picks the same combination in every
+    item: right in a quarter of them. Trees read the agreement. Without the cue, the key is any option."""
+    rng = np.random.default_rng(8)
+    nouns = "cat dog owl bee eel ant yak emu".split()
+    out = []
+    for i in range(items):
+        both, neither = (bool(v) for v in rng.integers(2, size=2))
+        context = f"{'both' if both else 'each'} {'neither' if neither else 'every'}"
+        combinations = [(a, n) for a in (True, False) for n in (True, False)]
+        order = rng.permutation(4)
+        names = rng.choice(nouns, size=4, replace=False)
+        choices = [f"{'all' if combinations[k][0] else 'few'} {'not' if combinations[k][1] else 'now'} {context} "
+                   f"{names[j]}" for j, k in enumerate(order)]
+        key = next(j for j, k in enumerate(order) if combinations[k] == (both, neither))
+        out.append(record(i, choices, key if cue else int(rng.integers(4))))
+    return out
+
+
+def test_a_cue_in_a_combination_of_features_is_found_by_the_trees_and_its_absence_is_not():
+    """The logistic ranking alone read a quarter of these items, as chance: the trees answer all of them. The row
+    shows the stronger model, judged over both (two tests for one row)."""
+    found = assess(agreeing_words(400, cue=True))
+    accuracies = dict(found.accuracies)
+    assert adversary.repeats(400) == 10 and adversary.boosted.repeats(400) == 3  # draws of folds
+    assert round(accuracies["logistic regression"] * 10 * 400) == 1087  # 27.2%: no warning on its own
+    assert round(accuracies["gradient-boosted trees"] * 3 * 400) == 1200  # every item, in every draw
+    assert found.model == "gradient-boosted trees" and found.accuracy == 1.0 and found.tests == 2 and found.warns
+    assert adversary.row_status(found) == "WARNING" and found.features == ('an option with "all"', 'an option without "not"')
+    assert adversary.warnings([found]) == [
+        "default/test: a choices-only model (gradient-boosted trees) answers 100.0% of 400 items (95% 99.0%–100.0%, "
+        f"chance 25.0%) from the options alone, by: {'; '.join(found.features)}"]
+    calm = assess(agreeing_words(400, cue=False))
+    calm_accuracies = dict(calm.accuracies)
+    assert round(calm_accuracies["logistic regression"] * 10 * 400) == 1092
+    assert round(calm_accuracies["gradient-boosted trees"] * 3 * 400) == 315
+    assert calm.model == "logistic regression" and calm.tests == 2
+    assert not calm.warns and not calm.significant and calm.features == () and adversary.row_status(calm) == "ok"
+
+
 @pytest.mark.slow
 def test_a_ten_option_longest_option_cue_of_seven_points_warns_and_its_absence_does_not():
     # WiCkeD on MMLU-Pro: the longest option answers 18.4% against 11.1%; the old flat 10-point margin let it pass.
@@ -241,7 +284,7 @@ def test_through_a_real_builder_the_card_shows_the_adversary(tmp_path):
     assert set(models) == {"original", "variant_0"} and all(r.significant and not r.warns for r in models.values())
     assert models["original"].inherent == "inherited from the source: the source's own options carry it"
     assert models["variant_0"].inherent.startswith("inherited from the source: `original` (the source unchanged) scores")
-    assert models["original"].accuracy > 0.9 and "choices-only model answers" not in " ".join(result.report.warnings)
+    assert models["original"].accuracy > 0.9 and "choices-only model" not in " ".join(result.report.warnings)
     result.write(tmp_path / "release")
     card = (tmp_path / "release" / "README.md").read_text()
     assert "#### Choices-only model" in card and "inherited from the source (the source unchanged" in card

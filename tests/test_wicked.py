@@ -680,7 +680,7 @@ def test_no_sba_detection_warns_in_log_and_card_with_the_labels_figure(tmp_path,
             and f"about {100 * expected:.1f}% of its altered items" in card)
 
 
-def test_nota_keyed_items_asking_for_the_best_answer_are_listed_for_review():
+def test_nota_keyed_items_asking_for_the_best_answer_are_listed_for_review(tmp_path):
     from builders.wicked.review_cues import best_answer_cue, best_answer_nota_keyed
 
     assert best_answer_cue("Which of the following is the MOST likely cause?") == "most likely"
@@ -697,3 +697,21 @@ def test_nota_keyed_items_asking_for_the_best_answer_are_listed_for_review():
                   if r.metadata.get("nota_is_answer") and r.question.startswith("Which is the best")]
     assert sorted((e["config"], e["id"]) for e in entries) == sorted(nota_keyed) and nota_keyed
     assert {e["cue"] for e in entries} == {"best"}
+    # the release's review queue: one entry per source item (a decision applies to every variant), with the cue
+    # and the variants where "None of the above" is its key; the card counts them
+    out = tmp_path / "release"
+    result.write(out)
+    queue = [json.loads(line) for line in (out / "review.jsonl").read_text().splitlines()]
+    assert [(q["id"], q["reason"], q["evidence"]["cue"], q["evidence"]["nota_keyed_in"], q["evidence"]["removed_key"])
+            for q in queue] == [
+        ("mmlu/test/1", "nota_keyed_best_answer_question", "best", ["variant_0"], "plan one"),
+        ("mmlu/test/2", "nota_keyed_best_answer_question", "best", ["variant_2", "variant_3"], "route one"),
+        ("mmlu/test/3", "nota_keyed_best_answer_question", "best", ["variant_3"], "rule one"),
+        ("mmlu/test/4", "nota_keyed_best_answer_question", "best", ["variant_0", "variant_3"], "food one")]
+    assert len(nota_keyed) == 6 and all(q["action"] == "" and q["evidence"]["status"] == "altered" for q in queue)
+    assert queue[0]["evidence"]["item"] == {"question": "Which is the best plan?", "answer": 0,
+                                            "choices": ["plan one", "plan two", "plan three", "plan four"]}
+    card = " ".join((out / "README.md").read_text().split())
+    assert ('The review queue (`review.jsonl`, `review.html`) lists 4 such item(s), keyed "None of the above" in 6 '
+            "item-variant(s) of this release") in card
+    assert "4 items to review" in (out / "review.html").read_text()

@@ -42,6 +42,7 @@ from classifiers.sba_model import BATCH_SIZE, PAPER_CLASSIFIER, configured_thres
 from .card_statistics import statistics
 from .checks import CHECKS
 from .evaluation import evaluation_table
+from .review_cues import best_answer_counts, best_answer_review
 from .sba import decide_sba, near_threshold, undetected_sba
 from .tasks import TaskPlan
 from .transform import NAME, copied, skip_reason, variant_step
@@ -127,6 +128,7 @@ def build(source: LoadedSource, options: Options, run: Run) -> Release:
                  copy=partial(copied, sba))
     benchmark_features = dict(source.benchmark.metadata_features)
     tasks = TaskPlan.for_source(source, options.variants)
+    best_answer = best_answer_review(records, run.configs)
     return Release(
         metadata_features={name: benchmark_features if name == "original" else {**benchmark_features,
                                                                                  **METADATA_FEATURES}
@@ -134,9 +136,10 @@ def build(source: LoadedSource, options: Options, run: Run) -> Release:
         checks=CHECKS,
         statistics=statistics(run.configs, sba),
         card_context={"sba": sba.card, "variants": options.variants, "nota_position": options.nota_position,
-                      "tasks": tasks.card(), "undetected_sba": undetected_sba(source.benchmark.name, sba, run.configs)},
+                      "tasks": tasks.card(), "undetected_sba": undetected_sba(source.benchmark.name, sba, run.configs),
+                      "best_answer_review": best_answer_counts(best_answer)},
         lm_eval_tasks=tasks.files,
-        review=near_threshold(records, sba, options.sba_threshold if options.classifies else None),
+        review=[*near_threshold(records, sba, options.sba_threshold if options.classifies else None), *best_answer],
     )
 
 

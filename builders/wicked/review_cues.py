@@ -11,6 +11,7 @@ import re
 from typing import Mapping, Sequence
 
 from builders.core.items.record import MCQRecord
+from builders.core.items.review import ReviewEntry, shown_item
 
 BEST_ANSWER_REASON = "nota_keyed_best_answer_question"
 BEST_ANSWER_CUE = re.compile(
@@ -38,3 +39,23 @@ def best_answer_nota_keyed(configs: Mapping[str, Mapping[str, Sequence[MCQRecord
                                     "cue": cue, "question": record.question, "choices": list(record.choices),
                                     "removed_index": record.metadata["removed_index"]})
     return entries
+
+
+def best_answer_review(records: Sequence[MCQRecord], configs: Mapping[str, Mapping[str, Sequence[MCQRecord]]]
+                       ) -> list[ReviewEntry]:
+    """The review queue's entries for :func:`best_answer_nota_keyed`: one per source item (a decision applies to
+    every variant), queued for :data:`BEST_ANSWER_REASON`, with the cue, the variants where "None of the above" is
+    its key, and the removed key's text. ``records``: the source's items, as the source has them."""
+    found: dict[str, list[dict]] = {}
+    for entry in best_answer_nota_keyed(configs):
+        found.setdefault(entry["id"], []).append(entry)
+    source = {record.id: record for record in records}
+    return [ReviewEntry(item_id, BEST_ANSWER_REASON, "altered", shown_item(source[item_id]),
+                        {"cue": entries[0]["cue"], "nota_keyed_in": [entry["config"] for entry in entries],
+                         "removed_key": source[item_id].choices[source[item_id].answer]})
+            for item_id, entries in found.items()]
+
+
+def best_answer_counts(entries: Sequence[ReviewEntry]) -> dict[str, int]:
+    """What the card says of them: the items queued, and the item-variants they stand for."""
+    return {"queued": len(entries), "item_variants": sum(len(e.evidence["nota_keyed_in"]) for e in entries)}

@@ -1,21 +1,24 @@
-"""The choices-only adversary: a small model that sees only the options of an item, never the question, and
-learns which one is the answer.
+"""The choices-only adversary: models that see only the options of an item, never the question, and learn which
+one is the answer.
 
-A list of rules (:mod:`.audit`) only finds the shortcuts someone thought of. This model finds the ones nobody
+A list of rules (:mod:`.audit`) only finds the shortcuts someone thought of. These models find the ones nobody
 listed: every option is described relative to the other options of its item (length and its rank; for numeric
 options rank, distance to the mean and median, integer or not, digits; typesetting: spaces, LaTeX commands,
 "=", units, case, punctuation; word overlap with the other options; options that name other options;
-position; words such as "both", "none", "all"). A logistic regression scores each option and the item's
-answer is the best-scored option (a ranking, so items with different option counts mix). Its accuracy is
-cross-validated with folds split by source question (variants or sets of one question never sit on both sides
-of a fold), the folds drawn several times by content hash (:func:`repeats`) and the accuracies averaged, and
-reported beside chance with a 95% Wilson interval, per config and split.
+position; words such as "both", "none", "all"). Two learners read these features: a logistic regression scores
+each option and the item's answer is the best-scored option (a ranking, so items with different option counts
+mix), and gradient-boosted trees (:mod:`.boosted`) score each option the same way from combinations of
+features that no weighted sum sees. Their accuracy is cross-validated with folds split by source question
+(variants or sets of one question never sit on both sides of a fold), the folds drawn several times by content
+hash (:func:`repeats`) and the accuracies averaged; the row shows the stronger learner, reported beside chance
+with a 95% Wilson interval, per config and split.
 
 It warns, like a listed rule, when it beats chance beyond sampling noise (one-sided binomial test, Bonferroni
-over its rows) and by a practical margin (:func:`.audit.practically_large`). A builder may declare it inherent
+over its rows and both learners: the stronger of two is two tests) and by a practical margin
+(:func:`.audit.practically_large`). A builder may declare it inherent
 to its design (``Build.inherent_baselines["<config>/choices_only_model"]``). Large splits are sampled down to
 :data:`MAX_ITEMS` items, chosen by a hash of (build seed, item content), so the figures are the same on every
-rebuild and the model costs seconds.
+rebuild and the models cost seconds.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from builders.core.items.record import MCQRecord, text_hash
 from builders.core.items.rng import item_rng
 from builders.core.items.tables import Table
 from builders.core.build.result import Build
+from builders.core.validation import boosted
 from builders.core.validation.option_features import DESCRIPTIONS, FEATURES, option_features
 from builders.core.validation.significance import (
     THRESHOLD_WORDS,
@@ -55,6 +59,8 @@ MAX_REPEATS = 20
 MIN_REPEATED = 100  # a smaller split is judged on a margin of 10 points or more (its interval is that wide): one draw
 PAIRS = 3  # distractors paired with the gold per item for training
 SHOWN_FEATURES = 3
+LINEAR = "logistic regression"
+LEARNERS = 2  # the logistic ranking and the trees: a row's figure is the stronger of two tests
 WILSON_Z = 1.959964  # 95%
 
 # ---- the model, cross-validated by source question ----------------------------------------------------------
@@ -72,7 +78,9 @@ class AdversaryRow:
     high: float
     features: tuple[str, ...]  # the strongest features, in words (when the model beats chance)
     inherent: str | None
-    tests: int = 1  # adversary rows in the build: the family the warning level is corrected for
+    tests: int = LEARNERS  # adversary rows in the build times LEARNERS: the family the warning level is corrected for
+    model: str = LINEAR  # the learner whose accuracy the row shows: the stronger
+    accuracies: tuple[tuple[str, float], ...] = ()  # every learner's accuracy, in the order they were fitted
 
     @property
     def significant(self) -> bool:
@@ -88,7 +96,9 @@ def assess(build: Build) -> list[AdversaryRow]:
     seed = int(build.params.get("seed", 0) or 0)
     fewshot = build.source.benchmark.fewshot_split
     rows: list[AdversaryRow] = []
+    keys: list[tuple] = []  # each row's items
     seen: dict[tuple, AdversaryRow | None] = {}  # a config that repeats another's items (GSM-MC default = set_0)
+    read: dict[tuple, Sequence[MCQRecord]] = {}
     for config, splits in build.configs.items():
         for split, records in splits.items():
             if split == fewshot or len(records) < 2:
@@ -96,11 +106,17 @@ def assess(build: Build) -> list[AdversaryRow]:
             inherent = build.release.inherent_baselines.get(f"{config}/{NAME}", build.release.inherent_baselines.get(NAME))
             key = tuple((r.source_index, r.choices, r.answer) for r in records)
             if key not in seen:
-                seen[key] = evaluate(records, seed, config, split, inherent)
+                seen[key], read[key] = evaluate(records, seed, config, split, inherent, tests=None), records
             evaluated = seen[key]
             if evaluated is not None:
                 rows.append(replace(evaluated, config=config, split=split, inherent=inherent))
-    rows = [replace(row, tests=len(rows)) for row in rows]
+                keys.append(key)
+    rows = [replace(row, tests=LEARNERS * len(rows)) for row in rows]
+    explained: dict[tuple, tuple[str, ...]] = {}  # the trees' features: read once the family is known, where it beats chance
+    for row, key in zip(rows, keys, strict=True):
+        if row.model == boosted.NAME and row.significant and key not in explained:
+            explained[key] = trees_features(read[key], seed)
+    rows = [replace(row, features=explained.get(key, row.features)) for row, key in zip(rows, keys, strict=True)]
     rows = inherit_from_source(rows, build.about.unchanged_config, lambda row: NAME, lambda row: row.scored)
     return [row if row.significant else replace(row, features=()) for row in rows]
 
@@ -136,9 +152,13 @@ def source_groups(records: Sequence[MCQRecord]) -> np.ndarray:
 
 
 def evaluate(records: Sequence[MCQRecord], seed: int, config: str = "", split: str = "",
-             inherent: str | None = None) -> AdversaryRow | None:
-    """Cross-validated accuracy of the choices-only model on ``records``, the mean over :func:`repeats` draws of
-    :data:`FOLDS` folds (None when there are too few source questions to split into two folds)."""
+             inherent: str | None = None, tests: int | None = LEARNERS) -> AdversaryRow | None:
+    """Cross-validated accuracy of the choices-only models on ``records``, each the mean over its draws of
+    :data:`FOLDS` folds (:func:`repeats`, :func:`.boosted.repeats`), and the stronger shown (the logistic ranking
+    of equals); None when there are too few source questions to split into two folds. The trees' strongest features
+    are read where they beat chance in a family of ``tests`` (None: not here; :func:`assess` reads them once its
+    family is known)."""
+    import sklearn.ensemble  # noqa: F401  # its OpenMP library loaded before the limit, or the limit misses it
     from threadpoolctl import threadpool_limits
 
     # In content order: the fits' floating-point sums then run over the same rows in the same order, whatever the
@@ -152,17 +172,40 @@ def evaluate(records: Sequence[MCQRecord], seed: int, config: str = "", split: s
     ranking = Ranking(blocks, chosen, seed)
     options = OptionMatrix(blocks, [r.answer for r in chosen])
     contents = [r.content_key for r in chosen]
-    correct = 0
+    trees = boosted.Trees(blocks, [r.answer for r in chosen])
+    correct = boosted_correct = 0
     with threadpool_limits(1):  # small fits: threads only contend (7 times slower on 2 busy cores)
-        for repeat in range(repeats(len(chosen))):
+        for repeat in range(max(repeats(len(chosen)), boosted.repeats(len(chosen)))):
             assigned = fold_assignment(contents, groups, folds, seed, repeat)
-            for fold in range(folds):
-                correct += int(options.answered(ranking.weights(assigned != fold))[assigned == fold].sum())
-        features = strongest_features(ranking.fit(np.ones(len(chosen), dtype=bool)))
-    accuracy = correct / (repeats(len(chosen)) * len(chosen))
+            if repeat < repeats(len(chosen)):
+                for fold in range(folds):
+                    correct += int(options.answered(ranking.weights(assigned != fold))[assigned == fold].sum())
+            if repeat < boosted.repeats(len(chosen)):
+                boosted_correct += trees.correct(assigned, folds)
+        accuracies = ((LINEAR, correct / (repeats(len(chosen)) * len(chosen))),
+                      (boosted.NAME, boosted_correct / (boosted.repeats(len(chosen)) * len(chosen))))
+        model, accuracy = max(accuracies, key=lambda pair: pair[1])  # the first of equals
+        chance = sum(1 / len(r.choices) for r in chosen) / len(chosen)
+        if model == LINEAR:
+            features = strongest_features(ranking.fit(np.ones(len(chosen), dtype=bool)))
+        elif tests is not None and significantly_above_chance(accuracy, chance, len(chosen), tests):
+            features = trees.strongest(SHOWN_FEATURES)
+        else:
+            features = ()
     low, high = wilson_interval(accuracy * len(chosen), len(chosen))
-    chance = sum(1 / len(r.choices) for r in chosen) / len(chosen)
-    return AdversaryRow(config, split, len(records), len(chosen), accuracy, chance, low, high, features, inherent)
+    return AdversaryRow(config, split, len(records), len(chosen), accuracy, chance, low, high, features, inherent,
+                        model=model, accuracies=accuracies)
+
+
+def trees_features(records: Sequence[MCQRecord], seed: int) -> tuple[str, ...]:
+    """The trees' strongest features on the items :func:`evaluate` scores of ``records``."""
+    import sklearn.ensemble  # noqa: F401  # before the limit, as in evaluate
+    from threadpoolctl import threadpool_limits
+
+    chosen = sorted(sample(records, seed), key=lambda r: (r.content_key, r.id))
+    with threadpool_limits(1):
+        return boosted.Trees([option_features(r.choices) for r in chosen], [r.answer for r in chosen]).strongest(
+            SHOWN_FEATURES)
 
 
 def repeats(items: int) -> int:
@@ -263,18 +306,28 @@ def wilson_interval(successes: float, n: int, z: float = WILSON_Z) -> tuple[floa
 def adversary_table(rows: Sequence[AdversaryRow]) -> Table:
     return Table(
         "Choices-only model",
-        ("config", "split", "items", "scored", "accuracy", "95% interval", "chance", "beats chance by",
-         "strongest features", "status"),
+        ("config", "split", "items", "scored", "accuracy", "95% interval", "chance", "beats chance by", "model",
+         "other model", "strongest features", "status"),
         [(r.config, r.split, r.items, r.scored, r.accuracy, f"{r.low:.1%}–{r.high:.1%}", r.chance,
-          r.accuracy - r.chance, "; ".join(r.features) or None, row_status(r)) for r in rows],
-        note=(f"A logistic regression that sees only the options, never the question, scores each option from "
-              f"features that describe it against the other options of its item (length, numbers, typesetting, "
-              f"word overlap, options naming others, position, words such as \"both\" or \"none\"), and answers "
-              f"with the best-scored option. Accuracy is cross-validated ({FOLDS} folds split by source question, "
-              f"drawn until about {PREDICTIONS:,} predictions are averaged, at most {MAX_REPEATS} times) "
-              f"on at most {MAX_ITEMS:,} items per split (a seeded sample), beside chance. It warns above chance "
-              f"{THRESHOLD_WORDS}; a row where a model {TOO_SMALL_MARGIN * 100:.0f} points above chance could not warn has "
-              f"too few items to judge. Its strongest features are shown where it beats chance beyond noise."),
+          r.accuracy - r.chance, r.model, "; ".join(f"{name} {accuracy:.1%}" for name, accuracy in r.accuracies
+                                                    if name != r.model) or None,
+          "; ".join(r.features) or None, row_status(r)) for r in rows],
+        note=(f"Two models that see only the options, never the question, score each option from features that "
+              f"describe it against the other options of its item (length, numbers, typesetting, word overlap, "
+              f"options naming others, position, words such as \"both\" or \"none\"), and answer with the "
+              f"best-scored option: a logistic regression (a weighted sum of the features) and gradient-boosted "
+              f"trees (scikit-learn's HistGradientBoostingClassifier, {boosted.PARAMETERS['max_iter']} trees of "
+              f"{boosted.PARAMETERS['max_leaf_nodes']} leaves, no early stopping: combinations of features, such as "
+              f"a cue that points to the key in one kind of item and away from it in another). Accuracy is "
+              f"cross-validated ({FOLDS} folds split by source question, drawn until about {PREDICTIONS:,} "
+              f"predictions are averaged for the regression, at most {MAX_REPEATS} times, and "
+              f"{boosted.PREDICTIONS:,} for the trees, at most {boosted.MAX_REPEATS} times) on at most "
+              f"{MAX_ITEMS:,} items per split (a seeded sample), beside chance; the row shows the stronger model, "
+              f"the other beside it. It warns above chance {THRESHOLD_WORDS}, the correction counting both models "
+              f"of every row; a row where a model {TOO_SMALL_MARGIN * 100:.0f} points above chance could not warn "
+              f"has too few items to judge. Its strongest features are shown where it beats chance beyond noise "
+              f"(for the trees: the features whose loss, each replaced by its item's mean, costs them the most "
+              f"answers)."),
         percent=("accuracy", "chance", "beats chance by"),
     )
 
@@ -294,14 +347,15 @@ def warnings(rows: Sequence[AdversaryRow]) -> list[str]:
     for split_rows in groups.values():
         if len(split_rows) == 1:
             r = split_rows[0]
-            found.append(f"{r.config}/{r.split}: a choices-only model answers {r.accuracy:.1%} of {r.scored} items (95% "
-                         f"{r.low:.1%}–{r.high:.1%}, chance {r.chance:.1%}) from the options alone"
+            found.append(f"{r.config}/{r.split}: a choices-only model ({r.model}) answers {r.accuracy:.1%} of {r.scored} "
+                         f"items (95% {r.low:.1%}–{r.high:.1%}, chance {r.chance:.1%}) from the options alone"
                          + (f", by: {'; '.join(r.features)}" if r.features else ""))
             continue
         features = Counter(feature for r in split_rows for feature in r.features)
+        models = ", ".join(sorted({r.model for r in split_rows}))
         read = "; ".join(f"{feature} ({n} of {len(split_rows)})" for feature, n in features.most_common(3))
-        found.append(f"{where(split_rows)}: a choices-only model answers {spread([r.accuracy for r in split_rows], '.1%')}"
-                     f" of {spread([r.scored for r in split_rows], 'd')} items (chance "
+        found.append(f"{where(split_rows)}: a choices-only model ({models}) answers "
+                     f"{spread([r.accuracy for r in split_rows], '.1%')} of {spread([r.scored for r in split_rows], 'd')} items (chance "
                      f"{spread([r.chance for r in split_rows], '.1%')}) from the options alone"
                      + (f", most often by: {read}" if read else ""))
     return found
