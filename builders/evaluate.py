@@ -35,7 +35,6 @@ import io
 import json
 import logging
 import math
-import os
 import re
 import sys
 from dataclasses import dataclass
@@ -49,75 +48,12 @@ from builders.core.release.build_config import BUILD_CONFIG_FILE
 from builders.core.pipeline.cli import ArgumentParser, check_writable_folder, exit_code
 from builders.core.release.reader import open_release
 from builders.core.sources.predictions import choice_prediction
+from builders.core.tasks.lm_eval_quiet import WITHOUT_CHAT_TEMPLATE, has_no_chat_template, quiet_lm_eval
 from builders.core.tasks.lm_eval_tasks import MANIFEST, TASKS_DIR
 from builders.core.tasks.results import Runs, TableOptions, TaskResult, by_role
 from builders.registry import BUILDERS, load_builder
 
 logger = logging.getLogger(__name__)
-
-
-class _NoMetadataHint(logging.Filter):
-    """lm-eval warns, once per task, that a task with a ``custom_dataset`` could take ``--metadata``: every
-    release task reads its data that way, so the hint was 2 lines per task (174 for the perturbations
-    release), none of them about anything the user did."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "Custom kwargs can be passed to `--metadata`" not in record.getMessage()
-
-
-class _NoChatTemplateHint(logging.Filter):
-    """lm-eval warns that a model whose name says "instruct" or "chat" "appears to be an instruct or chat variant
-    but chat template is not applied": noise for a model whose tokenizer has no chat template to apply."""
-
-    def __init__(self, models_without_template: set[str]) -> None:
-        super().__init__()
-        self.models = models_without_template
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        return "chat template is not applied" not in message or not any(m in message for m in self.models)
-
-
-_WITHOUT_CHAT_TEMPLATE: set[str] = set()  # pretrained= values whose tokenizer has none
-
-
-def _quiet_lm_eval() -> None:
-    import lm_eval.evaluator
-
-    task_logger = logging.getLogger("lm_eval.api.task")
-    if not any(isinstance(f, _NoMetadataHint) for f in task_logger.filters):
-        task_logger.addFilter(_NoMetadataHint())
-    evaluator_logger = logging.getLogger("lm_eval.evaluator")
-    if not any(isinstance(f, _NoChatTemplateHint) for f in evaluator_logger.filters):
-        evaluator_logger.addFilter(_NoChatTemplateHint(_WITHOUT_CHAT_TEMPLATE))
-    # lm-eval records `git describe` of the working folder, and git says "fatal: not a git repository" on the
-    # terminal wherever that is not a checkout: the same hash, without git's complaint
-    lm_eval.evaluator.get_git_commit_hash = _git_commit_quietly
-
-
-def _git_commit_quietly() -> str | None:
-    """lm-eval's get_git_commit_hash, with git's stderr dropped."""
-    import subprocess
-
-    from lm_eval.loggers.utils import get_commit_from_path
-
-    try:
-        return subprocess.check_output(["git", "describe", "--always"], stderr=subprocess.DEVNULL).strip().decode()
-    except (subprocess.CalledProcessError, FileNotFoundError):
-        return get_commit_from_path(os.getcwd())
-
-
-def _has_no_chat_template(pretrained: str) -> bool:
-    """A local model folder whose tokenizer defines no chat template (nothing for lm-eval to apply)."""
-    folder = Path(pretrained)
-    if not folder.is_dir():
-        return False
-    config = folder / "tokenizer_config.json"
-    try:
-        declared = "chat_template" in json.loads(config.read_text(encoding="utf-8")) if config.is_file() else False
-    except (OSError, ValueError):
-        return False
-    return not declared and not any(folder.glob("chat_template.*"))
 
 
 # ---- models -----------------------------------------------------------------------------------------------
@@ -236,11 +172,11 @@ def evaluate_model(folder: Path, manifest: Mapping[str, Any], model: ModelSpec,
     import lm_eval
 
     tasks = {task["task"]: task for task in manifest["tasks"]}
-    _quiet_lm_eval()
+    quiet_lm_eval()
     tracker = _tracker(settings.samples_folder, model)
     pretrained = str(model.model_args.get("pretrained", ""))
-    if pretrained and _has_no_chat_template(pretrained):
-        _WITHOUT_CHAT_TEMPLATE.add(pretrained)
+    if pretrained and has_no_chat_template(pretrained):
+        WITHOUT_CHAT_TEMPLATE.add(pretrained)
     try:
         results = lm_eval.simple_evaluate(
             model=_lm(model), model_args=model.model_args, tasks=list(tasks),
