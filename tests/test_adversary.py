@@ -243,10 +243,10 @@ def test_the_model_warning_in_several_configs_of_a_split_is_one_warning_naming_t
             row("set_1", "train", 0.8, ("position B",)), row("set_2", "test", 0.3, ())]
     assert [r.warns for r in rows] == [True, True, True, False]
     assert adversary.warnings(rows) == [
-        "test of set_0, set_1: a choices-only model answers 60.6%–66.7% of 33 items (chance 25.0%) from the options "
-        "alone, most often by: not the longest option (2 of 2); position B (1 of 2)",
-        "set_1/train: a choices-only model answers 80.0% of 33 items (95% 65.0%–90.0%, chance 25.0%) from the options "
-        "alone, by: position B"]
+        "test of set_0, set_1: a choices-only model (logistic regression) answers 60.6%–66.7% of 33 items (chance "
+        "25.0%) from the options alone, most often by: not the longest option (2 of 2); position B (1 of 2)",
+        "set_1/train: a choices-only model (logistic regression) answers 80.0% of 33 items (95% 65.0%–90.0%, chance "
+        "25.0%) from the options alone, by: position B"]
 
 
 def test_features_describe_options_against_their_item():
