@@ -65,7 +65,11 @@ def sample_releases(tmp_path_factory):
     for (:mod:`sample_releases`)."""
     from sample_releases import SampleReleases
 
-    return SampleReleases(tmp_path_factory.mktemp("sample-releases"))
+    # Under pytest-xdist the workers share one folder (the parent of their base temps), and the first to need a
+    # release builds it under a file lock: the builds are byte-identical, so each is made once, not once per worker.
+    shared = os.environ.get("PYTEST_XDIST_WORKER") is not None
+    root = tmp_path_factory.getbasetemp().parent / "sample-releases" if shared else tmp_path_factory.mktemp("sample-releases")
+    return SampleReleases(root)
 
 
 @pytest.fixture(scope="session")

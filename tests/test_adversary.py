@@ -143,6 +143,7 @@ def agreeing_words(items: int, cue: bool) -> list[MCQRecord]:
     return out
 
 
+@pytest.mark.slow
 def test_a_cue_in_a_combination_of_features_is_found_by_the_trees_and_its_absence_is_not():
     """The logistic ranking alone read a quarter of these items, as chance: the trees answer all of them. The row
     shows the stronger model, judged over both (two tests for one row)."""
@@ -187,6 +188,7 @@ def test_the_adversary_is_deterministic_and_samples_large_splits_by_content():
 
 
 
+@pytest.mark.slow
 def test_its_figure_depends_on_the_items_not_their_order_and_averages_several_draws_of_folds():
     """The folds are dealt by a hash of (seed, draw, content), so a shuffled release gives the same figure; small
     splits average more draws (one draw of folds over 365 two-option items read 50.7-57.3% on MATH-MC's sets,

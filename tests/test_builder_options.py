@@ -96,6 +96,7 @@ def test_the_python_api_hands_the_build_its_options_object(monkeypatch):
         (None, None, False, [])
 
 
+@pytest.mark.slow
 def test_derived_defaults_are_recorded_and_replayed(tmp_path):
     """The sample's own predictions (GSM-MC) are derived in the options, not written into the namespace; the
     build config records them as before, and a rebuild from it reads the same file and builds the same release."""

@@ -140,6 +140,7 @@ def test_push_problems_stop_in_seconds_before_loading(tmp_path):
         assert "read mmlu" not in result.stderr  # refused before the source was read
 
 
+@pytest.mark.slow
 def test_an_existing_tag_is_refused_before_loading(local_hub, tmp_path):
     assert wicked.main(["--source", "sample", "--sba-classifier", "none", "--push", "mcqforge/cli-tag",
                         "--version", "1.0.0"]) == 0
@@ -537,6 +538,7 @@ def test_files_written_at_the_end_are_checked_first_and_an_empty_predictions_fil
         2, f"error: --predictions {empty}: no predictions in it")
 
 
+@pytest.mark.slow
 def test_evaluate_and_export_check_their_arguments_before_any_model_runs(tmp_path):
     release = tmp_path / "release"
     assert wicked.main(["--source", "sample", "--sba-classifier", "none", "--output", str(release),

@@ -244,6 +244,7 @@ def inspect_tasks(release: Path) -> dict[str, object]:
     return {info.name: getattr(module, info.name)() for info in listed}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", every_builder())
 def test_the_inspect_tasks_load_in_inspect_and_read_the_release(name, sample_releases, tmp_path, monkeypatch):
     """``inspect/tasks.py`` holds one task per config of the manifest, each of its config's rows, the gold a letter

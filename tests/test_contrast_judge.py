@@ -44,6 +44,7 @@ def _digests(folder: Path) -> dict[str, str]:
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*.parquet"))}
 
 
+@pytest.mark.slow
 def test_the_judge_drops_the_pairs_it_does_not_validate_and_the_card_counts_them(llm_server, tmp_path):
     llm_server.respond_with(judge)
     source = str(write_unifiedqa(tmp_path))

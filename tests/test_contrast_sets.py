@@ -347,6 +347,7 @@ def _release_digests(folder: Path) -> dict[str, str]:
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
 
 
+@pytest.mark.slow
 def test_release_is_byte_identical_cold_or_warm_and_loads(tmp_path):
     source = str(write_unifiedqa(tmp_path))
     embedded = {}
@@ -371,6 +372,7 @@ def test_release_is_byte_identical_cold_or_warm_and_loads(tmp_path):
         (every, "test", "excluded", "unmatched_in_maximum_matching", 1)]
 
 
+@pytest.mark.slow
 def test_publish_to_the_hub_and_load_back(local_hub, tmp_path, cache_dir):
     source = str(write_unifiedqa(tmp_path))
     repo = "mcqforge/contrast-sets-fixture"
@@ -515,6 +517,7 @@ def test_edges_do_not_move_when_the_embeddings_move_by_float_noise():
     assert clean.first_similarity.tolist() == [1.0, 0.87]  # identical texts: exactly 1.0
 
 
+@pytest.mark.slow
 def test_release_bytes_do_not_depend_on_the_batch_size(tmp_path):
     source = str(write_unifiedqa(tmp_path))
     for run, batch in [("large", ["--batch-size", "256", "--batch-tokens", "1024"]),

@@ -111,6 +111,7 @@ def release_files(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
 def test_the_release_carries_the_file_and_config_rebuilds_it_byte_for_byte(tmp_path, capsys):
     fixes = tmp_path / "fixes.jsonl"
     fixes.write_text(json.dumps({"id": "mmlu/test/7", "action": "set_answer", "answer": "10", "reason": "typo",

@@ -189,6 +189,7 @@ def test_math_spellings():
     assert math_answers.answer_key("  ") is None
 
 
+@pytest.mark.slow
 def test_math_equivalence_under_hard_limits():
     with MathEquivalence(workers=2, timeout=5.0) as equivalence:  # 2 s flaked on a loaded machine
         started = time.monotonic()
@@ -438,6 +439,7 @@ def drawn_records(pools, draw) -> list:
     return records
 
 
+@pytest.mark.slow
 def test_the_balanced_draw_hides_the_key_that_the_weighted_draw_leaves_in_the_middle():
     """Drawn by frequency, the key sat near the middle of its options and was rarely the outlier; a
     choices-only model found it in 33-38% of GSM-MC's items (chance 25%). The balanced draw, its tilt fitted on

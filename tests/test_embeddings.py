@@ -35,6 +35,7 @@ def test_a_vector_is_the_same_bytes_alone_among_others_and_in_any_batching():
     assert together.tobytes() == alone.tobytes() == shuffled[np.argsort(order)].tobytes()
 
 
+@pytest.mark.slow
 def test_texts_are_batched_by_their_exact_token_length():
     model = embeddings._load_model(embeddings.resolve_embedder(None))
     lengths = embeddings._token_lengths(model, TEXTS)

@@ -238,6 +238,7 @@ def test_a_persons_correction_wins_over_the_errata_for_its_item(tmp_path, capsys
     assert "| mmlu-redux-2.0 | set_answer | wrong_groundtruth | 2 |" in card
 
 
+@pytest.mark.slow
 def test_errata_from_the_hub_read_the_selected_subjects_and_record_the_revision(local_hub, tmp_path, capsys):
     from huggingface_hub import HfApi
 

@@ -334,6 +334,7 @@ def test_the_gguf_smollm2_ships_is_evaluated_with_lm_evals_model_arguments(smoll
     assert {task: json.loads(results.read_text())["n-shot"][task] for task in tasks} == {task: 5 for task in tasks}
 
 
+@pytest.mark.slow
 def test_lm_evals_habits_resolve_on_a_real_release_or_are_refused_in_one_line_before_loading(sample_releases):
     """On the WiCkeD sample's own manifest: the group the card names, a comma list, lm-eval's `--model hf
     --model_args pretrained=...`; `hf:FILE.gguf` is one `error:` line before the release or any model is read."""

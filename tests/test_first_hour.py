@@ -179,6 +179,7 @@ def test_limit_counts_per_subject_when_subjects_are_named(tmp_path):
         (out / "README.md").read_text()
 
 
+@pytest.mark.slow
 def test_another_builder_replaces_a_release_folder_only_with_force(tmp_path, capsys):
     """A build of another builder silently replaced an existing release folder."""
     from builders.gsm_mc import BUILDER as GSM_MC
@@ -200,6 +201,7 @@ def test_another_builder_replaces_a_release_folder_only_with_force(tmp_path, cap
     assert recorded["builder"] == "gsm_mc" and "force" not in recorded["params"]
 
 
+@pytest.mark.slow
 def test_changelog_entries_are_readable_and_take_a_message(local_hub, tmp_path):
     """Changelog entries were Python-repr dumps of every parameter ("wicked from cais/mmlu @ sha256:... (limit=None,
     max_excluded=0.5, ...)")."""

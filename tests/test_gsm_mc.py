@@ -202,6 +202,7 @@ def test_cli_writes_identical_releases_and_refuses_bad_options(files, tmp_path, 
     assert "need --predictions" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_publish_and_load_back(local_hub, files, tmp_path):
     repo = "mcqforge/gsm-mc-test"
     assert gsm_mc.main(["--source", str(files["source"]), "--predictions", str(files["predictions"]), "--sets", "2",
@@ -569,6 +570,7 @@ def test_gsm8k_platinum_sample_builds_offline(tmp_path):
     assert loaded.num_rows == 11 and loaded[5]["metadata"]["cleaning_status"] == "revised"
 
 
+@pytest.mark.slow
 def test_a_release_built_with_the_former_default_rank_draw_rebuilds_from_its_config(tmp_path):
     """Releases made before the balanced draw record `draw: rank`; their build_config.yaml must still rebuild them
     (the draw was once removed, which made such a config an error)."""

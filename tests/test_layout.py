@@ -247,6 +247,7 @@ def builder_names_outside_the_registry(root: Path = REPO) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_builders_are_listed_only_in_the_registry():
     """Builders were found by dotted strings in six places (the command table, the metrics table, the release
     train, the benchmark scripts, the tests...): a new builder had to be added to each, and one forgotten was not

@@ -133,6 +133,7 @@ def test_timeout_is_retried(llm_server):
     assert len(llm_server.chat_requests) == 2  # the timed-out one, once the server finished it
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("head_at_once", [False, True], ids=["status-line-dripped", "body-dripped"])
 def test_a_server_sending_a_byte_a_second_hits_the_total_deadline(head_at_once):
     """Every byte arrives well within the read timeout, so only a total deadline ends the request."""
@@ -636,6 +637,7 @@ def test_a_key_the_server_echoes_in_any_spelling_never_reaches_a_result_or_the_l
     assert [reveals(text, KEY) for text in shown] == [False] * len(shown)
 
 
+@pytest.mark.slow
 def test_a_command_shows_no_spelling_of_an_echoed_key_in_its_error_line_or_logs(llm_server, tmp_path):
     from fixtures import write_benchmark
     from test_cli import one_error_line, run_cli

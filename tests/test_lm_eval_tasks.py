@@ -146,6 +146,7 @@ def scored_and_shown(folder: Path, names: list[str]) -> dict[str, tuple[list[str
     return views
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("builder", "task", "scored", "shown"), [
     ("gsm_mc", "gsm_mc_set_0", 7, {"": [f"gsm8k/test/{i}" for i in range(5)]}),
     ("math_mc", "math_mc_set_1", 1, {"algebra": [f"math/test/{i}" for i in range(5)],

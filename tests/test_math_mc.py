@@ -100,6 +100,7 @@ def test_golds_pools_sets_and_invariants(files, tmp_path):
         validate(result)
 
 
+@pytest.mark.slow
 def test_publish_and_load_back(local_hub, files, tmp_path):
     repo = "mcqforge/math-mc-test"
     assert math_mc.main(["--source", str(files["source"]), "--predictions", str(files["predictions"]), "--sets", "2",
@@ -460,6 +461,7 @@ BLINDED = {  # the builder's rules switched off, on which items, with how many o
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("blinded", BLINDED)
 def test_the_validator_refuses_each_kind_when_the_builders_rules_are_blinded(tmp_path, monkeypatch, blinded):
     """The validator's checks are written apart from the builder's rules (plain regular expressions, plain

@@ -424,6 +424,7 @@ def test_audit_export_and_import_into_the_next_card(scripted, source_dir, tmp_pa
 # ---- the Hub ---------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_publish_and_load_back_with_the_compatibility_columns(local_hub, scripted, source_dir, tmp_path):
     repo = "mcqforge/mmlu-pro-plus"
     argv = build_argv(scripted, source_dir, tmp_path / "cache", None, "--ratios", "12:6:6:11")
@@ -444,6 +445,7 @@ def test_help_lists_the_other_commands(capsys):
     assert "other commands: export-audit, import-audit (each with --help)" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_build_config_rebuilds_the_same_release(scripted, source_dir, tmp_path):
     runtime = ["--base-url", scripted.openai_base_url, "--api-key-env", "none", "--cache-dir", str(tmp_path / "cache")]
     assert mpp.main(build_argv(scripted, source_dir, tmp_path / "cache", tmp_path / "out1", "--ratios", "12:6:6:11",

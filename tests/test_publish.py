@@ -38,6 +38,7 @@ def push(folder, repo, version, *extra):
     return wicked.main(["--source", str(folder), "--sba-classifier", "none", "--push", repo, "--version", version, *extra])
 
 
+@pytest.mark.slow
 def test_publish_tag_and_load_back(local_hub, tmp_path, capsys):
     folder = write_benchmark("mmlu", tmp_path)
     assert push(folder, "mcqforge/wicked-mmlu", "1.0.0", "--output", str(tmp_path / "out")) == 0
@@ -85,6 +86,7 @@ def test_the_cards_dataset_info_is_read_by_datasets(tmp_path, caplog):
     assert loaded["test"].num_rows == 8 and "dataset_info" not in caplog.text
 
 
+@pytest.mark.slow
 def test_second_version_keeps_the_first_and_carries_the_changelog(local_hub, tmp_path):
     folder = write_benchmark("mmlu", tmp_path)
     repo = "mcqforge/wicked-versions"
@@ -101,6 +103,7 @@ def test_second_version_keeps_the_first_and_carries_the_changelog(local_hub, tmp
     assert [e.version for e in read_changelog(card)] == ["1.1.0", "1.0.0"]
 
 
+@pytest.mark.slow
 def test_an_existing_tag_is_refused_before_any_upload(local_hub, tmp_path, capsys):
     folder = write_benchmark("mmlu", tmp_path)
     repo = "mcqforge/wicked-refuse"
@@ -111,6 +114,7 @@ def test_an_existing_tag_is_refused_before_any_upload(local_hub, tmp_path, capsy
     assert local_hub.commits(repo) == commits
 
 
+@pytest.mark.slow
 def test_a_failed_upload_leaves_no_tag_and_a_rerun_completes(local_hub, tmp_path, capsys):
     folder = write_benchmark("mmlu", tmp_path)
     repo = "mcqforge/wicked-retry"
@@ -122,6 +126,7 @@ def test_a_failed_upload_leaves_no_tag_and_a_rerun_completes(local_hub, tmp_path
     assert local_hub.tags(repo) == ["v2.0.0"]
 
 
+@pytest.mark.slow
 def test_a_failed_tag_leaves_no_tag_and_a_rerun_completes(local_hub, tmp_path):
     folder = write_benchmark("mmlu", tmp_path)
     repo = "mcqforge/wicked-tag-retry"
@@ -142,6 +147,7 @@ def test_a_hub_error_that_echoes_the_token_shows_it_in_no_spelling(local_hub, tm
     assert not reveals(captured.err + captured.out + caplog.text, local_hub.token)
 
 
+@pytest.mark.slow
 def test_private_repo_needs_the_token(local_hub, tmp_path, monkeypatch):
     folder = write_benchmark("mmlu", tmp_path)
     assert push(folder, "mcqforge/wicked-private", "1.0.0", "--private") == 0
@@ -274,6 +280,7 @@ def test_the_cards_commands_fetch_task_files_that_lm_eval_can_load(local_hub, tm
     assert [sum(len(list(leaves[f"wicked_mmlu_{c}_{s}"].test_docs())) for s in subjects) for c in configs] == [8] * 6
 
 
+@pytest.mark.slow
 def test_predictions_given_with_a_config_replace_the_recorded_ones(tmp_path):
     """`--predictions` accumulates (action "extend"): given with `--config`, it was added to the config's list, and
     the rebuild read both files (180 predictions, 60 of them "a second prediction" of the same model)."""
@@ -420,6 +427,7 @@ def test_two_builds_publishing_one_version_at_once_give_one_release_and_one_refu
         assert_one_release(local_hub, repo, publish_at_once(two_builds, repo), two_builds)
 
 
+@pytest.mark.slow
 def test_two_builds_of_the_same_files_at_once_still_publish_once(local_hub, two_builds):
     """Identical builds: the second may find its files on main already (the client then commits nothing and
     answers with main's commit); exactly one tags it."""
@@ -442,6 +450,7 @@ def _publish_in_thread(folder: Path, release: ReleaseInfo, outcomes: dict) -> th
     return thread
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tagged_first", ["the first to commit", "the second to commit"])
 def test_a_build_that_committed_onto_an_untagged_release_and_lost_the_tag_puts_the_release_back(
         local_hub, two_builds, tagged_first):

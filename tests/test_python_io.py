@@ -305,6 +305,7 @@ def parquet_hashes(folder: Path) -> dict[str, str]:
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*.parquet"))}
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_build_from_real_format_predictions(tmp_path):
     predictions = write_predictions(tmp_path / "preds")
@@ -568,6 +569,7 @@ def forge(x):
 '''
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_a_program_cannot_forge_another_problems_verification_in_a_build(tmp_path):
     """MBPP-style task 902, whose test claims add(2, 2) == 5, beside a program that forges add(2, 2) = 5 for it:
@@ -699,6 +701,7 @@ def test_distractors_equal_to_the_gold_up_to_float_rounding_are_dropped():
     assert not nearly_equal(1, True) and not nearly_equal(4, 4) and not nearly_equal(0.1, 0.2)
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_malformed_codemind_problem_rows_are_one_error_naming_line_and_field(tmp_path, capsys):
     """A problems.jsonl row with a non-string call, or a task given twice (the later row silently won), turned

@@ -214,6 +214,7 @@ def test_a_key_corrected_in_place_is_a_change_of_key_with_its_reason(tmp_path, m
                                     "key": [0, 1]}]
 
 
+@pytest.mark.slow
 def test_a_push_over_an_earlier_tag_puts_the_diff_in_the_changelog_and_the_release(local_hub, tmp_path, mmlu_pro):
     repo = "mcqforge/wicked-mmlu-pro-review"
     assert wicked.main(["--benchmark", "mmlu_pro", "--source", str(mmlu_pro), "--sba-classifier", "none",
@@ -233,6 +234,7 @@ def test_a_push_over_an_earlier_tag_puts_the_diff_in_the_changelog_and_the_relea
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="no headless browser (CI installs Debian's chromium)")
 def test_review_page_shows_each_queued_item_with_its_evidence_in_a_real_browser(tmp_path, mmlu_pro):
     predictions = write_mmlu_pro_predictions(tmp_path / "p.jsonl")

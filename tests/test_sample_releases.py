@@ -119,6 +119,7 @@ def test_the_picture_is_the_same_bytes_on_every_build(built, tmp_path):
 # ---- publishing what was reviewed ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_reviewed_folder_is_published_as_it_is_with_the_checks_of_push(local_hub, tmp_path, capsys):
     """`--push` rebuilt (22 minutes for WiCkeD MMLU): `--no-upload` writes the folder exactly as `--push` would
     publish it and uploads nothing; `builders publish` then publishes those files, byte for byte, with the

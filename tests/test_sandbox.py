@@ -238,6 +238,7 @@ def expected_forks() -> int:
     return LIMITS.processes - 1
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_fork_budget_is_per_sandbox(hostile: dict[str, RunResult]) -> None:
     for name in ("fork_count_a", "fork_count_b"):
@@ -447,6 +448,7 @@ def test_unusable_bwrap_raises_with_its_error(tmp_path: Path) -> None:
     folder.rmdir()
 
 
+@pytest.mark.slow
 def test_unsafe_mode_applies_limits_without_sandbox() -> None:
     unsafe = Sandbox(LIMITS, workers=2, unsafe=True)
     assert unsafe.bwrap is None
@@ -653,6 +655,7 @@ def peak_growth(sandbox: Sandbox, program: str) -> tuple[RunResult, int]:
     return result, peak[0]
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_tmp_attacks_stay_within_the_scratch_cap() -> None:
     sandbox = Sandbox(SCRATCH, workers=1)
@@ -717,6 +720,7 @@ if os.fork() == 0:
 """
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_every_unit_gets_a_fresh_scratch_space() -> None:
     sandbox = Sandbox(Limits(cpu_seconds=5, wall_seconds=30, memory_bytes=512 * MiB, processes=4), workers=1)
@@ -737,6 +741,7 @@ def test_every_unit_gets_a_fresh_scratch_space() -> None:
 
 # ---- verdicts are what happened ------------------------------------------------------
 
+@pytest.mark.slow
 @needs_bwrap
 def test_verdicts_come_from_what_happened_not_from_the_program() -> None:
     # Six at once on this machine's cores: under load RLIMIT_CPU's tick-sampled time ran ahead of the exact time

@@ -312,6 +312,7 @@ print("children done")
 '''
 
 
+@pytest.mark.slow
 def test_the_cpu_limit_covers_the_programs_children() -> None:
     limits = Limits(cpu_seconds=1, wall_seconds=15, memory_bytes=512 * MiB, processes=4)
     result = Sandbox(limits, workers=1).run(BUSY_CHILDREN)

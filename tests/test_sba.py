@@ -133,6 +133,7 @@ def label_argv(server, questions: Path, output: Path, cache: Path, *extra: str) 
             "--llm-concurrency", "2", *extra]
 
 
+@pytest.mark.slow
 def test_label_retries_429_and_5xx_and_reports_usage(llm_server, tmp_path, capsys):
     questions = write_jsonl(tmp_path / "q.jsonl", QUESTIONS)
     llm_server.respond_with(label_reply)
@@ -182,6 +183,7 @@ def test_unparseable_reply_is_retried_once_then_kept_unlabelled(llm_server, tmp_
     assert "SCA 2, SBA 0, unlabelled 1" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_from_the_cache_without_repeat_calls(tmp_path):
     questions = write_jsonl(tmp_path / "q.jsonl", QUESTIONS)
     cache, output = tmp_path / "cache", tmp_path / "out.jsonl"

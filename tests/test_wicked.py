@@ -92,6 +92,7 @@ def test_golden_output_is_stable_across_releases(tmp_path):
     assert (record.choices, record.answer, record.metadata["removed_index"]) == (("4", "6", "7", NOTA_TEXT), 3, 1)
 
 
+@pytest.mark.slow
 def test_random_nota_position_keeps_the_gold(tmp_path):
     build = build_fixture(tmp_path, variants=30, nota_position="random")
     originals = {r.id: r for r in build.configs["original"]["test"]}
@@ -186,6 +187,7 @@ def test_the_cli_build_loads_in_datasets_with_its_features(tmp_path):
 VARIANTS = "variant_0, variant_1, variant_2"
 
 
+@pytest.mark.slow
 def test_card_shows_the_outcome_table_with_exact_counts(tmp_path):
     """The card's one table of what became of every row, per config (the variants, whose counts are the
     same, share their rows): altered, copied unchanged with the reason (`metadata.skip_reason`; `original` holds the
@@ -216,6 +218,7 @@ def test_every_benchmark_builds(tmp_path, name):
     assert "NOTA-answer rate" in card and "| gold_tracked |" in card
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, shots", [("mmlu", 5), ("truthful_qa", 0)])
 def test_card_mentions_nota_demonstrations_only_where_the_tasks_show_some(tmp_path, name, shots):
     """Regression: the card of a source without a few-shot split (TruthfulQA, the local MMLU-Pro copy) said
@@ -248,6 +251,7 @@ def test_offline_hub_classifier_gives_a_clear_error(tmp_path):
     assert "--sba-classifier none" in last and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_the_classifier_is_checked_before_the_source_is_read(tmp_path, local_hub):
     """Offline, WiCkeD with the default SBA classifier read the whole source (24 s on MMLU) before it said that
     the classifier could not be loaded; a Hub id the Hub does not have, or a folder that holds no model, too."""
@@ -458,6 +462,7 @@ def judge_reply(call) -> str:
     return json.dumps({"label": "SCA", "alternative": None, "confidence": "high"})
 
 
+@pytest.mark.slow
 def test_sba_judge_end_to_end_against_llmock(llm_server, tmp_path):
     llm_server.respond_with(judge_reply)
     folder = write_benchmark("mmlu", tmp_path)
