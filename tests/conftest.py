@@ -65,11 +65,7 @@ def sample_releases(tmp_path_factory):
     for (:mod:`sample_releases`)."""
     from sample_releases import SampleReleases
 
-    # Under pytest-xdist the workers share one folder (the parent of their base temps), and the first to need a
-    # release builds it under a file lock: the builds are byte-identical, so each is made once, not once per worker.
-    shared = os.environ.get("PYTEST_XDIST_WORKER") is not None
-    root = tmp_path_factory.getbasetemp().parent / "sample-releases" if shared else tmp_path_factory.mktemp("sample-releases")
-    return SampleReleases(root)
+    return SampleReleases(tmp_path_factory.mktemp("sample-releases"))
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,5 @@
 """Each builder's release from its embedded sample (``--source sample`` and the builder's ``sample_options``), built
-in-process once per test session (once for all of pytest-xdist's workers) and shared: the conformance suite, the inspect tests and the template's test read
+in-process once per test session and shared: the conformance suite, the inspect tests and the template's test read
 the same folders instead of building their own.
 
 A release is built lazily, the first time a test asks for it, so that a run of one test file builds only the
@@ -9,8 +9,6 @@ builders it reads.
 from __future__ import annotations
 
 from pathlib import Path
-
-import filelock
 
 from builders.core.pipeline import cli
 from builders.registry import load_builder
@@ -33,11 +31,9 @@ class SampleReleases:
 
     def _built(self, name: str, kind: str, argv: list[str]) -> Path:
         out = self.root / kind / name
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with filelock.FileLock(str(out) + ".lock"):  # the pytest-xdist workers share the folders
-            if not (out / "build_config.yaml").is_file():
-                status = cli.main(load_builder(name), [*argv, "--output", str(out), *QUIET])
-                assert status == 0, f"{name}: the {kind} sample build exited with {status}"
+        if not (out / "build_config.yaml").is_file():
+            status = cli.main(load_builder(name), [*argv, "--output", str(out), *QUIET])
+            assert status == 0, f"{name}: the {kind} sample build exited with {status}"
         return out
 
     def release(self, name: str) -> Path:
