@@ -30,15 +30,25 @@ def _altered_shape(build: Build):
 
 
 def _no_reference_altered(build: Build):
+    problems: dict[str, list[str]] = {}  # an original's problems, read once for all its variants
     for config, split, record, original in _altered(build):
-        referring = referring_options(original.choices)
-        none_like = [c for c in original.choices if says_no_answer(c)]
-        if referring:
-            yield f"{config}/{split} {record.id}: altered, but option {referring[0]!r} refers to the others"
-        elif none_like:  # "None is correct" is one problem, not two
-            yield f"{config}/{split} {record.id}: altered, but option {none_like[0]!r} already says there is no answer"
-        if len({option_spelling(c) for c in original.choices}) < len(original.choices):
-            yield f"{config}/{split} {record.id}: altered, but two options are the same text"
+        if original.id not in problems:
+            problems[original.id] = _reference_problems(original.choices)
+        for problem in problems[original.id]:
+            yield f"{config}/{split} {record.id}: altered, but {problem}"
+
+
+def _reference_problems(choices: tuple[str, ...]) -> list[str]:
+    found = []
+    referring = referring_options(choices)
+    none_like = [c for c in choices if says_no_answer(c)]
+    if referring:
+        found.append(f"option {referring[0]!r} refers to the others")
+    elif none_like:  # "None is correct" is one problem, not two
+        found.append(f"option {none_like[0]!r} already says there is no answer")
+    if len({option_spelling(c) for c in choices}) < len(choices):
+        found.append("two options are the same text")
+    return found
 
 
 def _gold_tracked(build: Build):

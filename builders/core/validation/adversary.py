@@ -98,7 +98,7 @@ def assess(build: Build) -> list[AdversaryRow]:
     rows: list[AdversaryRow] = []
     keys: list[tuple] = []  # each row's items
     seen: dict[tuple, AdversaryRow | None] = {}  # a config that repeats another's items (GSM-MC default = set_0)
-    read: dict[tuple, Sequence[MCQRecord]] = {}
+    read: dict[tuple, Scored] = {}  # the items the trees may be read on: the rows the trees win
     for config, splits in build.configs.items():
         for split, records in splits.items():
             if split == fewshot or len(records) < 2:
@@ -106,7 +106,10 @@ def assess(build: Build) -> list[AdversaryRow]:
             inherent = build.release.inherent_baselines.get(f"{config}/{NAME}", build.release.inherent_baselines.get(NAME))
             key = tuple((r.source_index, r.choices, r.answer) for r in records)
             if key not in seen:
-                seen[key], read[key] = evaluate(records, seed, config, split, inherent, tests=None), records
+                scored = scored_items(records, seed)
+                seen[key] = found = evaluate(records, seed, config, split, inherent, tests=None, scored=scored)
+                if found is not None and found.model == boosted.NAME:
+                    read[key] = scored
             evaluated = seen[key]
             if evaluated is not None:
                 rows.append(replace(evaluated, config=config, split=split, inherent=inherent))
@@ -115,7 +118,7 @@ def assess(build: Build) -> list[AdversaryRow]:
     explained: dict[tuple, tuple[str, ...]] = {}  # the trees' features: read once the family is known, where it beats chance
     for row, key in zip(rows, keys, strict=True):
         if row.model == boosted.NAME and row.significant and key not in explained:
-            explained[key] = trees_features(read[key], seed)
+            explained[key] = trees_features([], seed, scored=read[key])
     rows = [replace(row, features=explained.get(key, row.features)) for row, key in zip(rows, keys, strict=True)]
     rows = inherit_from_source(rows, build.about.unchanged_config, lambda row: NAME, lambda row: row.scored)
     return [row if row.significant else replace(row, features=()) for row in rows]
@@ -151,24 +154,33 @@ def source_groups(records: Sequence[MCQRecord]) -> np.ndarray:
     return np.array([find(i) for i in range(len(records))])
 
 
+Scored = tuple[list[MCQRecord], list[np.ndarray]]  # the items a split is scored on, and their option features
+
+
+def scored_items(records: Sequence[MCQRecord], seed: int) -> Scored:
+    """The items :func:`evaluate` scores of ``records`` (a seeded sample, in content order), with their features."""
+    # In content order: the fits' floating-point sums then run over the same rows in the same order, whatever the
+    # release's order (a shuffled release moved one prediction in 5,000 otherwise).
+    chosen = sorted(sample(records, seed), key=lambda r: (r.content_key, r.id))
+    return chosen, [option_features(r.choices) for r in chosen]
+
+
 def evaluate(records: Sequence[MCQRecord], seed: int, config: str = "", split: str = "",
-             inherent: str | None = None, tests: int | None = LEARNERS) -> AdversaryRow | None:
+             inherent: str | None = None, tests: int | None = LEARNERS, scored: Scored | None = None
+             ) -> AdversaryRow | None:
     """Cross-validated accuracy of the choices-only models on ``records``, each the mean over its draws of
     :data:`FOLDS` folds (:func:`repeats`, :func:`.boosted.repeats`), and the stronger shown (the logistic ranking
     of equals); None when there are too few source questions to split into two folds. The trees' strongest features
     are read where they beat chance in a family of ``tests`` (None: not here; :func:`assess` reads them once its
-    family is known)."""
+    family is known). ``scored``: :func:`scored_items` of ``records``, where the caller has it."""
     import sklearn.ensemble  # noqa: F401  # its OpenMP library loaded before the limit, or the limit misses it
     from threadpoolctl import threadpool_limits
 
-    # In content order: the fits' floating-point sums then run over the same rows in the same order, whatever the
-    # release's order (a shuffled release moved one prediction in 5,000 otherwise).
-    chosen = sorted(sample(records, seed), key=lambda r: (r.content_key, r.id))
+    chosen, blocks = scored or scored_items(records, seed)
     groups = source_groups(chosen)
     folds = min(FOLDS, len(set(groups.tolist())))
     if folds < 2:
         return None
-    blocks = [option_features(r.choices) for r in chosen]
     ranking = Ranking(blocks, chosen, seed)
     options = OptionMatrix(blocks, [r.answer for r in chosen])
     contents = [r.content_key for r in chosen]
@@ -197,15 +209,15 @@ def evaluate(records: Sequence[MCQRecord], seed: int, config: str = "", split: s
                         model=model, accuracies=accuracies)
 
 
-def trees_features(records: Sequence[MCQRecord], seed: int) -> tuple[str, ...]:
-    """The trees' strongest features on the items :func:`evaluate` scores of ``records``."""
+def trees_features(records: Sequence[MCQRecord], seed: int, scored: Scored | None = None) -> tuple[str, ...]:
+    """The trees' strongest features on the items :func:`evaluate` scores of ``records`` (``scored``: those items
+    and their features, where the caller has them)."""
     import sklearn.ensemble  # noqa: F401  # before the limit, as in evaluate
     from threadpoolctl import threadpool_limits
 
-    chosen = sorted(sample(records, seed), key=lambda r: (r.content_key, r.id))
+    chosen, blocks = scored or scored_items(records, seed)
     with threadpool_limits(1):
-        return boosted.Trees([option_features(r.choices) for r in chosen], [r.answer for r in chosen]).strongest(
-            SHOWN_FEATURES)
+        return boosted.Trees(blocks, [r.answer for r in chosen]).strongest(SHOWN_FEATURES)
 
 
 def repeats(items: int) -> int:
