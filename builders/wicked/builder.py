@@ -45,7 +45,7 @@ from .evaluation import evaluation_table
 from .review_cues import best_answer_counts, best_answer_review
 from .sba import decide_sba, near_threshold, undetected_sba
 from .tasks import TaskPlan
-from .transform import NAME, copied, skip_reason, variant_step
+from .transform import NAME, copied, removed_draws, skip_reason, variant_step
 
 BENCHMARK_NAMES = ["mmlu", "mmlu_pro", "mmlu_redux", "commonsense_qa", "truthful_qa", "arc_challenge"]
 MAX_VARIANTS = 1000  # each variant is a config of the release
@@ -123,8 +123,10 @@ def build(source: LoadedSource, options: Options, run: Run) -> Release:
     reasons = {r.id: skip_reason(r) for r in records}
     sba = decide_sba([r for r in records if reasons[r.id] is None], options, source.benchmark.name)
     run.unchanged("original")
+    altered = [r for r in records if reasons[r.id] is None]
     for variant in range(options.variants):
-        run.make(f"variant_{variant}", [variant_step(sba, reasons, options.seed, variant, options.nota_position)],
+        draws = removed_draws(altered, options.seed, variant) if options.nota_position == "last" else None
+        run.make(f"variant_{variant}", [variant_step(sba, reasons, options.seed, variant, options.nota_position, draws)],
                  copy=partial(copied, sba))
     benchmark_features = dict(source.benchmark.metadata_features)
     tasks = TaskPlan.for_source(source, options.variants)
