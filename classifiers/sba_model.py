@@ -30,12 +30,13 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Sequence
 
 from builders.core.errors import UserError
 from builders.core.runtime.content import content_revision
+
+if TYPE_CHECKING:
+    import numpy as np
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +82,8 @@ class Encoded:
 
 def encode_items(tokenizer, items: Sequence[Item], kind: str, input_format: str, max_length: int) -> Encoded:
     """Token ids of every sequence the model reads for ``items``; training and inference share it."""
+    import numpy as np  # here: a builder's --help imports this module, and parses without numpy
+
     if kind == CROSS_ENCODER:
         return _encode_pairs(tokenizer, items, max_length)
     if not items:
@@ -98,6 +101,8 @@ def _encode_pairs(tokenizer, items: Sequence[Item], max_length: int) -> Encoded:
     The key and the option keep at most a quarter of ``max_length`` each; the question gets the rest,
     cut on the tokenizer's truncation side (``left`` keeps its end, where the question is asked).
     """
+    import numpy as np
+
     cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
     if cls is None or sep is None:
         raise UserError("a cross-encoder needs a tokenizer with CLS and SEP tokens (a BERT-style backbone)")
@@ -211,6 +216,8 @@ class SBAClassifier:
 
     def scores(self, items: Sequence[Any], batch_size: int = BATCH_SIZE) -> np.ndarray:
         """P(SBA) for each ``(question, choices[, answer])``; each score is independent of the rest of the list."""
+        import numpy as np
+
         encoded = self.encode(items)
         item_scores = np.zeros(len(items), dtype=np.float32)
         np.maximum.at(item_scores, encoded.owners, self.sequence_scores(encoded, batch_size))
@@ -218,6 +225,7 @@ class SBAClassifier:
 
     def sequence_scores(self, encoded: Encoded, batch_size: int = BATCH_SIZE) -> np.ndarray:
         """P(positive) of every sequence: of the item (sequence model) or of one remaining option (cross-encoder)."""
+        import numpy as np
         import torch
 
         from builders.core.runtime.progress import bar

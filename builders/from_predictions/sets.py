@@ -11,9 +11,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Callable, Iterable, Mapping, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from builders.core.items.record import LETTERS, MCQRecord, OpenItem, Value, list_of
 from builders.core.items.rng import item_rng
@@ -22,6 +20,9 @@ from builders.core.build.result import Build, Check, Configs
 from builders.core.items.outcomes import Exclude
 
 from .pools import Candidate, Pool, distractor_models, summarize_pools
+
+if TYPE_CHECKING:  # numpy is imported where it computes: a builder's --help parses without it
+    import numpy as np
 
 GOLD, POOL, RANDOM = "gold", "pool", "random"
 PAPER_CITATION = """@article{zhang2024multiple,
@@ -57,7 +58,7 @@ class Option:
     models: tuple[str, ...] = ()
 
 
-RandomDistractors = Callable[[OpenItem, int, np.random.Generator], list[str]]
+RandomDistractors = Callable[[OpenItem, int, "np.random.Generator"], list[str]]
 
 
 def config_names(sets: int) -> list[str]:
@@ -82,6 +83,8 @@ def _draw(candidates: Sequence[Candidate], count: int, rng: np.random.Generator,
         return list(candidates)
     weights = None
     if weighted:
+        import numpy as np
+
         counts = np.array([c.count for c in candidates], dtype=float)
         weights = counts / counts.sum()
     chosen = rng.choice(len(candidates), size=count, replace=False, p=weights)
@@ -138,6 +141,8 @@ def key_advantages(values: np.ndarray) -> np.ndarray:
     """For option sets ``values`` (one row per set, the key in column 0, distinct numbers), the key's features
     (:data:`BALANCE_COLUMNS`) minus their mean over the set's options: zero on average when the key looks like
     any option."""
+    import numpy as np
+
     n = values.shape[1]
     rank = (values[:, :, None] > values[:, None, :]).sum(2)
     to_mean = np.abs(values - values.mean(1, keepdims=True))
@@ -150,6 +155,8 @@ def key_advantages(values: np.ndarray) -> np.ndarray:
 
 
 def _scaled(distance: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     return distance / np.maximum(distance.max(1, keepdims=True), 1e-300)
 
 
@@ -173,6 +180,8 @@ def balanced_subsets(pool: Pool, count: int, value: Callable[[str], float],
     """The candidates considered, every ``count``-subset of them (as index rows) and each subset's probability:
     the product of its candidates' model counts, tilted by ``exp(tilt . key_advantages)`` (by default the tilt
     fitted for ``count`` + 1 options)."""
+    import numpy as np
+
     candidates, subsets, advantages, log_counts = _subsets(pool, count, value)
     tilt = BALANCE_TILTS[count + 1] if tilt is None else tilt
     scores = log_counts + advantages @ np.asarray(tilt, dtype=float)
@@ -183,6 +192,8 @@ def balanced_subsets(pool: Pool, count: int, value: Callable[[str], float],
 def _subsets(pool: Pool, count: int, value: Callable[[str], float]) -> tuple[list[Candidate], np.ndarray,
                                                                               np.ndarray, np.ndarray]:
     """The candidates considered, their ``count``-subsets, the key's advantages in each and its log weight."""
+    import numpy as np
+
     candidates = of_the_keys_kind(pool, count, value)
     while len(candidates) > count and math.comb(len(candidates), count) > MAX_SUBSETS:
         candidates = candidates[:-1]  # the pool lists the most frequent first
@@ -198,6 +209,7 @@ def fit_balance_tilt(pools: Iterable[Pool], count: int, value: Callable[[str], f
     """The tilt under which the key's mean advantage is zero in every column over ``pools`` (those with at least
     ``count`` candidates): the dual of a maximum-entropy problem, convex; the ridge keeps it finite where no tilt
     reaches zero. How :data:`BALANCE_TILTS` were found (``benchmarks/gsm_mc_cues.py --calibrate``)."""
+    import numpy as np
     from scipy.optimize import minimize
     from scipy.special import logsumexp
 

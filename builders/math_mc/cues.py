@@ -6,10 +6,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from builders.core.build.result import Baseline
+from builders.core.build.result import Baseline, only_two_options
 from builders.core.items.record import MCQRecord
 from builders.core.items.tables import Table
-from builders.core.validation.audit import only_two_options
 
 
 FORM_FEATURES = {

@@ -22,9 +22,7 @@ import json
 from collections import defaultdict
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from builders.core.items.record import LETTERS, MCQRecord
 from builders.core.items.referring import LABEL_REASONS, position_dependent_reason
@@ -33,6 +31,9 @@ from builders.core.items.outcomes import Skip
 from builders.core.pipeline.steps import Across
 from builders.core.items.twins import duplicate_option, option_key
 from builders.perturbations import prompts
+
+if TYPE_CHECKING:  # annotations only: the builder's --help parses without numpy
+    import numpy as np
 from builders.perturbations.configs import NAME, ConfigSpec, subject_group, symbols
 
 TRIVIAL_FILE = Path(__file__).resolve().parent / "trivial_fewshot.jsonl"

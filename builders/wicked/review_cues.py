@@ -8,6 +8,7 @@ release's review queue lists them, for every variant, with the cue that put each
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Mapping, Sequence
 
 from builders.core.items.record import MCQRecord
@@ -20,6 +21,7 @@ BEST_ANSWER_CUE = re.compile(
     re.I)
 
 
+@lru_cache(maxsize=1 << 16)  # a question is read in every variant where its key became NOTA
 def best_answer_cue(question: str) -> str | None:
     """The words of ``question`` that ask for the best of several acceptable answers ("most likely"), or None."""
     match = BEST_ANSWER_CUE.search(question)

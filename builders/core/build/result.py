@@ -38,6 +38,16 @@ class Baseline:
     predict_all: Callable[[Any], Any] | None = None
 
 
+def only_two_options(rule: Callable[[MCQRecord], int | None]) -> Callable[[MCQRecord], int | None]:
+    """The mirror of a rule that picks a marked option: in a 2-option item where it applies, the other option;
+    elsewhere it abstains (from 3 options no single option is the opposite of a marked one). Here, beside
+    :class:`Baseline`, not in the audit: a builder declares its rules with it, and its ``--help`` imports no numpy."""
+    def predict(record: MCQRecord) -> int | None:
+        picked = rule(record) if len(record.choices) == 2 else None
+        return None if picked is None else 1 - picked
+    return predict
+
+
 @dataclass(frozen=True)
 class TaskLocation:
     """Where the lm-eval tasks of a release read it: the published repo and tag, or (None) the release

@@ -35,8 +35,11 @@ def option_key(text: str) -> str:
     """What an option says, spelling aside: NFC, no invisible characters, one kind of minus and space, whitespace
     collapsed, numbers without thousands separators and trailing decimal zeros. Equal keys: the same option. Kept
     once per distinct text: the loader and the builders read the same options."""
-    text = unicodedata.normalize("NFC", text).translate(_INVISIBLE).translate(_LOOK_ALIKES)
-    return _NUMBER.sub(_canonical_number, " ".join(text.split()))
+    if not text.isascii():  # ASCII is NFC already, and holds no invisible character, minus or space to replace
+        text = unicodedata.normalize("NFC", text).translate(_INVISIBLE).translate(_LOOK_ALIKES)
+    text = " ".join(text.split())
+    # a number the pattern rewrites has a thousands comma or a decimal point
+    return _NUMBER.sub(_canonical_number, text) if "," in text or "." in text else text
 
 
 def duplicate_option(choices: list[str] | tuple[str, ...]) -> int | None:

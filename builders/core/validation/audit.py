@@ -176,15 +176,6 @@ def _mean_predict(pick) -> Callable[[MCQRecord], int | None]:
     return lambda r: _extreme(_mean_distances(r), pick)
 
 
-def only_two_options(rule: Callable[[MCQRecord], int | None]) -> Callable[[MCQRecord], int | None]:
-    """The mirror of a rule that picks a marked option: in a 2-option item where it applies, the other option;
-    elsewhere it abstains (from 3 options no single option is the opposite of a marked one)."""
-    def predict(record: MCQRecord) -> int | None:
-        picked = rule(record) if len(record.choices) == 2 else None
-        return None if picked is None else 1 - picked
-    return predict
-
-
 # Each rule twice: item by item (``predict``, what it means), and over a split's arrays at once (``predict_all``,
 # what the audit runs), which picks the same; tests/test_audit.py holds the two to each other.
 COMMON_BASELINES = [
