@@ -356,6 +356,21 @@ def test_a_source_row_with_a_non_text_type_or_level_is_excluded_with_its_field(t
     assert math_mc.main([*argv, "--strict", "--output", str(tmp_path / "out")]) == 2
 
 
+
+def _forget_forms() -> None:
+    """The forms are memoised per text: a test that blinds one of their rules must not be answered from forms made
+    before (nor leave its blinded forms to the tests after it, :func:`_fresh_forms`)."""
+    forms.option_form.cache_clear()
+    forms.surface_key.cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_forms():
+    _forget_forms()
+    yield
+    _forget_forms()
+
+
 # ---- issues 22.3 and 23.3: one normal form, answers of the key's kind, no rounded key, no lettered answers --------
 
 # Real MATH test items (original row in the comment) with a real model's answer that gave the distractor away or
@@ -471,6 +486,7 @@ def test_the_validator_refuses_each_kind_when_the_builders_rules_are_blinded(tmp
         module = forms if name in ("compact_spacing", "_last_side") else benchmarks if name == "letter_answer" \
             else math_transform
         monkeypatch.setattr(module, name, blind)
+    _forget_forms()
     result = build_real_items(tmp_path, items, choices)
     with pytest.raises(ValidationFailed) as failure:
         validate(result)
@@ -568,6 +584,7 @@ def test_arguments_of_frac_and_sqrt_are_braced_in_every_option(tmp_path, monkeyp
     assert records[2].choices[1 - records[2].answer] in ("1", r"3-\sqrt{5}")
     assert "braced_arguments" in {c.name for c in validate(result).checks}
     monkeypatch.setattr(forms, "brace_arguments", lambda text: text)
+    _forget_forms()
     blinded = build_real_items(tmp_path / "blinded", chosen=BARE_ARGUMENT_ITEMS)
     with pytest.raises(ValidationFailed, match=r"braced_arguments \(6: "):
         validate(blinded)

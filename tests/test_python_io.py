@@ -266,6 +266,22 @@ def test_a_docstring_that_is_the_whole_body_stays():
     assert python_io_pairs.clean_program(program, keep_docstrings=True) == program
 
 
+
+def test_a_segment_of_the_source_is_the_one_ast_cuts():
+    """The segments are cut from lines split once per source: each the same text as ast.get_source_segment's, for
+    nodes on one line, over several, after multi-byte characters (offsets count bytes) and past \\r\\n and \\r."""
+    import ast
+
+    source = ("def check(candidate):\r\n    assert candidate('é\u4e2d', [1,\r\n        2]) == 'ü'\r"
+              "    assert candidate(\n'x') is True\n")
+    nodes = [node for node in ast.walk(ast.parse(source)) if hasattr(node, "end_col_offset")]
+    assert len(nodes) == 17
+    assert [python_io_pairs._segment(source, node) for node in nodes] == [
+        ast.get_source_segment(source, node) for node in nodes]
+    asserts = [python_io_pairs._segment(source, node) for node in nodes if isinstance(node, ast.Assert)]
+    assert asserts == ["assert candidate('é\u4e2d', [1,\r\n        2]) == 'ü'", "assert candidate(\n'x') is True"]
+
+
 # ---- verification --------------------------------------------------------------------------------------------
 
 

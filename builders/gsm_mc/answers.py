@@ -164,15 +164,21 @@ def gold_answer(answer_field: str) -> str | None:
     return normalize_number(matches[-1]) if matches else None
 
 
+@functools.lru_cache(maxsize=1 << 16)  # the pools, the draws and the checks ask for the same texts again and again
+def _numeric_key(answer: str) -> Fraction | None:
+    return parse_number(answer.strip().lstrip("$").rstrip("%"))
+
+
 class NumericEquivalence:
     """Exact numeric equality after normalisation; anything that is not a number is invalid."""
 
     def key(self, answer: str) -> Fraction | None:
-        return parse_number(answer.strip().lstrip("$").rstrip("%"))
+        return _numeric_key(answer)
 
     def equal(self, a: str, b: str) -> bool:
         """Equal keys. Deliberately not named ``same``: keys alone decide, no pairwise pass is needed."""
-        return self.key(a) is not None and self.key(a) == self.key(b)
+        key = _numeric_key(a)
+        return key is not None and key == _numeric_key(b)
 
     def spell(self, answer: str) -> str:
         """The canonical text of a valid answer (what the options show)."""

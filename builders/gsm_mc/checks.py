@@ -142,6 +142,7 @@ def _kind(text: str) -> tuple[bool, bool]:
 _ASKS_FOR = ("calculate", "find", "determine", "what is", "what's", "what was")
 
 
+@functools.lru_cache(maxsize=4096)  # every config holds the question again
 def _asks_for_a_count(question: str) -> bool:
     """The validator's own reading of a count question's wording: the last sentence ending in "?" (else the last
     sentence), cut by scanning for ".", "!" or "?" before a space, says "how many", or "number of" after one of
@@ -166,6 +167,7 @@ def _asks_for_a_count(question: str) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=1 << 16)  # an option is read in every config and twice per record
 def _exact(text: str) -> Fraction:
     """An option's exact value by :class:`Fraction`'s own parsing of the text ("2.67", "8/3", "-3", "1,200")."""
     return Fraction(text.replace(",", ""))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 
 from builders.from_predictions.extract import MAX_BOXED_CHARS, brace_pairs
 
@@ -228,6 +229,7 @@ def _is_value(text: str) -> bool:
     return bool(text.strip()) and not re.search(r"[a-zA-Z]", _COMMANDS.sub("", text))
 
 
+@lru_cache(maxsize=1 << 16)  # the pools, the draws, the checks and the card ask for the same answers again
 def option_form(answer: str, key: str | None = None) -> str:
     """The one spelling shown for an option: :func:`display_form` without ``\\text{}`` wrappers, units,
     degrees, percent and dollar signs, thousands separators, a ``name =`` before a value, ``\\left``/``\\right``,
@@ -341,6 +343,7 @@ def non_answer(text: str) -> bool:
     return bool(_NON_ANSWER.search(text)) or not re.sub(r"[\\\s.,;:]", "", text)  # "\\": a cut-off answer
 
 
+@lru_cache(maxsize=1 << 16)  # asked for both sides of every pair the equivalence meets
 def surface_key(answer: str) -> str | None:
     """The option's form with case, spaces, ``\\left``/``\\right`` and a leading ``name =`` folded away,
     and a lettered choice with or without parentheses, and a column vector written as the tuple of its entries

@@ -68,7 +68,8 @@ def normalize_option(text: str) -> str:
     """Case, whitespace, outer punctuation and number formatting ("9.0", "9", "9.") do not make a new option."""
     flat = normalize_text(text).casefold().strip(_STRIP)
     compact = flat.replace(" ", "")
-    if any(ch.isdigit() for ch in compact) and _NUMBER.match(compact):
+    # the pattern first: it fails at the first character of most texts, where the digit scan reads them all
+    if _NUMBER.match(compact) and any(ch.isdigit() for ch in compact):
         try:
             return format(Decimal(compact.replace(",", "")).normalize(), "f")
         except InvalidOperation:

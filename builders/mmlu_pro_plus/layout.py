@@ -32,13 +32,16 @@ _PAIR_OPTION = re.compile(r"^\W*both\b.*\b(?:correct|true|right|valid)\b", re.I 
 _STARTS_WITH_BOTH = re.compile(r"^\W*both\b", re.I)
 
 
+_TRAILING_STOPS = re.compile(r"[\s.]+$")  # compiled once: a pair member is cut for every option of every item
+
+
 # ---- which items and options can take part in a pair -----------------------------------------------------------
 
 
 def pair_member_text(option: str) -> str:
     """An option as the pair names it: whitespace normalised, trailing periods stripped ("16.3923", not " 16.3923";
     "…palatini", not "…palatini.")."""
-    return re.sub(r"[\s.]+$", "", normalize_text(option))
+    return _TRAILING_STOPS.sub("", normalize_text(option))
 
 
 def pairable(option: str) -> bool:

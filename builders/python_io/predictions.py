@@ -8,8 +8,9 @@ one-shot output-prediction prompt, greedy.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -100,10 +101,17 @@ class ItemIndex:
 
     def _same_gold(self, item: str, gold: str) -> bool:
         """Predictions made against another gold answered another question (e.g. another program)."""
-        try:
-            return value_key(parse_literal(gold)) == value_key(parse_literal(self.golds[item]))
-        except NotALiteral:
-            return False
+        mine, theirs = _literal_key(gold), _literal_key(self.golds[item])
+        return mine is not None and mine == theirs
+
+
+@lru_cache(maxsize=1 << 16)  # every prediction of a call gives its gold again: each distinct text is read once
+def _literal_key(text: str) -> Hashable | None:
+    """The value key of a literal text, None when it is not one."""
+    try:
+        return value_key(parse_literal(text))
+    except NotALiteral:
+        return None
 
 
 def _problem_key(row: Mapping[str, Any], where: str) -> tuple[str, str]:

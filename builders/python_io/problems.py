@@ -14,6 +14,7 @@ import builtins
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 from builders.core.errors import MalformedRow
@@ -321,7 +322,29 @@ def _is_direct_call(node: ast.expr, callee: str | None, defined: frozenset[str])
 
 
 def _segment(source: str, node: ast.AST) -> str:
-    return ast.get_source_segment(source, node) or ast.unparse(node)
+    return _source_segment(source, node) or ast.unparse(node)
+
+
+def _source_segment(source: str, node: ast.AST) -> str | None:
+    """``ast.get_source_segment(source, node)``, with the source split into lines once per source: ast splits it
+    again at every call, character by character, which cost more than the rest of reading HumanEval's tests."""
+    lineno, end_lineno = node.lineno - 1, node.end_lineno  # type: ignore[attr-defined]
+    col_offset, end_col_offset = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+    if end_lineno is None or end_col_offset is None:
+        return None
+    lines = _source_lines(source)
+    end_lineno -= 1
+    if end_lineno == lineno:
+        return lines[lineno].encode()[col_offset:end_col_offset].decode()
+    first = lines[lineno].encode()[col_offset:].decode()
+    last = lines[end_lineno].encode()[:end_col_offset].decode()
+    return "".join([first, *lines[lineno + 1:end_lineno], last])
+
+
+@lru_cache(maxsize=64)
+def _source_lines(source: str) -> tuple[str, ...]:
+    # ast's own split (only \r\n, \r and \n end a line), as get_source_segment makes it
+    return tuple(ast._splitlines_no_ff(source))  # type: ignore[attr-defined]
 
 
 def _free_names(node: ast.AST) -> set[str]:
@@ -352,6 +375,7 @@ def _defined_names(program: str) -> frozenset[str]:
     return frozenset(names)
 
 
+@lru_cache(maxsize=1 << 16)  # asked for every assert, and for every prediction (models repeat the calls)
 def call_signature(call: str) -> str:
     """The call's syntax tree: equal for ``f([1,2])`` and ``f([1, 2])``, different for another call."""
     return ast.dump(ast.parse(call.strip(), mode="eval"))
