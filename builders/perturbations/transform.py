@@ -31,10 +31,10 @@ from builders.core.items.outcomes import Skip
 from builders.core.pipeline.steps import Across
 from builders.core.items.twins import duplicate_option, option_key
 from builders.perturbations import prompts
+from builders.perturbations.configs import NAME, ConfigSpec, subject_group, symbols
 
 if TYPE_CHECKING:  # annotations only: the builder's --help parses without numpy
     import numpy as np
-from builders.perturbations.configs import NAME, ConfigSpec, subject_group, symbols
 
 TRIVIAL_FILE = Path(__file__).resolve().parent / "trivial_fewshot.jsonl"
 DUPLICATE_CHOICES = "duplicate_choices"

@@ -121,9 +121,9 @@ class Options(BuildOptions, ReduxOptions, KeyConsensusOptions, LLMEndpoint):
 def build(source: LoadedSource, options: Options, run: Run) -> Release:
     records = source.records()
     reasons = {r.id: skip_reason(r) for r in records}
-    sba = decide_sba([r for r in records if reasons[r.id] is None], options, source.benchmark.name)
-    run.unchanged("original")
     altered = [r for r in records if reasons[r.id] is None]
+    sba = decide_sba(altered, options, source.benchmark.name)
+    run.unchanged("original")
     for variant in range(options.variants):
         draws = removed_draws(altered, options.seed, variant) if options.nota_position == "last" else None
         run.make(f"variant_{variant}", [variant_step(sba, reasons, options.seed, variant, options.nota_position, draws)],

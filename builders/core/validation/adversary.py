@@ -118,7 +118,7 @@ def assess(build: Build) -> list[AdversaryRow]:
     explained: dict[tuple, tuple[str, ...]] = {}  # the trees' features: read once the family is known, where it beats chance
     for row, key in zip(rows, keys, strict=True):
         if row.model == boosted.NAME and row.significant and key not in explained:
-            explained[key] = trees_features([], seed, scored=read[key])
+            explained[key] = trees_features(read[key])
     rows = [replace(row, features=explained.get(key, row.features)) for row, key in zip(rows, keys, strict=True)]
     rows = inherit_from_source(rows, build.about.unchanged_config, lambda row: NAME, lambda row: row.scored)
     return [row if row.significant else replace(row, features=()) for row in rows]
@@ -209,13 +209,12 @@ def evaluate(records: Sequence[MCQRecord], seed: int, config: str = "", split: s
                         model=model, accuracies=accuracies)
 
 
-def trees_features(records: Sequence[MCQRecord], seed: int, scored: Scored | None = None) -> tuple[str, ...]:
-    """The trees' strongest features on the items :func:`evaluate` scores of ``records`` (``scored``: those items
-    and their features, where the caller has them)."""
+def trees_features(scored: Scored) -> tuple[str, ...]:
+    """The trees' strongest features on the items :func:`evaluate` scored (:func:`scored_items`)."""
     import sklearn.ensemble  # noqa: F401  # before the limit, as in evaluate
     from threadpoolctl import threadpool_limits
 
-    chosen, blocks = scored or scored_items(records, seed)
+    chosen, blocks = scored
     with threadpool_limits(1):
         return boosted.Trees(blocks, [r.answer for r in chosen]).strongest(SHOWN_FEATURES)
 
