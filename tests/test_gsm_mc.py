@@ -296,7 +296,7 @@ def test_the_float_recheck_catches_a_second_correct_option_the_builder_let_throu
         "set_0/test gsm8k/test/1: options 1 and 2 are equal"]
 
 
-BOXED_SOURCE = [{"question": "Sam has 4 bags of 3 apples. What does he have in all?", "answer": "4 * 3 = 12\n#### 12"}]  # no count question: its distractors may be fractions (issue 34)
+BOXED_SOURCE = [{"question": "Sam has 4 bags of 3 apples. What does he have in all?", "answer": "4 * 3 = 12\n#### 12"}]  # no count question: its distractors may be fractions
 BOXED_PREDICTIONS = [  # (model, output): real shapes of zero-shot GPT-3.5/GPT-4/Claude 2 answers on GSM8K
     ("a", "So he has $\\boxed{12x + 4}$ apples."),  # an expression: invalid, not 4
     ("b", "The latest time is \\boxed{2:00 pm}"),  # a time: invalid, not 0
@@ -331,14 +331,14 @@ def test_a_boxed_answer_decides_and_an_unreadable_one_is_invalid(tmp_path):
     assert validate(result).passed
 
 
-# ---- issue 22: wrong source keys (consensus check), the gold in another form, GSM8K-Platinum ---------------
+# ---- wrong source keys (consensus check), the gold in another form, GSM8K-Platinum ---------------
 
 def real_item(question: str, key: str) -> dict:
     return {"question": question, "answer": f"#### {key}"}
 
 
 # Real GSM8K test items (ids in the comments) with the answers the 14 full-coverage systems of the shared
-# predictions gave them; the first five keys are wrong (issue 22), the sixth is one GSM8K-Platinum relabels
+# predictions gave them; the first five keys are wrong, the sixth is one GSM8K-Platinum relabels
 # although 42 models answer with the key, the last is sound.
 CONSENSUS_SOURCE = [
     real_item("The girls are trying to raise money for a carnival. Kim raises $320 more than Alexandra, who raises "
@@ -413,7 +413,7 @@ def test_the_validator_refuses_a_suspect_key_the_builder_let_through(tmp_path, m
         validate(result)
 
 
-# Real GSM8K test items whose models' answers include the key in another unit the question names (issue 22).
+# Real GSM8K test items whose models' answers include the key in another unit the question names.
 OTHER_UNIT_SOURCE = [
     real_item("Each person in a certain household consumes 0.2 kg of rice every meal. Supposing 5 members of the "
               "household eat rice every lunch and dinner, how many weeks will a 42 kg bag of rice last?", "3"),  # 296
@@ -536,7 +536,7 @@ def test_gsm8k_platinum_with_predictions_made_on_gsm8k(files, tmp_path):
 
 
 def test_a_5_mb_adversarial_prediction_adds_under_2_seconds(files, tmp_path):
-    """Regression (issue 25): a 140 KB output of unclosed ``\\boxed{`` took a build from 6 s to 112 s. An output
+    """Regression: a 140 KB output of unclosed ``\\boxed{`` took a build from 6 s to 112 s. An output
     beyond MAX_OUTPUT_CHARS is not read (an invalid answer, counted in the card); shorter ones are read in
     linear time."""
     import time
@@ -589,14 +589,14 @@ def test_a_release_built_with_the_former_default_rank_draw_rebuilds_from_its_con
 
 
 def test_the_validator_refuses_a_distractor_of_another_kind_the_balanced_draw_let_through(tmp_path, monkeypatch):
-    """Issue 23: the balanced draw takes distractors of the key's kind (an integer or not, its sign) where the
+    """The balanced draw takes distractors of the key's kind (an integer or not, its sign) where the
     pool holds enough of them, so that "the only integer" or "the only positive number" is no cue. The validator
     re-reads every option with exact fractions; with the draw's rule blinded, "5.5" and "-4" stand beside the
     integer key 5 and validation fails."""
     from builders.from_predictions import sets as mc
 
     source = write_jsonl(tmp_path / "gsm8k" / "test.jsonl", [
-        real_item("Tom has 3 apples and buys 2 more. What is his total?", "5")]).parent  # no count question (issue 34)
+        real_item("Tom has 3 apples and buys 2 more. What is his total?", "5")]).parent  # no count question
     answers = ["5", "5", "5", "6", "6", "4", "7", "8", "5.5", "-4"]
     predictions = write_jsonl(tmp_path / "p.jsonl", [
         {"question_index": 0, "model": f"m{k}", "output": f"#### {a}"} for k, a in enumerate(answers)])

@@ -1,4 +1,4 @@
-"""GSM-MC, issue 34: a count question gets no non-integer and no negative distractor, and no wrong value is shown at
+"""GSM-MC: a count question gets no non-integer and no negative distractor, and no wrong value is shown at
 two roundings in one item; the builder leaves such candidates out of the pool, the validator re-reads both."""
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def test_the_builders_rule_of_a_count_question_and_of_two_roundings():
     assert [kinds.two_roundings(a, b) for a, b in pairs] == [True, True, True, False, False, False, False, True, True]
 
 
-# ---- issue 34: the consensus check's precision, measured on labels ---------------------------------------------
+# ---- the consensus check's precision, measured on labels ---------------------------------------------
 
 
 def test_the_stated_precision_is_the_labels_files():

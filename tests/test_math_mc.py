@@ -39,7 +39,7 @@ PREDICTIONS = [  # question_index, model, output
     (1, "e", r"$\boxed{6}$"),
     (3, "a", r"$\boxed{1.5}$"), (3, "b", r"$\boxed{2}$"),
     (5, "a", r"$\boxed{[0,1]}$"), (5, "b", r"$\boxed{(0,1)}$"), (5, "c", r"$\boxed{1}$"), (5, "d", r"$\boxed{[0, 1)}$"),
-    (5, "e", r"$\boxed{[1,2)}$"),  # "1", one value beside an interval, is left out (issue 23)
+    (5, "e", r"$\boxed{[1,2)}$"),  # "1", one value beside an interval, is left out
 ]
 
 
@@ -121,7 +121,7 @@ def test_publish_and_load_back(local_hub, files, tmp_path):
 
 
 
-# ---- issue 12.4: no second correct option, no typesetting tell ------------------------------------------
+# ---- no second correct option, no typesetting tell ------------------------------------------
 
 # Each released defect: the gold as MATH boxes it, and a model's answer that is the same answer spelled
 # otherwise (released as a second option), plus two answers that really differ.
@@ -186,7 +186,7 @@ def test_no_released_item_holds_a_second_correct_option(defect_files, tmp_path):
                   "--equivalence-timeout", "20", "--equivalence-workers", "2"])
     result = made(args)
     records = result.configs["set_0"]["test"]
-    # The lettered answer "(E)" is no item of a release that letters its options (issue 22.3).
+    # The lettered answer "(E)" is no item of a release that letters its options.
     assert [(e.id, e.reason) for e in result.exclusions.entries] == [("math/test/3", "letter_answer")]
     assert [r.id for r in records] == [f"math/test/{i}" for i in (0, 1, 2, 4, 5)]
     assert [sorted(r.choices) for r in records] == [
@@ -238,7 +238,7 @@ def test_multi_value_golds_are_kept_and_counted_empty_boxes_are_not(tmp_path):
     result = made(args)
     assert sorted((e.id, e.reason) for e in result.exclusions.entries) == [
         ("math/test/1", "no_gold_answer"), ("math/test/2", "no_predictions")]
-    # "6", one value beside the two roots, is no distractor (issue 23)
+    # "6", one value beside the two roots, is no distractor
     assert sorted(result.configs["set_0"]["test"][0].choices) == ["2,-6", "6,-2", "6,2"]
     assert result.release.statistics["Gold answers"].row("test")["of which multi-value"] == 1
 
@@ -255,7 +255,7 @@ def test_sample_builds_offline_with_lm_eval_tasks_by_type(sample_releases):
     assert "about high school math." in task["description"] and task["process_docs"] == "utils.only_algebra"
     card = (out / "README.md").read_text()
     assert "Surface-form cues" in card and "form_cue" in card
-    # Issue 22.5: the card's counts are this 12-row build's, never MATH test's "14 ambiguous and 76 multi-value".
+    # The card's counts are this 12-row build's, never MATH test's "14 ambiguous and 76 multi-value".
     assert "In this build's `test` split, 0 of 12 golds are ambiguous and 1 of the usable golds list several\n" \
            "values; leaving out both gives 11." in card
     assert "test: 12 rows less 0 ambiguous and 1 multi-value golds is 11." in card
@@ -371,7 +371,7 @@ def _fresh_forms():
     _forget_forms()
 
 
-# ---- issues 22.3 and 23.3: one normal form, answers of the key's kind, no rounded key, no lettered answers --------
+# ---- one normal form, answers of the key's kind, no rounded key, no lettered answers --------
 
 # Real MATH test items (original row in the comment) with a real model's answer that gave the distractor away or
 # was a second correct option. Problems are cut to their first 160 characters; where the real model's answer is
@@ -501,7 +501,7 @@ def test_kinds_and_spacing_beyond_the_fixtures():
                 ("5", "x^2+y^2=4"): "equation", ("none", "0"): "words", ("12", "even"): "words",
                 ("t^2", "x^2"): "variable", (r"\alpha+1", "2"): None, ("3i", "4"): None, ("east", "north"): None,
                 (r"4\cdot 6", "24"): "undone", (r"4\cdot6", r"2\cdot12"): None, ("2^{10}", "1000"): None,
-                # issue 23, the 2-option build's last cues: decimals beside exact keys, a list beside one value,
+                # the 2-option build's last cues: decimals beside exact keys, a list beside one value,
                 # infinity beside a number, a factorial left undone, a fraction not in lowest terms
                 ("73.26", "145"): "decimal", (r"23.38\pi", r"25\pi"): "decimal", ("0", "87.5"): None,
                 ("1.5", "2.5"): None, ("1", "(0,1)"): "values", ("-5,1,4", "2"): "values", ("-1,-2,1", "-2,1"): None,
@@ -533,7 +533,7 @@ LAST_CUE_ITEMS = [  # (key, a real model's answer in the shared 2-option build t
 
 
 def test_decimals_lists_infinity_and_unreduced_answers_are_not_distractors(tmp_path, monkeypatch):
-    """Issue 23: after the first fixes, the 2-option build's choices-only model still read "less punctuation"
+    """After the first fixes, the 2-option build's choices-only model still read "less punctuation"
     and "the only option with a comma" (56-59% in 5 of 11 sets against 50%): models' decimals beside MATH's exact
     keys ("73.26" beside 145), one value beside a list, infinity beside a count, "6!/(3!2!1!)", "-240/9"; then
     radicals not in simplest form ("\\sqrt{96}/2" beside 3\\sqrt{5}) and binomial coefficients left unevaluated beside
@@ -591,7 +591,7 @@ def test_arguments_of_frac_and_sqrt_are_braced_in_every_option(tmp_path, monkeyp
 
 
 def test_the_consensus_counts_models_not_their_samples(tmp_path):
-    """Issue 34: MATH-MC's 3 suspect keys each rested on 8 samples of one model (``qwen2.5-math-instruct#0`` ...
+    """MATH-MC's 3 suspect keys each rested on 8 samples of one model (``qwen2.5-math-instruct#0`` ...
     ``#7``) counted as 8 models. Eight samples agreeing on 4 are one model against two that give the key: no flag;
     three distinct models agreeing on 4 are a consensus."""
     source = write_jsonl(tmp_path / "math" / "test.jsonl", [MATH_TEST[1], {**MATH_TEST[1], "problem": r"Solve $x + 2 = 5$."}]).parent

@@ -914,7 +914,7 @@ def test_the_validator_reads_a_comma_as_thousands_only_between_groups_of_three(t
     assert [r.columns["modification"] for r in result.build.configs["default"]["test"]] == [PFPP, PFPP]
 
 
-# ---- the generated option is checked before it becomes part of a key (issue 34) -------------------------------
+# ---- the generated option is checked before it becomes part of a key -------------------------------
 
 SAMPLE_ROWS = [json.loads(line) for line in
                (Path(mpp.__file__).resolve().parents[1] / "data" / "samples" / "mmlu_pro" / "test.jsonl").read_text().splitlines()]

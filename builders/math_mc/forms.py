@@ -397,7 +397,7 @@ _UNDONE = re.compile(r"\\(?:times|cdot|div|binom|dbinom|tbinom|choose)(?![a-zA-Z
                      r"|\(-?\d+(?:\.\d+)?(?:[-+]\d+(?:\.\d+)?)*\)"
                      r"|[\d)}]!|\([^(),]*[^(,\s+-]\s*[-+][^(),]*\)")  # a factorial, a bracketed sum: "2(\sqrt{5}+1)"
 # MATH's keys are exact: a model's decimal ("73.26", "0.381", "23.38\pi") beside a key with none is an
-# approximation a reader rules out unread (issue 23: with these and lists beside single values, the 2-option
+# approximation a reader rules out unread (with these and lists beside single values, the 2-option
 # build's choices-only model read "less punctuation" and "the only option with a comma").
 _DECIMAL_NUMBER = re.compile(r"(?<![\d.])\d*\.\d+")
 _INFINITY = re.compile(r"\\infty(?![a-zA-Z])|∞")
