@@ -76,12 +76,8 @@ def test_with_a_judge_only_the_flagged_pairs_it_kept_are_queued():
     assert queued_pairs(PAIRS, judged(set())) == []
 
 
-def test_a_release_without_a_judge_queues_all_its_pairs(tmp_path):
-    from builders import contrast_sets
-
-    out = tmp_path / "release"
-    assert contrast_sets.main(["--source", "sample", "--output", str(out), "--cache-dir", str(tmp_path / "cache"),
-                               "--no-progress"]) == 0
+def test_a_release_without_a_judge_queues_all_its_pairs(sample_releases):
+    out = sample_releases.release("contrast_sets")  # the sample, built with no judge, shared by the session
     entries = [json.loads(line) for line in (out / "review.jsonl").read_text().splitlines()]
     assert Counter(e["reason"] for e in entries) == {NOT_VALIDATED: 10, "contrast_screen_near_synonym": 6}
     assert len({e["evidence"]["pair_id"] for e in entries}) == 8

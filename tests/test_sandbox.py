@@ -32,6 +32,10 @@ from builders.core.sandbox import (
     scratch_cap,
 )
 
+# The hostile batch (a module fixture) waits out its wall-clock limits and spins both cores while it runs: the
+# module's tests go to one xdist worker (``--dist loadgroup``, pyproject.toml), so that the batch runs once.
+pytestmark = pytest.mark.xdist_group("sandbox")
+
 MiB = 1 << 20
 LIMITS = Limits(
     cpu_seconds=2,
