@@ -65,7 +65,12 @@ def sample_releases(tmp_path_factory):
     for (:mod:`sample_releases`)."""
     from sample_releases import SampleReleases
 
-    return SampleReleases(tmp_path_factory.mktemp("sample-releases"))
+    # pytest-xdist workers each have a base folder under one shared by the run (its parent); without xdist the
+    # base folder is the run's own
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent
+    return SampleReleases(shared / "sample-releases")
 
 
 @pytest.fixture(scope="session")

@@ -3,12 +3,14 @@ in-process once per test session and shared: the conformance suite, the inspect 
 the same folders instead of building their own.
 
 A release is built lazily, the first time a test asks for it, so that a run of one test file builds only the
-builders it reads.
+builders it reads, and once for all pytest-xdist workers, which share the folder.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from filelock import FileLock
 
 from builders.core.pipeline import cli
 from builders.registry import load_builder
@@ -31,9 +33,11 @@ class SampleReleases:
 
     def _built(self, name: str, kind: str, argv: list[str]) -> Path:
         out = self.root / kind / name
-        if not (out / "build_config.yaml").is_file():
-            status = cli.main(load_builder(name), [*argv, "--output", str(out), *QUIET])
-            assert status == 0, f"{name}: the {kind} sample build exited with {status}"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(out) + ".lock"):  # the pytest-xdist workers share the root: the first one builds
+            if not (out / "build_config.yaml").is_file():
+                status = cli.main(load_builder(name), [*argv, "--output", str(out), *QUIET])
+                assert status == 0, f"{name}: the {kind} sample build exited with {status}"
         return out
 
     def release(self, name: str) -> Path:
