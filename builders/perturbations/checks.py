@@ -163,12 +163,10 @@ def checks(specs: Sequence[ConfigSpec], source: LoadedSource, shots: int, sample
         for config, splits in build.configs.items():
             spec = by_name[config]
             rows = {r.id: prompt_row(r) for r in splits.get(fewshot_split or "", [])}
+            render = PlainRenderer(spec, rows, trivial)
             for split, records in splits.items():
                 for record in records:
-                    item = prompt_row(record)
-                    demos = [item if i == record.id else rows.get(i) or trivial[i] for i in record.columns["fewshot"]]
-                    rendered = prompts.render(item, demos, "symbol", spec.with_subject, spec.answer_prefix)
-                    if record.columns["prompt"] != rendered:
+                    if record.columns["prompt"] != render(record):
                         yield f"{config}/{split} {record.id}: `prompt` is not the rendered item and demonstrations"
 
     return [
@@ -238,6 +236,33 @@ def prompt_row(record: MCQRecord) -> dict:
     return {"id": record.id, "question": record.question, "choices": record.choices, "labels": record.columns["labels"],
             "answer": record.answer, "subject": record.subject, "category": record.category,
             "metadata": record.metadata}
+
+
+class PlainRenderer:
+    """The plain renderer's prompt of a record (:func:`prompts.render`'s parts, from the built rows). A demonstration
+    other than the item itself is rendered once per config: :func:`prompts.question_block` is a pure function of
+    the demonstration's row and the answer it shows, and a row shows its gold in every prompt of the config (the
+    item's own demonstration, which shows the context answer, is rendered with each item)."""
+
+    def __init__(self, spec: ConfigSpec, rows: dict[str, dict], trivial: dict[str, dict]):
+        self.spec, self.rows, self.trivial = spec, rows, trivial
+        self._blocks: dict[str, str] = {}
+
+    def __call__(self, record: MCQRecord) -> str:
+        item = prompt_row(record)
+        blocks = [prompts.question_block(item, "symbol", self.spec.answer_prefix, prompts.shown_answer(item, item))
+                  if i == record.id else self._block(i, item) for i in record.columns["fewshot"]]
+        return prompts.join_prompt(prompts.instruction(item.get("subject") or item.get("category"),
+                                                       self.spec.with_subject), blocks,
+                                   prompts.question_block(item, "symbol", self.spec.answer_prefix, None))
+
+    def _block(self, demo_id: str, item: dict) -> str:
+        block = self._blocks.get(demo_id)
+        if block is None:
+            demo = self.rows.get(demo_id) or self.trivial[demo_id]
+            block = self._blocks[demo_id] = prompts.question_block(demo, "symbol", self.spec.answer_prefix,
+                                                                   prompts.shown_answer(demo, item))
+        return block
 
 
 class ExpectedDemonstrations:

@@ -330,6 +330,9 @@ class PromptColumns(Mapping[str, Any]):
     def __contains__(self, key: object) -> bool:  # not Mapping's, which reads (renders) the value
         return key in self.KEYS
 
+    def get(self, key: str, default: Any = None) -> Any:  # Mapping's goes through a try and __getitem__: the writer asks every record
+        return self[key] if key in self.KEYS else default
+
     def __iter__(self) -> Iterator[str]:
         return iter(self.KEYS)
 

@@ -32,6 +32,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Callable
 
@@ -418,14 +419,19 @@ def release_rows(records, features) -> list[dict[str, Any]]:
     return rows
 
 
-def _column(records, name: str) -> list[Any]:
+def _column(records, name: str, present: set[str]) -> list[Any]:
     """One column of the release's rows (:func:`release_rows`): a record's own ``columns`` before its base fields,
-    and its ``metadata`` as it is; None where a record has no such column."""
+    and its ``metadata`` as it is; None where a record has no such column. ``present``: the names any record's
+    ``columns`` holds (read once per table, not once per record and column)."""
     if name == "metadata":
         return [dict(r.metadata) for r in records]
     if name == "choices":
+        if "choices" not in present:
+            return [list(r.choices) for r in records]
         return [r.columns["choices"] if "choices" in r.columns else list(r.choices) for r in records]
     if name in BASE_COLUMNS:
+        if name not in present:
+            return list(map(attrgetter(name), records))
         return [r.columns[name] if name in r.columns else getattr(r, name) for r in records]
     return [r.columns.get(name) for r in records]
 
@@ -441,7 +447,10 @@ def write_parquet(records, metadata_features, path: Path, column_features=None) 
     import pyarrow.parquet as pq
 
     # column by column, as Table.from_pylist(release_rows(records, features)) takes them: the same arrays
-    table = pa.Table.from_arrays([_column(records, name) for name in schema.names], schema=schema)
+    present: set[str] = set()
+    for record in records:
+        present.update(record.columns)
+    table = pa.Table.from_arrays([_column(records, name, present) for name in schema.names], schema=schema)
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path, compression="zstd")
     size = table.nbytes
