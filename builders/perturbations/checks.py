@@ -62,10 +62,13 @@ def checks(specs: Sequence[ConfigSpec], source: LoadedSource, shots: int, sample
         """Duplicates are re-counted (flagged in every config and split); the position/reference reasons
         must agree over every config that reorders options, and over every config that only relabels them."""
         content_reasons: dict[tuple[str, bool], set] = defaultdict(set)
+        duplicates: dict[str, bool] = {}  # source id -> duplicated options: a reading of the source, once per item
         for spec, split, record, original in each(build):
             reason, size = record.metadata["skip_reason"], len(original.choices)
             where = f"{spec.name}/{split} {record.id}"
-            duplicated = len({option_spelling(c) for c in original.choices}) < size
+            duplicated = duplicates.get(original.id)
+            if duplicated is None:
+                duplicated = duplicates[original.id] = len({option_spelling(c) for c in original.choices}) < size
             if duplicated != (reason == DUPLICATE_CHOICES):
                 yield f"{where}: duplicated options {duplicated}, skip_reason {reason!r}"
             if not spec.transforms(split, fewshot_split) or duplicated:
@@ -247,13 +250,17 @@ class PlainRenderer:
     def __init__(self, spec: ConfigSpec, rows: dict[str, dict], trivial: dict[str, dict]):
         self.spec, self.rows, self.trivial = spec, rows, trivial
         self._blocks: dict[str, str] = {}
+        self._instructions: dict[str | None, str] = {}  # subject -> the config's instruction, once per subject
 
     def __call__(self, record: MCQRecord) -> str:
         item = prompt_row(record)
         blocks = [prompts.question_block(item, "symbol", self.spec.answer_prefix, prompts.shown_answer(item, item))
                   if i == record.id else self._block(i, item) for i in record.columns["fewshot"]]
-        return prompts.join_prompt(prompts.instruction(item.get("subject") or item.get("category"),
-                                                       self.spec.with_subject), blocks,
+        subject = item.get("subject") or item.get("category")
+        instruction = self._instructions.get(subject)
+        if instruction is None:
+            instruction = self._instructions[subject] = prompts.instruction(subject, self.spec.with_subject)
+        return prompts.join_prompt(instruction, blocks,
                                    prompts.question_block(item, "symbol", self.spec.answer_prefix, None))
 
     def _block(self, demo_id: str, item: dict) -> str:

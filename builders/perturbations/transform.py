@@ -404,8 +404,10 @@ class ConfigRecords:
         elif self.spec.context_answer == "wrong":  # a wrong source option, where the config shows it
             context = new["metadata"]["permutation"].index(self.perturbation.draws.wrong_answer(record))
         fewshot = [*ids, record.id] if context is not None else self._shared_list(ids)
+        metadata = new["metadata"]  # the record's own dict (Perturbation.fields makes one per record): not copied again
+        metadata["context_answer"] = context
         # the record's constructor, not dataclasses.replace (a third of the build's own time on MMLU)
         return MCQRecord(record.id, record.question, new["choices"], new["answer"], record.source,
                          record.source_config, record.source_split, record.source_index, record.subject,
-                         record.category, metadata={**new["metadata"], "context_answer": context},
+                         record.category, metadata=metadata,
                          columns=PromptColumns(new["labels"], fewshot, renderer, record, new, ids, context))
