@@ -337,3 +337,16 @@ def test_math_mc_decimal_distractors_are_found_and_their_removal_leaves_it_quiet
     assert found.warns and found.accuracy > 0.6, found
     calm = assess(math_decimals(500, kind_filter=True))
     assert not calm.warns and calm.accuracy < 0.55 and calm.features == (), calm
+
+
+def test_scored_items_read_each_distinct_option_tuple_once_and_give_the_same_features():
+    """The configs of a release that keep an item's options share its features (assess passes one dict): 30 items
+    of which the second 15 repeat the first 15's options read 15 option tuples, the same arrays as read alone."""
+    records = [record(i, [f"opt {i % 15} a", f"opt {i % 15} bb", "ccc"], i % 3) for i in range(30)]
+    features: dict = {}
+    chosen, blocks = adversary.scored_items(records, 0, features)
+    alone_chosen, alone = adversary.scored_items(records, 0)
+    assert chosen == alone_chosen and len(features) == 15
+    assert all(np.array_equal(a, b) for a, b in zip(blocks, alone, strict=True))
+    again, shared = adversary.scored_items(records[:15], 0, features)
+    assert len(features) == 15 and all(features[r.choices] is b for r, b in zip(again, shared, strict=True))

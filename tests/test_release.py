@@ -232,3 +232,34 @@ def test_generated_predictions_that_all_fail_stop_the_build_and_the_share_is_an_
                          str(tmp_path / "b")]) == 2
     line = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
     assert len(line) == 1 and line[0].startswith("error: nothing to publish: ")
+
+
+@pytest.mark.parametrize("with_nulls", [False, True])
+def test_string_columns_written_in_chunks_give_the_bytes_and_size_of_one_array(tmp_path: Path, with_nulls: bool):
+    """A string column is converted 1,024 rows at a time (a perturbation's prompts are never all held); the file and
+    the size the card reports are those of the whole column converted at once. 2,600 rows of 700 distinct
+    characters: more than a 1 MiB dictionary page, so the writer falls back to plain pages inside the column."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from builders.core.items.record import MCQRecord, Value
+
+    def prompt(i: int) -> str | None:
+        return None if with_nulls and i % 997 == 0 else f"{i:05d} ∑ " + "".join(chr(65 + (i * k) % 58) for k in range(700))
+
+    records = [MCQRecord(f"s/test/{i}", f"question {i}", ("a", "b"), 0, "s", "default", "test", i,
+                         subject=None if i % 3 else "math", columns={"prompt": prompt(i)}) for i in range(2600)]
+    columns = {"prompt": Value("string")}
+    size = release.write_parquet(records, {}, tmp_path / "chunked.parquet", columns)
+
+    features = release.record_features({}, columns)  # the schema write_parquet writes
+    schema = features.arrow_schema.with_metadata({"huggingface": json.dumps({"info": {"features": features.to_dict()}})})
+    whole = pa.Table.from_arrays([release._column(records, name, {"prompt"}) for name in schema.names], schema=schema)
+    pq.write_table(whole, tmp_path / "whole.parquet", compression="zstd")
+    assert (tmp_path / "chunked.parquet").read_bytes() == (tmp_path / "whole.parquet").read_bytes()
+    assert size == whole.nbytes
+    converted = release._arrow_column(records, schema.field("prompt"), {"prompt"})  # 3 chunks, or one with nulls
+    assert isinstance(converted, pa.Array) if with_nulls else [len(c) for c in converted.chunks] == [1024, 1024, 552]
+    assert pq.read_table(tmp_path / "chunked.parquet")["prompt"].null_count == (3 if with_nulls else 0)
+    assert pq.ParquetFile(tmp_path / "chunked.parquet").metadata.row_group(0).column(
+        schema.names.index("prompt")).encodings == ("PLAIN", "RLE", "RLE_DICTIONARY")

@@ -62,10 +62,13 @@ def checks(specs: Sequence[ConfigSpec], source: LoadedSource, shots: int, sample
         """Duplicates are re-counted (flagged in every config and split); the position/reference reasons
         must agree over every config that reorders options, and over every config that only relabels them."""
         content_reasons: dict[tuple[str, bool], set] = defaultdict(set)
+        duplicates: dict[str, bool] = {}  # source id -> duplicated options: a reading of the source, once per item
         for spec, split, record, original in each(build):
             reason, size = record.metadata["skip_reason"], len(original.choices)
             where = f"{spec.name}/{split} {record.id}"
-            duplicated = len({option_spelling(c) for c in original.choices}) < size
+            duplicated = duplicates.get(original.id)
+            if duplicated is None:
+                duplicated = duplicates[original.id] = len({option_spelling(c) for c in original.choices}) < size
             if duplicated != (reason == DUPLICATE_CHOICES):
                 yield f"{where}: duplicated options {duplicated}, skip_reason {reason!r}"
             if not spec.transforms(split, fewshot_split) or duplicated:
@@ -163,12 +166,10 @@ def checks(specs: Sequence[ConfigSpec], source: LoadedSource, shots: int, sample
         for config, splits in build.configs.items():
             spec = by_name[config]
             rows = {r.id: prompt_row(r) for r in splits.get(fewshot_split or "", [])}
+            render = PlainRenderer(spec, rows, trivial)
             for split, records in splits.items():
                 for record in records:
-                    item = prompt_row(record)
-                    demos = [item if i == record.id else rows.get(i) or trivial[i] for i in record.columns["fewshot"]]
-                    rendered = prompts.render(item, demos, "symbol", spec.with_subject, spec.answer_prefix)
-                    if record.columns["prompt"] != rendered:
+                    if record.columns["prompt"] != render(record):
                         yield f"{config}/{split} {record.id}: `prompt` is not the rendered item and demonstrations"
 
     return [
@@ -238,6 +239,37 @@ def prompt_row(record: MCQRecord) -> dict:
     return {"id": record.id, "question": record.question, "choices": record.choices, "labels": record.columns["labels"],
             "answer": record.answer, "subject": record.subject, "category": record.category,
             "metadata": record.metadata}
+
+
+class PlainRenderer:
+    """The plain renderer's prompt of a record (:func:`prompts.render`'s parts, from the built rows). A demonstration
+    other than the item itself is rendered once per config: :func:`prompts.question_block` is a pure function of
+    the demonstration's row and the answer it shows, and a row shows its gold in every prompt of the config (the
+    item's own demonstration, which shows the context answer, is rendered with each item)."""
+
+    def __init__(self, spec: ConfigSpec, rows: dict[str, dict], trivial: dict[str, dict]):
+        self.spec, self.rows, self.trivial = spec, rows, trivial
+        self._blocks: dict[str, str] = {}
+        self._instructions: dict[str | None, str] = {}  # subject -> the config's instruction, once per subject
+
+    def __call__(self, record: MCQRecord) -> str:
+        item = prompt_row(record)
+        blocks = [prompts.question_block(item, "symbol", self.spec.answer_prefix, prompts.shown_answer(item, item))
+                  if i == record.id else self._block(i, item) for i in record.columns["fewshot"]]
+        subject = item.get("subject") or item.get("category")
+        instruction = self._instructions.get(subject)
+        if instruction is None:
+            instruction = self._instructions[subject] = prompts.instruction(subject, self.spec.with_subject)
+        return prompts.join_prompt(instruction, blocks,
+                                   prompts.question_block(item, "symbol", self.spec.answer_prefix, None))
+
+    def _block(self, demo_id: str, item: dict) -> str:
+        block = self._blocks.get(demo_id)
+        if block is None:
+            demo = self.rows.get(demo_id) or self.trivial[demo_id]
+            block = self._blocks[demo_id] = prompts.question_block(demo, "symbol", self.spec.answer_prefix,
+                                                                   prompts.shown_answer(demo, item))
+        return block
 
 
 class ExpectedDemonstrations:

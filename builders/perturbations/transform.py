@@ -330,6 +330,9 @@ class PromptColumns(Mapping[str, Any]):
     def __contains__(self, key: object) -> bool:  # not Mapping's, which reads (renders) the value
         return key in self.KEYS
 
+    def get(self, key: str, default: Any = None) -> Any:  # Mapping's goes through a try and __getitem__: the writer asks every record
+        return self[key] if key in self.KEYS else default
+
     def __iter__(self) -> Iterator[str]:
         return iter(self.KEYS)
 
@@ -401,8 +404,10 @@ class ConfigRecords:
         elif self.spec.context_answer == "wrong":  # a wrong source option, where the config shows it
             context = new["metadata"]["permutation"].index(self.perturbation.draws.wrong_answer(record))
         fewshot = [*ids, record.id] if context is not None else self._shared_list(ids)
+        metadata = new["metadata"]  # the record's own dict (Perturbation.fields makes one per record): not copied again
+        metadata["context_answer"] = context
         # the record's constructor, not dataclasses.replace (a third of the build's own time on MMLU)
         return MCQRecord(record.id, record.question, new["choices"], new["answer"], record.source,
                          record.source_config, record.source_split, record.source_index, record.subject,
-                         record.category, metadata={**new["metadata"], "context_answer": context},
+                         record.category, metadata=metadata,
                          columns=PromptColumns(new["labels"], fewshot, renderer, record, new, ids, context))

@@ -99,6 +99,7 @@ def assess(build: Build) -> list[AdversaryRow]:
     keys: list[tuple] = []  # each row's items
     seen: dict[tuple, AdversaryRow | None] = {}  # a config that repeats another's items (GSM-MC default = set_0)
     read: dict[tuple, Scored] = {}  # the items the trees may be read on: the rows the trees win
+    features: dict[tuple[str, ...], np.ndarray] = {}  # options -> their features, read once for every config
     for config, splits in build.configs.items():
         for split, records in splits.items():
             if split == fewshot or len(records) < 2:
@@ -106,7 +107,7 @@ def assess(build: Build) -> list[AdversaryRow]:
             inherent = build.release.inherent_baselines.get(f"{config}/{NAME}", build.release.inherent_baselines.get(NAME))
             key = tuple((r.source_index, r.choices, r.answer) for r in records)
             if key not in seen:
-                scored = scored_items(records, seed)
+                scored = scored_items(records, seed, features)
                 seen[key] = found = evaluate(records, seed, config, split, inherent, tests=None, scored=scored)
                 if found is not None and found.model == boosted.NAME:
                     read[key] = scored
@@ -157,12 +158,23 @@ def source_groups(records: Sequence[MCQRecord]) -> np.ndarray:
 Scored = tuple[list[MCQRecord], list[np.ndarray]]  # the items a split is scored on, and their option features
 
 
-def scored_items(records: Sequence[MCQRecord], seed: int) -> Scored:
-    """The items :func:`evaluate` scores of ``records`` (a seeded sample, in content order), with their features."""
+def scored_items(records: Sequence[MCQRecord], seed: int,
+                 features: dict[tuple[str, ...], np.ndarray] | None = None) -> Scored:
+    """The items :func:`evaluate` scores of ``records`` (a seeded sample, in content order), with their features.
+    ``features``: the features of the options already read (a pure reading of the options, which no fit changes),
+    filled with those read here: the configs of a release that keep an item's options read them once."""
     # In content order: the fits' floating-point sums then run over the same rows in the same order, whatever the
     # release's order (a shuffled release moved one prediction in 5,000 otherwise).
     chosen = sorted(sample(records, seed), key=lambda r: (r.content_key, r.id))
-    return chosen, [option_features(r.choices) for r in chosen]
+    if features is None:
+        return chosen, [option_features(r.choices) for r in chosen]
+    blocks = []
+    for record in chosen:
+        block = features.get(record.choices)
+        if block is None:
+            block = features[record.choices] = option_features(record.choices)
+        blocks.append(block)
+    return chosen, blocks
 
 
 def evaluate(records: Sequence[MCQRecord], seed: int, config: str = "", split: str = "",
