@@ -10,6 +10,7 @@ they need; mcqforge's caches go to a temporary folder unless MCQFORGE_CACHE name
 """
 
 import atexit
+import gc
 import importlib.util
 import os
 import shutil
@@ -86,6 +87,11 @@ def pytest_collection_modifyitems(items) -> None:
     for item in items:
         if {"tiny_lm", "smollm2_gguf"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+
+
+def pytest_collection_finish(session) -> None:
+    """What the imports and the collection made lives to the end: the garbage collector's full passes skip it."""
+    gc.freeze()
 
 
 # ---- SmolLM2-135M for the real lm-eval runs -------------------------------------------------------------
