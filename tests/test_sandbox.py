@@ -32,7 +32,7 @@ from builders.core.sandbox import (
     scratch_cap,
 )
 
-# The hostile batch (a module fixture) waits out its wall-clock limits and spins both cores while it runs: the
+# The hostile batch (a module fixture) waits out its wall-clock limits and spins the cores while it runs: the
 # module's tests go to one xdist worker (``--dist loadgroup``, pyproject.toml), so that the batch runs once.
 pytestmark = pytest.mark.xdist_group("sandbox")
 
@@ -189,7 +189,7 @@ def sandbox() -> Sandbox:
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, RunResult]:
     """Every hostile program, run in one parallel batch, four at a time: most of the batch waits out wall-clock
-    limits, so more at once halve its time without crowding the programs that spin."""
+    limits, so four at once take it from about 9 s to 5 s without crowding the programs that spin."""
     sandbox = Sandbox(LIMITS, workers=4)
     home = tmp_path_factory.mktemp("home")
     token = home / ".cache" / "huggingface" / "token"
