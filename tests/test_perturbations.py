@@ -529,6 +529,56 @@ def test_the_task_renderer_reproduces_every_prompt(built, tmp_path):
             assert prompts.render(row, demos, "symbol", spec.with_subject, spec.answer_prefix) == row["prompt"], config
 
 
+def test_shared_fields_are_what_each_config_makes_on_its_own(tmp_path, monkeypatch):
+    """Configs of one variant share their records' fields: the build is the one that makes every config's own."""
+    shared = build_fixture(tmp_path)
+    monkeypatch.setattr(transform.SharedFields, "split_fields",
+                        lambda self, perturbation, split, records: [perturbation.fields(r, split) for r in records])
+    own = build_fixture(tmp_path / "own")
+    for config in CONFIGS:
+        for split, records in own.configs[config].items():
+            assert [r.to_row() for r in shared.configs[config][split]] == [r.to_row() for r in records], config
+
+
+def test_the_checks_plain_renderer_is_the_task_renderer_on_every_record(built):
+    """The check's renderer joins a shared head once per demonstrations shown: every record's prompt is still what
+    prompts.render writes from its rows, and a changed list of demonstrations is rendered anew."""
+    from builders.perturbations.checks import PlainRenderer, prompt_row
+
+    trivial = {row["id"]: row for row in transform.trivial_questions()}
+    for config in CONFIGS:
+        spec = next(s for s in configs.config_specs(6) if s.name == config)
+        rows = {r.id: prompt_row(r) for r in built.configs[config]["dev"]}
+        render = PlainRenderer(spec, rows, trivial)
+        for split, records in built.configs[config].items():
+            for record in records:
+                row = prompt_row(record)
+                demos = [row if i == record.id else rows.get(i) or trivial[i] for i in record.columns["fewshot"]]
+                expected = prompts.render(row, demos, "symbol", spec.with_subject, spec.answer_prefix)
+                assert render(record) == expected, (config, split, record.id)
+                if len(record.columns["fewshot"]) > 1:
+                    fewer = record.with_columns(fewshot=record.columns["fewshot"][1:])
+                    assert render(fewer) == prompts.render(row, demos[1:], "symbol", spec.with_subject,
+                                                           spec.answer_prefix) != expected
+
+
+def test_demonstrations_out_of_order_or_from_elsewhere_are_refused(built):
+    """The first ids of the candidates pass without a set; any other list is still read id by id."""
+    from builders.perturbations.checks import ExpectedDemonstrations
+
+    spec = next(s for s in configs.config_specs(6) if s.name == "original")
+    expected = ExpectedDemonstrations(built.source.items["dev"], 5, "first_n")
+    record = by_id(built, "original")["mmlu/test/0"]
+    assert list(expected.problems(spec, "test", record)) == []
+    for fewshot, problem in ((["mmlu/dev/1", "mmlu/dev/0"], "not the first 2 in source order"),
+                             (["mmlu/dev/0", "mmlu/dev/2"], "are not same subject demonstrations"),
+                             (["mmlu/dev/0"], "1 demonstrations, expected 2")):
+        found = list(expected.problems(spec, "test", record.with_columns(fewshot=fewshot)))
+        assert len(found) == 1 and problem in found[0], (fewshot, found)
+    random = ExpectedDemonstrations(built.source.items["dev"], 5, "random")
+    assert list(random.problems(spec, "test", record.with_columns(fewshot=["mmlu/dev/1", "mmlu/dev/0"]))) == []
+
+
 # ---- the release as datasets loads it ---------------------------------------------------------------
 
 

@@ -98,10 +98,14 @@ def checks(specs: Sequence[ConfigSpec], source: LoadedSource, shots: int, sample
         """An item with an option that plainly names other options is not reordered, nor relabelled when the
         option names a label: a second, deliberately narrow detector (:func:`plain_reference`), not the
         builder's."""
+        named_in: dict[tuple[str, bool], str | None] = {}  # a reading of the source item, once per item and kind
         for spec, split, record, original in each(build, lambda s, split: s.transforms(split, fewshot_split)):
             if record.metadata["skip_reason"] is None:
-                names = plain_label_reference if spec.relabels_only else plain_reference
-                named = next((c for c in original.choices if names(c)), None)
+                key = (original.id, spec.relabels_only)
+                if key not in named_in:
+                    names = plain_label_reference if spec.relabels_only else plain_reference
+                    named_in[key] = next((c for c in original.choices if names(c)), None)
+                named = named_in[key]
                 if named is not None:
                     yield f"{spec.name}/{split} {record.id}: option {named!r} names other options, yet the item is transformed"
 
@@ -245,23 +249,37 @@ class PlainRenderer:
     """The plain renderer's prompt of a record (:func:`prompts.render`'s parts, from the built rows). A demonstration
     other than the item itself is rendered once per config: :func:`prompts.question_block` is a pure function of
     the demonstration's row and the answer it shows, and a row shows its gold in every prompt of the config (the
-    item's own demonstration, which shows the context answer, is rendered with each item)."""
+    item's own demonstration, which shows the context answer, is rendered with each item). So is the instruction and
+    the demonstrations before an item that is not among them, joined once per subject and demonstrations shown:
+    :func:`prompts.join_prompt` joins its parts with one separator, so it is that head, the separator, the item."""
 
     def __init__(self, spec: ConfigSpec, rows: dict[str, dict], trivial: dict[str, dict]):
         self.spec, self.rows, self.trivial = spec, rows, trivial
         self._blocks: dict[str, str] = {}
         self._instructions: dict[str | None, str] = {}  # subject -> the config's instruction, once per subject
+        self._heads: dict[tuple[str | None, tuple[str, ...]], str] = {}
 
     def __call__(self, record: MCQRecord) -> str:
         item = prompt_row(record)
-        blocks = [prompts.question_block(item, "symbol", self.spec.answer_prefix, prompts.shown_answer(item, item))
-                  if i == record.id else self._block(i, item) for i in record.columns["fewshot"]]
         subject = item.get("subject") or item.get("category")
+        fewshot = record.columns["fewshot"]
+        question = prompts.question_block(item, "symbol", self.spec.answer_prefix, None)
+        if record.id not in fewshot:
+            key = (subject, tuple(fewshot))
+            head = self._heads.get(key)
+            if head is None:
+                parts = [self._instruction(subject), *(self._block(i, item) for i in fewshot)]
+                head = self._heads[key] = prompts.join_prompt(parts[0], parts[1:-1], parts[-1]) if fewshot else parts[0]
+            return prompts.join_prompt(head, (), question)
+        blocks = [prompts.question_block(item, "symbol", self.spec.answer_prefix, prompts.shown_answer(item, item))
+                  if i == record.id else self._block(i, item) for i in fewshot]
+        return prompts.join_prompt(self._instruction(subject), blocks, question)
+
+    def _instruction(self, subject: str | None) -> str:
         instruction = self._instructions.get(subject)
         if instruction is None:
             instruction = self._instructions[subject] = prompts.instruction(subject, self.spec.with_subject)
-        return prompts.join_prompt(instruction, blocks,
-                                   prompts.question_block(item, "symbol", self.spec.answer_prefix, None))
+        return instruction
 
     def _block(self, demo_id: str, item: dict) -> str:
         block = self._blocks.get(demo_id)
@@ -287,42 +305,47 @@ class ExpectedDemonstrations:
     def problems(self, spec: ConfigSpec, split: str, record: MCQRecord,
                  movable: frozenset[str] | None = None) -> Iterator[str]:
         """``movable``: the few-shot items a gold-position config may show (those it moved); None: any."""
-        fewshot = list(record.columns["fewshot"])
-        where = f"{spec.name}/{split} {record.id}"
+        fewshot = record.columns["fewshot"]  # read, never changed
+
+        def where() -> str:  # only when a problem is found
+            return f"{spec.name}/{split} {record.id}"
+
         context = record.metadata["context_answer"]
         if spec.context_answer:
             if not fewshot or fewshot[-1] != record.id or context is None:
-                yield f"{where}: the item is not its own last demonstration"
+                yield f"{where()}: the item is not its own last demonstration"
                 return
             if not 0 <= context < len(record.choices):
-                yield f"{where}: context answer {context} is not an option"
+                yield f"{where()}: context answer {context} is not an option"
                 return
             shown = normalize_text(record.choices[context])
             if (shown == normalize_text(record.gold)) != (spec.context_answer == "correct"):
-                yield f"{where}: context answer {context} ({shown!r}) is not {spec.context_answer}"
+                yield f"{where()}: context answer {context} ({shown!r}) is not {spec.context_answer}"
             fewshot = fewshot[:-1]
         elif context is not None:
-            yield f"{where}: a context answer outside the in-context configs"
+            yield f"{where()}: a context answer outside the in-context configs"
         if spec.demonstrations == "none" or self.shots == 0:
             if fewshot:
-                yield f"{where}: demonstrations {fewshot} in a zero-shot config"
+                yield f"{where()}: demonstrations {fewshot} in a zero-shot config"
             return
         if record.id in fewshot or len(fewshot) != len(set(fewshot)):
-            yield f"{where}: demonstrations {fewshot} repeat or include the item"
+            yield f"{where()}: demonstrations {fewshot} repeat or include the item"
             return
         expected = min(self.shots, len(self.same_subject(record, movable)))  # as many as `original`, or as can move
         if not fewshot:
             others = [s for s in self.in_order if s != subject_group(record)]
             if expected and (spec.demonstrations != "other_subject" or others):
-                yield f"{where}: no demonstrations, expected {expected}"
+                yield f"{where()}: no demonstrations, expected {expected}"
             return
         candidates = self.candidates(spec, record, fewshot, movable)
-        if candidates is None or not set(fewshot) <= set(candidates):
-            yield f"{where}: demonstrations {fewshot} are not {spec.demonstrations.replace('_', ' ')} demonstrations"
+        # the first ids of the candidates are among them: the sets are built only for any other list
+        in_order = candidates is not None and fewshot == candidates[: len(fewshot)]
+        if candidates is None or not (in_order or set(fewshot) <= set(candidates)):
+            yield f"{where()}: demonstrations {fewshot} are not {spec.demonstrations.replace('_', ' ')} demonstrations"
         elif len(fewshot) != min(expected, len(candidates)):
-            yield f"{where}: {len(fewshot)} demonstrations, expected {min(expected, len(candidates))}"
-        elif self.sampler == "first_n" and fewshot != candidates[: len(fewshot)]:
-            yield f"{where}: demonstrations {fewshot} are not the first {len(fewshot)} in source order"
+            yield f"{where()}: {len(fewshot)} demonstrations, expected {min(expected, len(candidates))}"
+        elif self.sampler == "first_n" and not in_order:
+            yield f"{where()}: demonstrations {fewshot} are not the first {len(fewshot)} in source order"
 
     def candidates(self, spec: ConfigSpec, record: MCQRecord, fewshot: list[str],
                    movable: frozenset[str] | None = None) -> list[str] | None:

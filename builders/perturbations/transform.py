@@ -22,7 +22,7 @@ import json
 from collections import defaultdict
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 from builders.core.items.record import LETTERS, MCQRecord
 from builders.core.items.referring import LABEL_REASONS, position_dependent_reason
@@ -147,6 +147,42 @@ def content_skip_reason(choices: tuple[str, ...], relabels_only: bool = False) -
     return position_dependent_reason(choices, LABEL_REASONS if relabels_only else None)
 
 
+class OptionFields(NamedTuple):
+    """A record's fields in one config: its ``metadata`` is that of a config without an answer in context (one dict
+    that the records of every config of the same variant share: none is ever changed)."""
+
+    choices: tuple[str, ...]
+    answer: int
+    labels: list[str]
+    metadata: dict[str, Any]
+
+    @property
+    def permutation(self) -> list[int]:
+        return self.metadata["permutation"]
+
+    @property
+    def skip_reason(self) -> str | None:
+        return self.metadata["skip_reason"]
+
+
+class SharedFields:
+    """:meth:`Perturbation.fields` of every item, made once per variant and split and shared by the configs of that
+    variant: their records hold the same choices, labels and metadata (a third of the records' memory)."""
+
+    def __init__(self) -> None:
+        self._tables: dict[tuple[Any, ...], dict[str, OptionFields]] = {}
+
+    def split_fields(self, perturbation: Perturbation, split: str, records: Sequence[MCQRecord]) -> list[OptionFields]:
+        table = self._tables.setdefault((perturbation.variant(split), split), {})
+        made = []
+        for record in records:
+            found = table.get(record.id)
+            if found is None:
+                found = table[record.id] = perturbation.fields(record, split)
+            made.append(found)
+        return made
+
+
 class Perturbation:
     """One config's option change, as the new fields of a record; the gold is tracked by index."""
 
@@ -162,7 +198,16 @@ class Perturbation:
             return MORE_OPTIONS
         return reason
 
-    def fields(self, record: MCQRecord, split: str) -> dict[str, Any]:
+    def variant(self, split: str) -> tuple[Any, ...]:
+        """What :meth:`fields` depends on beside the item: configs with the same variant give every item the same
+        fields (8 of MMLU's 29 keep every option in place, and so do the splits a config does not transform), and
+        :class:`SharedFields` makes them once."""
+        spec = self.spec
+        if not spec.transforms(split, self.fewshot_split):
+            return ("unchanged",)
+        return spec.order, spec.gold_position, spec.symbols, spec.symbol_order
+
+    def fields(self, record: MCQRecord, split: str) -> OptionFields:
         """``choices``, ``answer``, ``labels`` and ``metadata`` of the record in this config and split."""
         size = len(record.choices)
         transforms = self.spec.transforms(split, self.fewshot_split)
@@ -173,13 +218,11 @@ class Perturbation:
             permutation, labels = self.option_order(record), self.option_labels(record)
         else:
             permutation, labels = identity(size), letters(size)
-        return {
-            "choices": record.choices if permutation == identity(size) else tuple(record.choices[p] for p in permutation),
-            "answer": permutation.index(record.answer),
-            "labels": labels,
-            "metadata": {**record.metadata, "permutation": permutation, "original_answer": record.answer,
-                         "context_answer": None, "skip_reason": reason},
-        }
+        return OptionFields(
+            record.choices if permutation == identity(size) else tuple(record.choices[p] for p in permutation),
+            permutation.index(record.answer), labels,
+            {**record.metadata, "permutation": permutation, "original_answer": record.answer,
+             "context_answer": None, "skip_reason": reason})
 
     def option_order(self, record: MCQRecord) -> list[int]:
         """``permutation[j]``: the source index of the option shown at position j."""
@@ -224,15 +267,24 @@ class Demonstrations:
         self.groups = dict(groups)
         self.subjects = sorted(groups)
         self.shots, self.sampler, self.draws = shots, sampler, draws
-        self._cache: dict[tuple[str, str], tuple[str, ...]] = {}
+        self._cache: dict[tuple[str, str, frozenset[str] | None], tuple[tuple[str, ...], list[str]]] = {}
+        self._lists: dict[tuple[str, ...], list[str]] = {}
 
     def ids(self, record: MCQRecord, kind: str, movable: frozenset[str] | None = None) -> tuple[str, ...]:
         """``movable``: only these few-shot items may be shown (a gold-position config shows only demonstrations
         whose gold it moved, so that every demonstration answers its letter); None: any."""
+        return self.shown(record, kind, movable)[0]
+
+    def shown(self, record: MCQRecord, kind: str,
+              movable: frozenset[str] | None = None) -> tuple[tuple[str, ...], list[str]]:
+        """:meth:`ids`, and the ``fewshot`` column's list of them: one list for every record of every config that
+        shows them (none is ever changed; with ``first_n`` every item of a subject shows the same)."""
         key = (record.id, kind, movable)
-        if key not in self._cache:
-            self._cache[key] = self._choose(record, kind, movable)
-        return self._cache[key]
+        found = self._cache.get(key)
+        if found is None:
+            ids = self._choose(record, kind, movable)
+            found = self._cache[key] = (ids, self._lists.setdefault(ids, list(ids)))
+        return found
 
     def _choose(self, record: MCQRecord, kind: str, movable: frozenset[str] | None = None) -> tuple[str, ...]:
         if kind == "none" or self.shots == 0:
@@ -263,10 +315,10 @@ class Demonstrations:
 # ---- prompts ------------------------------------------------------------------------------------------------
 
 
-def row_view(record: MCQRecord, fields: Mapping[str, Any]) -> dict[str, Any]:
+def row_view(record: MCQRecord, fields: OptionFields) -> dict[str, Any]:
     """What the prompt renderer reads, as the record's dataset row will have it."""
-    return {"id": record.id, "question": record.question, "choices": fields["choices"], "labels": fields["labels"],
-            "answer": fields["answer"], "subject": record.subject, "category": record.category}
+    return {"id": record.id, "question": record.question, "choices": fields.choices, "labels": fields.labels,
+            "answer": fields.answer, "subject": record.subject, "category": record.category}
 
 
 class PromptRenderer:
@@ -304,17 +356,16 @@ class PromptColumns(Mapping[str, Any]):
     the writer, which renders it where it writes it, and by the checks), never held: 29 configs of MMLU hold about
     1 GB of prompts, where what renders one is a few references (the config's renderer caches its heads)."""
 
-    __slots__ = ("labels", "fewshot", "_renderer", "_ids", "_context", "_id", "_question", "_choices", "_answer",
-                 "_subject", "_category")
+    __slots__ = ("labels", "fewshot", "_renderer", "_ids", "_context", "_record", "_fields")
     KEYS = ("labels", "fewshot", "prompt")
 
-    def __init__(self, labels: list[str], fewshot: list[str], renderer: PromptRenderer, record: MCQRecord,
-                 new: Mapping[str, Any], ids: tuple[str, ...], context: int | None):
-        self.labels, self.fewshot = labels, fewshot
+    def __init__(self, fewshot: list[str], renderer: PromptRenderer, record: MCQRecord, fields: OptionFields,
+                 ids: tuple[str, ...], context: int | None):
+        self.labels, self.fewshot = fields.labels, fewshot
         self._renderer, self._ids, self._context = renderer, ids, context
-        # what the renderer reads of the record (row_view's fields), without the record that holds these columns
-        self._id, self._question, self._choices, self._answer = record.id, record.question, new["choices"], new["answer"]
-        self._subject, self._category = record.subject, record.category
+        # what the renderer reads (row_view's fields): the source record and the fields, not the record that holds
+        # these columns
+        self._record, self._fields = record, fields
 
     def __getitem__(self, key: str) -> Any:
         if key == "labels":
@@ -322,9 +373,7 @@ class PromptColumns(Mapping[str, Any]):
         if key == "fewshot":
             return self.fewshot
         if key == "prompt":
-            view = {"id": self._id, "question": self._question, "choices": self._choices, "labels": self.labels,
-                    "answer": self._answer, "subject": self._subject, "category": self._category}
-            return self._renderer.prompt(view, self._ids, self._context)
+            return self._renderer.prompt(row_view(self._record, self._fields), self._ids, self._context)
         raise KeyError(key)
 
     def __contains__(self, key: object) -> bool:  # not Mapping's, which reads (renders) the value
@@ -354,60 +403,51 @@ class ConfigRecords:
     with its labels, demonstrations and prompt: :meth:`copy` gives that record."""
 
     def __init__(self, spec: ConfigSpec, draws: ItemDraws, swaps: tuple[tuple[int, int], ...],
-                 fewshot_split: str | None, demonstrations: Demonstrations):
-        self.spec, self.fewshot_split, self.demonstrations = spec, fewshot_split, demonstrations
+                 fewshot_split: str | None, demonstrations: Demonstrations, shared: SharedFields):
+        self.spec, self.fewshot_split, self.demonstrations, self.shared = spec, fewshot_split, demonstrations, shared
         self.perturbation = Perturbation(spec, draws, swaps, fewshot_split)
         self._copies: dict[str, MCQRecord] = {}  # id -> the record of an item copied unchanged
-        self._lists: dict[tuple[str, ...], list[str]] = {}
 
     @property
     def step(self) -> Across:
         return Across(self.spec.name, self._records)
 
-    def _shared_list(self, ids: tuple[str, ...]) -> list[str]:
-        """The ``fewshot`` column's list of these ids, one list for every record that shows them (none is ever
-        changed; with ``first_n`` every item of a subject shows the same)."""
-        shared = self._lists.get(ids)
-        if shared is None:
-            shared = self._lists[ids] = list(ids)
-        return shared
-
     def copy(self, record: MCQRecord, reason: str) -> MCQRecord:
         return self._copies.pop(record.id)
 
     def _records(self, items: Mapping[str, Sequence[MCQRecord]]) -> dict[str, list[tuple[MCQRecord, Any]]]:
-        fields = {split: [self.perturbation.fields(r, split) for r in records] for split, records in items.items()}
+        fields = {split: self.shared.split_fields(self.perturbation, split, records) for split, records in items.items()}
         fewshot = list(zip(items.get(self.fewshot_split or "", []), fields.get(self.fewshot_split or "", []),
                            strict=True))
         movable = None
         if self.spec.promises_demonstration_answers(self.fewshot_split):
-            movable = frozenset(r.id for r, f in fewshot if f["metadata"]["skip_reason"] is None)
+            movable = frozenset(r.id for r, f in fewshot if f.skip_reason is None)
         renderer = PromptRenderer(self.spec, {r.id: row_view(r, f) for r, f in fewshot})
+        baseline = BASELINE if self.spec.baseline is None else None
         outcomes: dict[str, list[tuple[MCQRecord, Any]]] = {}
         for split, records in items.items():
-            outcomes[split] = []
+            outcomes[split] = made_split = []
             for record, new in zip(records, fields[split], strict=True):
                 made = self._record(record, new, renderer, movable)
-                reason = new["metadata"]["skip_reason"] or (BASELINE if self.spec.baseline is None else None)
+                reason = new.skip_reason or baseline
                 if reason:
                     self._copies[record.id] = made
-                outcomes[split].append((record, Skip(reason) if reason else made))
+                made_split.append((record, Skip(reason) if reason else made))
         return outcomes
 
-    def _record(self, record: MCQRecord, new: Mapping[str, Any], renderer: PromptRenderer,
+    def _record(self, record: MCQRecord, new: OptionFields, renderer: PromptRenderer,
                 movable: frozenset[str] | None) -> MCQRecord:
         """The record with its new fields, its demonstrations and its prompt."""
-        ids = self.demonstrations.ids(record, self.spec.demonstrations, movable)
-        context = None
-        if self.spec.context_answer == "correct":
-            context = new["answer"]
-        elif self.spec.context_answer == "wrong":  # a wrong source option, where the config shows it
-            context = new["metadata"]["permutation"].index(self.perturbation.draws.wrong_answer(record))
-        fewshot = [*ids, record.id] if context is not None else self._shared_list(ids)
-        metadata = new["metadata"]  # the record's own dict (Perturbation.fields makes one per record): not copied again
-        metadata["context_answer"] = context
+        ids, shown = self.demonstrations.shown(record, self.spec.demonstrations, movable)
+        metadata, context, fewshot = new.metadata, None, shown
+        if self.spec.context_answer is not None:
+            if self.spec.context_answer == "correct":
+                context = new.answer
+            else:  # a wrong source option, where the config shows it
+                context = new.permutation.index(self.perturbation.draws.wrong_answer(record))
+            metadata, fewshot = {**metadata, "context_answer": context}, [*ids, record.id]
         # the record's constructor, not dataclasses.replace (a third of the build's own time on MMLU)
-        return MCQRecord(record.id, record.question, new["choices"], new["answer"], record.source,
+        return MCQRecord(record.id, record.question, new.choices, new.answer, record.source,
                          record.source_config, record.source_split, record.source_index, record.subject,
                          record.category, metadata=metadata,
-                         columns=PromptColumns(new["labels"], fewshot, renderer, record, new, ids, context))
+                         columns=PromptColumns(fewshot, renderer, record, new, ids, context))
