@@ -326,6 +326,11 @@ def test_second_run_is_served_from_cache(llm_server, tmp_path):
     assert [(r.cached, r.attempts) for r in second] == [(True, 0)] * 5
     assert [r.usage for r in second] == [r.usage for r in first]
     assert (again.usage.calls, again.usage.cache_hits, again.usage.prompt_tokens) == (0, 5, 0)
+    assert again._sdk is None  # a run whose every reply is cached never makes (nor imports) the openai client
+    again.close()
+    third = again.complete_many(prompts(6))  # the first request the cache cannot answer makes it
+    assert again._sdk is not None and len(llm_server.chat_requests) == 6 and third[5].cached is False
+    again.close()
 
 
 def test_cache_key_covers_sampling_and_template_version(llm_server, tmp_path):

@@ -137,15 +137,8 @@ class LLMClient:
         self._failure_details: dict[str, str] = {}  # the first detail of each error code
         self._too_many_failures: str | None = None  # set once max_failures is passed: send nothing more
         self.cache = ReplyCache(Path(cache_dir)) if cache_dir is not None else None
-        import openai  # 0.4 s: only once a model is called, never to parse a command line
-
-        # The key lives only inside the openai client: never as an attribute of ours.
-        # openai 3 annotates these with httpx2's classes; it runs with this httpx client all the same
-        self._openai = openai.OpenAI(
-            base_url=self.url, api_key=read_api_key(api_key_env), max_retries=0,
-            timeout=timeouts(timeout),  # type: ignore[arg-type]
-            http_client=http_client(self.url, timeout, connections=concurrency),  # type: ignore[arg-type]
-        )
+        read_api_key(api_key_env)  # a missing key is refused here, before any request; the SDK client reads it again
+        self._sdk: Any = None  # the openai client, made at the first request that the reply cache cannot answer
         self._totals = UsageTotals()
         self._unreachable: str | None = None  # set once the endpoint could not be reached twice in a row
         self._lock = threading.Lock()
@@ -159,7 +152,24 @@ class LLMClient:
         )
 
     def close(self) -> None:
-        self._openai.close()
+        if self._sdk is not None:
+            self._sdk.close()
+
+    def _openai(self) -> Any:
+        """The openai client, made once, at the first request that goes to the endpoint: importing openai (about
+        2 CPU s) is no cost of a build whose every reply is cached. The key lives only inside it: never as an
+        attribute of ours."""
+        with self._lock:
+            if self._sdk is None:
+                import openai
+
+                # openai 3 annotates these with httpx2's classes; it runs with this httpx client all the same
+                self._sdk = openai.OpenAI(
+                    base_url=self.url, api_key=read_api_key(self.api_key_env), max_retries=0,
+                    timeout=timeouts(self.timeout),  # type: ignore[arg-type]
+                    http_client=http_client(self.url, self.timeout, connections=self.concurrency),  # type: ignore[arg-type]
+                )
+            return self._sdk
 
     def __enter__(self) -> LLMClient:
         return self
@@ -368,7 +378,7 @@ class LLMClient:
                 # The raw answer: the SDK would crash on a 200 whose body is not a chat completion.
                 # the messages are plain mappings in the API's shape; the SDK types each role's TypedDict
                 messages = cast("list[ChatCompletionMessageParam]", list(request.messages))
-                raw = self._openai.chat.completions.with_raw_response.create(
+                raw = self._openai().chat.completions.with_raw_response.create(
                     model=self.model, messages=messages, **request.api_params()
                 )
         except openai.APIStatusError as exc:
