@@ -167,7 +167,8 @@ class OptionFields(NamedTuple):
 
 class SharedFields:
     """:meth:`Perturbation.fields` of every item, made once per variant and split and shared by the configs of that
-    variant: their records hold the same choices, labels and metadata (a third of the records' memory)."""
+    variant: their records hold the same choices, labels and metadata (one dict per item and variant, not per record:
+    14 variants for MMLU's 29 configs)."""
 
     def __init__(self) -> None:
         self._tables: dict[tuple[Any, ...], dict[str, OptionFields]] = {}
