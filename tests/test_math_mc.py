@@ -212,6 +212,34 @@ def test_plain_check_judges_every_shown_pair_both_ways():
                                             "rounded", "rounded", "rounded", "different"]
 
 
+SHARED_READING_PAIRS = [("odd", r"\text{odd}"), ("x = 3", "3"), (r"\frac{1}{2}", "0.5"), ("0.377", r"\frac{193}{512}"),
+                        (r"\sqrt{2}", "1.41"), ("[0, 1)", "(0, 1)"), ("6, -2", "-2, 6"), ("y = 2x + 3", "2x + 3"),
+                        (r"\begin{pmatrix}1\\2\end{pmatrix}", "(1, 2)"), (r"2\pi", r"\pi + \pi"), ("4", "5"),
+                        (r"\frac{3}{4}", "0.75"), ("x^2 + 1", "1 + x^2"), (r"\{1, 2\}", r"\{2, 1\}")]
+
+
+def test_the_plain_check_on_the_builders_workers_judges_as_on_its_own():
+    """The validator reads its options from the parses the builder's workers made (one memo per worker, the same
+    math-verify call): its verdicts are those of a pool of its own, that parses everything afresh."""
+    alone = plain.judge_pairs(SHARED_READING_PAIRS, workers=2, timeout=20)
+    engine = equivalence.MathEquivalence(workers=2, timeout=20)
+    engine.prepare([list(pair) for pair in SHARED_READING_PAIRS])
+    assert engine.stats.answers > 10  # the builder's workers parsed the options before the check asks about them
+    shared = plain.judge_pairs(SHARED_READING_PAIRS, timeout=20, pool=engine.pool)
+    assert shared == alone
+    assert sorted(set(alone.values())) == ["different", "equal", "rounded"]
+    assert engine.pool._workers == []  # the check, the last to need them, closed the build's workers
+
+
+def test_a_memoised_parse_is_math_verifys_own():
+    from math_verify import parse
+    from builders.math_mc import parses
+
+    for text in {text for pair in SHARED_READING_PAIRS for text in pair}:
+        assert parses.parsed(text, 5) == (parse(f"${text}$", parsing_timeout=5), False)
+        assert parses.parsed(text, 5)[0] is parses.parsed(text, 5)[0]
+
+
 def _record(choices, answer) -> MCQRecord:
     return MCQRecord(id="q", question="?", choices=tuple(choices), answer=answer, source="s", source_config=None,
                      source_split="test", source_index=0)
