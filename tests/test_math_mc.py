@@ -634,3 +634,16 @@ def test_the_consensus_counts_models_not_their_samples(tmp_path):
     assert [(e.id, e.reason, e.detail) for e in result.exclusions.entries] == [
         ("math/test/1", "suspect_key", "3 of 7 models answer 4, 1 the key 3")]
     assert [r.id for r in result.configs["set_0"]["test"]] == ["math/test/0"]
+
+
+def test_the_simplest_radical_form_is_sympys():
+    """The validator's check of unsimplified roots decides with integers what sympy's sqrt does (a square factor
+    taken out, or a whole root), on every number below 5,000 and on large ones."""
+    import random
+
+    import sympy
+
+    from builders.math_mc import option_checks
+
+    numbers = [*range(5000), *random.Random(7).sample(range(10**7, 10**8), 300), 99_999_999, 2 * 3 * 5 * 7 * 11 * 13 * 17]
+    assert [option_checks._simplest_root(n) for n in numbers] == [sympy.sqrt(n).is_Pow is True for n in numbers]
