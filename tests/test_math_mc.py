@@ -647,3 +647,20 @@ def test_the_simplest_radical_form_is_sympys():
 
     numbers = [*range(5000), *random.Random(7).sample(range(10**7, 10**8), 300), 99_999_999, 2 * 3 * 5 * 7 * 11 * 13 * 17]
     assert [option_checks._simplest_root(n) for n in numbers] == [sympy.sqrt(n).is_Pow is True for n in numbers]
+
+
+def test_the_workers_a_build_starts_follow_its_work_and_change_no_verdict():
+    """One worker unless the work is large (each worker parses and warms up on its own): the same verdicts as two."""
+    from builders.core.runtime.workers import cpu_workers
+    from builders.math_mc import parses
+
+    assert parses.workers_for(10, 3) == 3 and parses.workers_for(10, None) == 1
+    assert parses.workers_for(parses.WORK_PER_WORKER + 1, None) == min(2, cpu_workers())
+    groups = [[pair[0], *pair[1:], "7", r"\frac{1}{2}"] for pair in SHARED_READING_PAIRS]
+    verdicts = []
+    for workers in (None, 2):
+        with equivalence.MathEquivalence(workers=workers, timeout=20) as engine:
+            engine.prepare(groups)
+            verdicts.append(({pair: engine.same(*pair) for group in groups for pair in equivalence._pairs(group)},
+                             engine.pool.size))
+    assert verdicts[0][0] == verdicts[1][0] and [size for _, size in verdicts] == [1, 2]

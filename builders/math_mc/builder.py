@@ -60,7 +60,8 @@ class Options(PredictionOptions, ConsensusOptions):
                                         help="hard wall-clock limit (seconds) of one math-verify comparison; a "
                                              "comparison that times out proves nothing, so the candidate is left out")
     equivalence_workers: int | None = option(None, type=positive_int, runtime=True, group="math-verify",
-                                             help="math-verify worker processes (default: one per CPU)")
+                                             help="math-verify worker processes (default: one per 1,000 answers to "
+                                                  "read or pairs to verify, at most one per CPU)")
 
 
 def build(source: LoadedSource, options: Options, run: Run) -> Release:

@@ -226,6 +226,7 @@ class MathEquivalence:
     def __init__(self, workers: int | None = None, timeout: float = 10.0, memory_limit: int | None = None) -> None:
         self.timeout = timeout
         # the build's math-verify workers, which the validator's plain check uses too (:mod:`.parses`)
+        self._workers = workers  # None: as many as the work needs (parses.workers_for)
         self.pool = parses.math_verify_pool(workers, timeout,
                                            DEFAULT_MEMORY_LIMIT if memory_limit is None else memory_limit)
         self._soft = max(1, int(timeout / 2))
@@ -246,7 +247,9 @@ class MathEquivalence:
         self.pool.close()
 
     def _map(self, tasks: list[tuple[str, list]], **options) -> list[Outcome]:
-        """Run ``(kind, argument)`` tasks of :func:`judge` on the pool (``options``: the pool's ``map``'s)."""
+        """Run ``(kind, argument)`` tasks of :func:`judge` on the pool (``options``: the pool's ``map``'s), with the
+        workers their answers and pairs need."""
+        self.pool.grow(parses.workers_for(sum(len(argument) for _, argument in tasks), self._workers))
         return self.pool.map([("equivalence", (kind, argument, self._soft)) for kind, argument in tasks], **options)
 
     def key(self, answer: str) -> str | None:

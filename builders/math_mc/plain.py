@@ -104,8 +104,9 @@ def judge_pairs(pairs: list[tuple[str, str]], workers: int | None = None, timeou
                 pool: HardTimeoutPool | None = None) -> dict[tuple[str, str], str]:
     """Plain math-verify's verdict per pair: "different", "equal", "undecided" (timeout, error) or "rounded"
     (different, but one is the other rounded to its decimals). ``pool``: the build's math-verify workers
-    (:func:`.parses.math_verify_pool`), closed when done; else a pool of ``workers`` of its own."""
-    with pool or parses.math_verify_pool(workers, timeout) as pool:
+    (:func:`.parses.math_verify_pool`), closed when done; else a pool of its own, of ``workers`` (by default as
+    many as the pairs need, :func:`.parses.workers_for`)."""
+    with pool or parses.math_verify_pool(parses.workers_for(len(pairs), workers), timeout) as pool:
         return _judged(pairs, pool, timeout)
 
 
