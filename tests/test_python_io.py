@@ -23,7 +23,6 @@ from builders.core.sources.loading import load_source
 from builders.from_predictions import sets as mc
 from builders import python_io
 from builders.python_io import problems as python_io_pairs
-from builders.python_io import verify as python_io_verify
 from builders.python_io.checks import literally_equal, rounded_gold_violations
 from builders.python_io.pools import make_pools
 from builders.python_io.verify import VERIFY_LIMITS, Verified, verify_pairs
@@ -300,31 +299,6 @@ def test_a_call_that_kills_its_process_is_rejected_and_the_others_still_run():
     assert rejected["mbpp/5/2"].detail == "ValueError: no"
     # the call's own process hit the CPU limit and died; the rest went on in a fresh one, in the same run
     assert (stats.runs, stats.rounds) == (1, 1)
-
-
-@needs_bwrap
-def test_the_verdicts_do_not_depend_on_how_many_problems_share_a_run(monkeypatch):
-    """Problems go many to a run (a run costs as much CPU as dozens of problems): each still has a unit of its own,
-    so every verdict is the one it gets in a run of its own, a call that dies or a problem that leaves traces
-    beside it included."""
-    programs = ["def f(x):\n    return [x] * 2\n", "def f(x):\n    raise ValueError(x)\n",
-                "import os\nopen('/tmp/left', 'w').write('x')\ndef f(x):\n    return os.listdir('/tmp')\n",
-                "def f(x):\n    return sum(range(10**12)) if x == 1 else x\n", "raise SystemExit(3)\n"]
-    expected = ["[0, 0]", "0", "['left']", "0"]
-    pairs = [python_io_pairs.CallPair(f"mbpp/{p}/{i}", python_io_pairs.Problem("mbpp", str(p), "test", 0,
-                                                                                 programs[p % 5], ()),
-                                      i, f"f({i % 2})", expected[(p + i) % 4]) for p in range(12) for i in range(3)]
-    sandbox = Sandbox(limits=Limits(cpu_seconds=1, wall_seconds=30, processes=2, output_bytes=1 << 16), workers=2)
-
-    def verdicts(per_run: int) -> tuple:
-        monkeypatch.setattr(python_io_verify, "PROBLEMS_PER_RUN", per_run)
-        verified, rejected, stats = verify_pairs(pairs, sandbox, call_seconds=5.0)
-        return [(v.pair.id, v.gold) for v in verified], {k: (e.reason, e.detail) for k, e in rejected.items()}, stats
-
-    *together, together_stats = verdicts(python_io_verify.PROBLEMS_PER_RUN)
-    *alone, alone_stats = verdicts(1)
-    assert together == alone and len(alone[0]) >= 5 and len({reason for reason, _ in alone[1].values()}) >= 3
-    assert (alone_stats.runs, together_stats.runs) == (12, 1)
 
 
 # ---- the whole build -------------------------------------------------------------------------------------------
