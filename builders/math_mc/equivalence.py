@@ -43,6 +43,8 @@ from .forms import surface_key
 
 logger = logging.getLogger(__name__)
 
+JUDGE = "builders.math_mc.equivalence:judge"  # what the build's workers run for this module's tasks
+
 # ---- the worker side ----------------------------------------------------------------------------------
 
 
@@ -250,7 +252,7 @@ class MathEquivalence:
         """Run ``(kind, argument)`` tasks of :func:`judge` on the pool (``options``: the pool's ``map``'s), with the
         workers their answers and pairs need."""
         self.pool.grow(parses.workers_for(sum(len(argument) for _, argument in tasks), self._workers))
-        return self.pool.map([("equivalence", (kind, argument, self._soft)) for kind, argument in tasks], **options)
+        return self.pool.map([(JUDGE, (kind, argument, self._soft)) for kind, argument in tasks], **options)
 
     def key(self, answer: str) -> str | None:
         return surface_key(answer)

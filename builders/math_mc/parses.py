@@ -10,6 +10,7 @@ run their tasks in one pool (:func:`math_verify_pool`), so that an option the bu
 
 from __future__ import annotations
 
+import importlib
 import logging
 
 from builders.core.runtime.workers import DEFAULT_MEMORY_LIMIT, HardTimeoutPool, cpu_workers
@@ -65,12 +66,11 @@ def parsed(text: str, soft: int) -> tuple[list, bool]:
 
 
 def run(task: tuple[str, object]) -> object:
-    """Worker entry point: ``(module, payload)`` runs ``builders.math_mc.<module>.judge(payload)``."""
-    from . import equivalence, plain
-
-    module, payload = task
-    judge = {"equivalence": equivalence.judge, "plain": plain.judge}[module]
-    return judge(payload)
+    """Worker entry point: ``("module:function", payload)`` runs that function of the task's sender (the builder's
+    equivalence or the validator's plain check) on ``payload``."""
+    function, payload = task
+    module, _, name = function.partition(":")
+    return getattr(importlib.import_module(module), name)(payload)
 
 
 def workers_for(work: int, workers: int | None) -> int:
@@ -84,5 +84,4 @@ def math_verify_pool(workers: int | None, timeout: float,
     """The workers that run math-verify for a build, under ``timeout`` seconds a task unless a task is given its own:
     ``workers`` of them, or one to start with (:meth:`~HardTimeoutPool.grow` adds those its work needs)."""
     return HardTimeoutPool(WORKER_FUNCTION, workers or 1, timeout, memory_limit,
-                           preload=("sympy", "math_verify", "builders.math_mc.warm", "builders.math_mc.equivalence",
-                                    "builders.math_mc.plain"))
+                           preload=("sympy", "math_verify", "builders.math_mc.warm"))

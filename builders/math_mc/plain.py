@@ -21,6 +21,7 @@ from builders.core.runtime.workers import HardTimeoutPool
 
 from . import parses
 
+JUDGE = "builders.math_mc.plain:judge"  # what the build's workers run for this check's tasks
 PAIRS_PER_TASK = 8
 _PLAIN_DECIMAL = re.compile(r"^\s*-?[0-9]*\.([0-9]+)\s*$")
 
@@ -116,7 +117,7 @@ def _judged(pairs: list[tuple[str, str]], pool: HardTimeoutPool, timeout: float)
 
     def run(chunks: list[list[tuple[str, str]]]) -> list:
         # a chunk goes, where it can, to the worker that has parsed its options (each worker caches its own)
-        return pool.map([("plain", (c, soft)) for c in chunks], [timeout] * len(chunks),
+        return pool.map([(JUDGE, (c, soft)) for c in chunks], [timeout] * len(chunks),
                         affinity=[{o for pair in c for o in pair} for c in chunks])
 
     chunks = [pairs[i:i + PAIRS_PER_TASK] for i in range(0, len(pairs), PAIRS_PER_TASK)]
