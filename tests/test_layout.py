@@ -145,7 +145,7 @@ def test_the_graph_sees_every_kind_of_import():
     constants naming a module, and a benchmark script's sibling are all edges."""
     assert "builders.core.errors" in GRAPH["builders"]  # relative, inside an `if`
     assert "builders.core.llm.settings" in GRAPH["builders.core.pipeline.builder"]  # inside a function
-    assert "builders.math_mc.warm" in GRAPH["builders.math_mc.plain"]  # a string constant
+    assert "builders.math_mc.warm" in GRAPH["builders.math_mc.parses"]  # a string constant
     assert "benchmarks.harness" in GRAPH["benchmarks.byte_identical"]  # `from harness import ...`
     assert len(GRAPH) > 100
 

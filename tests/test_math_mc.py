@@ -212,6 +212,34 @@ def test_plain_check_judges_every_shown_pair_both_ways():
                                             "rounded", "rounded", "rounded", "different"]
 
 
+SHARED_READING_PAIRS = [("odd", r"\text{odd}"), ("x = 3", "3"), (r"\frac{1}{2}", "0.5"), ("0.377", r"\frac{193}{512}"),
+                        (r"\sqrt{2}", "1.41"), ("[0, 1)", "(0, 1)"), ("6, -2", "-2, 6"), ("y = 2x + 3", "2x + 3"),
+                        (r"\begin{pmatrix}1\\2\end{pmatrix}", "(1, 2)"), (r"2\pi", r"\pi + \pi"), ("4", "5"),
+                        (r"\frac{3}{4}", "0.75"), ("x^2 + 1", "1 + x^2"), (r"\{1, 2\}", r"\{2, 1\}")]
+
+
+def test_the_plain_check_on_the_builders_workers_judges_as_on_its_own():
+    """The validator reads its options from the parses the builder's workers made (one memo per worker, the same
+    math-verify call): its verdicts are those of a pool of its own, that parses everything afresh."""
+    alone = plain.judge_pairs(SHARED_READING_PAIRS, workers=2, timeout=20)
+    engine = equivalence.MathEquivalence(workers=2, timeout=20)
+    engine.prepare([list(pair) for pair in SHARED_READING_PAIRS])
+    assert engine.stats.answers > 10  # the builder's workers parsed the options before the check asks about them
+    shared = plain.judge_pairs(SHARED_READING_PAIRS, timeout=20, pool=engine.pool)
+    assert shared == alone
+    assert sorted(set(alone.values())) == ["different", "equal", "rounded"]
+    assert engine.pool._workers == []  # the check, the last to need them, closed the build's workers
+
+
+def test_a_memoised_parse_is_math_verifys_own():
+    from math_verify import parse
+    from builders.math_mc import parses
+
+    for text in {text for pair in SHARED_READING_PAIRS for text in pair}:
+        assert parses.parsed(text, 5) == (parse(f"${text}$", parsing_timeout=5), False)
+        assert parses.parsed(text, 5)[0] is parses.parsed(text, 5)[0]
+
+
 def _record(choices, answer) -> MCQRecord:
     return MCQRecord(id="q", question="?", choices=tuple(choices), answer=answer, source="s", source_config=None,
                      source_split="test", source_index=0)
@@ -606,3 +634,33 @@ def test_the_consensus_counts_models_not_their_samples(tmp_path):
     assert [(e.id, e.reason, e.detail) for e in result.exclusions.entries] == [
         ("math/test/1", "suspect_key", "3 of 7 models answer 4, 1 the key 3")]
     assert [r.id for r in result.configs["set_0"]["test"]] == ["math/test/0"]
+
+
+def test_the_simplest_radical_form_is_sympys():
+    """The validator's check of unsimplified roots decides with integers what sympy's sqrt does (a square factor
+    taken out, or a whole root), on every number below 5,000 and on large ones."""
+    import random
+
+    import sympy
+
+    from builders.math_mc import option_checks
+
+    numbers = [*range(5000), *random.Random(7).sample(range(10**7, 10**8), 300), 99_999_999, 2 * 3 * 5 * 7 * 11 * 13 * 17]
+    assert [option_checks._simplest_root(n) for n in numbers] == [sympy.sqrt(n).is_Pow is True for n in numbers]
+
+
+def test_the_workers_a_build_starts_follow_its_work_and_change_no_verdict():
+    """One worker unless the work is large (each worker parses and warms up on its own): the same verdicts as two."""
+    from builders.core.runtime.workers import cpu_workers
+    from builders.math_mc import parses
+
+    assert parses.workers_for(10, 3) == 3 and parses.workers_for(10, None) == 1
+    assert parses.workers_for(parses.WORK_PER_WORKER + 1, None) == min(2, cpu_workers())
+    groups = [[pair[0], *pair[1:], "7", r"\frac{1}{2}"] for pair in SHARED_READING_PAIRS]
+    verdicts = []
+    for workers in (None, 2):
+        with equivalence.MathEquivalence(workers=workers, timeout=20) as engine:
+            engine.prepare(groups)
+            verdicts.append(({pair: engine.same(*pair) for group in groups for pair in equivalence._pairs(group)},
+                             engine.pool.size))
+    assert verdicts[0][0] == verdicts[1][0] and [size for _, size in verdicts] == [1, 2]

@@ -60,7 +60,8 @@ class Options(PredictionOptions, ConsensusOptions):
                                         help="hard wall-clock limit (seconds) of one math-verify comparison; a "
                                              "comparison that times out proves nothing, so the candidate is left out")
     equivalence_workers: int | None = option(None, type=positive_int, runtime=True, group="math-verify",
-                                             help="math-verify worker processes (default: one per CPU)")
+                                             help="math-verify worker processes (default: one per 1,000 answers to "
+                                                  "read or pairs to verify, at most one per CPU)")
 
 
 def build(source: LoadedSource, options: Options, run: Run) -> Release:
@@ -68,15 +69,17 @@ def build(source: LoadedSource, options: Options, run: Run) -> Release:
     steps = Steps(source, options, equivalence)
     try:
         configs = run.make(mc.config_names(options.sets), steps.steps)
-    finally:
-        equivalence.close()  # every pair validation asks was judged in the steps; a miss would restart workers
+    except BaseException:
+        equivalence.close()
+        raise
+    # the workers stay for the validator's plain check, which closes them
     pools = steps.pools
     tables, golds = statistics(source, steps, configs, options)
     kept = {item.id: item.gold for split_items in steps.golds.kept.values() for item in split_items}
     return Release(
         metadata_features={name: {**mc.METADATA_FEATURES, **EXTRA_METADATA} for name in configs},
-        checks=checks(kept, pools.pools, equivalence.same, workers=options.equivalence_workers,
-                      timeout=options.equivalence_timeout, keep_suspect_keys=options.keep_suspect_keys),
+        checks=checks(kept, pools.pools, equivalence, timeout=options.equivalence_timeout,
+                      keep_suspect_keys=options.keep_suspect_keys),
         statistics=tables,
         extra_files={"pools.jsonl": pool_report(pools.pools.values()).encode()},
         card_context=card_context(options, pools.collected, golds, configs),

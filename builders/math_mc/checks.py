@@ -12,13 +12,16 @@ from builders.from_predictions import consensus
 from builders.from_predictions import sets as mc
 from builders.from_predictions.pools import Pool, pool_rows
 
+from .equivalence import MathEquivalence
 from .option_checks import option_form_checks
 from .plain import one_correct_option_check
 
 
-def checks(golds: Mapping[str, str], pools: Mapping[str, Pool], equal, *, workers: int | None, timeout: float,
+def checks(golds: Mapping[str, str], pools: Mapping[str, Pool], equivalence: MathEquivalence, *, timeout: float,
            keep_suspect_keys: bool) -> list[Check]:
-    """``golds``: the gold of every item kept by the gold step, by id; ``equal``: the builder's equivalence."""
-    return [*mc.make_checks(golds, equal, pools), one_correct_option_check(workers, max(10.0, timeout)),
+    """``golds``: the gold of every item kept by the gold step, by id; ``equivalence``: the builder's, whose
+    ``same`` the kernel's checks ask and whose workers (with the parses they hold) plain math-verify uses."""
+    return [*mc.make_checks(golds, equivalence.same, pools),
+            one_correct_option_check(timeout=max(10.0, timeout), pool=equivalence.pool),
             *option_form_checks(),
             *([] if keep_suspect_keys else [consensus.no_suspect_check(pool_rows(pools.values()))])]

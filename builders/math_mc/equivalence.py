@@ -21,7 +21,9 @@ For speed, :meth:`MathEquivalence.prepare` works in two stages over all question
    tuples, text, values that agree) go to ``verify``, in one task per question; a question whose task
    fails is judged again pair by pair, so one hanging answer costs only its own pairs. An answer that
    cannot be read in time is equivalent to nothing.
-The parent never parses an answer with sympy: it only compares the numbers the workers send back.
+The parent never parses an answer with sympy: it only compares the numbers the workers send back. The workers
+are the build's (:func:`~builders.math_mc.parses.math_verify_pool`): each keeps the parses it made
+(:func:`~builders.math_mc.parses.parsed`), which the validator's plain check reads its options from.
 """
 
 from __future__ import annotations
@@ -34,14 +36,14 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Iterable, Sequence
 
-from builders.core.runtime.workers import HardTimeoutPool, Outcome, cpu_workers
+from builders.core.runtime.workers import DEFAULT_MEMORY_LIMIT, Outcome
 
+from . import parses
 from .forms import surface_key
 
 logger = logging.getLogger(__name__)
 
-WORKER_FUNCTION = "builders.math_mc.equivalence:judge"
-
+JUDGE = "builders.math_mc.equivalence:judge"  # what the build's workers run for this module's tasks
 
 # ---- the worker side ----------------------------------------------------------------------------------
 
@@ -50,7 +52,6 @@ WORKER_FUNCTION = "builders.math_mc.equivalence:judge"
 class _Answer:
     text: str
     value: complex | None  # numeric fingerprint of a plain scalar expression, else None
-    parsed: list | None = None  # math-verify's parse, made when first needed
 
 
 _CACHE: dict[str, _Answer] = {}
@@ -83,27 +84,15 @@ def _answer(text: str) -> _Answer:
     cached = _CACHE.get(text)
     if cached is None:
         value = _simple_value(text)
-        cached = _Answer(text, value)
-        if value is None:
-            cached.parsed = _math_verify_parse(text)
-            cached.value = _fingerprint(cached.parsed)
+        cached = _Answer(text, value if value is not None else _fingerprint(_parsed(text)))
         if len(_CACHE) >= _CACHE_LIMIT:
             _CACHE.clear()
         _CACHE[text] = cached
     return cached
 
 
-def _parsed(answer: _Answer) -> list:
-    if answer.parsed is None:
-        answer.parsed = _math_verify_parse(answer.text)
-    return answer.parsed
-
-
-def _math_verify_parse(text: str) -> list:
-    from math_verify import parse
-
-    return parse(f"${text}$", parsing_timeout=_soft_timeout)
-
+def _parsed(text: str) -> list:
+    return parses.parsed(text, _soft_timeout)[0]
 
 def _symbol_value(name: str) -> float:
     digest = hashlib.sha256(name.encode("utf-8")).digest()
@@ -158,57 +147,24 @@ def _is_continuum(parsed: list) -> bool:
     return isinstance(first, sympy.Union)
 
 
-def _scalar_and_continuum(left: _Answer, right: _Answer) -> bool:
-    """A number against an interval: math-verify compares them as {number} and the interval, never equal."""
-    for scalar, other in ((left, right), (right, left)):
-        if scalar.value is not None and other.value is None and _is_continuum(_parsed(other)):
-            return True
-    return False
-
-
-class _TimeoutCounter(logging.Handler):
-    """Counts math-verify's own timeout warnings (it returns False on a timeout and only logs it)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.count = 0
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if str(record.msg).startswith("Timeout"):
-            self.count += 1
-
-
-_timeouts = _TimeoutCounter()
-
-
 def _verify(gold: str, answer: str) -> tuple[bool, bool]:
-    """(equivalent, whether a soft timeout fired on the way)."""
+    """(equivalent, whether a soft timeout fired on the way). The parent sends only the pairs its readings leave
+    open (:func:`prejudge`), so math-verify is asked at once."""
     from math_verify import verify
 
-    before = _timeouts.count
-    left, right = _answer(gold), _answer(answer)
-    if clearly_different(left.value, right.value) or _scalar_and_continuum(left, right):
-        return False, _timeouts.count > before
+    before = parses.timeouts_fired()
+    left, right = _parsed(gold), _parsed(answer)
     # math-verify is not symmetric (the gold side may be an equation, a set...): ask both directions.
-    result = bool(verify(_parsed(left), _parsed(right), timeout_seconds=_soft_timeout)) or \
-        bool(verify(_parsed(right), _parsed(left), timeout_seconds=_soft_timeout))
-    return result, _timeouts.count > before
-
-
-def _install_timeout_counter() -> None:
-    math_verify_logger = logging.getLogger("math_verify")
-    if _timeouts not in math_verify_logger.handlers:
-        math_verify_logger.addHandler(_timeouts)
-        math_verify_logger.setLevel(logging.WARNING)
-        math_verify_logger.propagate = False  # counted here, reported by the parent
+    result = bool(verify(left, right, timeout_seconds=_soft_timeout)) or \
+        bool(verify(right, left, timeout_seconds=_soft_timeout))
+    return result, parses.timeouts_fired() > before
 
 
 def _read(text: str) -> tuple[complex | None, bool, bool]:
     """What the parent needs to pre-judge pairs: (value, is a continuum, math-verify read it in time)."""
-    before = _timeouts.count
+    before = parses.timeouts_fired()
     answer = _answer(text)
-    parsed = _parsed(answer)
-    return answer.value, _is_continuum(parsed), _timeouts.count == before
+    return answer.value, _is_continuum(_parsed(text)), parses.timeouts_fired() == before
 
 
 def judge(task: tuple) -> object:
@@ -217,7 +173,6 @@ def judge(task: tuple) -> object:
     ``("read", texts, soft)``: :func:`_read` of each text; ``("pairs", [(a, b), ...], soft)``:
     (equivalent, timed out) per pair, in order."""
     global _soft_timeout
-    _install_timeout_counter()
     kind, argument, _soft_timeout = task
     if kind == "read":
         return [_read(text) for text in argument]
@@ -272,9 +227,10 @@ class MathEquivalence:
 
     def __init__(self, workers: int | None = None, timeout: float = 10.0, memory_limit: int | None = None) -> None:
         self.timeout = timeout
-        options = {} if memory_limit is None else {"memory_limit": memory_limit}
-        self._pool = HardTimeoutPool(WORKER_FUNCTION, workers or cpu_workers(), timeout,
-                                     preload=("sympy", "math_verify", "builders.math_mc.warm"), **options)
+        # the build's math-verify workers, which the validator's plain check uses too (:mod:`.parses`)
+        self._workers = workers  # None: as many as the work needs (parses.workers_for)
+        self.pool = parses.math_verify_pool(workers, timeout,
+                                           DEFAULT_MEMORY_LIMIT if memory_limit is None else memory_limit)
         self._soft = max(1, int(timeout / 2))
         self._known: dict[tuple[str, str], bool] = {}
         self._readings: dict[str, Reading] = {}
@@ -290,7 +246,13 @@ class MathEquivalence:
         self.close()
 
     def close(self) -> None:
-        self._pool.close()
+        self.pool.close()
+
+    def _map(self, tasks: list[tuple[str, list]], **options) -> list[Outcome]:
+        """Run ``(kind, argument)`` tasks of :func:`judge` on the pool (``options``: the pool's ``map``'s), with the
+        workers their answers and pairs need."""
+        self.pool.grow(parses.workers_for(sum(len(argument) for _, argument in tasks), self._workers))
+        return self.pool.map([(JUDGE, (kind, argument, self._soft)) for kind, argument in tasks], **options)
 
     def key(self, answer: str) -> str | None:
         return surface_key(answer)
@@ -342,14 +304,14 @@ class MathEquivalence:
         self.stats.answers += len(unread)
         chunks = [unread[i:i + CHUNK] for i in range(0, len(unread), CHUNK)]
         retry: list[str] = []
-        outcomes = self._pool.map([("read", c, self._soft) for c in chunks], affinity=chunks)
+        outcomes = self._map([("read", c) for c in chunks], affinity=chunks)
         for chunk, outcome in zip(chunks, outcomes, strict=True):
             if outcome.ok:
                 for answer, reading in zip(chunk, outcome.value, strict=True):
                     self._take_reading(answer, *reading)
             else:
                 retry.extend(chunk)
-        outcomes = self._pool.map([("read", [a], self._soft) for a in retry], affinity=[[a] for a in retry])
+        outcomes = self._map([("read", [a]) for a in retry], affinity=[[a] for a in retry])
         for answer, outcome in zip(retry, outcomes, strict=True):
             if outcome.ok:
                 self._take_reading(answer, *outcome.value[0])
@@ -386,9 +348,9 @@ class MathEquivalence:
 
     def _verify_batches(self, batches: list[list[tuple[str, str]]]) -> None:
         retry: list[tuple[str, str]] = []
-        payloads = [("pairs", b, self._soft) for b in batches]
+        payloads = [("pairs", b) for b in batches]
         # a pair goes where its answers were read: the worker holds their parses (each worker caches its own)
-        outcomes = self._pool.map(payloads, progress="math-verify", affinity=[_answers_of(b) for b in batches])
+        outcomes = self._map(payloads, progress="math-verify", affinity=[_answers_of(b) for b in batches])
         for batch, outcome in zip(batches, outcomes, strict=True):
             if outcome.ok:
                 for (a, b), (result, timed_out) in zip(batch, outcome.value, strict=True):
@@ -399,9 +361,9 @@ class MathEquivalence:
                 retry.extend(batch)
         # One pair per worker at a time, so that an answer seen in two timeouts stops costing time.
         while retry:
-            round_, retry = retry[:self._pool.size], retry[self._pool.size:]
+            round_, retry = retry[:self.pool.size], retry[self.pool.size:]
             asked = [pair for pair in round_ if self._prejudge([pair])]
-            outcomes = self._pool.map([("pairs", [pair], self._soft) for pair in asked], affinity=asked)
+            outcomes = self._map([("pairs", [pair]) for pair in asked], affinity=asked)
             for (a, b), outcome in zip(asked, outcomes, strict=True):
                 if outcome.ok:
                     self._settle(a, b, *outcome.value[0])

@@ -26,6 +26,7 @@ out, without the problem:
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Callable, Iterable
 
@@ -110,15 +111,20 @@ def _radical(key: str, option: str) -> str | None:
 
 
 def _unsimplified_root(text: str) -> str | None:
-    import sympy
-
     for argument in re.findall(r"\\sqrt\s*\{([^{}]*(?:\{[^{}]*\}[^{}]*)*)\}", text):
         plain = argument.replace(" ", "")
         if "frac" in plain or "/" in plain:
             return f"\\sqrt{{{argument}}}"
-        if plain.isdigit() and len(plain) <= 8 and sympy.sqrt(int(plain)).is_Pow is False:
-            return f"\\sqrt{{{argument}}}"  # sympy takes the square factor out: 4*sqrt(6), or the root is whole
+        if plain.isdigit() and len(plain) <= 8 and not _simplest_root(int(plain)):
+            return f"\\sqrt{{{argument}}}"
     return None
+
+
+def _simplest_root(number: int) -> bool:
+    """Whether the square root of ``number`` is in simplest radical form: it has no square factor to take out
+    (4*sqrt(6) from sqrt(96)) and is not whole (0 and 1 are). Integer arithmetic, as sympy's sqrt decides it,
+    without loading sympy in the validating process."""
+    return number >= 2 and all(number % (factor * factor) for factor in range(2, math.isqrt(number) + 1))
 
 
 def _label(key: str, option: str) -> str | None:

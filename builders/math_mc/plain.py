@@ -4,7 +4,8 @@ It shares no decision code with the builder: no normal form, no surface key, no 
 cache of the builder's verdicts. Every pair of options of every released item (the gold among them) is
 given to math-verify as written in the release, ``parse`` of ``$option$`` then ``verify`` in both
 directions, in worker processes under a hard time limit (sympy can hang on an option such as
-``2^{2^{40}}``). A pair math-verify calls equal is a violation, and so is a pair it cannot compare in time:
+``2^{2^{40}}``). What it shares with the builder is the pure reading of a text, math-verify's parse
+(:func:`.parses.parsed`, the same call either would make), and the build's workers that hold those parses. A pair math-verify calls equal is a violation, and so is a pair it cannot compare in time:
 such a pair is not shown to differ. A pair of the key and a distractor is a violation too when one of them is a
 plain decimal and math-verify's value of the other, rounded to its decimals, is that decimal (``0.377`` beside
 ``\\frac{193}{512}``): a second correct option.
@@ -16,9 +17,11 @@ import re
 from typing import Iterable
 
 from builders.core.build.result import Build, Check
-from builders.core.runtime.workers import HardTimeoutPool, cpu_workers
+from builders.core.runtime.workers import HardTimeoutPool
 
-WORKER_FUNCTION = "builders.math_mc.plain:judge"
+from . import parses
+
+JUDGE = "builders.math_mc.plain:judge"  # what the build's workers run for this check's tasks
 PAIRS_PER_TASK = 8
 _PLAIN_DECIMAL = re.compile(r"^\s*-?[0-9]*\.([0-9]+)\s*$")
 
@@ -38,16 +41,12 @@ def rounds(decimal: str, parsed: list) -> bool:
     return abs(value.imag) < 1e-12 and abs(float(decimal) - value.real) <= 0.5 * 10 ** -places * (1 + 1e-9)
 
 
-_PARSED: dict[tuple[str, int], tuple[list, bool]] = {}  # a worker's parses: (option, soft limit) -> (parse, fired)
-_PARSED_LIMIT = 100_000
-
-
 def judge(task: tuple[list[tuple[str, str]], int]) -> list[tuple[bool, bool, bool]]:
     """Worker: (equal either way, a math-verify time limit fired, one is the other rounded to its decimals) per
     pair."""
     import logging
 
-    from math_verify import parse, verify
+    from math_verify import verify
 
     pairs, soft = task
     fired = []
@@ -66,16 +65,10 @@ def judge(task: tuple[list[tuple[str, str]], int]) -> list[tuple[bool, bool, boo
     def parsed(text: str) -> list:
         # each option parsed once per worker (a key is in a pair with each of its distractors), with whether
         # math-verify's time limit fired while parsing it, which counts for every pair that option is in
-        known = _PARSED.get((text, soft))
-        if known is None:
-            fired_before = len(fired)
-            known = parse(f"${text}$", parsing_timeout=soft), len(fired) > fired_before
-            if len(_PARSED) >= _PARSED_LIMIT:
-                _PARSED.clear()
-            _PARSED[text, soft] = known
-        if known[1]:
+        parse, parse_fired = parses.parsed(text, soft)
+        if parse_fired:
             fired.append(True)
-        return known[0]
+        return parse
 
     results = []
     try:
@@ -108,35 +101,44 @@ def _verdict(equal: bool, fired: bool, rounded: bool) -> str:
     return "equal" if equal else "undecided" if fired else "rounded" if rounded else "different"
 
 
-def judge_pairs(pairs: list[tuple[str, str]], workers: int | None = None, timeout: float = 10.0
-                ) -> dict[tuple[str, str], str]:
+def judge_pairs(pairs: list[tuple[str, str]], workers: int | None = None, timeout: float = 10.0,
+                pool: HardTimeoutPool | None = None) -> dict[tuple[str, str], str]:
     """Plain math-verify's verdict per pair: "different", "equal", "undecided" (timeout, error) or "rounded"
-    (different, but one is the other rounded to its decimals)."""
+    (different, but one is the other rounded to its decimals). ``pool``: the build's math-verify workers
+    (:func:`.parses.math_verify_pool`), closed when done; else a pool of its own, of ``workers`` (by default as
+    many as the pairs need, :func:`.parses.workers_for`)."""
+    with pool or parses.math_verify_pool(parses.workers_for(len(pairs), workers), timeout) as pool:
+        return _judged(pairs, pool, timeout)
+
+
+def _judged(pairs: list[tuple[str, str]], pool: HardTimeoutPool, timeout: float) -> dict[tuple[str, str], str]:
     verdicts: dict[tuple[str, str], str] = {}
     soft = max(1, int(timeout / 2))
-    with HardTimeoutPool(WORKER_FUNCTION, workers or cpu_workers(), timeout, preload=("sympy", "math_verify", "builders.math_mc.warm")) as pool:
-        chunks = [pairs[i:i + PAIRS_PER_TASK] for i in range(0, len(pairs), PAIRS_PER_TASK)]
-        retry = []
+
+    def run(chunks: list[list[tuple[str, str]]]) -> list:
         # a chunk goes, where it can, to the worker that has parsed its options (each worker caches its own)
-        outcomes = pool.map([(c, soft) for c in chunks], affinity=[{o for pair in c for o in pair} for c in chunks])
-        for chunk, outcome in zip(chunks, outcomes, strict=True):
-            if outcome.ok:
-                for pair, judged in zip(chunk, outcome.value, strict=True):
-                    verdicts[pair] = _verdict(*judged)
-            else:
-                retry.extend(chunk)
-        for pair, outcome in zip(retry, pool.map([([p], soft) for p in retry], affinity=retry), strict=True):
-            if outcome.ok:
-                verdicts[pair] = _verdict(*outcome.value[0])
-            else:
-                verdicts[pair] = "undecided"
+        return pool.map([(JUDGE, (c, soft)) for c in chunks], [timeout] * len(chunks),
+                        affinity=[{o for pair in c for o in pair} for c in chunks])
+
+    chunks = [pairs[i:i + PAIRS_PER_TASK] for i in range(0, len(pairs), PAIRS_PER_TASK)]
+    retry = []
+    for chunk, outcome in zip(chunks, run(chunks), strict=True):
+        if outcome.ok:
+            for pair, judged in zip(chunk, outcome.value, strict=True):
+                verdicts[pair] = _verdict(*judged)
+        else:
+            retry.extend(chunk)
+    for pair, outcome in zip(retry, run([[p] for p in retry]), strict=True):
+        verdicts[pair] = _verdict(*outcome.value[0]) if outcome.ok else "undecided"
     return verdicts
 
 
-def one_correct_option_check(workers: int | None = None, timeout: float = 10.0) -> Check:
+def one_correct_option_check(workers: int | None = None, timeout: float = 10.0,
+                             pool: HardTimeoutPool | None = None) -> Check:
+    """``pool``: the build's math-verify workers, which this check, the last to need them, closes."""
     def violations(build: Build) -> Iterable[str]:
         shown = option_pairs(build)
-        verdicts = judge_pairs(sorted(shown), workers, timeout)
+        verdicts = judge_pairs(sorted(shown), workers, timeout, pool)
         for pair, places in shown.items():
             verdict = verdicts[pair]
             for place, with_key in places:

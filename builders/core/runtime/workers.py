@@ -152,6 +152,10 @@ class HardTimeoutPool:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    def grow(self, workers: int) -> None:
+        """Run up to ``workers`` processes from now on (never fewer than now): they start when a map needs them."""
+        self.size = max(self.size, workers)
+
     def close(self) -> None:
         for worker in self._workers:
             worker.kill()
