@@ -252,6 +252,20 @@ def test_correct_answers_in_another_unit_are_left_out_and_counted(tmp_path):
         validate(result)
 
 
+def test_conversions_of_one_factor_are_listed_in_the_same_order_under_any_hash_seed():
+    """Labels that share a factor were ordered by the factor alone, so their order followed the set's hash order."""
+    from types import SimpleNamespace
+
+    from builders.gsm_mc.card_statistics import unit_table
+    from builders.gsm_mc.transform import UNIT_MULTIPLE
+
+    tied = ["12 (months per year)", "12 (items per dozen)", "12 (inches per foot)", "12 (eggs per carton)"]
+    for order in (tied, tied[::-1]):
+        pools = [SimpleNamespace(left_out=[SimpleNamespace(reason=f"{UNIT_MULTIPLE}:{label}") for label in order])]
+        rows = [row["candidate left out"] for row in unit_table(pools, kept=False).records()]
+        assert rows[3:7] == [f"unit: x or / {label}" for label in sorted(tied)]
+
+
 def test_random_distractors_of_a_large_gold_are_drawn_without_listing_the_interval():
     import numpy as np
 

@@ -70,7 +70,7 @@ def unit_table(pools, kept: bool) -> Table:
     counts = left_out_counts(pools)
     labels = [label for label, _ in unit_conversions("")] + sorted(
         {r.split(":", 1)[1] for r in counts if r.startswith(UNIT_MULTIPLE + ":")} - {str(f) for f in UNIT_FACTORS},
-        key=lambda label: int(label.split()[0]))
+        key=lambda label: (int(label.split()[0]), label))  # a set's order follows the hash seed: ties by name
     rows = [(f"unit: x or / {label}", counts[f"{UNIT_MULTIPLE}:{label}"]) for label in labels]
     rows.append(("the gold rounded to the option's decimals", counts[ROUNDED_GOLD]))
     note = ("Kept (`--keep-unit-multiples`): distractors equal to the gold in another unit stay; only roundings of "
