@@ -397,3 +397,31 @@ def test_the_features_shortcuts_give_the_columns_of_the_plain_reading():
         overlap = [sum(len(a & b) / len(a | b) if a | b else 0.0 for j, b in enumerate(sets) if j != i) / (len(base) - 1)
                    for i, a in enumerate(sets)]
         assert np.allclose(got["overlap"], np.array(overlap) - sum(overlap) / len(overlap), rtol=0, atol=1e-12)
+
+
+def test_a_rebuild_reads_the_models_figures_back_and_any_change_of_the_items_fits_them_again(tmp_path, monkeypatch):
+    """The choices-only figures kept in the mcqforge cache: a second assessment of the same items reads them (the
+    models are not fitted) and gives the same rows; a changed gold, option or seed is another key and is fitted;
+    a damaged file is as none; and a cache that cannot be written leaves the figures the same."""
+    from builders.core.validation import adversary_store
+
+    monkeypatch.setenv("MCQFORGE_CACHE", str(tmp_path / "cache"))
+    items = key_shortest(300, 3, True)
+    fitted = []
+    evaluate = adversary.evaluate
+    monkeypatch.setattr(adversary, "evaluate", lambda *a, **k: fitted.append(1) or evaluate(*a, **k))
+    first = assess(items)
+    assert assess(items) == first and len(fitted) == 1
+    changed = [items[0].replace(answer=(items[0].answer + 1) % 3), *items[1:]]
+    assert assess(changed) != first and len(fitted) == 2
+    assert assess([items[0].replace(choices=("x", "yy", "zzz")), *items[1:]]) and len(fitted) == 3
+    reseeded = fake_build(items)
+    reseeded.params["seed"] = 1
+    adversary.assess(reseeded)
+    assert len(fitted) == 4
+    for kept in (tmp_path / "cache" / adversary_store.FOLDER).rglob("*.json"):
+        kept.write_text("{not json")
+    assert assess(items) == first and len(fitted) == 5
+    monkeypatch.setenv("MCQFORGE_CACHE", str(tmp_path / "a file"))
+    (tmp_path / "a file").write_text("")
+    assert assess(items) == first and len(fitted) == 6
