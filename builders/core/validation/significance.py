@@ -30,13 +30,14 @@ def binomial_p_value(correct: int, n: int, chance: float) -> float:
 
 # The tails of the binomial in closed form (summed in log space) decide a warning without scipy.stats (a second
 # of imports, where nothing else of a build loads it) wherever they are farther than this from the level;
-# nearer, scipy's tail decides, so that every verdict is scipy's. The closed form is within 1e-9 of it.
+# nearer, scipy's tail decides, so that every verdict is scipy's. The closed form is within 1e-9 of it (relative)
+# wherever the tail is above 1e-100, far below any level a family of rows divides 0.01 into.
 CLOSE_TO_THE_LEVEL = 1e-6
 
 
 def binomial_tails(n: int, chance: float) -> np.ndarray:
-    """P(X >= k) for X ~ Binomial(n, chance) and every k in 0..n (a closed form within 1e-9 of scipy's, relative),
-    from the log probabilities of every count (ratios of successive ones, accumulated) summed from the top."""
+    """P(X >= k) for X ~ Binomial(n, chance) and every k in 0..n, from the log probabilities of every count (the
+    ratios of successive ones, accumulated) summed from the top."""
     p = min(max(chance, 0.0), 1.0)
     counts = np.arange(n + 1, dtype=float)
     if p in (0.0, 1.0):
