@@ -252,8 +252,9 @@ def test_string_columns_written_in_chunks_give_the_bytes_and_size_of_one_array(t
     columns = {"prompt": Value("string")}
     size = release.write_parquet(records, {}, tmp_path / "chunked.parquet", columns)
 
-    features = release.record_features({}, columns)  # the schema write_parquet writes
-    schema = features.arrow_schema.with_metadata({"huggingface": json.dumps({"info": {"features": features.to_dict()}})})
+    features = release.release_features({}, columns)  # the schema write_parquet writes
+    schema = release.arrow_schema(features).with_metadata(
+        {"huggingface": json.dumps({"info": {"features": release.features_json(features)}})})
     whole = pa.Table.from_arrays([release._column(records, name, {"prompt"}) for name in schema.names], schema=schema)
     pq.write_table(whole, tmp_path / "whole.parquet", compression="zstd")
     assert (tmp_path / "chunked.parquet").read_bytes() == (tmp_path / "whole.parquet").read_bytes()
