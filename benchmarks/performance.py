@@ -12,8 +12,9 @@ with pyarrow alone, in its own process, timed around that work only. The exponen
 log CPU over log input share: 1.0 is linear. ``--scale N`` builds N concatenated copies of the input instead,
 each copy's questions made distinct, and reports CPU and memory per copy against one.
 
-The contrast sets and MMLU-Pro+ run twice on one cache: cold (it embeds every text) and warm (a rebuild: it embeds
-none, and MMLU-Pro+ has its LLM replies cached); the MMLU-Pro+ build gets its TPP options from a local llmock with
+The contrast sets, MMLU-Pro+ and WiCkeD run twice on one cache: cold (it embeds every text, fits every
+choices-only model) and warm (a rebuild: it embeds none, reads the choices-only figures back, and MMLU-Pro+ has
+its LLM replies cached); the MMLU-Pro+ build gets its TPP options from a local llmock with
 the scripted responder of ``mmlu_pro_plus.py``.
 """
 
@@ -72,7 +73,8 @@ BUILDS = {
 }
 
 
-WARM = ("contrast_sets", "mmlu_pro_plus")  # builds with an embedding cache: also timed on a warm one
+WARM = ("contrast_sets", "mmlu_pro_plus", "wicked")  # builds with a cache (embeddings, choices-only figures): also
+# timed on a warm one
 
 
 def copy_source(data: Path, build: Build, target: Path, share: float = 1.0, copies: int = 1) -> Path:

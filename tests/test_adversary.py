@@ -3,6 +3,8 @@ stays quiet on the same build without it (both directions, so that the check can
 
 from __future__ import annotations
 
+import random
+import re
 from types import SimpleNamespace
 
 import numpy as np
@@ -350,3 +352,76 @@ def test_scored_items_read_each_distinct_option_tuple_once_and_give_the_same_fea
     assert all(np.array_equal(a, b) for a, b in zip(blocks, alone, strict=True))
     again, shared = adversary.scored_items(records[:15], 0, features)
     assert len(features) == 15 and all(features[r.choices] is b for r, b in zip(again, shared, strict=True))
+
+
+def _plain_reference_and_place_columns(choices: tuple[str, ...]) -> dict[str, list[float]]:
+    """The columns the features' shortcuts fill, read the plain way: every pair searched for a whole-phrase
+    mention, the places and keywords read per item."""
+    n = len(choices)
+    texts = [option_features._reading(c).text for c in choices]
+    where = [[option_features._names(texts[i], texts[j]) if i != j else -1 for j in range(n)] for i in range(n)]
+    names = [sum(p >= 0 for p in row) >= 2 for row in where]
+    columns: dict[str, list[float]] = {name: [0.0] * n for name in
+                                       ("names_others", "named_by_other", "named_by_next", "names_previous")}
+    if any(names):
+        columns["names_others"] = [float(x) for x in names]
+        columns["named_by_other"] = [float(any(where[i][j] >= 0 for i in range(n) if names[i])) for j in range(n)]
+        columns["named_by_next"] = [float(j + 1 < n and names[j + 1] and where[j + 1][j] >= 0) for j in range(n)]
+        columns["names_previous"] = [float(i > 0 and names[i] and where[i][i - 1] >= 0) for i in range(n)]
+    columns["last"] = [float(i == n - 1) for i in range(n)]
+    columns["relative_position"] = [i / max(n - 1, 1) - 0.5 for i in range(n)]
+    for i in range(option_features.POSITIONS):
+        columns[f"position_{i}"] = [float(min(j, option_features.POSITIONS - 1) == i) for j in range(n)]
+    words = [set(re.findall(r"\w+", c.lower())) for c in choices]
+    for word in ("both", "none", "all", "neither", "not"):
+        columns[f"word_{word}"] = [float(word in w) for w in words]
+    return columns
+
+
+def test_the_features_shortcuts_give_the_columns_of_the_plain_reading():
+    """The phrase search skipped where no option holds another, the places copied from one block per option count
+    and the keywords read once per text: 4,000 drawn items (2 to 14 options, options made of one another's words,
+    "both X and Y", repeats) hold every such column to the plain reading, and the overlap to its set union."""
+    rng = random.Random(7)
+    words = ["cats", "dogs", "Both", "and", "or", "none", "all", "not", "A", "b", "1", "2.5", "neither", "x", "of"]
+    drawn = [[" ".join(rng.choice(words) for _ in range(rng.randint(1, 3))) for _ in range(rng.randint(2, 14))]
+             for _ in range(4_000)]
+    for base in [["cats", "dogs", "Both cats and dogs are correct", "fish"], ["cats", "dogs", "cats or fish"], *drawn]:
+        if rng.random() < 0.5 and len(base) > 2:
+            base[rng.randrange(len(base))] = f"Both {base[0]} and {base[1]} are correct"
+        rows = option_features.option_features(tuple(base))
+        got = {name: rows[:, i].tolist() for i, name in enumerate(option_features.FEATURES)}
+        for name, expected in _plain_reference_and_place_columns(tuple(base)).items():
+            assert got[name] == expected, (name, base)
+        sets = [option_features._reading(c).words for c in base]
+        overlap = [sum(len(a & b) / len(a | b) if a | b else 0.0 for j, b in enumerate(sets) if j != i) / (len(base) - 1)
+                   for i, a in enumerate(sets)]
+        assert np.allclose(got["overlap"], np.array(overlap) - sum(overlap) / len(overlap), rtol=0, atol=1e-12)
+
+
+def test_a_rebuild_reads_the_models_figures_back_and_any_change_of_the_items_fits_them_again(tmp_path, monkeypatch):
+    """The choices-only figures kept in the mcqforge cache: a second assessment of the same items reads them (the
+    models are not fitted) and gives the same rows; a changed gold, option or seed is another key and is fitted;
+    a damaged file is as none; and a cache that cannot be written leaves the figures the same."""
+    from builders.core.validation import adversary_store
+
+    monkeypatch.setenv("MCQFORGE_CACHE", str(tmp_path / "cache"))
+    items = key_shortest(300, 3, True)
+    fitted = []
+    evaluate = adversary.evaluate
+    monkeypatch.setattr(adversary, "evaluate", lambda *a, **k: fitted.append(1) or evaluate(*a, **k))
+    first = assess(items)
+    assert assess(items) == first and len(fitted) == 1
+    changed = [items[0].replace(answer=(items[0].answer + 1) % 3), *items[1:]]
+    assert assess(changed) != first and len(fitted) == 2
+    assert assess([items[0].replace(choices=("x", "yy", "zzz")), *items[1:]]) and len(fitted) == 3
+    reseeded = fake_build(items)
+    reseeded.params["seed"] = 1
+    adversary.assess(reseeded)
+    assert len(fitted) == 4
+    for kept in (tmp_path / "cache" / adversary_store.FOLDER).rglob("*.json"):
+        kept.write_text("{not json")
+    assert assess(items) == first and len(fitted) == 5
+    monkeypatch.setenv("MCQFORGE_CACHE", str(tmp_path / "a file"))
+    (tmp_path / "a file").write_text("")
+    assert assess(items) == first and len(fitted) == 6

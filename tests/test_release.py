@@ -252,8 +252,9 @@ def test_string_columns_written_in_chunks_give_the_bytes_and_size_of_one_array(t
     columns = {"prompt": Value("string")}
     size = release.write_parquet(records, {}, tmp_path / "chunked.parquet", columns)
 
-    features = release.record_features({}, columns)  # the schema write_parquet writes
-    schema = features.arrow_schema.with_metadata({"huggingface": json.dumps({"info": {"features": features.to_dict()}})})
+    features = release.release_features({}, columns)  # the schema write_parquet writes
+    schema = release.arrow_schema(features).with_metadata(
+        {"huggingface": json.dumps({"info": {"features": release.features_json(features)}})})
     whole = pa.Table.from_arrays([release._column(records, name, {"prompt"}) for name in schema.names], schema=schema)
     pq.write_table(whole, tmp_path / "whole.parquet", compression="zstd")
     assert (tmp_path / "chunked.parquet").read_bytes() == (tmp_path / "whole.parquet").read_bytes()
@@ -263,3 +264,29 @@ def test_string_columns_written_in_chunks_give_the_bytes_and_size_of_one_array(t
     assert pq.read_table(tmp_path / "chunked.parquet")["prompt"].null_count == (3 if with_nulls else 0)
     assert pq.ParquetFile(tmp_path / "chunked.parquet").metadata.row_group(0).column(
         schema.names.index("prompt")).encodings == ("PLAIN", "RLE", "RLE_DICTIONARY")
+
+
+def test_the_schema_written_without_datasets_is_datasets_own():
+    """The Arrow schema, the Parquet metadata's JSON and the card's YAML of a release's features, made from their
+    descriptions, are ``datasets``' own for every kind a builder declares (each dtype, lists of values, of structs
+    and of lists, nested structs, a builder's extra columns) and for every builder's declared features; a feature
+    of ``datasets``' own is read by ``datasets``."""
+    import datasets
+
+    from builders.core.items import record
+    from builders.core.items.record import ListOf, Value
+    from builders.registry import load_builder
+
+    kinds = {"flag": Value("bool"), "score": Value("float32"), "count": Value("int32"), "big": Value("int64"),
+             "names": ListOf(Value("string")), "pairs": ListOf({"a": Value("int32"), "b": ListOf(Value("bool"))}),
+             "grid": ListOf(ListOf(Value("int64"))), "nested": {"inner": {"x": Value("string")}}}
+    declared = [(kinds, {"prompt": Value("string")}), ({}, None), ({"own": datasets.Value("int16")}, None)]
+    for name in BUILDERS:
+        for benchmark in load_builder(name).benchmarks:
+            declared.append((dict(benchmark.metadata_features), None))
+    for metadata, columns in declared:
+        features = record.release_features(metadata, columns)
+        theirs = record.record_features(metadata, columns)
+        assert record.arrow_schema(features).equals(theirs.arrow_schema, check_metadata=False)
+        assert json.dumps(record.features_json(features)) == json.dumps(theirs.to_dict())
+        assert record.features_yaml(features) == theirs._to_yaml_list()

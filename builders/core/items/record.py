@@ -134,16 +134,93 @@ BASE_FEATURES: dict[str, Any] = {
 BASE_COLUMNS = tuple(BASE_FEATURES)
 
 
-def record_features(metadata: Mapping[str, Any], columns: Mapping[str, Any] | None = None):
-    """Explicit Arrow schema (``datasets.Features``): the base columns, a builder's extra ``columns``, then a typed
+def release_features(metadata: Mapping[str, Any], columns: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A release table's columns, described: the base columns, a builder's extra ``columns``, then a typed
     ``metadata`` struct."""
-    from datasets import Features
-
     features = dict(BASE_FEATURES)
     features.update(columns or {})
     if metadata:
         features["metadata"] = dict(metadata)
-    return Features(as_datasets_feature(features))
+    return features
+
+
+def record_features(metadata: Mapping[str, Any], columns: Mapping[str, Any] | None = None):
+    """Explicit Arrow schema (``datasets.Features``) of :func:`release_features`."""
+    from datasets import Features
+
+    return Features(as_datasets_feature(release_features(metadata, columns)))
+
+
+# A release's schema as ``datasets`` writes it (the Arrow schema, the JSON of the Parquet files' metadata, the
+# card's YAML), made from the descriptions without importing ``datasets`` (a second with pandas, where a build loads
+# it for nothing else); a feature of ``datasets``' own is read by ``datasets``. tests/test_release.py holds the
+# three to ``datasets``' on every kind of description.
+
+
+def _described(feature: Any) -> bool:
+    if isinstance(feature, ListOf):
+        return _described(feature.feature)
+    if isinstance(feature, Mapping):
+        return all(_described(value) for value in feature.values())
+    return isinstance(feature, Value)
+
+
+def arrow_schema(features: Mapping[str, Any]):
+    """The ``pyarrow.Schema`` of a table of ``features`` (``datasets.Features(...).arrow_schema``, without its
+    metadata)."""
+    import pyarrow as pa
+
+    if not _described(features):
+        from datasets import Features
+
+        return Features(as_datasets_feature(features)).arrow_schema.remove_metadata()
+    return pa.schema(_arrow_type(features))
+
+
+def _arrow_type(feature: Any):
+    import pyarrow as pa
+
+    if isinstance(feature, Value):
+        return pa.type_for_alias(feature.dtype)
+    if isinstance(feature, ListOf):
+        return pa.list_(_arrow_type(feature.feature))
+    return pa.struct([pa.field(name, _arrow_type(value)) for name, value in feature.items()])
+
+
+def features_json(features: Mapping[str, Any]) -> dict[str, Any]:
+    """``datasets.Features(...).to_dict()`` of ``features``: what a Parquet file's metadata records."""
+    if not _described(features):
+        from datasets import Features
+
+        return Features(as_datasets_feature(features)).to_dict()
+    return {name: _json(value) for name, value in features.items()}
+
+
+def _json(feature: Any) -> Any:
+    if isinstance(feature, Value):
+        return {"dtype": feature.dtype, "_type": "Value"}
+    if isinstance(feature, ListOf):
+        return {"feature": _json(feature.feature), "_type": "List"}
+    return {name: _json(value) for name, value in feature.items()}
+
+
+def features_yaml(features: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The card's ``features`` list of ``features`` (``datasets.Features(...)._to_yaml_list()``)."""
+    if not _described(features):
+        from datasets import Features
+
+        return Features(as_datasets_feature(features))._to_yaml_list()
+    return _yaml(features)["struct"]
+
+
+def _yaml(feature: Any) -> dict[str, Any]:
+    if isinstance(feature, Value):
+        return {"dtype": feature.dtype}
+    if isinstance(feature, ListOf):  # a list of one value or of one struct is written as that value or struct
+        inner = _yaml(feature.feature)
+        return {"list": inner["dtype"] if list(inner) == ["dtype"] else inner["struct"] if list(inner) == ["struct"]
+                else inner}
+    return {"struct": [{"name": name, **_yaml(value)} for name, value in feature.items()]}
 
 
 def list_of(feature: Any) -> ListOf:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builders.core.items.record import record_features
+from builders.core.items.record import features_yaml, release_features
 from builders.core.build.result import Build, TaskLocation
 from builders.core.release.build_config import build_config_text
 from builders.core.items.outcomes import ALTERED, COPIED, EXCLUDED, outcome_table
@@ -101,17 +101,14 @@ def _size_category(n: int) -> str:
 def dataset_info(build: Build, sizes: dict[tuple[str, str], int]) -> list[dict[str, Any]]:
     """The card's ``dataset_info``: features, rows and bytes per config and split, as the Hub reads them
     (``num_bytes`` is the Arrow size of the written split; without it ``datasets`` ignores the splits)."""
-    import datasets
-    from datasets.splits import SplitDict, SplitInfo
-
     entries = []
     for config, splits in build.configs.items():
-        features = record_features(build.release.metadata_features.get(config, {}),
-                                   build.release.extra_columns.get(config))
-        split_dict = SplitDict()
-        for split, records in splits.items():
-            split_dict.add(SplitInfo(name=split, num_examples=len(records), num_bytes=sizes[config, split]))
-        entries.append(datasets.DatasetInfo(features=features, splits=split_dict, config_name=config)._to_yaml_dict())
+        features = release_features(build.release.metadata_features.get(config, {}),
+                                    build.release.extra_columns.get(config))
+        # as datasets.DatasetInfo(features=..., splits=..., config_name=...)._to_yaml_dict() writes it
+        entries.append({"features": features_yaml(features), "config_name": config, "splits": [
+            {"name": split, "num_bytes": sizes[config, split], "num_examples": len(records)}
+            for split, records in splits.items()]})
     return entries
 
 

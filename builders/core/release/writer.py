@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from builders.core.errors import UserError, ValidationFailed
-from builders.core.items.record import BASE_COLUMNS, record_features
+from builders.core.items.record import BASE_COLUMNS, arrow_schema, features_json, release_features
 from builders.core.build.result import Build
 from builders.core.release.build_config import BUILD_CONFIG_FILE, build_config_text
 from builders.core.release.diff import DIFF_FILE
@@ -458,9 +458,9 @@ def _arrow_column(records, field, present: set[str]) -> Any:
 def write_parquet(records, metadata_features, path: Path, column_features=None) -> int:
     """Arrow table with the explicit features in the schema metadata, as ``datasets`` writes it; returns the
     table's size in bytes."""
-    features = record_features(metadata_features, column_features)
-    schema = features.arrow_schema.with_metadata(
-        {"huggingface": json.dumps({"info": {"features": features.to_dict()}})}
+    features = release_features(metadata_features, column_features)
+    schema = arrow_schema(features).with_metadata(
+        {"huggingface": json.dumps({"info": {"features": features_json(features)}})}
     )
     import pyarrow as pa  # here, not at the top: a command line parses before any heavy library loads
     import pyarrow.parquet as pq

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Sequence
 
 import numpy as np
@@ -34,7 +34,7 @@ from builders.core.items.record import MCQRecord, text_hash
 from builders.core.items.rng import item_rng
 from builders.core.items.tables import Table
 from builders.core.build.result import Build
-from builders.core.validation import boosted
+from builders.core.validation import adversary_store, boosted
 from builders.core.validation.option_features import DESCRIPTIONS, FEATURES, option_features
 from builders.core.validation.significance import (
     THRESHOLD_WORDS,
@@ -98,7 +98,7 @@ def assess(build: Build) -> list[AdversaryRow]:
     rows: list[AdversaryRow] = []
     keys: list[tuple] = []  # each row's items
     seen: dict[tuple, AdversaryRow | None] = {}  # a config that repeats another's items (GSM-MC default = set_0)
-    read: dict[tuple, Scored] = {}  # the items the trees may be read on: the rows the trees win
+    read: dict[tuple, Sequence[MCQRecord]] = {}  # the splits the trees may be read on: the rows the trees win
     features: dict[tuple[str, ...], np.ndarray] = {}  # options -> their features, read once for every config
     for config, splits in build.configs.items():
         for split, records in splits.items():
@@ -107,10 +107,9 @@ def assess(build: Build) -> list[AdversaryRow]:
             inherent = build.release.inherent_baselines.get(f"{config}/{NAME}", build.release.inherent_baselines.get(NAME))
             key = tuple((r.source_index, r.choices, r.answer) for r in records)
             if key not in seen:
-                scored = scored_items(records, seed, features)
-                seen[key] = found = evaluate(records, seed, config, split, inherent, tests=None, scored=scored)
+                seen[key] = found = stored_evaluation(records, seed, features)
                 if found is not None and found.model == boosted.NAME:
-                    read[key] = scored
+                    read[key] = records
             evaluated = seen[key]
             if evaluated is not None:
                 rows.append(replace(evaluated, config=config, split=split, inherent=inherent))
@@ -119,7 +118,7 @@ def assess(build: Build) -> list[AdversaryRow]:
     explained: dict[tuple, tuple[str, ...]] = {}  # the trees' features: read once the family is known, where it beats chance
     for row, key in zip(rows, keys, strict=True):
         if row.model == boosted.NAME and row.significant and key not in explained:
-            explained[key] = trees_features(read[key])
+            explained[key] = stored_trees_features(read[key], seed, features)
     rows = [replace(row, features=explained.get(key, row.features)) for row, key in zip(rows, keys, strict=True)]
     rows = inherit_from_source(rows, build.about.unchanged_config, lambda row: NAME, lambda row: row.scored)
     return [row if row.significant else replace(row, features=()) for row in rows]
@@ -158,14 +157,19 @@ def source_groups(records: Sequence[MCQRecord]) -> np.ndarray:
 Scored = tuple[list[MCQRecord], list[np.ndarray]]  # the items a split is scored on, and their option features
 
 
+def chosen_items(records: Sequence[MCQRecord], seed: int) -> list[MCQRecord]:
+    """The items :func:`evaluate` scores of ``records``: a seeded sample, in content order. In content order, the
+    fits' floating-point sums run over the same rows in the same order, whatever the release's order (a shuffled
+    release moved one prediction in 5,000 otherwise)."""
+    return sorted(sample(records, seed), key=lambda r: (r.content_key, r.id))
+
+
 def scored_items(records: Sequence[MCQRecord], seed: int,
                  features: dict[tuple[str, ...], np.ndarray] | None = None) -> Scored:
     """The items :func:`evaluate` scores of ``records`` (a seeded sample, in content order), with their features.
     ``features``: the features of the options already read (a pure reading of the options, which no fit changes),
     filled with those read here: the configs of a release that keep an item's options read them once."""
-    # In content order: the fits' floating-point sums then run over the same rows in the same order, whatever the
-    # release's order (a shuffled release moved one prediction in 5,000 otherwise).
-    chosen = sorted(sample(records, seed), key=lambda r: (r.content_key, r.id))
+    chosen = chosen_items(records, seed)
     if features is None:
         return chosen, [option_features(r.choices) for r in chosen]
     blocks = []
@@ -219,6 +223,35 @@ def evaluate(records: Sequence[MCQRecord], seed: int, config: str = "", split: s
     low, high = wilson_interval(accuracy * len(chosen), len(chosen))
     return AdversaryRow(config, split, len(records), len(chosen), accuracy, chance, low, high, features, inherent,
                         model=model, accuracies=accuracies)
+
+
+def stored_evaluation(records: Sequence[MCQRecord], seed: int,
+                      features: dict[tuple[str, ...], np.ndarray] | None = None) -> AdversaryRow | None:
+    """:func:`evaluate` of ``records`` with no family yet (config, split and the builder's reason left for the
+    caller), kept in the mcqforge cache by what it is a function of (:mod:`.adversary_store`): a rebuild of the
+    same items reads it back. ``features``: as :func:`scored_items` takes them."""
+    key = adversary_store.figure_key("evaluation", chosen_items(records, seed), len(records), seed)
+    kept = adversary_store.read(key)
+    if kept is not None:
+        value = kept["value"]
+        return None if value is None else AdversaryRow(**{
+            **value, "features": tuple(value["features"]), "accuracies": tuple(map(tuple, value["accuracies"]))})
+    found = evaluate(records, seed, tests=None, scored=scored_items(records, seed, features))
+    adversary_store.write(key, None if found is None else asdict(found))
+    return found
+
+
+def stored_trees_features(records: Sequence[MCQRecord], seed: int,
+                          features: dict[tuple[str, ...], np.ndarray] | None = None) -> tuple[str, ...]:
+    """:func:`trees_features` of the items :func:`evaluate` scores of ``records``, kept as
+    :func:`stored_evaluation` keeps its figures."""
+    key = adversary_store.figure_key("trees_features", chosen_items(records, seed), len(records), seed)
+    kept = adversary_store.read(key)
+    if kept is not None:
+        return tuple(kept["value"])
+    found = trees_features(scored_items(records, seed, features))
+    adversary_store.write(key, list(found))
+    return found
 
 
 def trees_features(scored: Scored) -> tuple[str, ...]:

@@ -72,6 +72,7 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
 }
 FEATURES = tuple(DESCRIPTIONS)
 _COLUMN = {name: i for i, name in enumerate(FEATURES)}
+_KEYWORD_COLUMNS = [_COLUMN[f"word_{word}"] for word in _KEYWORDS]
 
 
 def number(option: str) -> float | None:
@@ -134,14 +135,16 @@ class _Reading:
     digits: float
     forms: tuple[bool, ...]  # the marks of _FORMS, in order
     text: str  # as the reference features compare options: spaces collapsed, no final stop, lower case
+    keywords: tuple[bool, ...]  # whether its words hold each of _KEYWORDS, in order
 
 
 @lru_cache(maxsize=1 << 18)
 def _reading(option: str) -> _Reading:
-    return _Reading(float(len(option)), frozenset(_WORD.findall(option.lower())), float(len(_WORD.findall(option))),
-                    float(len(_PUNCTUATION.findall(option))), number(option), float(sum(ch.isdigit() for ch in option)),
+    words = frozenset(_WORD.findall(option.lower()))
+    return _Reading(float(len(option)), words, float(len(_WORD.findall(option))),
+                    float(len(_PUNCTUATION.findall(option))), number(option), float(sum(map(str.isdigit, option))),
                     tuple(has(option) for has in _FORMS.values()),
-                    re.sub(r"[\s.]+$", "", " ".join(option.split())).lower())
+                    re.sub(r"[\s.]+$", "", " ".join(option.split())).lower(), tuple(word in words for word in _KEYWORDS))
 
 
 def option_features(choices: Sequence[str]) -> np.ndarray:
@@ -162,13 +165,21 @@ def option_features(choices: Sequence[str]) -> np.ndarray:
     _form_features(readings, columns)
     _overlap_features(words, columns)
     _reference_features([r.text for r in readings], columns)
-    columns["last"] = [i == n - 1 for i in range(n)]
-    columns["relative_position"] = [i / max(n - 1, 1) - 0.5 for i in range(n)]
-    for word in _KEYWORDS:
-        columns[f"word_{word}"] = [word in w for w in words]
-    out = np.zeros((n, len(FEATURES)))
+    out = _positions(n).copy()
+    out[:, _KEYWORD_COLUMNS] = [r.keywords for r in readings]
     out[:, [_COLUMN[name] for name in columns]] = np.array(list(columns.values()), dtype=float).T
+    return out
+
+
+@lru_cache(maxsize=None)
+def _positions(n: int) -> np.ndarray:
+    """The features of ``n`` options that only their places give (the position, the last one, the relative
+    position), every other column zero: one block per option count, copied for each item."""
+    out = np.zeros((n, len(FEATURES)))
+    out[:, _COLUMN["last"]] = [i == n - 1 for i in range(n)]
+    out[:, _COLUMN["relative_position"]] = [i / max(n - 1, 1) - 0.5 for i in range(n)]
     out[np.arange(n), [_COLUMN[f"position_{min(i, POSITIONS - 1)}"] for i in range(n)]] = 1
+    out.flags.writeable = False
     return out
 
 
@@ -209,8 +220,9 @@ def _overlap_features(words: Sequence[frozenset[str]], columns: dict[str, list])
     total = [0.0] * n
     for i in range(n):
         for j in range(i + 1, n):
-            union = len(words[i] | words[j])
-            shared = len(words[i] & words[j]) / union if union else 0.0
+            common = len(words[i] & words[j])
+            union = len(words[i]) + len(words[j]) - common
+            shared = common / union if union else 0.0
             total[i] += shared
             total[j] += shared
     overlap = [t / (n - 1) for t in total]
@@ -223,6 +235,10 @@ def _reference_features(texts: Sequence[str], columns: dict[str, list]) -> None:
     """Options that name other options ("Both X and Y are correct", "X or Y"): who names whom, and in what
     order and place. ``texts``: the options as :class:`_Reading` compares them."""
     n = len(texts)
+    # an option names others only where two other options sit inside its text, which most items have nowhere: the
+    # phrase search (a regular expression per pair) is skipped there
+    if sum(1 for i in range(n) for j in range(n) if i != j and texts[j] and texts[j] in texts[i]) < 2:
+        return
     where = [[_names(texts[i], texts[j]) if i != j else -1 for j in range(n)] for i in range(n)]
     names_others = [sum(p >= 0 for p in row) >= 2 for row in where]
     if not any(names_others):

@@ -79,8 +79,13 @@ def _reading(option: str) -> bool | None:
     numbers and joining words ("1 and 2"), which refer to the others when no other option holds a number."""
     words = _words(option)
     texts = [w.text for w in words]
-    if not words:
+    if not words or _CUES.isdisjoint(texts):  # three options in four (MMLU's) hold none of its cues
         return False
+    return _read(words, texts)
+
+
+def _read(words: tuple[_Word, ...], texts: list[str]) -> bool | None:
+    """:func:`_reading` of an option's words (and their texts), which hold one of :data:`_CUES` at least."""
     if len(words) == 1:
         return texts[0] in _BARE or words[0].bracketed
     if texts[0] in _QUANTIFIERS and (_OTHER_OPTIONS & set(texts[1:5]) or (texts[1] == "of" and len(words) > 2
@@ -123,6 +128,10 @@ _VERDICTS = {"correct", "true", "right", "valid", "incorrect", "false", "wrong"}
 _NOUNS_OF_OPTIONS = {"options", "choices", "answers", "alternatives", "statements", "listed", "mentioned",
                      "preceding", "foregoing"}
 _ORDINALS = {"first", "second", "third", "fourth", "fifth", "last"}
+# Every way _read finds a reference reads one of these words: a quantifier, a word of its phrases ("of the above",
+# "combination of these"), a naming word ("option"), an ordinal, a letter or an option number. An option without
+# any says nothing of the others (tests/test_referring.py holds _read to it on drawn word sequences).
+_CUES = frozenset(_QUANTIFIERS | {"above", "these"} | _NAMING | _ORDINALS | set("abcdefghij") | set("123456789"))
 
 
 def _is_verdict(texts: list[str]) -> bool:

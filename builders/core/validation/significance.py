@@ -13,6 +13,8 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 MIN_MARGIN = 0.05  # a shortcut worth a warning: at least 5 points above chance ...
 MIN_RATIO = 1.5  # ... or at least 1.5 times chance, whichever is smaller (a 10-option release: 15% against 10%)
 WARN_P_VALUE = 0.01
@@ -26,10 +28,48 @@ def binomial_p_value(correct: int, n: int, chance: float) -> float:
     return float(binom.sf(correct - 1, n, min(max(chance, 0.0), 1.0))) if n else 1.0
 
 
+# The tails of the binomial in closed form (summed in log space) decide a warning without scipy.stats (a second
+# of imports, where nothing else of a build loads it) wherever they are farther than this from the level;
+# nearer, scipy's tail decides, so that every verdict is scipy's. The closed form is within 1e-9 of it (relative)
+# wherever the tail is above 1e-100, far below any level a family of rows divides 0.01 into.
+CLOSE_TO_THE_LEVEL = 1e-6
+
+
+def binomial_tails(n: int, chance: float) -> np.ndarray:
+    """P(X >= k) for X ~ Binomial(n, chance) and every k in 0..n, from the log probabilities of every count (the
+    ratios of successive ones, accumulated) summed from the top."""
+    p = min(max(chance, 0.0), 1.0)
+    counts = np.arange(n + 1, dtype=float)
+    if p in (0.0, 1.0):
+        return (counts <= n * p).astype(float)
+    steps = np.log((n - counts[:-1]) / (counts[:-1] + 1)) + (math.log(p) - math.log1p(-p))
+    log_pmf = n * math.log1p(-p) + np.concatenate(([0.0], np.cumsum(steps)))
+    return np.exp(np.logaddexp.accumulate(log_pmf[::-1])[::-1])
+
+
+def _near_the_level(p_values: np.ndarray, tests: int) -> bool:
+    return bool(np.any(np.abs(p_values * tests - WARN_P_VALUE) <= CLOSE_TO_THE_LEVEL * WARN_P_VALUE))
+
+
 def significantly_above_chance(accuracy: float, chance: float, n: int, tests: int) -> bool:
     """Guessing at chance scores ``accuracy`` over ``n`` items with a one-sided binomial p below
     :data:`WARN_P_VALUE`, Bonferroni-corrected over the ``tests`` rows of the family (rules or adversary rows)."""
-    return binomial_p_value(round(accuracy * n), n, chance) * tests < WARN_P_VALUE
+    correct = round(accuracy * n)
+    if not n or correct <= 0:
+        return tests < WARN_P_VALUE  # a p-value of 1
+    if correct > n:
+        return True  # a p-value of 0: no count is that high
+    p_value = _tails(n, chance)[correct:correct + 1]
+    if _near_the_level(p_value, tests):
+        return binomial_p_value(correct, n, chance) * tests < WARN_P_VALUE
+    return bool(p_value[0] * tests < WARN_P_VALUE)
+
+
+@lru_cache(maxsize=4096)
+def _tails(n: int, chance: float) -> np.ndarray:
+    tails = binomial_tails(n, chance)
+    tails.flags.writeable = False  # shared by every caller of the same n and chance
+    return tails
 
 
 def practically_large(accuracy: float, chance: float) -> bool:
@@ -41,13 +81,14 @@ def practically_large(accuracy: float, chance: float) -> bool:
 @lru_cache(maxsize=4096)
 def detectable_margin(n: int, chance: float, tests: int) -> float | None:
     """The smallest margin above chance that would warn on ``n`` items (None: not even a perfect score would)."""
-    import numpy as np
-    from scipy.stats import binom
-
     if n == 0:
         return None
     correct = np.arange(n + 1)
-    p_values = binom.sf(correct - 1, n, min(max(chance, 0.0), 1.0)) * tests
+    p_values = _tails(n, chance) * tests
+    if _near_the_level(_tails(n, chance), tests):
+        from scipy.stats import binom
+
+        p_values = binom.sf(correct - 1, n, min(max(chance, 0.0), 1.0)) * tests
     # practically_large over every score at once, the same comparison of the same floats
     large = correct / n - chance >= min(MIN_MARGIN, (MIN_RATIO - 1) * chance) - 1e-12
     warnable = np.flatnonzero((p_values < WARN_P_VALUE) & large)
