@@ -29,9 +29,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterator, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from builders.core.errors import UserError
 from builders.core.items.record import text_hash
@@ -39,6 +37,9 @@ from builders.core.runtime.models import ModelToLoad
 from builders.core.runtime.cache import cache_folder
 from builders.core.runtime.progress import bar
 from builders.core.runtime.content import content_revision
+
+if TYPE_CHECKING:  # numpy is loaded where vectors are made or read: --help and option checks need none
+    import numpy as np
 
 logger = logging.getLogger(__name__)
 
@@ -123,6 +124,7 @@ class EmbeddingCache:
         return sorted(self.folder.glob("*.keys.npy"))
 
     def _index(self) -> dict[bytes, tuple[int, int]]:
+        import numpy as np
         known = set(self._shards)
         for keys_file in self.shards():
             if keys_file in known:
@@ -135,11 +137,13 @@ class EmbeddingCache:
 
     def contains(self, keys: Sequence[str]) -> np.ndarray:
         """Mask of the keys the cache holds, reading no vector."""
+        import numpy as np
         location = self._index()
         return np.array([key.encode() in location for key in keys], dtype=bool)
 
     def get(self, keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray | None]:
         """(mask of the keys found, their vectors in key order)."""
+        import numpy as np
         location = self._index()
         hits = [(i, *location[key]) for i, key in enumerate(k.encode() for k in keys) if key in location]
         found = np.zeros(len(keys), dtype=bool)
@@ -158,6 +162,7 @@ class EmbeddingCache:
 
     def put(self, keys: Sequence[str], vectors: np.ndarray) -> None:
         """One new shard per call: runs that embed nothing new write nothing."""
+        import numpy as np
         if self.folder is None or not len(keys):
             return
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -171,6 +176,7 @@ def _vectors_file(keys_file: Path) -> Path:
 
 
 def _atomic_save(path: Path, array: np.ndarray) -> None:
+    import numpy as np
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     with open(temporary, "wb") as f:
         np.save(f, array)
@@ -201,6 +207,7 @@ def embed_texts(texts: Sequence[str], embedder: Embedder, cache: EmbeddingCache,
                 encoding: Encoding = Encoding()) -> tuple[np.ndarray, EmbeddingStats]:
     """Unit-norm float32 embeddings of ``texts`` (distinct texts); the model is loaded only when the cache misses
     a text. Each vector is the same bytes whether the cache had it or it was computed now."""
+    import numpy as np
     keys = [text_hash(text) for text in texts]
     found, cached = cache.get(keys)
     missing = np.flatnonzero(~found)
@@ -221,6 +228,7 @@ def embed_texts(texts: Sequence[str], embedder: Embedder, cache: EmbeddingCache,
 
 def _encode(texts: list[str], embedder: Embedder, encoding: Encoding) -> np.ndarray:
     """The texts' vectors, each computed in a batch of texts of its own token length (see the module's doc)."""
+    import numpy as np
     if _load_model.cache_info().currsize == 0:  # the slow part (50 s on a loaded machine), said before it starts
         what = "the embedder" if "torch" in sys.modules else "torch and the embedder"
         logger.info("loading %s %s to embed %d texts", what, embedder.id, len(texts))
@@ -280,6 +288,7 @@ def quiet_sentence_transformers() -> Iterator[None]:
 def _token_lengths(model, texts: list[str]) -> np.ndarray:
     """Each text's token count as the model reads it (its own preprocessing: truncation, special tokens), from the
     attention masks of its own tokenizer call, a chunk of texts at a time."""
+    import numpy as np
     preprocess = getattr(model, "preprocess", None) or model.tokenize  # sentence-transformers < 5: tokenize
     lengths: list[int] = []
     for start in range(0, len(texts), 1024):
