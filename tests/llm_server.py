@@ -248,8 +248,8 @@ class SharedLLMockServer:
         """End ``mock``'s turn: refuse its requests from now on, and wait for those being served."""
         if self._turns.current is mock:
             self._turns.current = None
-        if not self._turns.wait_until_idle(self._idle_timeout):
-            self._left_behind.append(self._server)  # type: ignore[arg-type]
+        if not self._turns.wait_until_idle(self._idle_timeout) and self._server is not None:
+            self._left_behind.append(self._server)
             self._server = None
 
     def stop(self) -> None:
