@@ -29,6 +29,7 @@ if "huggingface_hub" in sys.modules or "datasets" in sys.modules:
     raise RuntimeError("huggingface_hub/datasets were imported before tests/conftest.py could set HF_ENDPOINT")
 
 HUB_PORT = free_port()
+_EMBEDDER_LOADED = pytest.StashKey[bool]()  # whether sentence-transformers was imported before the test's setup
 HF_HOME = tempfile.mkdtemp(prefix="mcqforge-hf-home-")
 atexit.register(shutil.rmtree, HF_HOME, ignore_errors=True)
 if not os.environ.get("MCQFORGE_CACHE"):  # a developer may keep a cache between runs by exporting it
@@ -87,6 +88,24 @@ def pytest_collection_modifyitems(items) -> None:
     for item in items:
         if {"tiny_lm", "smollm2_gguf"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item) -> Iterator[None]:
+    item.stash[_EMBEDDER_LOADED] = "sentence_transformers" in sys.modules
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item) -> Iterator[None]:
+    """A test that loads the embedder outside the embedder's group (``EMBEDDER_GROUP``, tests/sample_releases.py)
+    says so: each pytest-xdist worker that runs one pays about 8 CPU-seconds."""
+    in_group = any(mark.args == ("embedder",) for mark in item.iter_markers("xdist_group"))
+    if os.environ.get("PYTEST_XDIST_WORKER") and not in_group and not item.stash.get(_EMBEDDER_LOADED, True) \
+            and "sentence_transformers" in sys.modules:
+        item.warn(pytest.PytestWarning("it loads the embedder but is not in the embedder's group: mark it "
+                                       "EMBEDDER_GROUP (tests/sample_releases.py)"))
+    return (yield)
 
 
 def pytest_collection_finish(session) -> None:

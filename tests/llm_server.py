@@ -37,6 +37,14 @@ Use from a test module::
 
 or, without pytest fixtures: ``with start_llmock(responder=...) as server: ...``.
 
+One server serves every test of a session (:class:`SharedLLMockServer`; starting and stopping one per test cost
+about 0.2 s a test). What one test did cannot reach the next: each test has its own handle (a fresh
+:class:`MockLLM`: its own responder, counters and attributes) and its own path prefix (``/test-<n>/v1``), the
+server is reset (journal, queued behaviours, settings) before each test, a request to a finished test's prefix is
+answered 410 before it reaches llmock, and a test's turn ends only once every request it sent has been served; a
+test whose request is still being served after :data:`IDLE_TIMEOUT` leaves that server behind, and the next test
+gets another.
+
 For answers no real server library gives (a 200 whose JSON is cut short, an HTML page with status
 200, a response sent one byte a second), :func:`start_raw_server` runs a plain ``http.server``
 whose answer function writes each response by hand (:class:`RawExchange`).
@@ -60,7 +68,7 @@ from llmock.pytest_plugin import LLMock
 from llmock.routers.openai import ChatCompletionRequest, chat_completions
 from llmock.scenarios import Reply
 from llmock.simulation import MockResponseSettings, build_error_response
-from llmock.testing import LLMockServer
+from llmock.testing import BASE_PATHS, LLMockServer
 from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -68,6 +76,9 @@ from starlette.responses import JSONResponse, Response
 from builders.core.llm.settings import LLMClient
 
 CHAT_PATH = "/v1/chat/completions"
+# How long a finished test's requests may still be served before the next test gets another server: a test's
+# requests are all answered by the time its client returns, but a client that timed out leaves the server working.
+IDLE_TIMEOUT = 5.0
 
 
 @dataclass(frozen=True)
@@ -105,12 +116,21 @@ class MockLLM(LLMock):
     """llmock's handle (``fail``, ``rate_limit``, ``delay``, ``reply``, ``requests``...) plus
     per-request scripting and chat-specific views of the journal."""
 
-    def __init__(self, server: LLMockServer, response_style: str) -> None:
+    def __init__(self, server: LLMockServer, response_style: str, prefix: str) -> None:
         super().__init__(server)
+        self.prefix = prefix  # this test's path prefix on the shared server, "/test-<n>"
         self._response_style = response_style
         self._responder: Responder | None = None
         self._lock = threading.Lock()
         self._counter = itertools.count()
+
+    @property
+    def url(self) -> str:
+        """Root URL of this test's handle, e.g. ``http://127.0.0.1:53412/test-3``."""
+        return self._server.url + self.prefix
+
+    def base_url(self, provider: str = "openai") -> str:
+        return self.url + BASE_PATHS[provider]
 
     @property
     def openai_base_url(self) -> str:
@@ -149,6 +169,102 @@ class MockLLM(LLMock):
         return responder(ChatCall(index=index, body=body, headers=headers)) if responder else None
 
 
+class _Turns:
+    """Whose turn it is on a shared server (the handle of the test running, None between tests), and how many of
+    the requests let in are still being served."""
+
+    def __init__(self) -> None:
+        self.current: MockLLM | None = None
+        self._in_flight = 0
+        self._idle = threading.Condition()
+
+    def let_in(self, path: str) -> MockLLM | None:
+        with self._idle:
+            mock = self.current
+            if mock is None or not path.startswith(mock.prefix + "/"):
+                return None
+            self._in_flight += 1
+            return mock
+
+    def served(self) -> None:
+        with self._idle:
+            self._in_flight -= 1
+            self._idle.notify_all()
+
+    def wait_until_idle(self, timeout: float) -> bool:
+        with self._idle:
+            return self._idle.wait_for(lambda: self._in_flight == 0, timeout=timeout)
+
+
+class _CurrentTestOnly:
+    """The outermost ASGI middleware: a request under the running test's prefix goes on to llmock with the prefix
+    cut off and that test's handle in its state (``request.state.mock_llm``); any other, such as a finished test's
+    client still retrying, is answered 410 and reaches none of llmock's state."""
+
+    def __init__(self, app: Any, turns: _Turns) -> None:
+        self.app, self.turns = app, turns
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        mock = self.turns.let_in(scope["path"])
+        if mock is None:
+            body = json.dumps({"error": {"message": f"no running test serves {scope['path']}"}}).encode()
+            await send({"type": "http.response.start", "status": 410,
+                        "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        cut = len(mock.prefix)
+        inner = dict(scope, path=scope["path"][cut:], state={**(scope.get("state") or {}), "mock_llm": mock})
+        if "raw_path" in scope:
+            inner["raw_path"] = scope["raw_path"][cut:]
+        try:
+            await self.app(inner, receive, send)
+        finally:
+            self.turns.served()
+
+
+class SharedLLMockServer:
+    """One llmock server that tests take turns on (:meth:`next_test`, :meth:`finish`), started when first asked."""
+
+    def __init__(self, response_style: str = "echo", idle_timeout: float = IDLE_TIMEOUT) -> None:
+        self._response_style, self._idle_timeout = response_style, idle_timeout
+        self._server: LLMockServer | None = None
+        self._turns = _Turns()
+        self._left_behind: list[LLMockServer] = []  # still serving a finished test's request; stopped at the end
+        self._numbers = itertools.count(1)
+
+    def next_test(self) -> MockLLM:
+        """A clean handle for the next test, under a prefix no test had before."""
+        if self._server is None:
+            self._server, self._turns = self._start()
+        mock = MockLLM(self._server, self._response_style, prefix=f"/test-{next(self._numbers)}")
+        mock.reset()  # a new journal generation, no queued behaviour, default settings
+        self._turns.current = mock
+        return mock
+
+    def finish(self, mock: MockLLM) -> None:
+        """End ``mock``'s turn: refuse its requests from now on, and wait for those being served."""
+        if self._turns.current is mock:
+            self._turns.current = None
+        if not self._turns.wait_until_idle(self._idle_timeout) and self._server is not None:
+            self._left_behind.append(self._server)
+            self._server = None
+
+    def stop(self) -> None:
+        for server in [*self._left_behind, *([self._server] if self._server else [])]:
+            server.stop()
+        self._server, self._left_behind = None, []
+
+    def _start(self) -> tuple[LLMockServer, _Turns]:
+        server = LLMockServer(responses=_settings(self._response_style))
+        turns = _Turns()
+        server.app.add_middleware(_CurrentTestOnly, turns=turns)  # added last, so outermost: before llmock's own
+        _install_scripted_chat_route(server)
+        return server.start(), turns
+
+
 @contextmanager
 def start_llmock(
     *,
@@ -157,19 +273,28 @@ def start_llmock(
     response_style: str = "echo",
 ) -> Iterator[MockLLM]:
     """Start a fresh llmock server on a free 127.0.0.1 port; stop it on exit."""
-    server = LLMockServer(responses=_settings(response_style))
-    mock = MockLLM(server, response_style)
-    _install_scripted_chat_route(server, mock)
-    with server:
-        mock.respond_with(responder).replies(*replies)
-        yield mock
+    server = SharedLLMockServer(response_style)
+    try:
+        yield server.next_test().respond_with(responder).replies(*replies)
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def shared_llm_server() -> Iterator[SharedLLMockServer]:
+    """The session's llmock server, which the tests asking for ``llm_server`` take turns on."""
+    server = SharedLLMockServer()
+    yield server
+    server.stop()
 
 
 @pytest.fixture
-def llm_server() -> Iterator[MockLLM]:
-    """A fresh server per test (about 0.05 s to start once llmock is imported)."""
-    with start_llmock() as server:
-        yield server
+def llm_server(shared_llm_server: SharedLLMockServer) -> Iterator[MockLLM]:
+    """This test's own handle on the session's server: a path no other test uses, a clean journal, nothing
+    queued."""
+    mock = shared_llm_server.next_test()
+    yield mock
+    shared_llm_server.finish(mock)
 
 
 def fast_client(server: MockLLM, **overrides: Any) -> LLMClient:
@@ -194,7 +319,7 @@ def _settings(response_style: str) -> MockResponseSettings:
     return MockResponseSettings(response_style=response_style, tool_mode="off").validated()
 
 
-def _install_scripted_chat_route(server: LLMockServer, mock: MockLLM) -> None:
+def _install_scripted_chat_route(server: LLMockServer) -> None:
     app = server.app
 
     # A plain ``def``: FastAPI runs it in a worker thread, so a slow responder blocks nobody.
@@ -202,6 +327,7 @@ def _install_scripted_chat_route(server: LLMockServer, mock: MockLLM) -> None:
         body = dict(getattr(request.state, "llmock_body", None) or {})
         plan = request.state.llmock_plan
         if plan.reply is None:  # a reply queued with ``reply()`` wins, as in llmock
+            mock: MockLLM = request.state.mock_llm  # the handle of the test that sent it (_CurrentTestOnly)
             outcome = mock._answer(body, {k.lower(): v for k, v in request.headers.items()})
             if isinstance(outcome, ScriptedError):
                 return build_error_response(

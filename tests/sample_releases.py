@@ -8,14 +8,32 @@ builders it reads, and once for all pytest-xdist workers, which share the folder
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+import pytest
 from filelock import FileLock
 
 from builders.core.pipeline import cli
-from builders.registry import load_builder
+from builders.registry import BUILDERS, load_builder
 
 QUIET = ("--log-level", "WARNING", "--no-progress")
+# The tests that embed texts, and those that read (so may be the first to build) the sample release of a builder
+# that embeds, run in one pytest-xdist worker (``--dist loadgroup``): importing sentence-transformers and loading
+# the embedder costs about 8 CPU-seconds in each worker that does it.
+EMBEDDER_GROUP = pytest.mark.xdist_group("embedder")
+
+
+def embeds_texts(name: str) -> bool:
+    """Whether builder ``name`` embeds texts (it takes ``--embedder``)."""
+    return "embedder" in {field.name for field in dataclasses.fields(load_builder(name).options)}
+
+
+def every_builder() -> list:
+    """One parameter per builder of the registry, read when the tests are collected (``tests/test_contributing.py``
+    calls the conformance checks on the toy builder it adds); those of the builders that embed texts are in the
+    embedder's group."""
+    return [pytest.param(name, id=name, marks=[EMBEDDER_GROUP] if embeds_texts(name) else []) for name in BUILDERS]
 
 
 def sample_argv(name: str) -> list[str]:

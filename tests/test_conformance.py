@@ -25,20 +25,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from fixtures import mock_model, outcome_rows_per_config
-from sample_releases import QUIET, sample_argv
+from sample_releases import QUIET, every_builder, sample_argv
 
 from builders.core.pipeline import cli
 from builders.core.pipeline.cli import shows_a_default
 from builders.core.sources.loading import evaluation_split
-from builders.registry import BUILDERS, load_builder
+from builders.registry import load_builder
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def every_builder():
-    """One parameter per builder of the registry, read when the tests are collected (``tests/test_contributing.py``
-    calls these checks on the toy builder it adds)."""
-    return [pytest.param(name, id=name) for name in BUILDERS]
 
 
 def files_of(folder: Path) -> dict[str, bytes]:

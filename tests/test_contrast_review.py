@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+from sample_releases import EMBEDDER_GROUP
+
 from builders.contrast_sets.review import NOT_VALIDATED, queued_pairs, review_queue
 from builders.contrast_sets.transform import ContrastPair, pair_id
 from builders.contrast_sets.validation import TWO_ANSWERS, PairVerdict, Validation
@@ -76,6 +78,7 @@ def test_with_a_judge_only_the_flagged_pairs_it_kept_are_queued():
     assert queued_pairs(PAIRS, judged(set())) == []
 
 
+@EMBEDDER_GROUP  # may be the first to build the contrast sets' sample, which embeds texts
 def test_a_release_without_a_judge_queues_all_its_pairs(sample_releases):
     out = sample_releases.release("contrast_sets")  # the sample, built with no judge, shared by the session
     entries = [json.loads(line) for line in (out / "review.jsonl").read_text().splitlines()]

@@ -6,9 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from sample_releases import EMBEDDER_GROUP
+
 from builders.contrast_sets.graph import rounded
 from builders.contrast_sets.screen import JUDGE_MEASURED, SCREEN_MEASURED, content_stems, screen_reason
 from builders.core.runtime.embeddings import EmbeddingCache, embed_texts, resolve_embedder
+
+pytestmark = EMBEDDER_GROUP  # its tests embed texts
 
 PAIRS = [json.loads(line) for line in
          (Path(__file__).parent / "data" / "contrast_screen_pairs.jsonl").read_text(encoding="utf-8").splitlines()]

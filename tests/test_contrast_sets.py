@@ -12,6 +12,7 @@ from pathlib import Path
 import datasets
 import numpy as np
 import pytest
+from sample_releases import EMBEDDER_GROUP
 from fixtures import outcome_rows, write_jsonl
 
 from builders import contrast_sets as cs
@@ -24,6 +25,8 @@ from builders.core.runtime import embeddings
 from builders.core.sources.benchmarks import BENCHMARKS
 from builders.core.sources.loading import load_source
 from builders.core.validation.validate import validate
+
+pytestmark = EMBEDDER_GROUP  # its tests embed texts
 
 # ---- a tiny UnifiedQA-layout fixture: <dir>/<source>/<split>.jsonl -------------------------------------
 # Option texts are single words whose MiniLM similarities stay below 0.75 (under the default threshold), so

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sample_releases import EMBEDDER_GROUP
 
 from builders.contrast_sets import builder as contrast_sets
 from builders.contrast_sets.mining import embedding_cache_folder
@@ -13,6 +14,8 @@ from builders.core.llm.endpoint import DEFAULT_CACHE_DIR as LLM_CACHE_DIR
 from builders.core.runtime import embeddings
 from builders.core.runtime.cache import cache_folder
 from builders.mmlu_pro_plus.similarity import SimilarityScorer
+
+pytestmark = EMBEDDER_GROUP  # its tests embed texts
 
 # One-token words (a batch of one such text alone takes another kernel path), short phrases, a long sentence,
 # and a text longer than the model reads (it is truncated).

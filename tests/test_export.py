@@ -14,6 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from sample_releases import EMBEDDER_GROUP
 
 from builders import export
 from builders.core.items.record import LETTERS
@@ -181,6 +182,7 @@ def test_a_release_spec_without_a_repo_or_a_tag_is_one_line(tmp_path, capsys, sp
 # ---- writing: whole or not at all, never two releases in one folder ---------------------------------------------
 
 
+@EMBEDDER_GROUP  # plus_release builds MMLU-Pro+, which embeds texts
 def test_a_failed_export_leaves_no_folder_and_keeps_an_earlier_export_whole(gsm_release, plus_release, tmp_path,
                                                                             capsys):
     """A failing layout left a folder holding a 0-byte JSONL (4 of 4 failing layouts tried)."""
@@ -204,6 +206,7 @@ def test_a_failed_export_leaves_no_folder_and_keeps_an_earlier_export_whole(gsm_
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["x"]
 
 
+@EMBEDDER_GROUP  # plus_release builds MMLU-Pro+, which embeds texts
 def test_an_export_into_another_releases_export_is_refused(gsm_release, plus_release, tmp_path, capsys):
     """Exporting into a folder holding another release's export mixed them (11 GSM-MC + 6 WiCkeD configs)."""
     out = tmp_path / "x"

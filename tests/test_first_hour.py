@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from sample_releases import EMBEDDER_GROUP
 import yaml
 from fixtures import write_benchmark
 from huggingface_hub import DatasetCard
@@ -67,6 +68,7 @@ def test_the_readmes_first_build_warns_of_no_shortcut_and_the_samples_keys_sit_a
     assert report["warnings"] == [] and len(report["adversary"]) == 6
 
 
+@EMBEDDER_GROUP  # builds the contrast sets, which embed texts
 def test_a_card_with_license_other_names_it(tmp_path):
     """The contrast-sets card said `license: other` with no `license_name`, which the Hub asks for."""
     source = shutil.copytree(SAMPLES_DIR / "unifiedqa", tmp_path / "unifiedqa")

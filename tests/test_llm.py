@@ -10,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Callable
+from urllib.parse import urlsplit
 
 import pytest
 from fixtures import reveals, spellings
@@ -17,6 +18,7 @@ from llm_server import (
     ChatCall,
     RawExchange,
     ScriptedError,
+    SharedLLMockServer,
     chat_completion_json,
     fast_client,
     http_response_bytes,
@@ -239,7 +241,7 @@ def test_check_endpoint_names_the_variable_of_a_refused_key(llm_server, monkeypa
 def test_check_endpoint_refuses_a_failing_server_and_what_is_not_an_openai_api(llm_server):
     url = llm_server.openai_base_url
     llm_server.fail(503, times=1)
-    with pytest.raises(EndpointError, match=r"answered HTTP 503 to GET /v1/models; try again later$"):
+    with pytest.raises(EndpointError, match=rf"answered HTTP 503 to GET {llm_server.prefix}/v1/models; try again later$"):
         check_endpoint(LLMSettings(base_url=url, api_key_env=None))
 
     def web_page(status: int) -> Callable[[RawExchange], None]:
@@ -465,6 +467,52 @@ def test_start_llmock_context_manager_scripts_replies_in_order():
     with start_llmock(replies=("one", "two")) as server:
         results = fast_client(server, concurrency=1).complete_many(prompts(3))
     assert [r.text for r in results] == ["one", "two", "Hello! You said: question 2"]
+
+
+def test_a_test_on_the_shared_server_sees_nothing_the_test_before_it_left():
+    """What the ``llm_server`` fixture does between two tests: the first leaves a request in flight, a responder,
+    queued replies and failures, other settings, and a client that still sends; the second sees none of it."""
+    shared = SharedLLMockServer()
+    try:
+        first = shared.next_test()
+        first_calls: list[int] = []
+        first.delay(0.4).respond_with(lambda call: first_calls.append(call.index) or "the first test's responder")
+        [timed_out] = fast_client(first, max_retries=0, timeout=0.1).complete_many(prompts(1))
+        first.replies("the first test's reply").fail(500, times=None).tool_mode("auto").limits(rpm=1)
+        shared.finish(first)  # returns once the delayed request has been served
+        assert (timed_out.error, first_calls) == ("timeout", [0])
+
+        second = shared.next_test()
+        assert urlsplit(second.url).port == urlsplit(first.url).port and second.prefix != first.prefix
+        [refused] = fast_client(first, max_retries=0).complete_many(prompts(1))  # the first test's client, late
+        [answered, again] = fast_client(second).complete_many(prompts(2))
+
+        assert (refused.ok, refused.error) == (False, "http_410")
+        assert [a.text for a in (answered, again)] == ["Hello! You said: question 0", "Hello! You said: question 1"]
+        assert sorted((c.status, c.body["messages"][-1]["content"]) for c in second.chat_requests) == [
+            (200, "question 0"), (200, "question 1")]
+        assert first_calls == [0]
+    finally:
+        shared.stop()
+
+
+def test_a_request_still_served_when_its_test_ends_leaves_that_server_behind():
+    shared = SharedLLMockServer(idle_timeout=0.05)
+    try:
+        first = shared.next_test()
+        first.delay(0.5)
+        [timed_out] = fast_client(first, max_retries=0, timeout=0.1).complete_many(prompts(1))
+        shared.finish(first)  # the delayed request is still being served
+
+        second = shared.next_test()
+        [answered] = fast_client(second).complete_many(prompts(1))
+
+        assert timed_out.error == "timeout" and answered.ok
+        assert urlsplit(second.url).port != urlsplit(first.url).port
+        assert [c.status for c in first.chat_requests] == [200]  # waits for the delayed one to end
+        assert len(second.chat_requests) == 1
+    finally:
+        shared.stop()
 
 
 def test_empty_request_list_and_bad_settings(llm_server):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import datasets
 import pytest
+from sample_releases import EMBEDDER_GROUP
 from fixtures import outcome_rows, read_lm_eval_task, write_jsonl
 from llm_server import ScriptedError, fast_client
 
@@ -50,6 +51,8 @@ from builders.mmlu_pro_plus.layout import (
 )
 from builders.mmlu_pro_plus.similarity import CALIBRATION_PAIRS, DEFAULT_SIMILARITY_CUTOFF, SimilarityScorer
 from builders.mmlu_pro_plus.source import MMLU_PRO
+
+pytestmark = EMBEDDER_GROUP  # its tests embed texts
 
 LETTERS = "ABCDEFGHIJKL"
 

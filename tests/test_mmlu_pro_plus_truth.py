@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from sample_releases import EMBEDDER_GROUP
 from fixtures import write_jsonl
 from test_mmlu_pro_plus import EXPECTED_REJECTIONS, build_argv, responder, source_rows
 
@@ -17,6 +18,8 @@ from builders.core.errors import UserError
 from builders.core.llm.correct_options import TEMPLATE_VERSION
 from builders.mmlu_pro_plus.groups import TPP, UNCHANGED
 from builders.mmlu_pro_plus.truth import JUDGE_FAILED, JUDGED_INCORRECT
+
+pytestmark = EMBEDDER_GROUP  # its tests embed texts
 
 KEYS = {row["question"]: row["options"][row["answer_index"]] for row in source_rows()}
 FALSE_OPTIONS = ("What is 2 times 3?", "What is 3 times 3?")  # the judge calls only the key correct

@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from sample_releases import every_builder
 
 from builders.registry import BUILDERS, load_builder
 
@@ -37,7 +38,7 @@ def built(request, tmp_path_factory) -> tuple[str, Path, subprocess.CompletedPro
     return request.param, out, sample_build(request.param, out)
 
 
-@pytest.fixture(params=list(BUILDERS))
+@pytest.fixture(params=every_builder())
 def release(request, sample_releases) -> tuple[str, Path]:
     """The same sample release, built in-process once per session and shared with the conformance suite, which
     holds it to the other process's files (``test_a_build_in_another_process_writes_the_same_bytes``)."""
