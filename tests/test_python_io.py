@@ -679,7 +679,7 @@ def test_malformed_and_empty_source_rows_are_counted_and_excluded(tmp_path, caps
         mbpp_row(513, "def one():\n    return 1", [])])  # no assert
     predictions = write_predictions(tmp_path / "preds")
     out = tmp_path / "out"
-    assert python_io.main(["--source", str(source), "--choices", "3", "--sets", "2", "--call-timeout", "0.5",
+    assert python_io.main(["--source", str(source), "--choices", "3", "--sets", "2", "--call-timeout", "1",
                            "--max-excluded", "1", "--predictions", *predictions, "--output", str(out)]) == 0
     exclusions = [json.loads(line) for line in (out / "exclusions.jsonl").read_text().splitlines()]
     new = [(e["split"], e["id"], e["reason"], e["field"]) for e in exclusions
