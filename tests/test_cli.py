@@ -454,10 +454,11 @@ def test_an_error_raised_while_interrupted_is_an_interruption(capsys):
 def test_ctrl_c_while_the_libraries_import_is_one_line(tmp_path):
     """Regression: Ctrl-C in the first seconds of a command (torch, datasets importing, before exit_code runs)
     printed Python's traceback. A `numpy` that sleeps on import holds the command there, so the signal
-    always lands during the imports (MMLU-Pro+ still loads numpy for its help; WiCkeD no longer does)."""
+    always lands during the imports (the contrast sets still load numpy for their help; WiCkeD and MMLU-Pro+ no
+    longer do)."""
     (tmp_path / "numpy.py").write_text("import time\ntime.sleep(60)\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
-    process = subprocess.Popen([sys.executable, "-m", BUILDERS["mmlu_pro_plus"], "--help"], cwd=REPO, env=env,
+    process = subprocess.Popen([sys.executable, "-m", BUILDERS["contrast_sets"], "--help"], cwd=REPO, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=with_default_ctrl_c)
     time.sleep(1.0)
     process.send_signal(signal.SIGINT)
