@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import asdict, dataclass, replace
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -169,7 +169,10 @@ def scored_items(records: Sequence[MCQRecord], seed: int,
     """The items :func:`evaluate` scores of ``records`` (a seeded sample, in content order), with their features.
     ``features``: the features of the options already read (a pure reading of the options, which no fit changes),
     filled with those read here: the configs of a release that keep an item's options read them once."""
-    chosen = chosen_items(records, seed)
+    return _with_features(chosen_items(records, seed), features)
+
+
+def _with_features(chosen: list[MCQRecord], features: dict[tuple[str, ...], np.ndarray] | None) -> Scored:
     if features is None:
         return chosen, [option_features(r.choices) for r in chosen]
     blocks = []
@@ -230,27 +233,33 @@ def stored_evaluation(records: Sequence[MCQRecord], seed: int,
     """:func:`evaluate` of ``records`` with no family yet (config, split and the builder's reason left for the
     caller), kept in the mcqforge cache by what it is a function of (:mod:`.adversary_store`): a rebuild of the
     same items reads it back. ``features``: as :func:`scored_items` takes them."""
-    key = adversary_store.figure_key("evaluation", chosen_items(records, seed), len(records), seed)
-    kept = adversary_store.read(key)
-    if kept is not None:
-        value = kept["value"]
+    def decoded(value):
         return None if value is None else AdversaryRow(**{
             **value, "features": tuple(value["features"]), "accuracies": tuple(map(tuple, value["accuracies"]))})
-    found = evaluate(records, seed, tests=None, scored=scored_items(records, seed, features))
-    adversary_store.write(key, None if found is None else asdict(found))
-    return found
+
+    return _stored("evaluation", records, seed, features,
+                   lambda scored: evaluate(records, seed, tests=None, scored=scored),
+                   lambda found: None if found is None else asdict(found), decoded)
 
 
 def stored_trees_features(records: Sequence[MCQRecord], seed: int,
                           features: dict[tuple[str, ...], np.ndarray] | None = None) -> tuple[str, ...]:
     """:func:`trees_features` of the items :func:`evaluate` scores of ``records``, kept as
     :func:`stored_evaluation` keeps its figures."""
-    key = adversary_store.figure_key("trees_features", chosen_items(records, seed), len(records), seed)
+    return _stored("trees_features", records, seed, features, trees_features, list, tuple)
+
+
+def _stored(what: str, records: Sequence[MCQRecord], seed: int, features: dict[tuple[str, ...], np.ndarray] | None,
+            compute: Callable[[Scored], Any], encoded: Callable[[Any], Any], decoded: Callable[[Any], Any]) -> Any:
+    """``compute`` of the scored items of ``records``, read back from the cache under the key of ``what`` of them,
+    or computed and kept there (``encoded`` to JSON, ``decoded`` from it)."""
+    chosen = chosen_items(records, seed)
+    key = adversary_store.figure_key(what, chosen, len(records), seed)
     kept = adversary_store.read(key)
     if kept is not None:
-        return tuple(kept["value"])
-    found = trees_features(scored_items(records, seed, features))
-    adversary_store.write(key, list(found))
+        return decoded(kept["value"])
+    found = compute(_with_features(chosen, features))
+    adversary_store.write(key, encoded(found))
     return found
 
 
