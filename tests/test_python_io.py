@@ -403,7 +403,7 @@ def test_build_from_real_format_predictions(tmp_path):
     assert python_io.main(build_args(tmp_path, "--predictions", *predictions, "--output", str(tmp_path / "again"))) == 0
     for name in ("README.md", "validation_report.json"):
         assert (out / name).read_bytes() == (tmp_path / "again" / name).read_bytes(), name
-    assert "runs per second" not in card and "| seconds per call (limit) | 0.5 |" in card
+    assert "runs per second" not in card and "| CPU seconds per call (limit) | 0.5 |" in card
     assert f"| calls | {sum(VERIFIED.values()) + 4} |" in card  # 16 verified, 4 rejected when run
 
 

@@ -809,6 +809,62 @@ def test_isolated_units_cannot_forge_or_poison_each_other() -> None:
     assert shown[6] == [(False, None, "timeout"), (True, "'after'", None)]
 
 
+
+def _calls(outcome: dict) -> list[tuple[object, ...]]:
+    return [(row.get("ok"), row.get("repr"), row.get("error")) for row in outcome["calls"]]
+
+
+def _spin_for(cpu_seconds: float) -> str:
+    """A call that returns 7 after about ``cpu_seconds`` of CPU time (as timed here), allocating nothing."""
+    import time
+
+    n, started = 1_000_000, time.process_time()
+    all(True for _ in range(n))
+    n = int(n * cpu_seconds / max(time.process_time() - started, 1e-3))
+    return f"all(True for _ in range({n})) and 7"
+
+
+@needs_bwrap
+def test_a_call_is_judged_by_its_cpu_time_not_a_busy_machines_wall_clock() -> None:
+    """A reference call that needed 0.4 s of CPU timed out at a 1 s limit when three other processes shared its
+    core: it waited for the core, and the limit was wall-clock time. So a busy machine changed which items a
+    release kept. Its time is now CPU time; only a call that waits three times its limit is stopped."""
+    spin = _spin_for(0.5)
+    core = {min(os.sched_getaffinity(0))}
+    kept = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, core)  # the hogs and the sandbox, which inherits it, on one core
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)  # a session each:
+            for _ in range(3)]  # the scheduler shares a core between sessions first (autogroups), then processes
+    try:
+        sandbox = Sandbox(Limits(cpu_seconds=30, wall_seconds=60, memory_bytes=512 * MiB, processes=2), workers=1)
+        import time
+
+        started = time.monotonic()
+        [outcome] = run_isolated(sandbox, [Unit(None, (spin, "6 * 7"))], 1.0, 100)
+        waited = time.monotonic() - started
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+        os.sched_setaffinity(0, kept)
+    assert _calls(outcome) == [(True, "7", None), (True, "42", None)], waited
+    assert waited > 1.5  # it did wait for the core longer than its limit in wall time
+
+
+@needs_bwrap
+def test_calls_that_wait_or_ignore_their_timer_still_stop() -> None:
+    """A call that sleeps is stopped after three times its limit of wall time, and one that ignores its CPU
+    timer's signal once its unit has used its limit of CPU time; the calls after each go on in a fresh unit."""
+    sandbox = Sandbox(Limits(cpu_seconds=30, wall_seconds=60, memory_bytes=512 * MiB, processes=2), workers=1)
+    ignore = "__import__('signal').signal(__import__('signal').SIGPROF, __import__('signal').SIG_IGN)"
+    units = [Unit(None, ("__import__('time').sleep(0.6) or 1", "__import__('time').sleep(60)", "2")),
+             Unit(None, (ignore + " and 0", "next(filter(lambda _: False, iter(int, 1)))", "3"))]
+    outcomes = run_isolated(sandbox, units, 0.3, 100)
+    assert [_calls(outcome) for outcome in outcomes] == [
+        [(True, "1", None), (False, None, "timeout"), (True, "2", None)],
+        [(True, "0", None), (False, None, "timeout"), (True, "3", None)]]
+
+
 # ---- a Python that lives under /tmp --------------------------------------------------
 
 PROBE_IN_VENV = textwrap.dedent("""

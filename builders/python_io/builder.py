@@ -77,7 +77,7 @@ class Options(PredictionOptions):
                                                "the answer away)")
     max_output_chars: int = option(DEFAULT_MAX_OUTPUT_CHARS, type=positive_int,
                                    help="longest value (as text) kept as an option; longer golds exclude the item")
-    call_timeout: float = option(5.0, type=seconds, help="seconds one call may run")
+    call_timeout: float = option(5.0, type=seconds, help="CPU seconds one call may use (one that waits is stopped after 3 times that)")
     unsafe_no_sandbox: bool = option(False, runtime=True, group=SANDBOX,
                                      help="run the programs as plain subprocesses when bubblewrap is unavailable "
                                           "(NOT isolated)")

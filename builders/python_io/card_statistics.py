@@ -71,7 +71,7 @@ def _verification_table(stats: VerificationStats, options: Shown) -> Table:
             else "in bubblewrap sandboxes (no network, read-only root, private /tmp, rlimits)")
     return Table("Verification in the sandbox", ("quantity", "value"),
                  [("calls", stats.pairs), ("sandbox runs", stats.runs), ("rounds", stats.rounds),
-                  ("seconds per call (limit)", options.call_timeout), ("memory limit", stats.mechanism)],
+                  ("CPU seconds per call (limit)", options.call_timeout), ("memory limit", stats.mechanism)],
                  note=f"Every reference program ran {mode}, in a forked process of its own; a fresh one after a call "
                       "that overran its time. Timings (seconds, runs and calls per second) go to the build log, not "
                       "here: the same build gives the same card on any machine.")

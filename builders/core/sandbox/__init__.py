@@ -18,7 +18,8 @@ CPU limit really reached; "memory" a MemoryError with the memory really used (or
 that kills itself or prints a fake MemoryError reads as "killed" or "error".
 
 :func:`run_isolated` runs untrusted expressions and reference programs in a trusted evaluator, which gives each
-program a unit of its own in turn: units share nothing, and only the evaluator writes results.
+program a unit of its own in turn: units share nothing, and only the evaluator writes results. Its calls are
+timed in CPU time, so that a busy machine changes no call's verdict; wall time stops only a call that waits.
 
 Memory is limited for the whole program, not per process: with a delegated cgroup v2 (``memory`` and
 ``pids`` enabled in ``cgroup.subtree_control`` of ``$MCQFORGE_CGROUP``, else of the caller's own cgroup)

@@ -8,9 +8,11 @@ the program (if any) and then each call in order in one namespace, with stdout a
 sends each value over a pipe of its own, marshalled (plain data only). Only this process writes to stdout: one
 JSON line per call {"u", "i", "ok", "repr", "truncated", "error", "nonliteral"} (or {"u", "program_error"}),
 then {"end": n} where n units were done (fewer when its time budget ran out). So no unit can write another's
-result, replace the builtins another sees, or forge a line. A call that overruns its time (the wall clock, or
-the CPU time of all the unit's processes) is killed with its unit; the unit's remaining calls go on in a fresh
-one. Runs inside the sandbox: the standard library and its sibling :mod:`unit` only.
+result, replace the builtins another sees, or forge a line. A call's time is CPU time, so that a busy machine
+changes no verdict: the call's own timer (ITIMER_PROF) stops it at its limit and its unit goes on; a call that
+stops no timer (it ignores the signal, or spins in a child) is killed with its unit once the CPU time of all the
+unit's processes passes the limit, and so is one that waits (sleeps, blocks) for IDLE times the limit of wall
+time. The unit's remaining calls go on in a fresh one. Runs inside the sandbox: the standard library and its sibling :mod:`unit` only.
 """
 
 import _signal as signal  # the signal module without its enums, which cost 4 ms at every start
@@ -33,10 +35,12 @@ del sys.path[0]  # the untrusted code imports nothing from here
 out = sys.stdout
 LITERAL = (int, float, complex, str, bytes, bool, type(None), list, tuple, set, frozenset, dict)
 MAX_FRAME = 1 << 24
-# From the job (main): a call's wall time, the longest repr kept, a unit's CPU time
+# From the job (main): a call's CPU time, the longest repr kept, a unit's CPU time
 SECONDS = 0.0
 MAX_CHARS = 0
 CPU_LIMIT = 0.0
+IDLE = 3  # a call is stopped after IDLE times its limit of wall time: one that waits, or a machine 3 times busy
+GRACE = 0.5  # seconds beyond a limit before the unit is killed: the call's own timer stops it first
 
 
 class _Timeout(BaseException):
@@ -66,25 +70,25 @@ def _child(unit, start, fd):
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 1)
     os.dup2(null, 2)
-    signal.signal(signal.SIGALRM, _alarm)
+    signal.signal(signal.SIGPROF, _alarm)
     namespace = {"__name__": "__program__", "__builtins__": builtins}
     if unit.get("program") is not None:
         try:
-            signal.setitimer(signal.ITIMER_REAL, SECONDS)
+            signal.setitimer(signal.ITIMER_PROF, SECONDS)
             try:
                 exec(compile(unit["program"], "<program>", "exec"), namespace)
             finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.setitimer(signal.ITIMER_PROF, 0)
         except BaseException as error:
             _send(fd, b"p", _describe(error).encode("utf-8", "replace"))
             os._exit(0)
     for call in unit["calls"][start:]:
         try:
-            signal.setitimer(signal.ITIMER_REAL, SECONDS)
+            signal.setitimer(signal.ITIMER_PROF, SECONDS)
             try:
                 value = eval(compile(call, "<call>", "eval"), namespace)
             finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.setitimer(signal.ITIMER_PROF, 0)
         except BaseException as error:
             _send(fd, b"e", _describe(error).encode("utf-8", "replace"))
             continue
@@ -163,19 +167,31 @@ class _Calls:
         self.unit = units.spawn(settings, [write_fd], lambda: _child(unit, start, write_fd))
         os.close(write_fd)
         self.checked = time.monotonic()
+        self.begin(SECONDS)
+
+    def begin(self, seconds):
+        """A call (or the program's run) starts, which may use ``seconds`` of CPU time."""
+        self.call_seconds = seconds
+        self.call_cpu = None  # the unit's CPU time at the call's first reading (none for a call that ends before)
+        self.deadline = time.monotonic() + IDLE * seconds + GRACE
 
     def over_cpu(self):
-        # the CPU time of all the unit's processes, read at most every CPU_POLL seconds
+        # the CPU time of all the unit's processes, read at most every CPU_POLL seconds: over the unit's limit, or
+        # over the call's since its first reading (at most CPU_POLL after it began)
         if time.monotonic() - self.checked < units.CPU_POLL:
             return False
         self.checked = time.monotonic()
-        return units.tree_cpu() - self.cpu_before >= CPU_LIMIT
+        cpu = units.tree_cpu()
+        if self.call_cpu is None:
+            self.call_cpu = cpu
+        return cpu - self.cpu_before >= CPU_LIMIT or cpu - self.call_cpu >= self.call_seconds + GRACE
 
-    def read_exact(self, size, deadline):
-        # a frame from C, unless it overruns its wall time or the unit its CPU time ("timeout"), or dies
+    def read_exact(self, size):
+        # a frame from C, unless the call overruns its wall or CPU time, or the unit its CPU time ("timeout"), or
+        # C dies
         data = b""
         while len(data) < size:
-            remaining = deadline - time.monotonic()
+            remaining = self.deadline - time.monotonic()
             if remaining <= 0 or self.over_cpu():
                 return None, "timeout"
             if not select.select([self.read_fd], [], [], min(remaining, units.CPU_POLL))[0]:
@@ -206,16 +222,16 @@ def _unit(u, unit, settings):
     calls, start = len(unit["calls"]), 0
     while start < calls:
         life = _Calls(unit, start, settings)
-        # the program's own run gets its time too, but only in the first life
-        deadline = time.monotonic() + SECONDS * (2 if unit.get("program") is not None else 1) + 0.5
+        if unit.get("program") is not None:
+            life.begin(2 * SECONDS)  # the program runs again in every life: the first call's frame waits for it too
         index, ended = start, False
         while index < calls:
-            header, failure = life.read_exact(5, deadline)
+            header, failure = life.read_exact(5)
             if header is not None:
                 kind, size = struct.unpack(">cI", header)
-                payload, failure = life.read_exact(size, deadline) if size <= MAX_FRAME else (None, "died")
+                payload, failure = life.read_exact(size) if size <= MAX_FRAME else (None, "died")
             if failure is not None:
-                _emit({"u": u, "i": index, "ok": False, "error": life.end(failure, deadline)})
+                _emit({"u": u, "i": index, "ok": False, "error": life.end(failure, life.deadline)})
                 index, ended = index + 1, True
                 break
             if kind == b"p":
@@ -224,7 +240,7 @@ def _unit(u, unit, settings):
                 break
             _emit(dict(_row(kind, payload), u=u, i=index))
             index += 1
-            deadline = time.monotonic() + SECONDS + 0.5
+            life.begin(SECONDS)
         if not ended:
             life.end()
         start = index
