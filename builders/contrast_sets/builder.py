@@ -39,12 +39,9 @@ from builders.core.runtime.models import ModelToLoad
 from builders.core.sources.benchmarks import BENCHMARKS
 from builders.core.sources.loading import LoadedSource
 
-from .calibration import DEFAULT_THRESHOLD, MATCHER_PRECISION, MEASURED, PAPER_THRESHOLD
-from .card_statistics import balance, edges_jsonl, graph_summary, similarity_summary, statistics
+from .calibration import DEFAULT_THRESHOLD, MATCHER_PRECISION, MEASURED, PAPER_THRESHOLD, SIMILARITY_DECIMALS
 from .checks import CHECKS
 from .evaluation import evaluation_table
-from .graph import SIMILARITY_DECIMALS
-from .mining import LENGTH_WINDOW, PairMatcher
 from .review import queued_pairs, review_queue
 from .screen import validation_summary
 from .tasks import contrast_tasks
@@ -131,6 +128,10 @@ class Options(BuildOptions, LLMEndpoint):
 
 
 def build(source: LoadedSource, options: Options, run: Run) -> Release:
+    # the mining and its statistics load numpy: here, so that --help and the checks of the options load none
+    from .card_statistics import balance, edges_jsonl, graph_summary, similarity_summary, statistics
+    from .mining import LENGTH_WINDOW, PairMatcher
+
     judge = partial(validate_pairs, model=options.validate_with, settings=options.llm, seed=options.seed) \
         if options.validate_with else None
     matcher = PairMatcher(options, validate=judge)

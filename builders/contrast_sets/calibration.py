@@ -25,12 +25,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-import numpy as np
+from .transform import text_key
 
-from .graph import SIMILARITY_DECIMALS, gold_similarity, text_key
+if TYPE_CHECKING:
+    import numpy as np
 
+# Similarities are compared rounded to this many decimals (:mod:`.graph` says why): a threshold has at most as many
+SIMILARITY_DECIMALS = 2
 PAPER_THRESHOLD = 0.85
 # Balepur and Rudinger (2024): option pairs the paper gives as equivalent (section 2).
 PAPER_EXAMPLES: tuple[tuple[str, str], ...] = (("rain", "rainfall"), ("sun", "sunlight"))
@@ -100,7 +103,11 @@ def read_pairs(path: str | Path) -> list[LabelledPair]:
 
 def similarities(text_pairs: Sequence[tuple[str, str]], embedder, cache) -> np.ndarray:
     """The rounded similarity of each pair of texts, as the graph computes it (texts normalised as vertices)."""
+    import numpy as np
+
     from builders.core.runtime.embeddings import embed_texts
+
+    from .graph import gold_similarity
 
     texts = sorted({text_key(t) for pair in text_pairs for t in pair})
     index = {t: i for i, t in enumerate(texts)}
@@ -115,6 +122,8 @@ def _rates(values: np.ndarray, labels: np.ndarray, threshold: float) -> tuple[fl
 
 
 def calibrate(pairs: Sequence[LabelledPair], embedder, cache) -> Calibration:
+    import numpy as np
+
     if not any(p.equivalent for p in pairs) or all(p.equivalent for p in pairs):
         raise ValueError("the labelled set needs equivalent and non-equivalent pairs")
     values = similarities([(p.first, p.second) for p in pairs] + list(PAPER_EXAMPLES), embedder, cache)

@@ -9,8 +9,7 @@ from collections import defaultdict
 from builders.core.build.result import Build, Check
 from builders.core.items.record import MCQRecord
 
-from .graph import text_key
-from .transform import CONTRAST_CONFIGS
+from .transform import CONTRAST_CONFIGS, text_key
 
 
 def _members_by_pair(build: Build, config: str) -> dict[str, list[MCQRecord]]:

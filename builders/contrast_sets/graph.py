@@ -20,13 +20,14 @@ from typing import Sequence
 
 import numpy as np
 
-from builders.core.items.record import MCQRecord, normalize_text
+from builders.core.items.record import MCQRecord
 
+from .calibration import SIMILARITY_DECIMALS
 from .equivalence import contradicts
+from .transform import text_key
 
 logger = logging.getLogger(__name__)
 
-SIMILARITY_DECIMALS = 2
 # Float32 block products can land a hair away from the float64 value: candidates are found with this
 # margin and then every edge is decided on rounded float64 similarities.
 CANDIDATE_MARGIN = 1e-2
@@ -42,12 +43,6 @@ def rounded(similarity: np.ndarray) -> np.ndarray:
 
 
 # ---- the graph's vertices --------------------------------------------------------------------------
-
-
-def text_key(text: str) -> str:
-    """Option and question texts that differ only in case or spacing are one text for the graph: one vertex
-    per question, one embedding per option text."""
-    return normalize_text(text).casefold()
 
 
 @dataclass

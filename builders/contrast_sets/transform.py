@@ -12,12 +12,10 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from builders.core.items.outcomes import Exclude
-from builders.core.items.record import MCQRecord, Value
+from builders.core.items.record import MCQRecord, Value, normalize_text
 from builders.core.items.referring import position_dependent_reason
 from builders.core.items.rng import item_rng
 from builders.core.items.twins import duplicate_option
-
-from .graph import text_key
 
 NAME = "contrast_sets"
 CONFIG_NAMES = ("contrast", "contrast_subset_original", "random_pairs", "choices_only")
@@ -42,6 +40,12 @@ RANDOM_FEATURES = {
     "original_answer_index": Value("int32"),
     "original_num_choices": Value("int32"),
 }
+
+
+def text_key(text: str) -> str:
+    """Option and question texts that differ only in case or spacing are one text for the graph: one vertex
+    per question, one embedding per option text."""
+    return normalize_text(text).casefold()
 
 
 def minable(record: MCQRecord) -> MCQRecord:
