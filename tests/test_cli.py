@@ -453,14 +453,18 @@ def test_an_error_raised_while_interrupted_is_an_interruption(capsys):
 
 def test_ctrl_c_while_the_libraries_import_is_one_line(tmp_path):
     """Regression: Ctrl-C in the first seconds of a command (torch, datasets importing, before exit_code runs)
-    printed Python's traceback. A `numpy` that sleeps on import holds the command there, so the signal
-    always lands during the imports (the contrast sets still load numpy for their help; WiCkeD and MMLU-Pro+ no
-    longer do)."""
-    (tmp_path / "numpy.py").write_text("import time\ntime.sleep(60)\n")
+    printed Python's traceback. A `numpy` that sleeps on import holds the command there, and the signal is sent
+    once it has started to import (the SBA tool's help loads numpy with its training recipes; no builder's help
+    loads it any more)."""
+    started = tmp_path / "importing"
+    (tmp_path / "numpy.py").write_text(f"import pathlib, time\npathlib.Path({str(started)!r}).touch()\ntime.sleep(60)\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
-    process = subprocess.Popen([sys.executable, "-m", BUILDERS["contrast_sets"], "--help"], cwd=REPO, env=env,
+    process = subprocess.Popen([sys.executable, "-m", "builders", "sba", "--help"], cwd=REPO, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=with_default_ctrl_c)
-    time.sleep(1.0)
+    deadline = time.monotonic() + 30
+    while not started.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert started.exists(), "the command never imported numpy: hold it in another import"
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=60)
     assert (process.returncode, err, out) == (130, "interrupted\n", "")

@@ -39,13 +39,14 @@ from builders.core.runtime.models import ModelToLoad
 from builders.core.sources.benchmarks import BENCHMARKS
 from builders.core.sources.loading import LoadedSource
 
-from .calibration import DEFAULT_THRESHOLD, MATCHER_PRECISION, MEASURED, PAPER_THRESHOLD, SIMILARITY_DECIMALS
+from .calibration import DEFAULT_THRESHOLD, MATCHER_PRECISION, MEASURED, PAPER_THRESHOLD
 from .checks import CHECKS
 from .evaluation import evaluation_table
 from .review import queued_pairs, review_queue
 from .screen import validation_summary
 from .tasks import contrast_tasks
-from .transform import CONFIG_NAMES, CONTRAST_CONFIGS, NAME, PAIR_FEATURES, RANDOM_FEATURES, minable
+from .transform import (CONFIG_NAMES, CONTRAST_CONFIGS, NAME, PAIR_FEATURES, RANDOM_FEATURES, SIMILARITY_DECIMALS,
+                        minable)
 from .validation import validate_pairs
 
 DEFAULT_BENCHMARK = "unifiedqa"

@@ -27,13 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from .transform import text_key
+from .transform import SIMILARITY_DECIMALS, text_key
 
 if TYPE_CHECKING:
     import numpy as np
 
-# Similarities are compared rounded to this many decimals (:mod:`.graph` says why): a threshold has at most as many
-SIMILARITY_DECIMALS = 2
 PAPER_THRESHOLD = 0.85
 # Balepur and Rudinger (2024): option pairs the paper gives as equivalent (section 2).
 PAPER_EXAMPLES: tuple[tuple[str, str], ...] = (("rain", "rainfall"), ("sun", "sunlight"))

@@ -22,9 +22,8 @@ import numpy as np
 
 from builders.core.items.record import MCQRecord
 
-from .calibration import SIMILARITY_DECIMALS
 from .equivalence import contradicts
-from .transform import text_key
+from .transform import SIMILARITY_DECIMALS, text_key
 
 logger = logging.getLogger(__name__)
 

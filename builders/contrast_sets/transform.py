@@ -41,6 +41,9 @@ RANDOM_FEATURES = {
     "original_num_choices": Value("int32"),
 }
 
+# Similarities are compared rounded to this many decimals (:mod:`.graph` says why): a threshold has at most as many
+SIMILARITY_DECIMALS = 2
+
 
 def text_key(text: str) -> str:
     """Option and question texts that differ only in case or spacing are one text for the graph: one vertex

@@ -118,14 +118,37 @@ def position_dependent_reason(choices: Sequence[str], among: frozenset[str] | No
     """Why this item's options depend on each other or on their positions, or None if they don't. ``among``: only
     these reasons (``LABEL_REASONS``: what a change of labels alone breaks)."""
     texts = [" ".join(choice.split()) for choice in choices]
+    readable = [text for text in texts if may_refer(text)]
+    if not readable:
+        return None
     for reason, pattern in _REASONS:
         if among is not None and reason not in among:
             continue
-        if any(pattern.search(text) for text in texts):
+        if any(pattern.search(text) for text in readable):
             return reason
         if reason == "has_option_combination" and _numbered_options(texts):
             return reason
     return None
+
+
+# What every form above needs, read without its patterns (a tenth of their cost; most options have none of it): one
+# of these words (the forms' words, bounded as the patterns bound them), or a label (a letter A-J or a digit 1-9 as
+# a word of its own) opening the option, where the forms without such a word start ("A and B", "(b) is correct",
+# "1 and 2"). Held only for ASCII text: there the patterns' IGNORECASE is str.lower and \w is [A-Za-z0-9_]; any
+# other text is read by the patterns.
+_CUE_WORDS = frozenset({
+    "none", "neither", "nither", "nether", "all", "both", "each", "any", "either", "above", "combination",
+    "combinations", "option", "options", "choice", "choices", "answer", "answers", "only", "first", "second",
+    "third", "fourth", "fifth", "last"})
+_ASCII_WORD = re.compile(r"[a-z0-9_]+")
+_OPENING_LABEL = re.compile(r"^[^A-Za-z0-9_]*[a-jA-J1-9](?![A-Za-z0-9_])")
+
+
+def may_refer(text: str) -> bool:
+    """False only where no pattern of :data:`_REASONS` (nor ``_NUMBER_ONLY``) can match ``text``."""
+    if not text.isascii():
+        return True
+    return bool(_OPENING_LABEL.match(text)) or not _CUE_WORDS.isdisjoint(_ASCII_WORD.findall(text.lower()))
 
 
 def _numbered_options(texts: Sequence[str]) -> bool:
