@@ -31,7 +31,6 @@ and its build.
 
 from __future__ import annotations
 
-import gc
 import logging
 from dataclasses import dataclass, replace
 from typing import ClassVar
@@ -136,10 +135,6 @@ def build(source: LoadedSource, options: Options, run: Run) -> Release:
     for spec in specs:
         config = ConfigRecords(spec, draws, options.swap_pairs, fewshot_split, demonstrations, shared)
         run.make(spec.name, [config.step], copy=config.copy)
-        # Each config's 14,000 records of MMLU (a record, its metadata, its columns) hold no cycles: frozen out of
-        # the cyclic collector's sight as soon as they are made, so that its full passes do not walk every config
-        # made before (a third of the build's time); the core unfreezes them where a notebook goes on
-        gc.freeze()
         logger.info("built config %s", spec.name)
     metadata = {**source.benchmark.metadata_features, **PERTURBATION_FEATURES}
     task_prefix = options.task_prefix

@@ -6,12 +6,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
 from builders.core.llm.requests import ChatRequest, plain_data
+from builders.core.runtime.cache import write_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -68,13 +67,5 @@ class ReplyCache:
         return entry
 
     def put(self, key: str, entry: Mapping[str, Any]) -> None:
-        path = self.path_for(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(entry, handle, ensure_ascii=False)
-            os.replace(tmp_name, path)
-        except BaseException:
-            Path(tmp_name).unlink(missing_ok=True)
-            raise
+        data = json.dumps(entry, ensure_ascii=False).encode("utf-8")
+        write_atomically(self.path_for(key), lambda handle: handle.write(data))

@@ -7,7 +7,9 @@ at a temporary folder, so that they leave nothing in the user's home). A folder 
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
+from typing import BinaryIO, Callable
 
 from builders.core.errors import UserError
 
@@ -42,3 +44,17 @@ def check_cache_folder(text: str | Path | None, flag: str = "--cache-dir") -> No
         raise UserError(f"{flag} {text}: {existing} is a file, not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):  # also false on a read-only file system, for root too
         raise UserError(f"{flag} {text}: {existing} is not writable")
+
+
+def write_atomically(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """``write`` the file at ``path`` whole or not at all: into a temporary file beside it, then renamed into place,
+    so that a process killed mid-write leaves the old state or the whole file, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, staging = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            write(file)
+        os.replace(staging, path)
+    except BaseException:
+        Path(staging).unlink(missing_ok=True)
+        raise

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 from builders.core.errors import UserError
 from builders.core.items.record import text_hash
 from builders.core.runtime.models import ModelToLoad
-from builders.core.runtime.cache import cache_folder
+from builders.core.runtime.cache import cache_folder, write_atomically
 from builders.core.runtime.progress import bar
 from builders.core.runtime.content import content_revision
 
@@ -177,10 +177,8 @@ def _vectors_file(keys_file: Path) -> Path:
 
 def _atomic_save(path: Path, array: np.ndarray) -> None:
     import numpy as np
-    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    with open(temporary, "wb") as f:
-        np.save(f, array)
-    os.replace(temporary, path)
+
+    write_atomically(path, lambda file: np.save(file, array))
 
 
 @dataclass(frozen=True)

@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Sequence
 
 from builders.core.items.record import MCQRecord
-from builders.core.runtime.cache import cache_root
+from builders.core.runtime.cache import cache_root, write_atomically
 
 FOLDER = "choices_only"
 _CORE = Path(__file__).resolve().parents[1]  # builders/core
@@ -62,16 +60,9 @@ def read(key: str) -> Any:
 
 
 def write(key: str, value: Any) -> None:
-    """Keep ``value`` (JSON) under ``key``, whole or not at all (written aside, then renamed into place)."""
-    path = _path(key)
+    """Keep ``value`` (JSON) under ``key``, whole or not at all; a cache that cannot be written is as none."""
+    data = json.dumps({"value": value}).encode("utf-8")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, staging = tempfile.mkstemp(prefix=f".{key}.", dir=path.parent)
+        write_atomically(_path(key), lambda file: file.write(data))
     except OSError:
-        return
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            json.dump({"value": value}, file)
-        os.replace(staging, path)
-    except OSError:
-        Path(staging).unlink(missing_ok=True)
+        pass
