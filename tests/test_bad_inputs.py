@@ -131,6 +131,31 @@ def test_the_validator_finds_an_invisible_option_on_its_own():
     assert next(c for c in COMMON_CHECKS if c.name == "no_empty_choice")
 
 
+def test_the_option_checks_report_every_record_of_options_they_read_once():
+    """The validator reads each distinct (options, key) once per check: a problem in options that several configs
+    share is still reported in every config that holds them, and the same options with another key are read again."""
+    from builders.core.items.record import MCQRecord
+    from builders.core.validation.validate import COMMON_CHECKS
+
+    def record(choices, answer, index=0):
+        return MCQRecord(id=f"q{index}", question="?", choices=choices, answer=answer, source="s",
+                         source_config="c", source_split="test", source_index=index)
+
+    shared = ("4", "\u200b", "4 ", "6")  # an invisible option, and the key "4" twice once whitespace is read
+
+    class Released:
+        def records(self):
+            yield "variant_0", "test", [record(shared, 0), record(shared, 3, 1)]
+            yield "variant_1", "test", [record(tuple(shared), 0), record(("4", "5"), 0, 1)]
+
+    checks = {c.name: c for c in COMMON_CHECKS}
+    assert list(checks["no_empty_choice"].find_violations(Released())) == [
+        "variant_0/test q0: empty choice", "variant_0/test q1: empty choice", "variant_1/test q0: empty choice"]
+    assert list(checks["key_text_once"].find_violations(Released())) == [
+        "variant_0/test q0: the key's text appears 2 times among the options",
+        "variant_1/test q0: the key's text appears 2 times among the options"]
+
+
 def test_more_options_than_letters_are_refused_at_the_source(tmp_path):
     """A 30-option item passed validation, and the release's lm-eval helper raised IndexError at the 27th label.
     The letters A to Z label every option everywhere (lm-eval, inspect, the export layouts): a source item with
