@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from builders.core.items.record import MCQRecord
 from builders.core.pipeline import cli
 from builders.core.validation.validate import validate
 from builders import math_mc
-from builders.math_mc import benchmarks, cues, equivalence, forms, plain
+from builders.math_mc import benchmarks, cues, equivalence, forms, parses, plain
 from builders.math_mc import transform as math_transform
 
 MATH_TEST = [
@@ -41,6 +42,12 @@ PREDICTIONS = [  # question_index, model, output
     (5, "a", r"$\boxed{[0,1]}$"), (5, "b", r"$\boxed{(0,1)}$"), (5, "c", r"$\boxed{1}$"), (5, "d", r"$\boxed{[0, 1)}$"),
     (5, "e", r"$\boxed{[1,2)}$"),  # "1", one value beside an interval, is left out
 ]
+
+
+@pytest.fixture(autouse=True)
+def own_math_verify_answers(monkeypatch, tmp_path):
+    """Each test's math-verify tasks run: the answers another test's tasks kept in the cache would answer them."""
+    monkeypatch.setenv("MCQFORGE_CACHE", str(tmp_path / "cache"))
 
 
 def write_jsonl(path: Path, rows) -> Path:
@@ -218,13 +225,14 @@ SHARED_READING_PAIRS = [("odd", r"\text{odd}"), ("x = 3", "3"), (r"\frac{1}{2}",
                         (r"\frac{3}{4}", "0.75"), ("x^2 + 1", "1 + x^2"), (r"\{1, 2\}", r"\{2, 1\}")]
 
 
-def test_the_plain_check_on_the_builders_workers_judges_as_on_its_own():
+def test_the_plain_check_on_the_builders_workers_judges_as_on_its_own(monkeypatch, tmp_path):
     """The validator reads its options from the parses the builder's workers made (one memo per worker, the same
     math-verify call): its verdicts are those of a pool of its own, that parses everything afresh."""
     alone = plain.judge_pairs(SHARED_READING_PAIRS, workers=2, timeout=20)
     engine = equivalence.MathEquivalence(workers=2, timeout=20)
     engine.prepare([list(pair) for pair in SHARED_READING_PAIRS])
     assert engine.stats.answers > 10  # the builder's workers parsed the options before the check asks about them
+    monkeypatch.setenv("MCQFORGE_CACHE", str(tmp_path / "shared"))  # not the answers the check kept alone
     shared = plain.judge_pairs(SHARED_READING_PAIRS, timeout=20, pool=engine.pool)
     assert shared == alone
     assert sorted(set(alone.values())) == ["different", "equal", "rounded"]
@@ -649,7 +657,7 @@ def test_the_simplest_radical_form_is_sympys():
     assert [option_checks._simplest_root(n) for n in numbers] == [sympy.sqrt(n).is_Pow is True for n in numbers]
 
 
-def test_the_workers_a_build_starts_follow_its_work_and_change_no_verdict():
+def test_the_workers_a_build_starts_follow_its_work_and_change_no_verdict(monkeypatch, tmp_path):
     """One worker unless the work is large (each worker parses and warms up on its own): the same verdicts as two."""
     from builders.core.runtime.workers import cpu_workers
     from builders.math_mc import parses
@@ -659,8 +667,46 @@ def test_the_workers_a_build_starts_follow_its_work_and_change_no_verdict():
     groups = [[pair[0], *pair[1:], "7", r"\frac{1}{2}"] for pair in SHARED_READING_PAIRS]
     verdicts = []
     for workers in (None, 2):
+        monkeypatch.setenv("MCQFORGE_CACHE", str(tmp_path / str(workers)))  # each asks math-verify itself
         with equivalence.MathEquivalence(workers=workers, timeout=20) as engine:
             engine.prepare(groups)
             verdicts.append(({pair: engine.same(*pair) for group in groups for pair in equivalence._pairs(group)},
                              engine.pool.size))
     assert verdicts[0][0] == verdicts[1][0] and [size for _, size in verdicts] == [1, 2]
+
+
+def test_a_rebuild_reads_math_verifys_answers_back_and_starts_no_worker(monkeypatch):
+    """The builder's and the validator's math-verify tasks keep their answers in the mcqforge cache, each its own:
+    judged again, the same pairs give the same verdicts and statistics without a worker; the builder's kept answers
+    do not answer the validator's tasks; a damaged answer is asked again, and an answer its judge calls unfit to
+    keep (a time limit fired) is never kept."""
+    from builders.core.runtime.workers import HardTimeoutPool
+
+    spawned = []
+    spawn = HardTimeoutPool._spawn
+    monkeypatch.setattr(HardTimeoutPool, "_spawn", lambda pool: spawned.append(1) or spawn(pool))
+    groups = [list(pair) for pair in SHARED_READING_PAIRS]
+
+    def engine_verdicts():
+        with equivalence.MathEquivalence(workers=1, timeout=20) as engine:
+            engine.prepare(groups)
+            return {pair: engine.same(*pair) for group in groups for pair in equivalence._pairs(group)}, engine.stats
+
+    first = engine_verdicts()
+    assert spawned and first[1].answers > 10
+    spawned.clear()
+    assert engine_verdicts() == first and not spawned
+    alone = plain.judge_pairs(SHARED_READING_PAIRS, workers=1, timeout=20)
+    assert spawned  # the builder's answers are not the check's
+    spawned.clear()
+    assert plain.judge_pairs(SHARED_READING_PAIRS, workers=1, timeout=20) == alone and not spawned
+    kept = sorted((Path(os.environ["MCQFORGE_CACHE"]) / parses.CACHE_FOLDER).rglob("*"))
+    damaged = next(path for path in kept if path.is_file())
+    damaged.write_bytes(damaged.read_bytes()[:-1] + b"#")
+    assert engine_verdicts() == first and plain.judge_pairs(SHARED_READING_PAIRS, workers=1, timeout=20) == alone
+    assert len(spawned) == 1  # the damaged answer's task alone ran again
+    spawned.clear()
+    with parses.math_verify_pool(1, 20) as pool:
+        tasks = [([("x + 1", "1 + x")], 10)]
+        unkept = [parses.kept_map(pool, plain.JUDGE, tasks, lambda task, answer: False)[0] for _ in range(2)]
+    assert unkept[0] == unkept[1] and unkept[0].value == [(True, False, False)] and len(spawned) == 1

@@ -290,3 +290,32 @@ def test_the_schema_written_without_datasets_is_datasets_own():
         assert record.arrow_schema(features).equals(theirs.arrow_schema, check_metadata=False)
         assert json.dumps(record.features_json(features)) == json.dumps(theirs.to_dict())
         assert record.features_yaml(features) == theirs._to_yaml_list()
+
+
+def test_the_picture_is_kept_by_what_it_is_drawn_from(tmp_path, monkeypatch):
+    """The card's picture is read back from the mcqforge cache when the same counts are drawn again (nothing is
+    drawn); other counts are another picture; a damaged or unwritable cache is as none."""
+    from builders.core.pipeline import cli
+    from builders.core.release import figure
+
+    monkeypatch.setenv("MCQFORGE_CACHE", str(tmp_path / "cache"))
+    builder = gsm_mc.BUILDER
+    args = cli.builder_parser(builder).parse_args(["--source", "sample", "--output", str(tmp_path / "out")])
+    options = builder.options_of(args)
+    build, report = cli.build_and_validate(builder, cli.builder_parser(builder), args, options,
+                                           cli.load(builder, args, options))
+    drawn = []
+    draw = figure._drawn
+    monkeypatch.setattr(figure, "_drawn", lambda *a: drawn.append(a) or draw(*a))
+    first = figure.summary_figure(build, report)
+    assert first.startswith(b"\x89PNG") and figure.summary_figure(build, report) == first and len(drawn) == 1
+    split = next(iter(report.answer_positions[build.default_config]))
+    report.answer_positions[build.default_config][split]["A"] += 1
+    assert figure.summary_figure(build, report) != first and len(drawn) == 2
+    report.answer_positions[build.default_config][split]["A"] -= 1
+    for kept in (tmp_path / "cache" / figure.CACHE_FOLDER).rglob("*.png"):
+        kept.write_bytes(kept.read_bytes()[:-1] + b"!")
+    assert figure.summary_figure(build, report) == first and len(drawn) == 3
+    monkeypatch.setenv("MCQFORGE_CACHE", str(tmp_path / "a file"))
+    (tmp_path / "a file").write_text("")
+    assert figure.summary_figure(build, report) == first and len(drawn) == 4

@@ -4,6 +4,7 @@ name returns the config the builder's paper evaluates."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -25,10 +26,11 @@ SAMPLE_WARNINGS = {"python_io": 2, "gsm_mc": 1}
 OTHER_WARNINGS = {"wicked": 1}
 
 
-def sample_build(name: str, out: Path) -> subprocess.CompletedProcess:
+def sample_build(name: str, out: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     builder = load_builder(name)
     return subprocess.run([sys.executable, "-m", BUILDERS[name], "--source", "sample", *builder.sample_options,
-                           "--output", str(out)], capture_output=True, text=True, cwd=REPO, timeout=600)
+                           "--output", str(out)], capture_output=True, text=True, cwd=REPO, timeout=600,
+                          env=None if env is None else {**os.environ, **env})
 
 
 @pytest.fixture(scope="module", params=list(BUILDERS))
@@ -115,10 +117,12 @@ def test_the_summary_names_the_columns_no_record_fills(release):
 
 @pytest.mark.slow
 def test_the_picture_is_the_same_bytes_on_every_build(built, tmp_path):
+    """Drawn again, in an empty cache (a rebuild would read the picture the first build kept)."""
     name, out, build = built
     if name != "wicked":
         pytest.skip("one builder is enough: the picture is drawn by the core")
-    again = sample_build(name, tmp_path / "again")
+    again = sample_build(name, tmp_path / "again", env={"MCQFORGE_CACHE": str(tmp_path / "cache")})
+    assert list((tmp_path / "cache" / "figures").rglob("*.png"))
     assert again.returncode == 0
     assert (tmp_path / "again" / "summary.png").read_bytes() == (out / "summary.png").read_bytes()
 

@@ -23,7 +23,8 @@ For speed, :meth:`MathEquivalence.prepare` works in two stages over all question
    cannot be read in time is equivalent to nothing.
 The parent never parses an answer with sympy: it only compares the numbers the workers send back. The workers
 are the build's (:func:`~builders.math_mc.parses.math_verify_pool`): each keeps the parses it made
-(:func:`~builders.math_mc.parses.parsed`), which the validator's plain check reads its options from.
+(:func:`~builders.math_mc.parses.parsed`), which the validator's plain check reads its options from. What a task
+answered in time is kept in the mcqforge cache (:func:`~builders.math_mc.parses.kept_map`): a rebuild reads it back.
 """
 
 from __future__ import annotations
@@ -181,6 +182,12 @@ def judge(task: tuple) -> object:
     raise ValueError(f"unknown task {kind!r}")
 
 
+def _in_time(task: tuple, answers: list) -> bool:
+    """Whether a task's answers came without a soft timeout: a reading's last element is "in time", a pair's "a
+    limit fired"."""
+    return all(in_time for *_, in_time in answers) if task[0] == "read" else not any(f for _, f in answers)
+
+
 # ---- the parent side ---------------------------------------------------------------------------------
 # The parent never parses an answer with sympy (an answer is untrusted and may hang sympy): it only
 # compares the plain numbers the workers send back.
@@ -252,7 +259,8 @@ class MathEquivalence:
         """Run ``(kind, argument)`` tasks of :func:`judge` on the pool (``options``: the pool's ``map``'s), with the
         workers their answers and pairs need."""
         self.pool.grow(parses.workers_for(sum(len(argument) for _, argument in tasks), self._workers))
-        return self.pool.map([(JUDGE, (kind, argument, self._soft)) for kind, argument in tasks], **options)
+        return parses.kept_map(self.pool, JUDGE, [(kind, argument, self._soft) for kind, argument in tasks],
+                               _in_time, **options)
 
     def key(self, answer: str) -> str | None:
         return surface_key(answer)

@@ -6,14 +6,22 @@ validator's plain check (:mod:`.plain`) both read their texts through :func:`par
 its own code: the validator runs its own ``verify`` on the parses and takes none of the builder's verdicts. Both
 run their tasks in one pool (:func:`math_verify_pool`), so that an option the builder read is not parsed again
 (about 10 ms of pure-Python parsing each) and the workers start once per build.
+
+A task's answer is a pure function of the task and the code that judges it, so each of the two keeps its own in the
+mcqforge cache (:func:`kept_map`): a rebuild starts no worker for what it judged before. Neither reads the other's.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import json
 import logging
+from functools import lru_cache
+from typing import Any, Callable, Sequence
 
-from builders.core.runtime.workers import DEFAULT_MEMORY_LIMIT, HardTimeoutPool, cpu_workers
+from builders.core.runtime import cache
+from builders.core.runtime.workers import DEFAULT_MEMORY_LIMIT, HardTimeoutPool, Outcome, cpu_workers
 
 WORKER_FUNCTION = "builders.math_mc.parses:run"
 # Work (answers to read, pairs to verify) that makes one more worker worth starting, when the number of workers is
@@ -85,3 +93,53 @@ def math_verify_pool(workers: int | None, timeout: float,
     ``workers`` of them, or one to start with (:meth:`~HardTimeoutPool.grow` adds those its work needs)."""
     return HardTimeoutPool(WORKER_FUNCTION, workers or 1, timeout, memory_limit,
                            preload=("sympy", "math_verify", "builders.math_mc.warm"))
+
+
+CACHE_FOLDER = "math_verify"
+LIBRARIES = ("math-verify", "latex2sympy2_extended", "sympy", "mpmath", "antlr4-python3-runtime")
+
+
+@lru_cache(maxsize=None)
+def _code_version(module: str) -> str:
+    # the judge's module, this one (the parse), the warm-up every worker runs first, and math-verify's stack
+    return cache.code_version((module, "math_mc/parses.py", "math_mc/warm.py"), LIBRARIES)
+
+
+def kept_map(pool: HardTimeoutPool, judge: str, tasks: Sequence[Any], keepable: Callable[[Any, Any], bool],
+             timeouts: Sequence[float] | None = None, **options: Any) -> list[Outcome]:
+    """``pool.map`` of ``(judge, task)`` for each task, an answer kept in the cache read back instead of run. An
+    answer is kept when its task ran to the end and ``keepable(task, answer)`` holds (no time limit fired: a timeout
+    depends on the machine). ``options``: the pool's ``map``'s, ``affinity`` per task."""
+    version = _code_version(judge.partition(":")[0].removeprefix("builders.").replace(".", "/") + ".py")
+    keys = [hashlib.sha256(json.dumps([version, judge, task], ensure_ascii=False).encode("utf-8")).hexdigest()
+            for task in tasks]
+    outcomes: list[Outcome | None] = [_read_kept(key) for key in keys]
+    todo = [i for i, outcome in enumerate(outcomes) if outcome is None]
+    if todo:  # a map of nothing would still start a worker
+        if options.get("affinity") is not None:
+            options["affinity"] = [options["affinity"][i] for i in todo]
+        ran = pool.map([(judge, tasks[i]) for i in todo], None if timeouts is None else [timeouts[i] for i in todo],
+                       **options)
+        for i, outcome in zip(todo, ran, strict=True):
+            outcomes[i] = outcome
+            if outcome.ok and keepable(tasks[i], outcome.value):
+                cache.keep(CACHE_FOLDER, keys[i], json.dumps(outcome.value, default=_complex).encode("utf-8"))
+    return outcomes  # type: ignore[return-value]  # every None was run
+
+
+def _read_kept(key: str) -> Outcome | None:
+    kept = cache.read_kept(CACHE_FOLDER, key)
+    try:
+        return None if kept is None else Outcome(True, json.loads(kept, object_hook=_from_complex))
+    except ValueError:
+        return None
+
+
+def _complex(value: object) -> dict:
+    if isinstance(value, complex):
+        return {"complex": [value.real, value.imag]}
+    raise TypeError(f"{type(value).__name__} is not kept")
+
+
+def _from_complex(value: dict) -> object:
+    return complex(*value["complex"]) if value.keys() == {"complex"} else value

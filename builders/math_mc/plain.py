@@ -5,7 +5,8 @@ cache of the builder's verdicts. Every pair of options of every released item (t
 given to math-verify as written in the release, ``parse`` of ``$option$`` then ``verify`` in both
 directions, in worker processes under a hard time limit (sympy can hang on an option such as
 ``2^{2^{40}}``). What it shares with the builder is the pure reading of a text, math-verify's parse
-(:func:`.parses.parsed`, the same call either would make), and the build's workers that hold those parses. A pair math-verify calls equal is a violation, and so is a pair it cannot compare in time:
+(:func:`.parses.parsed`, the same call either would make), and the build's workers that hold those parses. It
+keeps its own verdicts in the cache (:func:`.parses.kept_map`, keyed by this module's code), never the builder's. A pair math-verify calls equal is a violation, and so is a pair it cannot compare in time:
 such a pair is not shown to differ. A pair of the key and a distractor is a violation too when one of them is a
 plain decimal and math-verify's value of the other, rounded to its decimals, is that decimal (``0.377`` beside
 ``\\frac{193}{512}``): a second correct option.
@@ -82,6 +83,10 @@ def judge(task: tuple[list[tuple[str, str]], int]) -> list[tuple[bool, bool, boo
     return results
 
 
+def _in_time(task: tuple, judged: list) -> bool:
+    return not any(fired for _, fired, _ in judged)
+
+
 def option_pairs(build: Build) -> dict[tuple[str, str], list[tuple[str, bool]]]:
     """Each distinct unordered pair of option texts shown together, with where (config/split id i j) and whether
     one of the two is the key."""
@@ -117,8 +122,8 @@ def _judged(pairs: list[tuple[str, str]], pool: HardTimeoutPool, timeout: float)
 
     def run(chunks: list[list[tuple[str, str]]]) -> list:
         # a chunk goes, where it can, to the worker that has parsed its options (each worker caches its own)
-        return pool.map([(JUDGE, (c, soft)) for c in chunks], [timeout] * len(chunks),
-                        affinity=[{o for pair in c for o in pair} for c in chunks])
+        return parses.kept_map(pool, JUDGE, [(c, soft) for c in chunks], _in_time, [timeout] * len(chunks),
+                               affinity=[{o for pair in c for o in pair} for c in chunks])
 
     chunks = [pairs[i:i + PAIRS_PER_TASK] for i in range(0, len(pairs), PAIRS_PER_TASK)]
     retry = []

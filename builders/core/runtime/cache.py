@@ -2,14 +2,20 @@
 
 Every default cache folder is under ``~/.cache/mcqforge``; ``$MCQFORGE_CACHE`` moves that root (the tests point it
 at a temporary folder, so that they leave nothing in the user's home). A folder given explicitly is used as is.
+
+What a build computes purely from its inputs and is costly (the choices-only model's figures, math-verify's
+verdicts, the card's picture) is kept under the root by a key: a hash of everything the value is a function of,
+:func:`code_version` of the code and libraries that compute it among them (:func:`read_kept`, :func:`keep`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
+from importlib import metadata
 from pathlib import Path
-from typing import BinaryIO, Callable
+from typing import BinaryIO, Callable, Iterable
 
 from builders.core.errors import UserError
 
@@ -58,3 +64,40 @@ def write_atomically(path: Path, write: Callable[[BinaryIO], object]) -> None:
     except BaseException:
         Path(staging).unlink(missing_ok=True)
         raise
+
+
+_BUILDERS = Path(__file__).resolve().parents[2]  # the builders package
+
+
+def code_version(modules: Iterable[str], libraries: Iterable[str]) -> str:
+    """A hash of the ``modules`` (paths under the builders package) and the versions of the ``libraries``."""
+    digest = hashlib.sha256()
+    for module in modules:
+        digest.update(module.encode() + b"\0" + (_BUILDERS / module).read_bytes() + b"\0")
+    for library in libraries:
+        digest.update(f"{library}=={metadata.version(library)}\0".encode())
+    return digest.hexdigest()
+
+
+def _kept_path(folder: str, key: str) -> Path:
+    return cache_root() / folder / key[:2] / key
+
+
+def read_kept(folder: str, key: str) -> bytes | None:
+    """The bytes kept under ``key`` in the cache's ``folder``, or None: none kept, unreadable, or damaged (a file
+    opens with the digest of the bytes it keeps, so that a changed byte is found)."""
+    try:
+        kept = _kept_path(folder, key).read_bytes()
+    except OSError:
+        return None
+    digest, data = kept[:32], kept[32:]
+    return data if hashlib.sha256(data).digest() == digest else None
+
+
+def keep(folder: str, key: str, data: bytes) -> None:
+    """Keep ``data`` under ``key``, whole or not at all; a cache that cannot be written is as none (the build is the
+    same either way)."""
+    try:
+        write_atomically(_kept_path(folder, key), lambda file: file.write(hashlib.sha256(data).digest() + data))
+    except OSError:
+        pass

@@ -12,30 +12,22 @@ from __future__ import annotations
 import hashlib
 import json
 from functools import lru_cache
-from importlib import metadata
-from pathlib import Path
 from typing import Any, Sequence
 
 from builders.core.items.record import MCQRecord
-from builders.core.runtime.cache import cache_root, write_atomically
+from builders.core.runtime import cache
 
 FOLDER = "choices_only"
-_CORE = Path(__file__).resolve().parents[1]  # builders/core
 # what the figures are computed by: the features, the models, the folds and draws (content hashes, item_rng)
-CODE = ("validation/adversary.py", "validation/adversary_store.py", "validation/boosted.py",
-        "validation/option_features.py", "items/rng.py", "items/record.py")
+CODE = ("core/validation/adversary.py", "core/validation/adversary_store.py", "core/validation/boosted.py",
+        "core/validation/option_features.py", "core/items/rng.py", "core/items/record.py")
 LIBRARIES = ("scikit-learn", "numpy", "scipy", "threadpoolctl")
 
 
 @lru_cache(maxsize=1)
 def code_version() -> str:
     """A hash of the modules and the library versions the figures are computed by."""
-    digest = hashlib.sha256()
-    for module in CODE:
-        digest.update(module.encode() + b"\0" + (_CORE / module).read_bytes() + b"\0")
-    for library in LIBRARIES:
-        digest.update(f"{library}=={metadata.version(library)}\0".encode())
-    return digest.hexdigest()
+    return cache.code_version(CODE, LIBRARIES)
 
 
 def figure_key(what: str, chosen: Sequence[MCQRecord], items: int, seed: int) -> str:
@@ -46,23 +38,15 @@ def figure_key(what: str, chosen: Sequence[MCQRecord], items: int, seed: int) ->
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _path(key: str) -> Path:
-    return cache_root() / FOLDER / key[:2] / f"{key}.json"
-
-
 def read(key: str) -> Any:
     """The figure kept under ``key``, wrapped as it was written ({"value": ...}), or None."""
     try:
-        kept = json.loads(_path(key).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        kept = json.loads(cache.read_kept(FOLDER, f"{key}.json") or b"")
+    except ValueError:
         return None
     return kept if isinstance(kept, dict) and "value" in kept else None
 
 
 def write(key: str, value: Any) -> None:
-    """Keep ``value`` (JSON) under ``key``, whole or not at all; a cache that cannot be written is as none."""
-    data = json.dumps({"value": value}).encode("utf-8")
-    try:
-        write_atomically(_path(key), lambda file: file.write(data))
-    except OSError:
-        pass
+    """Keep ``value`` (JSON) under ``key``."""
+    cache.keep(FOLDER, f"{key}.json", json.dumps({"value": value}).encode("utf-8"))
