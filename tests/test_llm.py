@@ -388,6 +388,29 @@ def test_killed_run_resumes_without_asking_again(llm_server, tmp_path):
     assert [r.cached for r in rerun] == [True] * 3 + [False] * 3
 
 
+def test_kept_replies_are_read_without_a_thread_and_counted_as_before(llm_server, tmp_path, monkeypatch):
+    """A rebuild's replies are on disk: they are read in the caller's thread, one after another (a thread per
+    request cost an MMLU-Pro+ rebuild 0.5 CPU s), in request order and counted as hits; only the requests not kept
+    go to the pool. A kept reply the parser refuses goes there too, and is asked again."""
+    from builders.core.llm import client as llm_client
+
+    llm_server.respond_with(lambda call: json.dumps({"label": call.user_text}))
+    fast_client(llm_server, cache_dir=tmp_path).complete_many(prompts(4))
+    pools = []
+    executor = llm_client.ThreadPoolExecutor
+    monkeypatch.setattr(llm_client, "ThreadPoolExecutor", lambda **k: pools.append(k) or executor(**k))
+    warm = fast_client(llm_server, cache_dir=tmp_path)
+    before = len(llm_server.chat_requests)
+    results = warm.complete_many(prompts(4), parse=json.loads)
+    assert [r.parsed for r in results] == [{"label": f"question {i}"} for i in range(4)] and all(r.cached for r in results)
+    assert pools == [] and len(llm_server.chat_requests) == before
+    assert (warm.usage.cache_hits, warm.usage.calls) == (4, 0)
+    mixed = warm.complete_many(prompts(6), parse=lambda text: json.loads(text) if "3" not in text else int("x"))
+    assert [r.cached for r in mixed] == [True, True, True, False, False, False]
+    assert [p["max_workers"] for p in pools] == [3] and len(llm_server.chat_requests) == before + 3  # 3 asked again
+    assert (warm.usage.cache_hits, warm.usage.calls, warm.usage.parse_retries) == (8, 3, 1)
+
+
 def test_unparseable_reply_is_retried_once_then_reported_raw(llm_server, tmp_path):
     llm_server.replies("not json", "still not json")
     client = fast_client(llm_server, cache_dir=tmp_path)

@@ -64,6 +64,7 @@ def without_label(text: str) -> str | None:
     return text[match.end():] if match else None
 
 
+@lru_cache(maxsize=1 << 18)  # pure: every option of an item is compared with each proposal and with the others
 def normalize_option(text: str) -> str:
     """Case, whitespace, outer punctuation and number formatting ("9.0", "9", "9.") do not make a new option."""
     flat = normalize_text(text).casefold().strip(_STRIP)

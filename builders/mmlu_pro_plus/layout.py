@@ -8,6 +8,7 @@ position of the new TPP option; ``--layout paper`` keeps the paper's Figure 5. :
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from builders.core.items.record import MCQRecord, normalize_text
@@ -38,6 +39,7 @@ _TRAILING_STOPS = re.compile(r"[\s.]+$")  # compiled once: a pair member is cut 
 # ---- which items and options can take part in a pair -----------------------------------------------------------
 
 
+@lru_cache(maxsize=1 << 18)  # pure, and read for every option of every item several times
 def pair_member_text(option: str) -> str:
     """An option as the pair names it: whitespace normalised, trailing periods stripped ("16.3923", not " 16.3923";
     "…palatini", not "…palatini.")."""

@@ -219,24 +219,31 @@ class LLMClient:
             return []
         with self._lock:
             self._planned = self._requests + len(requests)
-        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests)), thread_name_prefix="llm")
+        pool = None
         try:
             with progress_bar(total=len(requests), desc=desc or self.model, unit="req") as bar:
-                futures: dict[Future[ChatResult[T]], int] = {
-                    pool.submit(self.complete, request, parse, parse_retries): index
-                    for index, request in enumerate(requests)
-                }
-                for future in as_completed(futures):
-                    results[futures[future]] = future.result()
-                    bar.update(1)
+                # replies already kept are read here, one after another: a thread each costs more than the read
+                for index, request in enumerate(requests):
+                    results[index] = self._kept_result(request, parse)
+                asked = [index for index, result in enumerate(results) if result is None]
+                bar.update(len(requests) - len(asked))
+                if asked:
+                    pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(asked)), thread_name_prefix="llm")
+                    futures: dict[Future[ChatResult[T]], int] = {
+                        pool.submit(self.complete, requests[index], parse, parse_retries): index for index in asked}
+                    for future in as_completed(futures):
+                        results[futures[future]] = future.result()
+                        bar.update(1)
             if self._too_many_failures is not None:  # passed by the batch's last requests
                 raise TooManyFailures(self._too_many_failures)
         except BaseException:
             # Ctrl-C or a bug in ``parse``: queued requests are dropped; those in flight still
             # finish and land in the cache, so a re-run resumes from there.
-            pool.shutdown(wait=False, cancel_futures=True)
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
             raise
-        pool.shutdown(wait=True)
+        if pool is not None:
+            pool.shutdown(wait=True)
         logger.info("%s%s", f"{desc}: " if desc else "", self.usage_summary())
         return [result for result in results if result is not None]
 
@@ -311,19 +318,37 @@ class LLMClient:
         return ChatResult(key=key, ok=False, error=error, error_detail=detail, attempts=attempts)
 
     def _fetch(self, key: str, request: ChatRequest, *, use_cache: bool) -> _Reply | _Failure:
-        if use_cache and self.cache is not None:
-            entry = self.cache.get(key)
-            if entry is not None:
-                self._count(cache_hits=1)
-                usage = entry.get("usage") or {}
-                return _Reply(
-                    text=entry["text"],
-                    usage=TokenUsage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))),
-                    finish_reason=entry.get("finish_reason"),
-                    cached=True,
-                    attempts=0,
-                )
+        kept = self._kept_reply(key) if use_cache else None
+        if kept is not None:
+            self._count(cache_hits=1)
+            return kept
         return self._call_with_retries(request)
+
+    def _kept_reply(self, key: str) -> _Reply | None:
+        entry = self.cache.get(key) if self.cache is not None else None
+        if entry is None:
+            return None
+        usage = entry.get("usage") or {}
+        return _Reply(text=entry["text"], usage=TokenUsage(int(usage.get("prompt_tokens", 0)),
+                                                           int(usage.get("completion_tokens", 0))),
+                      finish_reason=entry.get("finish_reason"), cached=True, attempts=0)
+
+    def _kept_result(self, request: ChatRequest, parse: Callable[[str], T] | None) -> ChatResult[T] | None:
+        """:meth:`complete`'s result of ``request`` from a kept reply that ``parse`` takes, or None (not kept, or
+        unparseable: :meth:`complete` asks again)."""
+        key = request_key(self.model, request)
+        kept = self._kept_reply(key)
+        if kept is None:
+            return None
+        try:
+            parsed = parse(kept.text) if parse is not None else None
+        except ValueError:
+            return None
+        self._count(cache_hits=1)
+        with self._lock:
+            self._requests += 1
+        return ChatResult(key=key, ok=True, text=kept.text, parsed=parsed, usage=kept.usage, cached=True, attempts=0,
+                          finish_reason=kept.finish_reason)
 
     def _store(self, key: str, reply: _Reply) -> None:
         if self.cache is None:
