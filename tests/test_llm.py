@@ -421,8 +421,13 @@ def test_unparseable_reply_is_retried_once_then_reported_raw(llm_server, tmp_pat
     assert result.error_detail.startswith("Expecting value")
     assert result.attempts == 2
     assert len(llm_server.chat_requests) == 2
-    assert cache_files(tmp_path) == []  # an unparseable reply is never cached
     assert (client.usage.parse_retries, client.usage.failures) == (1, 1)
+    # each attempt's reply is kept under its own key: a rerun reads both, in order, and asks nothing
+    assert sorted(json.loads(f.read_text())["text"] for f in cache_files(tmp_path)) == ["not json", "still not json"]
+    rerun = fast_client(llm_server, cache_dir=tmp_path)
+    [again] = rerun.complete_many(prompts(1), parse=json.loads)
+    assert (again.ok, again.error, again.text, again.attempts) == (False, "unparseable", "still not json", 0)
+    assert len(llm_server.chat_requests) == 2 and (rerun.usage.cache_hits, rerun.usage.parse_retries) == (2, 1)
 
 
 def test_parse_retry_bypasses_a_cached_bad_reply(llm_server, tmp_path):
@@ -434,8 +439,10 @@ def test_parse_retry_bypasses_a_cached_bad_reply(llm_server, tmp_path):
 
     assert (result.ok, result.parsed, result.cached, result.attempts) == (True, {"label": "B"}, False, 1)
     assert (client.usage.cache_hits, client.usage.calls, client.usage.parse_retries) == (1, 1, 1)
-    [stored] = cache_files(tmp_path)
-    assert json.loads(stored.read_text())["text"] == '{"label": "B"}'  # the good reply replaced it
+    # the good reply is kept beside the rejected one, under the retry's key: a rerun reads it without asking
+    assert sorted(json.loads(f.read_text())["text"] for f in cache_files(tmp_path)) == ["oops", '{"label": "B"}']
+    [again] = fast_client(llm_server, cache_dir=tmp_path).complete_many(prompts(1), parse=json.loads)
+    assert (again.ok, again.parsed, again.cached) == (True, {"label": "B"}, True) and len(llm_server.chat_requests) == 2
 
 
 def test_api_key_is_sent_but_never_logged_or_shown(llm_server, monkeypatch, caplog):

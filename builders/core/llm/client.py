@@ -14,8 +14,10 @@ client and adds what long batch runs need:
 * a bounded thread pool that keeps the order of the requests, with a tqdm bar;
 * an on-disk reply cache, one small JSON file per request written atomically the moment its
   reply arrives, so a killed run resumes without paying for any reply twice;
-* an optional ``parse`` callback: a reply it rejects with ``ValueError`` is asked for again
-  (bypassing the cache) and finally returned as ``ok=False, error="unparseable"``;
+* an optional ``parse`` callback: a reply it rejects with ``ValueError`` is asked for again and finally
+  returned as ``ok=False, error="unparseable"``. Each attempt's reply is kept under a key of its own (the
+  request's, then :func:`attempt_key`), the rejected ones too, so that a rerun reads the same replies in the same
+  order and pays for none of them again (delete the cache folder to ask again);
 * running totals (calls, cache hits, retries, tokens, failures) for logs and dataset cards.
 
 The API key is read from an environment variable and never printed or logged: it is not kept on
@@ -57,7 +59,7 @@ from builders.core.llm.endpoint import (
     read_api_key,
 )
 from builders.core.llm.http import http_client, json_object, timeouts, total_deadline
-from builders.core.llm.reply_cache import CACHE_FORMAT_VERSION, ReplyCache, request_key
+from builders.core.llm.reply_cache import CACHE_FORMAT_VERSION, ReplyCache, attempt_key, request_key
 from builders.core.llm.requests import BAD_REPLY, UNPARSEABLE, ChatRequest, ChatResult, TokenUsage, UsageTotals
 from builders.core.runtime.progress import bar as progress_bar
 from builders.core.runtime.redact import scrub_text, scrub_url
@@ -269,18 +271,20 @@ class LLMClient:
             if parse_try:
                 self._count(parse_retries=1)
                 logger.info("reply %s… unparseable (%s); asking again", key[:12], rejection)
-            # A retry must reach the model: the cached reply is the one that was rejected.
-            fetched = self._fetch(key, request, use_cache=rejected is None)
+            # A retry asks the model again (the reply kept under the request's key is the one rejected), and its
+            # reply is kept under a key of its own: a rerun reads it instead of asking once more.
+            kept_under = attempt_key(key, parse_try)
+            fetched = self._fetch(kept_under, request, use_cache=True)
             attempts += fetched.attempts
             if isinstance(fetched, _Failure):
                 return self._failed(key, fetched.error, fetched.detail, attempts)
+            if not fetched.cached:
+                self._store(kept_under, fetched)
             try:
                 parsed = parse(fetched.text) if parse is not None else None
             except ValueError as exc:
                 rejected, rejection = fetched, one_line(str(exc))
                 continue
-            if not fetched.cached:
-                self._store(key, fetched)
             return ChatResult(
                 key=key, ok=True, text=fetched.text, parsed=parsed, usage=fetched.usage,
                 cached=fetched.cached, attempts=attempts, finish_reason=fetched.finish_reason,

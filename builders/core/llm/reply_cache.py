@@ -37,6 +37,12 @@ def request_key(model: str, request: ChatRequest) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+def attempt_key(key: str, attempt: int) -> str:
+    """The key a request's reply is kept under at ``attempt`` (0: the first ask, the request's own key; n: the n-th
+    ask after a reply the parser rejected)."""
+    return key if attempt == 0 else hashlib.sha256(f"{key}\x1fattempt {attempt}".encode()).hexdigest()
+
+
 class ReplyCache:
     """One JSON file per request key, at ``<root>/<key[:2]>/<key>.json``.
 
