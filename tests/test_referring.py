@@ -290,3 +290,14 @@ def test_the_builders_prefilter_passes_every_option_a_pattern_can_match():
                       if any(pattern.search(c) for c in choices)
                       or (reason == "has_option_combination" and builders_reading._numbered_options(choices))), None)
         assert position_dependent_reason(choices) == plain, choices
+
+
+def test_the_kept_words_of_two_options_share_the_words_they_have_in_common():
+    """The validator keeps each distinct option's words; a word two options share is one object (the kept words of
+    a WiCkeD MMLU build held 60 MiB of copies), read the same in either."""
+    first, second = referring._words("None of the above."), referring._words("All of the above, (b)")
+    assert [w.text for w in first] == ["none", "of", "the", "above"]
+    assert [(w.text, w.raw) for w in second] == [("all", "All"), ("of", "of"), ("the", "the"), ("above", "above"),
+                                                 ("b", "(b)")]
+    assert first[1] is second[1] and first[2] is second[2]
+    assert first[3] is not second[3] and first[3].raw == "above." and second[4].bracketed

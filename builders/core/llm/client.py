@@ -59,7 +59,7 @@ from builders.core.llm.endpoint import (
     read_api_key,
 )
 from builders.core.llm.http import http_client, json_object, timeouts, total_deadline
-from builders.core.llm.reply_cache import CACHE_FORMAT_VERSION, ReplyCache, attempt_key, request_key
+from builders.core.llm.reply_cache import ReplyCache, attempt_key, request_key
 from builders.core.llm.requests import BAD_REPLY, UNPARSEABLE, ChatRequest, ChatResult, TokenUsage, UsageTotals
 from builders.core.runtime.progress import bar as progress_bar
 from builders.core.runtime.redact import scrub_text, scrub_url
@@ -274,7 +274,7 @@ class LLMClient:
             # A retry asks the model again (the reply kept under the request's key is the one rejected), and its
             # reply is kept under a key of its own: a rerun reads it instead of asking once more.
             kept_under = attempt_key(key, parse_try)
-            fetched = self._fetch(kept_under, request, use_cache=True)
+            fetched = self._fetch(kept_under, request)
             attempts += fetched.attempts
             if isinstance(fetched, _Failure):
                 return self._failed(key, fetched.error, fetched.detail, attempts)
@@ -321,21 +321,16 @@ class LLMClient:
         logger.warning("request %s… failed after %d attempt(s): %s %s", key[:12], attempts, error, detail)
         return ChatResult(key=key, ok=False, error=error, error_detail=detail, attempts=attempts)
 
-    def _fetch(self, key: str, request: ChatRequest, *, use_cache: bool) -> _Reply | _Failure:
-        kept = self._kept_reply(key) if use_cache else None
+    def _fetch(self, key: str, request: ChatRequest) -> _Reply | _Failure:
+        kept = self._kept_reply(key)
         if kept is not None:
             self._count(cache_hits=1)
             return kept
         return self._call_with_retries(request)
 
     def _kept_reply(self, key: str) -> _Reply | None:
-        entry = self.cache.get(key) if self.cache is not None else None
-        if entry is None:
-            return None
-        usage = entry.get("usage") or {}
-        return _Reply(text=entry["text"], usage=TokenUsage(int(usage.get("prompt_tokens", 0)),
-                                                           int(usage.get("completion_tokens", 0))),
-                      finish_reason=entry.get("finish_reason"), cached=True, attempts=0)
+        kept = self.cache.reply(key) if self.cache is not None else None
+        return None if kept is None else _Reply(*kept, cached=True, attempts=0)
 
     def _kept_result(self, request: ChatRequest, parse: Callable[[str], T] | None) -> ChatResult[T] | None:
         """:meth:`complete`'s result of ``request`` from a kept reply that ``parse`` takes, or None (not kept, or
@@ -355,21 +350,8 @@ class LLMClient:
                           finish_reason=kept.finish_reason)
 
     def _store(self, key: str, reply: _Reply) -> None:
-        if self.cache is None:
-            return
-        entry = {
-            "format": CACHE_FORMAT_VERSION,
-            "model": self.model,
-            "text": reply.text,
-            "finish_reason": reply.finish_reason,
-            "usage": dataclasses.asdict(reply.usage),
-            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        }
-        try:
-            self.cache.put(key, entry)
-        except OSError as exc:
-            # The reply is still returned; only a re-run would have to pay for it again.
-            logger.warning("could not write cache file for %s… (%s)", key[:12], exc)
+        if self.cache is not None:
+            self.cache.keep_reply(key, self.model, reply.text, reply.usage, reply.finish_reason)
 
     def _call_with_retries(self, request: ChatRequest) -> _Reply | _Failure:
         for attempt in range(1, self.max_retries + 2):

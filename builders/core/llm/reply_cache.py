@@ -3,13 +3,15 @@ atomically the moment the reply arrives, so a killed run resumes without paying 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
-from builders.core.llm.requests import ChatRequest, plain_data
+from builders.core.llm.requests import ChatRequest, TokenUsage, plain_data
 from builders.core.runtime.cache import write_atomically
 
 logger = logging.getLogger(__name__)
@@ -75,3 +77,23 @@ class ReplyCache:
     def put(self, key: str, entry: Mapping[str, Any]) -> None:
         data = json.dumps(entry, ensure_ascii=False).encode("utf-8")
         write_atomically(self.path_for(key), lambda handle: handle.write(data))
+
+    def reply(self, key: str) -> tuple[str, TokenUsage, str | None] | None:
+        """The kept reply's text, token usage and finish reason, or None."""
+        entry = self.get(key)
+        if entry is None:
+            return None
+        usage = entry.get("usage") or {}
+        return (entry["text"], TokenUsage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))),
+                entry.get("finish_reason"))
+
+    def keep_reply(self, key: str, model: str, text: str, usage: TokenUsage, finish_reason: str | None) -> None:
+        """Keep a reply the moment it arrives; a file that cannot be written is logged, and the reply still used
+        (only a rerun would pay for it again)."""
+        entry = {"format": CACHE_FORMAT_VERSION, "model": model, "text": text, "finish_reason": finish_reason,
+                 "usage": dataclasses.asdict(usage),
+                 "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        try:
+            self.put(key, entry)
+        except OSError as exc:
+            logger.warning("could not write cache file for %s… (%s)", key[:12], exc)
