@@ -13,7 +13,6 @@ mcqforge cache (:func:`kept_map`): a rebuild starts no worker for what it judged
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import logging
@@ -111,8 +110,7 @@ def kept_map(pool: HardTimeoutPool, judge: str, tasks: Sequence[Any], keepable: 
     answer is kept when its task ran to the end and ``keepable(task, answer)`` holds (no time limit fired: a timeout
     depends on the machine). ``options``: the pool's ``map``'s, ``affinity`` per task."""
     version = _code_version(judge.partition(":")[0].removeprefix("builders.").replace(".", "/") + ".py")
-    keys = [hashlib.sha256(json.dumps([version, judge, task], ensure_ascii=False).encode("utf-8")).hexdigest()
-            for task in tasks]
+    keys = [cache.key_of([version, judge, task]) for task in tasks]
     outcomes: list[Outcome | None] = [_read_kept(key) for key in keys]
     todo = [i for i, outcome in enumerate(outcomes) if outcome is None]
     if todo:  # a map of nothing would still start a worker

@@ -16,7 +16,6 @@ these (:func:`kept_runs`), and a rebuild of the same pairs reads the rows back i
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import logging
 import os
@@ -104,7 +103,7 @@ def kept_runs(sandbox: Sandbox, units: Sequence[Unit], call_seconds: float,
                  sandbox.unsafe, sandbox.site_packages, sandbox.mechanism, dataclasses.asdict(sandbox.limits),
                  sandbox.settings(processes=sandbox.limits.processes - 1), call_seconds, max_chars, PROBLEMS_PER_RUN,
                  [[unit.program, list(unit.calls)] for unit in units]]
-    key = hashlib.sha256(json.dumps(described, ensure_ascii=False).encode("utf-8")).hexdigest() + ".json"
+    key = cache.key_of(described) + ".json"
     try:
         kept = json.loads(cache.read_kept(CACHE_FOLDER, key) or b"")
         return kept["outcomes"], kept["runs"], kept["rounds"]

@@ -9,9 +9,7 @@ from (:mod:`builders.core.runtime.cache`): a rebuild neither imports matplotlib 
 
 from __future__ import annotations
 
-import hashlib
 import io
-import json
 from functools import lru_cache
 
 from builders.core.build.result import Build
@@ -41,8 +39,7 @@ def summary_figure(build: Build, report: ValidationReport) -> bytes:
     """The PNG: left, the outcome of the rows per config; right, the default config's answer positions."""
     outcomes = list(row_outcomes(build).items())[:MAX_CONFIGS]
     positions = report.answer_positions.get(build.default_config, {})
-    drawn = json.dumps([_code_version(), outcomes, build.default_config, positions], ensure_ascii=False)
-    key = f"{hashlib.sha256(drawn.encode('utf-8')).hexdigest()}.png"
+    key = cache.key_of([_code_version(), outcomes, build.default_config, positions]) + ".png"
     png = cache.read_kept(CACHE_FOLDER, key)
     if png is None:
         png = _drawn(outcomes, build.default_config, positions)

@@ -11,6 +11,7 @@ verdicts, the card's picture) is kept under the root by a key: a hash of everyth
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import tempfile
 from importlib import metadata
@@ -77,6 +78,11 @@ def code_version(modules: Iterable[str], libraries: Iterable[str]) -> str:
     for library in libraries:
         digest.update(f"{library}=={metadata.version(library)}\0".encode())
     return digest.hexdigest()
+
+
+def key_of(described: object) -> str:
+    """The hex SHA-256 of ``described`` (everything a kept value is a function of) as JSON."""
+    return hashlib.sha256(json.dumps(described, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
 def _kept_path(folder: str, key: str) -> Path:

@@ -9,7 +9,6 @@ are fitted, and the build is the same either way.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from functools import lru_cache
 from typing import Any, Sequence
@@ -34,8 +33,7 @@ def figure_key(what: str, chosen: Sequence[MCQRecord], items: int, seed: int) ->
     """The key of the figure ``what`` of the scored items ``chosen`` of a split of ``items`` items."""
     described = [[r.id, r.content_key, list(r.choices), r.answer, r.source, r.source_config, r.source_split,
                   r.source_index] for r in chosen]
-    text = json.dumps([code_version(), what, seed, items, described], ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return cache.key_of([code_version(), what, seed, items, described])
 
 
 def read(key: str) -> Any:
