@@ -14,7 +14,6 @@ mcqforge cache (:func:`kept_map`): a rebuild starts no worker for what it judged
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 from functools import lru_cache
 from typing import Any, Callable, Sequence
@@ -111,7 +110,8 @@ def kept_map(pool: HardTimeoutPool, judge: str, tasks: Sequence[Any], keepable: 
     depends on the machine). ``options``: the pool's ``map``'s, ``affinity`` per task."""
     version = _code_version(judge.partition(":")[0].removeprefix("builders.").replace(".", "/") + ".py")
     keys = [cache.key_of([version, judge, task]) for task in tasks]
-    outcomes: list[Outcome | None] = [_read_kept(key) for key in keys]
+    kept = [cache.read_kept_json(CACHE_FOLDER, key, _from_complex) for key in keys]
+    outcomes: list[Outcome | None] = [None if value is None else Outcome(True, value) for value in kept]
     todo = [i for i, outcome in enumerate(outcomes) if outcome is None]
     if todo:  # a map of nothing would still start a worker
         if options.get("affinity") is not None:
@@ -121,16 +121,8 @@ def kept_map(pool: HardTimeoutPool, judge: str, tasks: Sequence[Any], keepable: 
         for i, outcome in zip(todo, ran, strict=True):
             outcomes[i] = outcome
             if outcome.ok and keepable(tasks[i], outcome.value):
-                cache.keep(CACHE_FOLDER, keys[i], json.dumps(outcome.value, default=_complex).encode("utf-8"))
+                cache.keep_json(CACHE_FOLDER, keys[i], outcome.value, default=_complex)
     return outcomes  # type: ignore[return-value]  # every None was run
-
-
-def _read_kept(key: str) -> Outcome | None:
-    kept = cache.read_kept(CACHE_FOLDER, key)
-    try:
-        return None if kept is None else Outcome(True, json.loads(kept, object_hook=_from_complex))
-    except ValueError:
-        return None
 
 
 def _complex(value: object) -> dict:

@@ -16,7 +16,6 @@ these (:func:`kept_runs`), and a rebuild of the same pairs reads the rows back i
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
 import sys
@@ -104,16 +103,13 @@ def kept_runs(sandbox: Sandbox, units: Sequence[Unit], call_seconds: float,
                  sandbox.settings(processes=sandbox.limits.processes - 1), call_seconds, max_chars, PROBLEMS_PER_RUN,
                  [[unit.program, list(unit.calls)] for unit in units]]
     key = cache.key_of(described) + ".json"
-    try:
-        kept = json.loads(cache.read_kept(CACHE_FOLDER, key) or b"")
+    kept = cache.read_kept_json(CACHE_FOLDER, key)
+    if isinstance(kept, dict) and kept.keys() == {"outcomes", "runs", "rounds"}:
         return kept["outcomes"], kept["runs"], kept["rounds"]
-    except (ValueError, KeyError, TypeError):
-        pass
     tally: Counter = Counter()
     outcomes = run_isolated(sandbox, units, call_seconds, max_chars, per_run=PROBLEMS_PER_RUN, tally=tally)
     if all(_ended_on_its_own(outcome) for outcome in outcomes):
-        kept_value = {"outcomes": outcomes, "runs": tally["runs"], "rounds": tally["rounds"]}
-        cache.keep(CACHE_FOLDER, key, json.dumps(kept_value, ensure_ascii=False).encode("utf-8"))
+        cache.keep_json(CACHE_FOLDER, key, {"outcomes": outcomes, "runs": tally["runs"], "rounds": tally["rounds"]})
     return outcomes, tally["runs"], tally["rounds"]
 
 

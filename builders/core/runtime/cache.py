@@ -16,7 +16,7 @@ import os
 import tempfile
 from importlib import metadata
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterable
+from typing import Any, BinaryIO, Callable, Iterable
 
 from builders.core.errors import UserError
 
@@ -107,3 +107,17 @@ def keep(folder: str, key: str, data: bytes) -> None:
         write_atomically(_kept_path(folder, key), lambda file: file.write(hashlib.sha256(data).digest() + data))
     except OSError:
         pass
+
+
+def read_kept_json(folder: str, key: str, object_hook: Callable[[dict], Any] | None = None) -> Any:
+    """:func:`read_kept` of a value kept by :func:`keep_json`, or None (none kept, damaged, or not JSON)."""
+    kept = read_kept(folder, key)
+    try:
+        return None if kept is None else json.loads(kept, object_hook=object_hook)
+    except ValueError:
+        return None
+
+
+def keep_json(folder: str, key: str, value: Any, default: Callable[[Any], Any] | None = None) -> None:
+    """:func:`keep` of ``value`` as JSON (``default``: json.dumps's, for what JSON lacks)."""
+    keep(folder, key, json.dumps(value, ensure_ascii=False, default=default).encode("utf-8"))

@@ -9,7 +9,6 @@ are fitted, and the build is the same either way.
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from typing import Any, Sequence
 
@@ -38,13 +37,10 @@ def figure_key(what: str, chosen: Sequence[MCQRecord], items: int, seed: int) ->
 
 def read(key: str) -> Any:
     """The figure kept under ``key``, wrapped as it was written ({"value": ...}), or None."""
-    try:
-        kept = json.loads(cache.read_kept(FOLDER, f"{key}.json") or b"")
-    except ValueError:
-        return None
+    kept = cache.read_kept_json(FOLDER, f"{key}.json")
     return kept if isinstance(kept, dict) and "value" in kept else None
 
 
 def write(key: str, value: Any) -> None:
     """Keep ``value`` (JSON) under ``key``."""
-    cache.keep(FOLDER, f"{key}.json", json.dumps({"value": value}).encode("utf-8"))
+    cache.keep_json(FOLDER, f"{key}.json", {"value": value})

@@ -52,15 +52,14 @@ def _per_options(build: Build, problem) -> Iterable[str]:
     (choices, answer) of the check's run. The configs of a release share most items' options (a perturbation
     release's 29 configs hold 14 orders of each item at most), and their text, so the second reading is a lookup."""
     memo: dict[tuple[tuple[str, ...], int], str | None] = {}
-    for config, split, records in build.records():
-        for record in records:
-            key = (tuple(record.choices), record.answer)  # tuple(): the same object for a tuple
-            try:
-                message = memo[key]
-            except KeyError:
-                message = memo[key] = problem(record)
-            if message:
-                yield f"{config}/{split} {record.id}: {message}"
+
+    def read_once(record):
+        key = (tuple(record.choices), record.answer)  # tuple(): the same object for a tuple
+        if key not in memo:
+            memo[key] = problem(record)
+        return memo[key]
+
+    return _per_record(build, read_once)
 
 
 def _accounting(build: Build) -> Iterable[str]:
