@@ -12,9 +12,9 @@ with pyarrow alone, in its own process, timed around that work only. The exponen
 log CPU over log input share: 1.0 is linear. ``--scale N`` builds N concatenated copies of the input instead,
 each copy's questions made distinct, and reports CPU and memory per copy against one.
 
-Every build runs twice on one cache: cold (it fits every choices-only model, and the contrast sets and MMLU-Pro+
-embed every text) and warm (a rebuild: it reads the choices-only figures back, embeds none, and MMLU-Pro+ has
-its LLM replies cached; PythonIO still runs every program in the sandbox); the MMLU-Pro+ build gets its TPP options from a local llmock with
+Every build runs twice on one cache: cold (it fits every choices-only model, the contrast sets and MMLU-Pro+ embed
+every text, MATH-MC asks math-verify, PythonIO runs every program in the sandbox) and warm (a rebuild: it reads
+all of these back, and MMLU-Pro+ its LLM replies); the MMLU-Pro+ build gets its TPP options from a local llmock with
 the scripted responder of ``mmlu_pro_plus.py``.
 """
 
