@@ -12,13 +12,13 @@ from collections import Counter
 from pathlib import Path
 
 import datasets
-import numpy as np
 import pytest
 import yaml
 from fixtures import outcome_rows_per_config, read_lm_eval_task, write_benchmark, write_jsonl
 
 from builders.core.errors import ValidationFailed
 from builders.core.items.record import LETTERS
+from builders.core.items.rng import permutations
 from builders.core.pipeline import cli
 from builders.core.sources.benchmarks import BENCHMARKS
 from builders.core.sources.loading import load_source
@@ -300,8 +300,7 @@ def test_derangement_moves_every_option(built, tmp_path):
                 assert all(a != b for a, b in zip(record.choices, source[record.id].choices, strict=True))
                 moved += 1
         assert moved == 8 + 5  # 14 - 6 test items, 6 - 1 dev items
-    rng = np.random.default_rng(0)
-    drawn = {tuple(transform.derangement(rng, 4)) for _ in range(400)}
+    drawn = {tuple(order) for order in permutations(0, [str(i) for i in range(400)], [4] * 400, derangements=True)}
     every = {p for p in itertools.permutations(range(4)) if all(i != v for i, v in enumerate(p))}
     assert drawn == every and len(every) == 9  # uniform over all 9 derangements of 4, none left out
 
@@ -460,6 +459,23 @@ def test_gold_position_configs_show_only_demonstrations_that_answer_the_position
             assert len(shown) == (0 if letter in "EF" else 12 + 5 + 2 + 1 + 3), (family, letter)
             assert [config[i].columns["fewshot"] for i in biology] == [[] if letter in "EF" else ["mmlu/dev/2"]] * 5
     assert validate(built).passed
+
+
+def test_the_random_sampler_draws_a_gold_position_configs_demonstrations_from_those_it_moves(tmp_path):
+    """Regression: with ``--fewshot-sampler random`` an item's random order of its subject's few-shot items was kept
+    by purpose alone, so a gold-position config, whose candidates are fewer (those it moves), was given `original`'s
+    order of all of them: biology showed dev/3, which cannot answer A, and the build failed its validation."""
+    build = build_fixture(tmp_path, "--fewshot-sampler", "random", "--only", "original", "fewshot_gold_at_A")
+    assert validate(build).passed
+    original = by_id(build, "original")
+    gold_at_a = {r.id: r for rs in build.configs["fewshot_gold_at_A"].values() for r in rs}
+    biology = ["mmlu/test/1", "mmlu/test/2", "mmlu/test/6", "mmlu/test/11", "mmlu/test/13"]
+    assert {tuple(original[i].columns["fewshot"]) for i in biology} == {("mmlu/dev/2", "mmlu/dev/3"),
+                                                                          ("mmlu/dev/3", "mmlu/dev/2")}
+    assert [gold_at_a[i].columns["fewshot"] for i in biology] == [["mmlu/dev/2"]] * 5
+    assert all(gold_at_a[i].answer == 0 for r in gold_at_a.values() for i in r.columns["fewshot"])
+    orders = [tuple(r.columns["fewshot"]) for r in build.configs["original"]["test"] if len(r.columns["fewshot"]) == 2]
+    assert len(set(orders)) > 2  # a random order per item: not lm-eval's first k in source order for every item
 
 
 def test_validator_refuses_a_gold_position_demonstration_that_does_not_answer_the_position(tmp_path, monkeypatch):

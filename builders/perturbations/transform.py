@@ -1,6 +1,6 @@
 """The per-item transforms of a config: the options' order and labels, the demonstrations, the prompt.
 
-Every random draw comes from ``item_rng(seed, item content, NAME, purpose)``, made once per item and shared
+Every random draw comes from ``item_rng(seed, item content, NAME, purpose)`` (:mod:`core.items.rng`), made once per item and shared
 by the configs that use it: `shuffle` and `symbols_*_shuffled_content` show the same permutation, both
 symbol sets the same symbol order, so that two configs differ only in what they are about.
 
@@ -22,19 +22,16 @@ import json
 from collections import defaultdict
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 from builders.core.items.record import LETTERS, MCQRecord
 from builders.core.items.referring import LABEL_REASONS, position_dependent_reason
-from builders.core.items.rng import item_rng
+from builders.core.items.rng import first_integers, permutations
 from builders.core.items.outcomes import Skip
 from builders.core.pipeline.steps import Across
 from builders.core.items.twins import duplicate_option, option_key
 from builders.perturbations import prompts
 from builders.perturbations.configs import NAME, ConfigSpec, subject_group, symbols
-
-if TYPE_CHECKING:  # annotations only: the builder's --help parses without numpy
-    import numpy as np
 
 TRIVIAL_FILE = Path(__file__).resolve().parent / "trivial_fewshot.jsonl"
 DUPLICATE_CHOICES = "duplicate_choices"
@@ -52,52 +49,65 @@ def trivial_questions() -> tuple[dict[str, Any], ...]:
 
 # ---- per-item draws -------------------------------------------------------------------------------------
 
-
-def derangement(rng: np.random.Generator, size: int) -> list[int]:
-    """A uniform random permutation without fixed points, by rejection (about e draws on average)."""
-    while True:
-        permutation = [int(i) for i in rng.permutation(size)]
-        if all(p != i for i, p in enumerate(permutation)):
-            return permutation
+PERMUTATIONS = ("shuffle", "derangement", "symbol_order")  # the draws of a whole option order, made a split at once
 
 
 class ItemDraws:
     """Every per-item random draw, made once per item (its generator is keyed by its content) and shared
-    by every config that uses it."""
+    by every config that uses it. A permutation is ``item_rng(...).permutation(n)`` and a derangement the first
+    of its permutations without a fixed point; a choice is ``item_rng(...).integers(n)`` (:mod:`core.items.rng`
+    computes them without a generator object)."""
 
     def __init__(self, seed: int):
         self.seed = seed
-        self._cache: dict[tuple[str, str], Any] = {}
+        self._cache: dict[tuple[Any, ...], Any] = {}
 
-    def _draw(self, record: MCQRecord, purpose: str, make: Callable[[np.random.Generator], Any]) -> Any:
+    def prepare(self, records: Sequence[MCQRecord], purpose: str) -> None:
+        """Draw the option permutation of ``purpose`` (one of :data:`PERMUTATIONS`) of every record at once: the
+        same as each record's own."""
+        missing = [r for r in records if (r.id, purpose) not in self._cache and len(r.choices) > 1]
+        made = permutations(self.seed, [r.content_key for r in missing], [len(r.choices) for r in missing],
+                            NAME, purpose, derangements=purpose == "derangement")
+        self._cache.update(zip([(r.id, purpose) for r in missing], made, strict=True))
+
+    def _permutation(self, record: MCQRecord, purpose: str) -> list[int]:
         key = (record.id, purpose)  # ids are unique in a source; the content key is hashed on a miss only
         if key not in self._cache:
-            self._cache[key] = make(item_rng(self.seed, record.content_key, NAME, purpose))
+            if len(record.choices) < 2:
+                return identity(len(record.choices))
+            self.prepare([record], purpose)
+        return self._cache[key]
+
+    def _integer(self, record: MCQRecord, purpose: str, size: int) -> int:
+        key = (record.id, purpose)
+        if key not in self._cache:
+            self._cache[key] = first_integers(self.seed, [record.content_key], [size], NAME, purpose)[0]
         return self._cache[key]
 
     def shuffle(self, record: MCQRecord) -> list[int]:
-        return self._draw(record, "shuffle", lambda rng: [int(i) for i in rng.permutation(len(record.choices))])
+        return self._permutation(record, "shuffle")
 
     def derangement(self, record: MCQRecord) -> list[int]:
-        return self._draw(record, "derangement", lambda rng: derangement(rng, len(record.choices)))
+        return self._permutation(record, "derangement")
 
     def symbol_order(self, record: MCQRecord) -> list[int]:
-        return self._draw(record, "symbol_order", lambda rng: [int(i) for i in rng.permutation(len(record.choices))])
+        return self._permutation(record, "symbol_order")
 
     def wrong_answer(self, record: MCQRecord) -> int:
         """A source index whose text differs from the gold's (with duplicated options, not the gold's twin)."""
-        def draw(rng: np.random.Generator) -> int:
-            gold = option_key(record.gold)
-            wrong = ([i for i in range(len(record.choices)) if option_key(record.choices[i]) != gold]
-                     or [i for i in range(len(record.choices)) if i != record.answer])  # every option is the gold's text
-            return wrong[int(rng.integers(len(wrong)))]
-        return self._draw(record, "wrong_answer", draw)
+        gold = option_key(record.gold)
+        wrong = ([i for i in range(len(record.choices)) if option_key(record.choices[i]) != gold]
+                 or [i for i in range(len(record.choices)) if i != record.answer])  # every option is the gold's text
+        return wrong[self._integer(record, "wrong_answer", len(wrong))]
 
     def choice(self, record: MCQRecord, purpose: str, options: Sequence[str]) -> str:
-        return self._draw(record, purpose, lambda rng: options[int(rng.integers(len(options)))])
+        return options[self._integer(record, purpose, len(options))]
 
     def order(self, record: MCQRecord, purpose: str, candidates: Sequence[str]) -> list[str]:
-        return self._draw(record, purpose, lambda rng: [candidates[int(i)] for i in rng.permutation(len(candidates))])
+        key = (record.id, purpose, len(candidates))  # a gold-position config's candidates are fewer: those it moves
+        if key not in self._cache:
+            self._cache[key] = permutations(self.seed, [record.content_key], [len(candidates)], NAME, purpose)[0]
+        return [candidates[i] for i in self._cache[key]]
 
 
 # ---- option order and labels ---------------------------------------------------------------------------
@@ -175,6 +185,7 @@ class SharedFields:
 
     def split_fields(self, perturbation: Perturbation, split: str, records: Sequence[MCQRecord]) -> list[OptionFields]:
         table = self._tables.setdefault((perturbation.variant(split), split), {})
+        perturbation.prepare([r for r in records if r.id not in table], split)
         made = []
         for record in records:
             found = table.get(record.id)
@@ -207,6 +218,16 @@ class Perturbation:
         if not spec.transforms(split, self.fewshot_split):
             return ("unchanged",)
         return spec.order, spec.gold_position, spec.symbols, spec.symbol_order
+
+    def prepare(self, records: Sequence[MCQRecord], split: str) -> None:
+        """Make the permutations :meth:`fields` of these records will draw, all at once (those of items it copies
+        unchanged too: a draw is a pure function of the item)."""
+        if not self.spec.transforms(split, self.fewshot_split):
+            return
+        if self.spec.order in ("shuffle", "derangement"):
+            self.draws.prepare(records, self.spec.order)
+        if self.spec.symbols is not None and self.spec.symbol_order == "shuffled":
+            self.draws.prepare(records, "symbol_order")
 
     def fields(self, record: MCQRecord, split: str) -> OptionFields:
         """``choices``, ``answer``, ``labels`` and ``metadata`` of the record in this config and split."""
