@@ -559,3 +559,23 @@ def test_evaluate_and_export_check_their_arguments_before_any_model_runs(tmp_pat
     assert _last_error("builders.export", str(release), "--layout", "mc-evaluation", "--output",
                        str(release / "export")) == (
         2, f"error: --output {release / 'export'} is inside the release {release}: the export would change the release")
+
+
+def test_the_cyclic_collector_collects_rarely_during_a_build_and_as_before_after_it(tmp_path, monkeypatch):
+    """A build allocates tens of millions of objects and makes almost no cycles: at the default threshold the
+    collector spent 1.9 of a perturbation build's 28 CPU seconds visiting them. During a build it collects the young
+    generation every 100,000 allocations; the caller's thresholds are back afterwards, also when the build fails."""
+    import gc
+
+    from builders.core.pipeline import cli
+
+    seen = []
+    make_build = type(wicked.BUILDER).make_build
+    monkeypatch.setattr(type(wicked.BUILDER), "make_build",
+                        lambda *a: seen.append(gc.get_threshold()) or make_build(*a))
+    before = gc.get_threshold()
+    assert before[0] < cli.YOUNG_COLLECTION
+    assert wicked.main(["--source", "sample", "--sba-classifier", "none", "--output", str(tmp_path / "o")]) == 0
+    assert seen == [(cli.YOUNG_COLLECTION, *before[1:])] and gc.get_threshold() == before
+    assert wicked.main(["--source", str(tmp_path / "missing.jsonl"), "--output", str(tmp_path / "p")]) == 2
+    assert gc.get_threshold() == before

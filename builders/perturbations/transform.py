@@ -70,7 +70,8 @@ class ItemDraws:
                             NAME, purpose, derangements=purpose == "derangement")
         self._cache.update(zip([(r.id, purpose) for r in missing], made, strict=True))
 
-    def _permutation(self, record: MCQRecord, purpose: str) -> list[int]:
+    def permutation(self, record: MCQRecord, purpose: str) -> list[int]:
+        """The option permutation of ``purpose`` (one of :data:`PERMUTATIONS`)."""
         key = (record.id, purpose)  # ids are unique in a source; the content key is hashed on a miss only
         if key not in self._cache:
             if len(record.choices) < 2:
@@ -78,26 +79,20 @@ class ItemDraws:
             self.prepare([record], purpose)
         return self._cache[key]
 
+    def prepare_choices(self, records: Sequence[MCQRecord], purpose: str, sizes: Sequence[int]) -> None:
+        """Draw the choice of ``purpose`` among ``sizes[i]`` options of every record at once."""
+        missing = [(r, n) for r, n in zip(records, sizes, strict=True) if (r.id, purpose) not in self._cache]
+        drawn = first_integers(self.seed, [r.content_key for r, _ in missing], [n for _, n in missing], NAME, purpose)
+        self._cache.update(zip([(r.id, purpose) for r, _ in missing], drawn, strict=True))
+
     def _integer(self, record: MCQRecord, purpose: str, size: int) -> int:
-        key = (record.id, purpose)
-        if key not in self._cache:
-            self._cache[key] = first_integers(self.seed, [record.content_key], [size], NAME, purpose)[0]
-        return self._cache[key]
-
-    def shuffle(self, record: MCQRecord) -> list[int]:
-        return self._permutation(record, "shuffle")
-
-    def derangement(self, record: MCQRecord) -> list[int]:
-        return self._permutation(record, "derangement")
-
-    def symbol_order(self, record: MCQRecord) -> list[int]:
-        return self._permutation(record, "symbol_order")
+        if (record.id, purpose) not in self._cache:
+            self.prepare_choices([record], purpose, [size])
+        return self._cache[record.id, purpose]
 
     def wrong_answer(self, record: MCQRecord) -> int:
         """A source index whose text differs from the gold's (with duplicated options, not the gold's twin)."""
-        gold = option_key(record.gold)
-        wrong = ([i for i in range(len(record.choices)) if option_key(record.choices[i]) != gold]
-                 or [i for i in range(len(record.choices)) if i != record.answer])  # every option is the gold's text
+        wrong = wrong_options(record)
         return wrong[self._integer(record, "wrong_answer", len(wrong))]
 
     def choice(self, record: MCQRecord, purpose: str, options: Sequence[str]) -> str:
@@ -108,6 +103,13 @@ class ItemDraws:
         if key not in self._cache:
             self._cache[key] = permutations(self.seed, [record.content_key], [len(candidates)], NAME, purpose)[0]
         return [candidates[i] for i in self._cache[key]]
+
+
+def wrong_options(record: MCQRecord) -> list[int]:
+    """The source indices a wrong answer in context is drawn from: those whose text differs from the gold's."""
+    gold = option_key(record.gold)
+    return ([i for i in range(len(record.choices)) if option_key(record.choices[i]) != gold]
+            or [i for i in range(len(record.choices)) if i != record.answer])  # every option is the gold's text
 
 
 # ---- option order and labels ---------------------------------------------------------------------------
@@ -251,10 +253,8 @@ class Perturbation:
         order = self.spec.order
         if order == "swap_fixed":
             return shared_swapped(len(record.choices), self.swaps)
-        if order == "derangement":
-            return self.draws.derangement(record)
-        if order == "shuffle":
-            return self.draws.shuffle(record)
+        if order in ("derangement", "shuffle"):
+            return self.draws.permutation(record, order)
         if order == "gold_at":
             return shared_swapped(len(record.choices), ((record.answer, self.spec.gold_position),))
         return identity(len(record.choices))
@@ -265,7 +265,7 @@ class Perturbation:
             return letters(size)
         available = symbols(self.spec.symbols)
         if self.spec.symbol_order == "shuffled":
-            return [available[i] for i in self.draws.symbol_order(record)]
+            return [available[i] for i in self.draws.permutation(record, "symbol_order")]
         return symbol_labels(self.spec.symbols, size)
 
 
@@ -320,12 +320,25 @@ class Demonstrations:
         if kind == "trivial":
             candidates = [row["id"] for row in trivial_questions()]
         else:  # other_subject
-            others = [s for s in self.subjects if s != subject_group(record)]
-            if not others:
+            subjects = self._other_subjects(record)
+            if not subjects:
                 return ()
-            enough = [s for s in others if len(self.groups[s]) >= wanted]
-            candidates = self.groups[self.draws.choice(record, "ood_subject", enough or others)]
+            candidates = self.groups[self.draws.choice(record, "ood_subject", subjects)]
         return self._take(record, kind, candidates, wanted)
+
+    def prepare(self, records: Sequence[MCQRecord], kind: str) -> None:
+        """Draw the other subject of every record at once, for a config of ``kind``."""
+        if kind == "other_subject" and self.shots:
+            subjects = [(r, self._other_subjects(r)) for r in records]
+            subjects = [(r, s) for r, s in subjects if s]
+            self.draws.prepare_choices([r for r, _ in subjects], "ood_subject", [len(s) for _, s in subjects])
+
+    def _other_subjects(self, record: MCQRecord) -> list[str]:
+        """The subjects an `ood_fewshot` item draws its demonstrations from: those with as many few-shot items as
+        `original` shows it, or any other where none has."""
+        wanted = len(self.ids(record, "same_subject"))
+        others = [s for s in self.subjects if s != subject_group(record)]
+        return [s for s in others if len(self.groups[s]) >= wanted] or others
 
     def _take(self, record: MCQRecord, kind: str, candidates: Sequence[str], count: int) -> tuple[str, ...]:
         candidates = [i for i in candidates if i != record.id]
@@ -445,6 +458,10 @@ class ConfigRecords:
         if self.spec.promises_demonstration_answers(self.fewshot_split):
             movable = frozenset(r.id for r, f in fewshot if f.skip_reason is None)
         renderer = PromptRenderer(self.spec, {r.id: row_view(r, f) for r, f in fewshot})
+        every = [r for records in items.values() for r in records]
+        self.demonstrations.prepare(every, self.spec.demonstrations)
+        if self.spec.context_answer == "wrong":
+            self.perturbation.draws.prepare_choices(every, "wrong_answer", [len(wrong_options(r)) for r in every])
         baseline = BASELINE if self.spec.baseline is None else None
         outcomes: dict[str, list[tuple[MCQRecord, Any]]] = {}
         for split, records in items.items():
