@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from builders.core.items.outcomes import Exclude, Exclusion, ExclusionLog, Outcomes, Skip
+from builders.core.items.outcomes import ALTERED, COPIED, Exclude, Exclusion, ExclusionLog, Outcomes, Skip
 
 SOURCE_UNCHANGED = "source_unchanged"  # the reason of every item of a config that holds the source as it is
 Items = Mapping[str, Sequence[Any]]
@@ -192,6 +192,7 @@ class Run:
     def _collect(self, split: str, entries: Sequence[_Entry], names: Sequence[str], single: bool,
                  copy: Callable[[Any, str], Any] | None, made: dict[str, dict[str, list]]) -> None:
         outputs: dict[str, list] = {name: [] for name in names}
+        tally: dict[tuple[str, str], int] = {}  # (altered or the copy's reason) -> items, in the order first met
         for entry in entries:
             if entry.excluded:
                 continue
@@ -199,15 +200,25 @@ class Run:
                 record = copy(entry.item, entry.skipped) if copy is not None else entry.item
                 for name in names:
                     outputs[name].append(record)
-                    self.outcomes.copied(split, entry.skipped, name)
-                continue
-            by_config = {names[0]: entry.value} if single else entry.value
-            if not isinstance(by_config, Mapping) or set(by_config) != set(names):
-                raise ValueError(f"the last step made {type(by_config).__name__} for configs {list(names)}: "
-                                 "several configs made together need {config: record} for each")
+                outcome = (COPIED, entry.skipped)
+            elif single:
+                outputs[names[0]].append(entry.value)
+                outcome = (ALTERED, "")
+            else:
+                by_config = entry.value
+                if not isinstance(by_config, Mapping) or set(by_config) != set(names):
+                    raise ValueError(f"the last step made {type(by_config).__name__} for configs {list(names)}: "
+                                     "several configs made together need {config: record} for each")
+                for name in names:
+                    outputs[name].append(by_config[name])
+                outcome = (ALTERED, "")
+            tally[outcome] = tally.get(outcome, 0) + 1
+        for (kind, reason), items in tally.items():  # counted as item after item would count them, in that order
             for name in names:
-                outputs[name].append(by_config[name])
-                self.outcomes.altered(split, name)
+                if kind == ALTERED:
+                    self.outcomes.altered(split, name, items)
+                else:
+                    self.outcomes.copied(split, reason, name, items)
         for name in names:
             self.outcomes.ran.add((name, split))
             made[name][split] = outputs[name]
