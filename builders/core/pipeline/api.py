@@ -28,7 +28,8 @@ from builders.core.items.record import record_features
 from builders.core.build.result import Build
 from builders.core.release.build_config import parse_options
 from builders.core.options.declare import declared_options
-from builders.core.pipeline.cli import Runnable, build_and_validate, builder_parser, check_options, selection
+from builders.core.pipeline.cli import (Runnable, build_and_validate, builder_parser, check_options, rare_collections,
+                                        selection)
 from builders.core.pipeline.options import Delivery
 from builders.core.release.card import ReleaseInfo
 from builders.core.release.writer import release_rows, write_release
@@ -82,7 +83,8 @@ def build_dataset(builder: Runnable, data: Any, *, benchmark: str | None = None,
                        options=builder.source_options(args, built_with), selection=selection(builder, args),
                        max_excluded=args.max_excluded)
     try:
-        result = BuildResult(*build_and_validate(builder, parser, args, built_with, source))
+        with rare_collections():
+            result = BuildResult(*build_and_validate(builder, parser, args, built_with, source))
     finally:
         gc.unfreeze()  # the build froze what it held out of the cyclic collector's sight: a notebook goes on
     for warning in result.report.warnings:
