@@ -191,6 +191,28 @@ def test_content_is_not_a_no_answer_option(text):
     assert not referring.says_no_answer(text)
 
 
+def test_the_no_answer_reading_is_its_one_pattern_read_in_two_parts():
+    """The forms that open an option are matched at its start and the one form that may sit anywhere ("a different
+    crime not listed") is searched only where the option holds "not": the same reading as the one pattern that
+    joins them, searched anywhere."""
+    import random
+    import re
+
+    from builders.core.items import referring as builder_referring
+
+    joined = re.compile(f"{builder_referring._NONE_LIKE_OPENING.pattern}|{builder_referring._NOT_LISTED.pattern}", re.I)
+    words = ["none", "None", "NOT", "not", "listed", "mentioned", "above", "a", "another", "different", "crime", "no",
+             "one", "there", "is", "nothing", "cannot", "be", "determined", ",", "of", "the", "answer", "Nobody", "-",
+             "information", "enough", "İ", "\u212a", "ſ", "  ", "."]
+    chooser = random.Random(0)
+    texts = NONE_LIKE + NOT_NONE_LIKE + ["a different crime not listed", "Another answer NOT MENTIONED above.",
+                                         "It was a crime not listed, then"]
+    texts += [" ".join(chooser.choice(words) for _ in range(chooser.randint(1, 9))) for _ in range(30_000)]
+    for text in texts:
+        text = " ".join(text.split())
+        assert (builder_referring.none_like_option([text]) is not None) == bool(joined.search(text)), text
+
+
 @pytest.mark.parametrize("choices", CONTENT_FORMS, ids=lambda choices: choices[0][:30])
 def test_content_is_not_a_reference(choices):
     assert position_dependent_reason(choices) is None

@@ -65,3 +65,20 @@ def test_wicked_copies_an_item_with_twin_options_or_a_not_listed_option_unchange
     assert skip_reason(item("Larceny.", "Burglary.", "He can be convicted of a different crime not listed.")) \
         == NONE_LIKE_SKIP
     assert skip_reason(item("12", "14", "-14")) is None
+
+
+def test_the_number_pattern_rewrites_what_its_plain_form_rewrites():
+    """The number pattern opens with its first digit, its lookbehind after it, so that it is searched for at digits
+    only: on any text it rewrites the spans its plain form (the lookbehind first) rewrites."""
+    import random
+    import re
+
+    from builders.core.items import twins
+
+    plain = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])|(?<![\d.,])\d+\.\d+(?![\d.])")
+    chooser = random.Random(0)
+    texts = ["".join(chooser.choice("0123456789.,, a-$") for _ in range(chooser.randint(0, 16))) for _ in range(50_000)]
+    texts += ["6,049", "1,234,567.50", "128.10", "a 1,2345 b", ".5", "5.", "1.2.3", "12,345,6", "x1,000y", "$3.50"]
+    for text in texts:
+        assert ([m.span() for m in twins._NUMBER.finditer(text)] == [m.span() for m in plain.finditer(text)]), text
+    assert option_key("128.10") == option_key("128.1") and option_key("$6,049 ") == option_key("$6049")

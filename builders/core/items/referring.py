@@ -169,7 +169,7 @@ def _numbered_options(texts: Sequence[str]) -> bool:
 # Not "None of the offspring will be affected" (content), nor a legal verdict ("Neither assault nor battery.",
 # "No crime.", "No contract was formed because ..."), nor "No choice" (a stance in ethics).
 _PROVEN = r"(?:proven|proved|shown|demonstrated|confirmed|found)"
-_NONE_LIKE = re.compile(
+_NONE_LIKE_OPENING = re.compile(  # every form opens the option: matched at its start only
     r"^\W*none\b(?!\s+of\b)"
     # opening the option: not "the hearsay rule applies with no exception", "a yes or no answer"
     r"|^\W*(?:(?:there\s+(?:is|are)|i\s+have)\s+)?no\s+(?:comment|exceptions?|objections?"
@@ -182,7 +182,6 @@ _NONE_LIKE = re.compile(
     r"|known|computed|found|said)\b(?!\s*,\s*(?:true|false|cannot|not)\b)"
     r"|^\W*(?:(?:it\s+is|it's)\s+)?impossible\s+to\s+(?:determine|tell|say|know)\b"
     r"|^\W*(?:there\s+is\s+)?(?:not\s+enough|insufficient)\s+(?:information|data)\b(?![^,]*,)"
-    r"|\b(?:a|an|some|another)\s+(?:different\s+|other\s+)?\w+(?:\s+\w+)?\s+not\s+(?:listed|mentioned)(?:\s+above)?\W*$"
     r"|^\W*(?:nothing|nobody|no[\s-]+one)\b"
     r"|^\W*there(?:\s+(?:is|are|was|were)|\s*['\u2019]s)\s+no\b"
     r"|^\W*no\s+(?:change|effect|difference)s?\W*$"
@@ -192,10 +191,20 @@ _NONE_LIKE = re.compile(
     re.I)
 
 
+# "a different crime not listed", "another answer not mentioned above": the one form that may sit anywhere in the
+# option, searched only in an option that holds "not" (no character but N, O, T matches them ignoring case)
+_NOT_LISTED = re.compile(r"\b(?:a|an|some|another)\s+(?:different\s+|other\s+)?\w+(?:\s+\w+)?\s+not\s+"
+                         r"(?:listed|mentioned)(?:\s+above)?\W*$", re.I)
+
+
 def none_like_option(choices: Sequence[str]) -> str | None:
     """The first option that asserts there is no answer (no exception, no objection, no comment, cannot be
     determined, an answer not listed), or None."""
-    return next((choice for choice in choices if _NONE_LIKE.search(" ".join(choice.split()))), None)
+    return next((choice for choice in choices if _says_none(" ".join(choice.split()))), None)
+
+
+def _says_none(text: str) -> bool:
+    return bool(_NONE_LIKE_OPENING.match(text)) or ("not" in text.lower() and bool(_NOT_LISTED.search(text)))
 
 
 def is_nota(choice: str) -> bool:

@@ -19,8 +19,10 @@ from functools import lru_cache
 # format characters that show nothing: zero-width space / joiners, word joiner, byte-order mark, soft hyphen
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)
 _LOOK_ALIKES = str.maketrans({"\u2212": "-", "\u2012": "-", "\u2013": "-", "\u00a0": " ", "\u202f": " "})
-# a number, with thousands separators ("6,049", "1,234,567.50") or a decimal part ("128.10")
-_NUMBER = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])|(?<![\d.,])\d+\.\d+(?![\d.])")
+# a number, with thousands separators ("6,049", "1,234,567.50") or a decimal part ("128.10"), not preceded by a digit,
+# a point or a comma. Written to open with its first digit, the lookbehind after it: a pattern that opens with a digit
+# is searched for at the digits only, one that opens with a lookbehind at every character (7 times slower on MMLU)
+_NUMBER = re.compile(r"\d(?<![\d.,]\d)(?:\d{0,2}(?:,\d{3})+(?:\.\d+)?(?![\d,])|\d*\.\d+(?![\d.]))")
 
 
 def _canonical_number(match: re.Match) -> str:
