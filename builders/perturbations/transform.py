@@ -366,9 +366,13 @@ class PromptRenderer:
         self._heads: dict[tuple[str | None, tuple[str, ...]], str] = {}
         self._trivial = {row["id"]: row for row in trivial_questions()}
 
-    def prompt(self, item: Mapping[str, Any], demonstration_ids: tuple[str, ...], context_answer: int | None) -> str:
-        """``context_answer``: the answer the item's own demonstration shows (in-context configs), else None."""
-        head = self._head(item["subject"] or item["category"], demonstration_ids)
+    def prompt(self, record: MCQRecord, fields: OptionFields, demonstration_ids: tuple[str, ...],
+               context_answer: int | None) -> str:
+        """The prompt of ``record`` with these ``fields``; ``context_answer``: the answer the item's own
+        demonstration shows (in-context configs), else None."""
+        head = self._head(record.subject or record.category, demonstration_ids)
+        # what the question block reads of the record's row (:func:`row_view`), and no more: it is made for every prompt
+        item = {"question": record.question, "labels": fields.labels, "choices": fields.choices}
         parts = [head]
         if context_answer is not None:
             parts.append(prompts.question_block(item, "symbol", self.spec.answer_prefix, context_answer))
@@ -398,7 +402,7 @@ class PromptColumns(Mapping[str, Any]):
                  ids: tuple[str, ...], context: int | None):
         self.labels, self.fewshot = fields.labels, fewshot
         self._renderer, self._ids, self._context = renderer, ids, context
-        # what the renderer reads (row_view's fields): the source record and the fields, not the record that holds
+        # what the renderer reads: the source record and the fields, not the record that holds
         # these columns
         self._record, self._fields = record, fields
 
@@ -408,7 +412,7 @@ class PromptColumns(Mapping[str, Any]):
         if key == "fewshot":
             return self.fewshot
         if key == "prompt":
-            return self._renderer.prompt(row_view(self._record, self._fields), self._ids, self._context)
+            return self._renderer.prompt(self._record, self._fields, self._ids, self._context)
         raise KeyError(key)
 
     def __contains__(self, key: object) -> bool:  # not Mapping's, which reads (renders) the value
