@@ -1,8 +1,8 @@
 """The per-item transforms of a config: the options' order and labels, the demonstrations, the prompt.
 
-Every random draw comes from ``item_rng(seed, item content, NAME, purpose)`` (:mod:`core.items.rng`), made once per item and shared
-by the configs that use it: `shuffle` and `symbols_*_shuffled_content` show the same permutation, both
-symbol sets the same symbol order, so that two configs differ only in what they are about.
+Every random draw comes from ``item_rng(seed, item content, NAME, purpose)`` (:mod:`core.items.rng`), made once
+per item and shared by the configs that use it: `shuffle` and `symbols_*_shuffled_content` show the same
+permutation, both symbol sets the same symbol order, so that two configs differ only in what they are about.
 
 An item whose options cannot take a config's change is copied unchanged (source order, letters) with its
 ``skip_reason``: options that refer to other options or to positions ("All of the above", "Both A and B",
@@ -49,9 +49,6 @@ def trivial_questions() -> tuple[dict[str, Any], ...]:
 
 # ---- per-item draws -------------------------------------------------------------------------------------
 
-PERMUTATIONS = ("shuffle", "derangement", "symbol_order")  # the draws of a whole option order, made a split at once
-
-
 class ItemDraws:
     """Every per-item random draw, made once per item (its generator is keyed by its content) and shared
     by every config that uses it. A permutation is ``item_rng(...).permutation(n)`` and a derangement the first
@@ -63,15 +60,15 @@ class ItemDraws:
         self._cache: dict[tuple[Any, ...], Any] = {}
 
     def prepare(self, records: Sequence[MCQRecord], purpose: str) -> None:
-        """Draw the option permutation of ``purpose`` (one of :data:`PERMUTATIONS`) of every record at once: the
-        same as each record's own."""
+        """Draw the option permutation of ``purpose`` (shuffle, derangement or symbol_order) of every record at
+        once: the same as each record's own."""
         missing = [r for r in records if (r.id, purpose) not in self._cache and len(r.choices) > 1]
         made = permutations(self.seed, [r.content_key for r in missing], [len(r.choices) for r in missing],
                             NAME, purpose, derangements=purpose == "derangement")
         self._cache.update(zip([(r.id, purpose) for r in missing], made, strict=True))
 
     def permutation(self, record: MCQRecord, purpose: str) -> list[int]:
-        """The option permutation of ``purpose`` (one of :data:`PERMUTATIONS`)."""
+        """The option permutation of ``purpose`` (shuffle, derangement or symbol_order)."""
         key = (record.id, purpose)  # ids are unique in a source; the content key is hashed on a miss only
         if key not in self._cache:
             if len(record.choices) < 2:
@@ -85,18 +82,23 @@ class ItemDraws:
         drawn = first_integers(self.seed, [r.content_key for r, _ in missing], [n for _, n in missing], NAME, purpose)
         self._cache.update(zip([(r.id, purpose) for r, _ in missing], drawn, strict=True))
 
-    def _integer(self, record: MCQRecord, purpose: str, size: int) -> int:
-        if (record.id, purpose) not in self._cache:
-            self.prepare_choices([record], purpose, [size])
-        return self._cache[record.id, purpose]
+    def prepare_wrong_answers(self, records: Sequence[MCQRecord]) -> None:
+        """Draw the wrong answer in context of every record at once (:meth:`wrong_answer`)."""
+        missing = [r for r in records if (r.id, "wrong_answer") not in self._cache]
+        wrong = [wrong_options(r) for r in missing]
+        drawn = first_integers(self.seed, [r.content_key for r in missing], list(map(len, wrong)), NAME, "wrong_answer")
+        self._cache.update(((r.id, "wrong_answer"), options[i]) for r, options, i in zip(missing, wrong, drawn, strict=True))
 
     def wrong_answer(self, record: MCQRecord) -> int:
         """A source index whose text differs from the gold's (with duplicated options, not the gold's twin)."""
-        wrong = wrong_options(record)
-        return wrong[self._integer(record, "wrong_answer", len(wrong))]
+        if (record.id, "wrong_answer") not in self._cache:
+            self.prepare_wrong_answers([record])
+        return self._cache[record.id, "wrong_answer"]
 
     def choice(self, record: MCQRecord, purpose: str, options: Sequence[str]) -> str:
-        return options[self._integer(record, purpose, len(options))]
+        if (record.id, purpose) not in self._cache:
+            self.prepare_choices([record], purpose, [len(options)])
+        return options[self._cache[record.id, purpose]]
 
     def order(self, record: MCQRecord, purpose: str, candidates: Sequence[str]) -> list[str]:
         key = (record.id, purpose, len(candidates))  # a gold-position config's candidates are fewer: those it moves
@@ -465,7 +467,7 @@ class ConfigRecords:
         every = [r for records in items.values() for r in records]
         self.demonstrations.prepare(every, self.spec.demonstrations)
         if self.spec.context_answer == "wrong":
-            self.perturbation.draws.prepare_choices(every, "wrong_answer", [len(wrong_options(r)) for r in every])
+            self.perturbation.draws.prepare_wrong_answers(every)
         baseline = BASELINE if self.spec.baseline is None else None
         outcomes: dict[str, list[tuple[MCQRecord, Any]]] = {}
         for split, records in items.items():

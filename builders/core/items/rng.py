@@ -132,8 +132,7 @@ def permutations(seed: int, item_ids: Sequence[str], sizes: Sequence[int], *purp
     if derangements and any(size < 2 for size in sizes):
         raise ValueError("a derangement needs two options or more")
     made = []
-    for (state, inc), size in zip(_initial_states(seed, item_ids, purpose) if len(item_ids) else (), sizes,
-                                  strict=True):
+    for (state, inc), size in zip(_initial_states(seed, item_ids, purpose), sizes, strict=True):
         outputs = _Outputs(state, inc)
         order = outputs.permutation(size)
         while derangements and any(p == i for i, p in enumerate(order)):
@@ -145,8 +144,6 @@ def permutations(seed: int, item_ids: Sequence[str], sizes: Sequence[int], *purp
 def first_integers(seed: int, item_ids: Sequence[str], sizes: Sequence[int], *purpose: object) -> list[int]:
     """``[int(item_rng(seed, i, *purpose).integers(n)) for i, n in zip(item_ids, sizes)]``, computed for every item
     at once: the seed words mixed as arrays, each generator's first output in integer arithmetic."""
-    if not len(item_ids):
-        return []
     drawn = []
     for (state, inc), size in zip(_initial_states(seed, item_ids, purpose), sizes, strict=True):
         if size <= 1:
